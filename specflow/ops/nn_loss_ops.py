@@ -158,9 +158,14 @@ def _sparse_xent_by_columns(ctx, features, labels):
     if rows is None or rows.shape[0] != n:
         rows = ctx.state["rows"] = xp.arange(n)
     shifted = features.T.copy()
-    shifted -= shifted.max(axis=0)
-    softmax = xp.exp(shifted)
-    total = softmax.sum(axis=0)
+    if xp is np:  # the ufuncs' reduce, which .max/.sum call through numpy's Python wrappers
+        shifted -= np.maximum.reduce(shifted, 0)
+        softmax = np.exp(shifted)
+        total = np.add.reduce(softmax, 0)
+    else:
+        shifted -= shifted.max(axis=0)
+        softmax = xp.exp(shifted)
+        total = softmax.sum(axis=0)
     softmax /= total
     picked = labels * n
     picked += rows  # flat positions of (label, row)

@@ -13,6 +13,8 @@ import functools
 from collections.abc import Callable
 from typing import NamedTuple
 
+import numpy as np
+
 from specflow.graph.shapes import Shape
 from specflow.ops import grad_util as gu
 from specflow.ops.inference import InferenceContext, same_shape_inputs, unchanged_shape
@@ -51,7 +53,7 @@ def _sigmoid(xp, x):
 # --- elementwise activations and their gradient kernels ----------------------------------------
 
 
-def _relu_grad(g, f):
+def _relu_grad(xp, attrs, g, f):
     """TF's ReluGrad, ``g * (f > 0)``: a product, so a NaN or inf gradient where f <= 0 gives
     NaN as in TF (``where`` would give 0). The mask cast to T and multiplied in place is the
     same product (IEEE multiplication commutes) at half the cost of numpy's mixed bool*float
@@ -109,7 +111,7 @@ _ELEMENTWISE: dict[str, _Elementwise] = {
     ),
     "ReluGrad": _Elementwise(
         _GRAD, "backprops", "real", "gradients where features > 0, else 0 (the gradient of Relu).",
-        lambda xp, a, g, f: _relu_grad(g, f),
+        _relu_grad,
     ),
     "Relu6Grad": _Elementwise(
         _GRAD, "backprops", "real",
@@ -428,8 +430,13 @@ register_op(
 
 @kernel("BiasAddGrad")
 def _bias_add_grad(ctx, dy):
-    # The array method, not xp.sum: the wrapper costs microseconds, more than a small sum.
-    return dy.sum(axis=_other_axes(dy.ndim, _bias_axis(ctx, dy)), dtype=dy.dtype)
+    if dy.ndim == 2 and ctx.attrs["data_format"] != "NCHW":  # [batch, channels], every dense layer
+        axes: tuple[int, ...] = (0,)
+    else:
+        axes = _other_axes(dy.ndim, _bias_axis(ctx, dy))
+    if type(dy) is np.ndarray:  # what dy.sum calls, without numpy's Python wrapper
+        return np.add.reduce(dy, axes, dy.dtype)
+    return dy.sum(axis=axes, dtype=dy.dtype)
 
 
 @functools.lru_cache(maxsize=64)

@@ -117,7 +117,11 @@ def _mean(ctx, x, axes, keep):
     if x.dtype.kind in "fc":
         # numpy's mean without its Python wrapper, the same rounding: the sum in T (float16: in
         # float32), divided by the count in float64 (an intp), rounded (the caller casts to T).
-        total = x.sum(axis=axes, keepdims=keep, dtype=xp.float32 if x.dtype.itemsize == 2 else None)
+        acc = xp.float32 if x.dtype.itemsize == 2 else None
+        if type(x) is np.ndarray:  # what x.sum calls, without numpy's Python wrapper
+            total = np.add.reduce(x, axes, acc, None, keep)
+        else:
+            total = x.sum(axis=axes, keepdims=keep, dtype=acc)
         if x.dtype.kind == "f" and count <= _EXACT_COUNT:
             # Dividing by the count in the sum's type, where it is exact, gives the same
             # correctly rounded quotient without the mixed-type division (complex division

@@ -11,6 +11,8 @@ returns at once; the executor keeps no thread waiting for the value.
 
 from __future__ import annotations
 
+import numpy as np
+
 from specflow.graph import dtypes
 from specflow.graph.shapes import Shape, as_shape
 from specflow.ops.inference import InferenceContext, no_outputs
@@ -51,8 +53,12 @@ register_op(
 
 @kernel("_Arg", T=_ANY)
 def _arg(ctx):
-    value = ctx.extras["frame"].get_arg(ctx.attrs["index"])
-    return ctx.extras["device"].import_value(value)
+    extras = ctx.extras
+    args, index = extras["frame"].args, ctx.attrs["index"]
+    value = args[index] if index < len(args) else extras["frame"].get_arg(index)  # (which fails)
+    if type(value) is np.ndarray and extras["device"].device_type == "CPU":  # nothing to copy
+        return value
+    return extras["device"].import_value(value)
 
 
 register_op(

@@ -70,7 +70,8 @@ def _initialized(ctx: KernelContext, resource, verb: str, dtype_attr: str = "dty
     handle remembers its variable (``ResourceMgr.resolve``) and DTypes are singletons."""
     handle = resource if type(resource) is ResourceHandle else _handle(ctx, resource)
     mgr = ctx.resources if ctx.resources is not None else _resources(ctx)
-    var = mgr.resolve(handle)
+    found = handle._found  # ResourceMgr.resolve's fast path, inlined (every variable op, every step)
+    var = found[1] if found is not None and found[0] is mgr.epoch else mgr.resolve(handle)
     if type(var) is not Variable:
         var = _as_variable(ctx, handle, var)
     if var is None or var.value is None:
@@ -128,8 +129,10 @@ def _var_handle(ctx):
     # variable up again (re-creating it, and checking a re-created one), as every step used to.
     mgr = ctx.resources
     cached = ctx.state.get("handle")
-    if cached is not None and cached[0] is ctx.attrs and cached[1] is mgr and mgr.resolve(cached[2]) is cached[3]:
-        return cached[2]
+    if cached is not None and cached[0] is ctx.attrs and cached[1] is mgr:
+        found = cached[2]._found  # ResourceMgr.resolve's fast path, inlined
+        if (found[1] if found is not None and found[0] is mgr.epoch else mgr.resolve(cached[2])) is cached[3]:
+            return cached[2]
     dtype, shape = ctx.attrs["dtype"], as_shape(ctx.attrs["shape"])
     container = ctx.attrs["container"]
     name = ctx.attrs["shared_name"] or ctx.node.name

@@ -91,13 +91,20 @@ def _check_grad(ctx: KernelContext, grad, var: Variable) -> None:
 def _apply_one(op: _Apply) -> Callable:
     """The kernel of an optimizer with no slots (gradient descent): one variable, one lock."""
 
+    scalars, grad, update = op.scalars, op.grad, op.update
+
     def apply(ctx, resource, *args):
+        # The common case inline (this runs for every variable every step): checks that pass
+        # cost a comparison each, a failing one reports through the shared helpers.
         var = _initialized(ctx, resource, _UPDATED, dtype_attr="T")
-        _check_scalars(ctx, op, args)
+        for j in scalars:
+            if args[j].ndim:
+                _check_scalars(ctx, op, args)
         with var.lock:
-            _check_grad(ctx, args[op.grad], var)
+            if args[grad].shape != var.value.shape:
+                _check_grad(ctx, args[grad], var)
             value = writable_value(var)
-            op.update(ctx.xp, ctx.attrs, value, *args)
+            update(ctx.xp, ctx.attrs, value, *args)
             var.value = value  # the same array when it was updated in place
 
     return apply

@@ -33,9 +33,10 @@ class ResourceMgr:
         self.device = device
         self._resources: dict[tuple[str, str], Any] = {}
         self._lock = threading.Lock()
-        # Bumped by every delete or clear: a resource a handle remembers (see resolve) is still
-        # the registered one while the generation it was found in is current.
-        self._generation = 0
+        # Replaced by every delete or clear: a resource a handle remembers (see resolve) is still
+        # the registered one while the epoch it was found in is current. A fresh object per
+        # epoch is unique to this manager too, so one identity test checks both.
+        self.epoch = object()
 
     def lookup_or_create(self, container: str, name: str, factory: Callable[[], Any]) -> Any:
         with self._lock:
@@ -59,22 +60,22 @@ class ResourceMgr:
         """``get`` for a handle, O(1) after the first call: the handle remembers what it found
         here until a delete or clear on this manager (the hot path of every variable op)."""
         found = handle._found
-        if found is not None and found[0] is self and found[1] == self._generation:
-            return found[2]
+        if found is not None and found[0] is self.epoch:
+            return found[1]
         with self._lock:
             resource = self._resources.get((handle.container, handle.name))
             if resource is not None:
-                handle._found = (self, self._generation, resource)
+                handle._found = (self.epoch, resource)
         return resource
 
     def delete(self, container: str, name: str) -> None:
         with self._lock:
             self._resources.pop((container, name), None)
-            self._generation += 1
+            self.epoch = object()
 
     def clear(self, container: str | None = None) -> None:
         with self._lock:
-            self._generation += 1
+            self.epoch = object()
             if container is None:
                 self._resources.clear()
             else:
@@ -97,7 +98,7 @@ class ResourceHandle:
         self.name = name
         self.dtype = dtype
         self.shape = shape
-        self._found: tuple | None = None  # (manager, its generation, resource): ResourceMgr.resolve
+        self._found: tuple | None = None  # (a manager's epoch, resource): ResourceMgr.resolve
 
     def __reduce__(self):  # copies and pickles name the resource; what it resolved to stays here
         return (ResourceHandle, (self.device, self.container, self.name, self.dtype, self.shape))

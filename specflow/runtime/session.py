@@ -31,7 +31,7 @@ from specflow.graph.topo import LOOP_BACK_EDGES, topological_order
 from specflow.ops.registry import TensorSpec, get_op, output_dtypes
 from specflow.runtime.devices import Device, local_devices
 from specflow.runtime.executor import CallFrame, Executor
-from specflow.runtime.executor_types import UNSET
+from specflow.runtime.executor_types import FINISHED, UNSET
 from specflow.runtime.pipeline import compile_step
 from specflow.runtime.prune import infer_runtime_graph
 from specflow.runtime.rendezvous import Rendezvous
@@ -81,6 +81,8 @@ class _Call:
     # at most _MAX_SHAPE_PLANS of them; the signature builds the generic plan past that.
     signature: tuple = ()
     by_shape: dict | None = None
+    # A call fetching one tensor by name: its _Retval index (the result is that value).
+    single_fetch: int | None = None
 
 
 class Session:
@@ -195,6 +197,8 @@ class Session:
                 run_metadata.extend(stats)
             elif isinstance(run_metadata, dict):
                 run_metadata["step_stats"] = stats
+        if call.single_fetch is not None:  # one tensor name: its value, nothing to rebuild
+            return values[call.single_fetch]
         return call.rebuild([None if p is None else values[p] for p in call.fetch_pos])
 
     def _prepare_call(self, fetches: Any, feeds: dict[str, Any], targets: Any) -> _Call:
@@ -236,7 +240,8 @@ class Session:
             ndim = -1 if dims is None else len(dims)
             fixed = () if dims is None else tuple((a, d) for a, d in enumerate(dims) if d is not None)
             checks.append((fed[t], spec, spec.dtype.numpy if plain else None, ndim, fixed))
-        return _Call(plan, checks, fetch_pos, rebuild, signature, {} if specialise else None)
+        single = fetch_pos[0] if isinstance(fetches, str) and fetch_pos[0] is not None else None
+        return _Call(plan, checks, fetch_pos, rebuild, signature, {} if specialise else None, single)
 
     def _shape_plan(self, call: _Call, shapes: tuple) -> _Plan:
         """The plan of ``call`` specialised to fed ``shapes`` (the generic one once enough
@@ -275,8 +280,8 @@ class Session:
         h = plan.single.run_async(
             rendezvous=Rendezvous(), frame=frame, step_id=step_id, stats=stats, caller_runs=True
         )
-        if not h.done:  # a partition that cannot run on this thread (an async kernel, a loop)
-            h.wait()
+        if h.done_event is not FINISHED and not h.done:  # it could not all run on this thread
+            h.wait()  # (an async kernel, a loop)
         if h.error is not None:
             raise h.rendezvous.error or h.error
         return _fetched(plan, frame)
@@ -407,15 +412,23 @@ def _call_key(fetches: Any, feeds: dict, targets: Any) -> tuple | None:
     (dicts, nesting): those resolve their names every call."""
     if isinstance(fetches, str):
         f: Any = fetches
-    elif type(fetches) in (list, tuple) and all(type(x) is str for x in fetches):
+    elif type(fetches) in (list, tuple) and _all_str(fetches):
         f = (type(fetches), *fetches)
     else:
         return None
     if targets is not None and not isinstance(targets, str):
-        if not all(type(x) is str for x in targets):
+        if not _all_str(targets):
             return None
         targets = tuple(targets)
     return f, tuple(feeds), targets
+
+
+def _all_str(names) -> bool:
+    # A loop, not all() over a generator: this runs every step, and a generator costs more.
+    for x in names:
+        if type(x) is not str:
+            return False
+    return True
 
 
 def _fetched(plan: _Plan, frame: CallFrame) -> list:
