@@ -110,6 +110,9 @@ register_op(
 )
 
 
+_UNSIGNED = {4: np.uint32, 8: np.uint64}  # Tlabels' sizes
+
+
 @kernel("SparseSoftmaxCrossEntropyWithLogits")
 def _sparse_xent(ctx, features, labels):
     xp = ctx.xp
@@ -120,7 +123,8 @@ def _sparse_xent(ctx, features, labels):
         )
     classes = features.shape[1]
     # One comparison finds negative labels too: as unsigned they are huge.
-    if labels.size and labels.view(f"u{labels.itemsize}").max() >= classes:
+    unsigned = labels.view(_UNSIGNED[labels.itemsize])
+    if labels.size and (np.maximum.reduce(unsigned) if xp is np else unsigned.max()) >= classes:
         host = ctx.host(labels)
         i = int(np.flatnonzero((host < 0) | (host >= classes))[0])
         raise ctx.fail(
