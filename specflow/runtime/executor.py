@@ -125,7 +125,7 @@ class Executor(StraightLine, Frames, AsyncNodes):
         self._straight_ok = not any(n.is_async or n.op in DEAD_TENSOR_OPS for n in self._nodes)
         self._n_expensive = 0
         self._cost_lock = threading.Lock()
-        self._lines_free: list = []  # see _take_line
+        self._lines_free: list = []  # see StraightLine._new_line
         # Step wall time (ns, a moving average) of the two ways to run this partition while it
         # has expensive nodes: [straight line, dataflow loop]; -1 until measured.
         self._mode_ns = [-1, -1]

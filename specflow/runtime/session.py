@@ -12,6 +12,7 @@ and executor rebuilds.
 from __future__ import annotations
 
 import itertools
+import operator
 import random
 import threading
 import time
@@ -183,7 +184,7 @@ class Session:
             args.append(_convert_feed(canonical_tensor(name), v, spec))
         plan = call.plan
         if plan is None:
-            shapes = tuple([a.shape for a in args])
+            shapes = tuple(map(_shape_of, args))
             plan = call.by_shape.get(shapes) or self._shape_plan(call, shapes)
         stats = StepStats() if trace else None
         if timeout_s is None and plan.single is not None:
@@ -407,28 +408,27 @@ class Session:
 # --- helpers ---------------------------------------------------------------------------------------
 
 
+_shape_of = operator.attrgetter("shape")
+
+
 def _call_key(fetches: Any, feeds: dict, targets: Any) -> tuple | None:
     """A hashable key for a call's shape, or None for fetch structures not worth caching
     (dicts, nesting): those resolve their names every call."""
     if isinstance(fetches, str):
         f: Any = fetches
-    elif type(fetches) in (list, tuple) and _all_str(fetches):
+    elif type(fetches) in (list, tuple):
+        for x in fetches:  # loops, not all() over a generator: this runs every step
+            if type(x) is not str:
+                return None
         f = (type(fetches), *fetches)
     else:
         return None
     if targets is not None and not isinstance(targets, str):
-        if not _all_str(targets):
-            return None
+        for x in targets:
+            if type(x) is not str:
+                return None
         targets = tuple(targets)
     return f, tuple(feeds), targets
-
-
-def _all_str(names) -> bool:
-    # A loop, not all() over a generator: this runs every step, and a generator costs more.
-    for x in names:
-        if type(x) is not str:
-            return False
-    return True
 
 
 def _fetched(plan: _Plan, frame: CallFrame) -> list:

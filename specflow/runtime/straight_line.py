@@ -88,7 +88,16 @@ class StraightLine:
     def _straight(self, step: StepHandle) -> None:
         """Run every node in topological order on this thread: the generated function, or the
         generic loop on timed and traced steps (see the module docstring)."""
-        line = self._take_line(step)
+        # A line nobody else holds (see _new_line), reused with its contexts: only the step's
+        # extras change (its rendezvous, frame and device).
+        try:
+            line = self._lines_free.pop()  # atomic: steps may overlap on other threads
+        except IndexError:
+            line = self._new_line()
+        extras = line.extras
+        extras.clear()
+        extras.update(step.extras)
+        step.extras = extras
         n = self._line_steps = self._line_steps + 1
         if (
             step.stats is not None
@@ -99,28 +108,30 @@ class StraightLine:
         ):
             self._time_next = False
             ran = self._line_loop(step, line.entries, 0, [None] * self._out_count, 0)
-        else:
-            ran = self._run_generated(step, line)
+        else:  # an untimed step on the generated function
+            run = line.run or self._bind_generated(line)
+            t0 = time.perf_counter_ns()
+            res = run(step.rendezvous, step.step_id)
+            if res is None:
+                # A step clearly slower than usual times the next one (capped average, as costs).
+                wall, avg = time.perf_counter_ns() - t0, self._line_wall
+                limit = xt.INLINE_COST_NS
+                if avg >= 0:
+                    self._time_next = wall > avg + (limit >> 1)
+                    wall = avg + ((min(wall, 4 * avg + limit) - avg) >> xt.COST_SHIFT)
+                self._line_wall = wall
+                ran = len(self._nodes)
+            else:
+                ran = self._generated_stopped(step, line, res)
         self._lines_free.append(line)
         step.nodes_run = ran
         step.peak_live = self._straight_peak
         if step.t0:
             self._note_mode(0, time.perf_counter_ns() - step.t0)
 
-    def _run_generated(self, step: StepHandle, line: _Line) -> int:
-        """One untimed step on the generated function; returns how many nodes ran."""
-        run = line.run or self._bind_generated(line)
-        t0 = time.perf_counter_ns()
-        res = run(step.rendezvous, step.step_id)
-        if res is None:
-            # A step clearly slower than usual times the next one (capped average, as costs).
-            wall, avg = time.perf_counter_ns() - t0, self._line_wall
-            limit = xt.INLINE_COST_NS
-            if avg >= 0:
-                self._time_next = wall > avg + (limit >> 1)
-                wall = avg + ((min(wall, 4 * avg + limit) - avg) >> xt.COST_SHIFT)
-            self._line_wall = wall
-            return len(self._nodes)
+    def _generated_stopped(self, step: StepHandle, line: _Line, res: tuple) -> int:
+        """The generated function stopped at node ``k``: on a dead value the generic loop runs
+        the rest of the step, on an error the step fails. Returns how many nodes ran."""
         k, error, env = res
         vals = line_codegen.values_from(env, self._out_count)
         del env
@@ -222,30 +233,21 @@ class StraightLine:
             self._fail(step, item, e)
         return ran
 
-    def _take_line(self, step: StepHandle) -> _Line:
-        """A line of kernel contexts: per node, in topological order, its KernelContext and the
-        fields the generic loop reads, unpacked in one go. Lines are reused across steps with
-        their contexts: a step takes a line nobody else holds (so overlapping steps stay
-        independent), and only ``ctx.step_id`` and the line's shared ``extras`` dict change per
-        step."""
-        try:
-            line = self._lines_free.pop()
-        except IndexError:  # the first step, or more steps at once than ever before
-            line = _Line()
-            line.extras = {}
-            line.run = None
-            line.entries = []
-            for item in self._nodes:
-                ctx = KernelContext.__new__(KernelContext)
-                ctx.__dict__ = {**item.ctx_template, "extras": line.extras}
-                check0 = NO_OUTPUTS if item.n_out == 0 else item.check0
-                line.entries.append(
-                    (ctx, item, item.fn, item.n_in, item.in_srcs, item.frees, check0, item.out_flat)
-                )
-        extras = line.extras
-        extras.clear()
-        extras.update(step.extras)
-        step.extras = extras
+    def _new_line(self) -> _Line:
+        """A line of kernel contexts (the first step, or more steps at once than ever before):
+        per node, in topological order, its KernelContext and the fields the generic loop reads,
+        unpacked in one go. Lines are reused across steps with their contexts: a step takes a
+        line nobody else holds (so overlapping steps stay independent), and only
+        ``ctx.step_id`` and the line's shared ``extras`` dict change per step."""
+        line = _Line()
+        line.extras = {}
+        line.run = None
+        line.entries = []
+        for item in self._nodes:
+            ctx = KernelContext.__new__(KernelContext)
+            ctx.__dict__ = {**item.ctx_template, "extras": line.extras}
+            check0 = NO_OUTPUTS if item.n_out == 0 else item.check0
+            line.entries.append((ctx, item, item.fn, item.n_in, item.in_srcs, item.frees, check0, item.out_flat))
         return line
 
     def _store(self, step: StepHandle, item: NodeItem, outs, vals: list, is_dead: bool) -> None:
