@@ -9,6 +9,8 @@ from specflow.graph import dtypes
 from specflow.ops import grad_util as gu
 from specflow.ops.inference import broadcast_shape
 from specflow.ops.math_ops import (
+    FP_STATE,
+    QUIET_FP,
     _is_complex,
     _is_int,
     check_broadcast,
@@ -113,10 +115,10 @@ def _register_binary(name, types, body, kernel_types, doc):
             check_broadcast(ctx, x, y)
         xp = ctx.xp
         try:
-            if divides or x.dtype.kind in "fc":
+            if (divides or x.dtype.kind in "fc") and FP_STATE.get() is not QUIET_FP:
                 with quiet_fp():  # float x/0 is inf/nan silently, as in TF
                     z = getattr(xp, ufunc)(x, y) if ufunc else body(ctx, x, y)
-            else:
+            else:  # nothing can warn, or the step is quiet already (see math_ops.QUIET_FP)
                 z = getattr(xp, ufunc)(x, y) if ufunc else body(ctx, x, y)
             return xp.asarray(z, dtype=x.dtype)  # a 0-d result is a numpy scalar; T exactly
         except ValueError:

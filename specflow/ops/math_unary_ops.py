@@ -10,6 +10,8 @@ from specflow.graph import dtypes
 from specflow.ops import grad_util as gu
 from specflow.ops.inference import unchanged_shape
 from specflow.ops.math_ops import (
+    FP_STATE,
+    QUIET_FP,
     _is_complex,
     _is_int,
     _out,
@@ -102,7 +104,8 @@ def _register_unary(name, types, body, out_dtype, kernel_types, doc):
     quiet = name in _NEVER_WARN
 
     def run(ctx, x):
-        if quiet or x.dtype.kind in "iub":  # nothing to silence: skip the costly errstate
+        # Nothing to silence, or the step is quiet already (math_ops.QUIET_FP): no quiet_fp.
+        if quiet or x.dtype.kind in "iub" or FP_STATE.get() is QUIET_FP:
             return _out(ctx, body(ctx, x), out_dtype or x.dtype)
         with quiet_fp():  # log(0), sqrt(-1), ... give inf/nan silently, as in TF
             return _out(ctx, body(ctx, x), out_dtype or x.dtype)

@@ -16,7 +16,7 @@ from specflow.graph import dtypes
 from specflow.graph.shapes import Shape
 from specflow.ops import grad_util as gu
 from specflow.ops.inference import InferenceContext, unchanged_shape
-from specflow.ops.math_ops import quiet_fp, require_real, trunc_div
+from specflow.ops.math_ops import FP_STATE, QUIET_FP, quiet_fp, require_real, trunc_div
 from specflow.ops.registry import gradient, kernel, not_differentiable, register_op
 
 
@@ -183,7 +183,8 @@ def _register_reduction(name, types, body, doc):
         else:
             axes = kernel_axes(ctx, reduction_indices, x.ndim)
         keep = ctx.attrs["keep_dims"]
-        if x.dtype.kind not in "fc":  # integer and bool reductions never warn
+        # Integer and bool reductions never warn; a quiet step needs no quiet_fp (math_ops.QUIET_FP).
+        if x.dtype.kind not in "fc" or FP_STATE.get() is QUIET_FP:
             return ctx.xp.asarray(body(ctx, x, axes, keep), dtype=x.dtype)
         with quiet_fp():  # float mean over nothing is NaN silently, as in TF
             return ctx.xp.asarray(body(ctx, x, axes, keep), dtype=x.dtype)

@@ -18,6 +18,7 @@ import numpy as np
 
 from specflow.errors import DeviceError
 from specflow.graph.device_spec import DeviceSpec
+from specflow.ops.math_ops import FP_STATE, QUIET_FP
 from specflow.runtime.resources import ResourceMgr
 
 DEVICE_TYPES = ("CPU", "GPU")
@@ -70,9 +71,15 @@ class Device:
         return self._pool
 
     def activate(self) -> None:
-        """Make this device current on the calling thread (cupy's current GPU)."""
+        """Prepare a pool thread to run this device's kernels, for good: this device current
+        (cupy's current GPU) and numpy's floating-point errors quiet (``math_ops.QUIET_FP``)."""
+        FP_STATE.set(QUIET_FP)
         if self.device_type == "GPU":
             self.xp.cuda.Device(self.index).use()
+
+    def kernel_scope(self) -> _KernelScope:
+        """What ``activate`` does, for a block of the calling thread (a step its caller runs)."""
+        return _KernelScope(self.scope() if self.device_type == "GPU" else None)
 
     def scope(self):
         """A context manager that makes this device current for a block (no-op on CPU)."""
@@ -102,6 +109,26 @@ class Device:
             pool, self._pool = self._pool, None
         if pool is not None:
             pool.shutdown(wait=False, cancel_futures=True)
+
+
+class _KernelScope:
+    """Device.kernel_scope's context manager: the quiet floating-point state, and a GPU's
+    device context when there is one."""
+
+    __slots__ = ("_gpu", "_token")
+
+    def __init__(self, gpu):
+        self._gpu = gpu
+
+    def __enter__(self) -> None:
+        if self._gpu is not None:
+            self._gpu.__enter__()
+        self._token = FP_STATE.set(QUIET_FP)
+
+    def __exit__(self, *exc) -> None:
+        FP_STATE.reset(self._token)
+        if self._gpu is not None:
+            self._gpu.__exit__(*exc)
 
 
 def device_name(device_type: str, index: int, job: str = "localhost", task: int = 0) -> str:

@@ -56,6 +56,7 @@ from specflow.graph.device_spec import DeviceSpec
 from specflow.graph.dtypes import DType
 from specflow.graph.graph_def import GraphDef, NodeDef, parse_input
 from specflow.graph.topo import LOOP_BACK_EDGES, topological_order
+from specflow.ops.math_ops import FP_STATE, QUIET_FP
 from specflow.ops.registry import (
     KernelContext,
     bind_attrs,
@@ -306,10 +307,14 @@ class Executor(StraightLine, Frames, AsyncNodes):
         if self._straight_ok and (self._n_expensive == 0 or self._pick_line()):
             step.slots = ()  # values live in the loop's own list
             if caller_runs:
-                if self.device.device_type == "CPU":  # no device to make current
-                    self._straight(step)
+                if self.device.device_type == "CPU":  # Device.kernel_scope inline: no device to make current
+                    token = FP_STATE.set(QUIET_FP)
+                    try:
+                        self._straight(step)
+                    finally:
+                        FP_STATE.reset(token)
                 else:
-                    with self.device.scope():
+                    with self.device.kernel_scope():
                         self._straight(step)
                 if step.rendezvous.watching:
                     step._settle()
@@ -333,7 +338,7 @@ class Executor(StraightLine, Frames, AsyncNodes):
         todo: list[int] = []
         self._schedule(step, self._roots, todo)
         if caller_runs:
-            with self.device.scope():
+            with self.device.kernel_scope():
                 self._task(step, todo)
         elif todo:
             self.device.pool.submit(self._task, step, todo)

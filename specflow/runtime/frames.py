@@ -163,7 +163,7 @@ class Frames:
         todo: list[tuple] = []
         self._frames_schedule(step, [(item, root, it, False) for item in roots], todo)
         if caller_runs:
-            with self.device.scope():
+            with self.device.kernel_scope():
                 self._frames_task(step, todo)
         elif todo:
             self.device.pool.submit(self._frames_task, step, todo)

@@ -147,3 +147,28 @@ def test_a_kernel_instance_remembers_axes_per_array_not_per_node():
             np.testing.assert_array_equal(sess.run("m", {"x": x, "axes": np.array(axes, np.int32)}), x.mean(axis=tuple(axes)))
         with pytest.raises(SpecflowError, match="Invalid reduction dimension 2"):
             sess.run("m", {"x": x, "axes": np.array([2], np.int32)})
+
+
+@pytest.mark.parametrize("devices", ["cpu:1", "cpu:2"])
+def test_a_step_runs_quiet_and_gives_the_caller_its_fp_state_back(devices):
+    # The executor installs the quiet state for a whole step (math_ops.QUIET_FP), kernels skip
+    # their own quiet_fp then; the caller's state, even one that raises, is back afterwards.
+    from specflow.graph.builder import GraphBuilder
+    from specflow.runtime.session import Session, SessionConfig
+
+    b = GraphBuilder()
+    b.add_op("Placeholder", [], {"dtype": "float32", "shape": [2]}, name="x")
+    b.add_op("Mul", ["x", "x"], {"T": "float32"}, name="sq", device="/device:CPU:0")
+    b.add_op("Const", [], {"dtype": "int32", "value": np.array([0], np.int32)}, name="axes")
+    b.add_op("Mean", ["sq", "axes"], {"T": "float32"}, name="mean", device=f"/device:CPU:{int(devices[-1]) - 1}")
+    b.add_op("Log", ["mean"], {"T": "float32"}, name="log")
+    big = np.array([3e38, 0], np.float32)
+    with Session(b.graph_def, SessionConfig(devices=devices)) as sess:
+        for _ in range(40):  # past the timed steps, onto the generated line
+            with np.errstate(all="raise"), warnings.catch_warnings():
+                warnings.simplefilter("error")
+                out = sess.run(["sq", "mean", "log"], {"x": big})
+                assert np.geterr() == {"divide": "raise", "over": "raise", "under": "raise", "invalid": "raise"}
+        assert np.isinf(out[0][0]) and np.isinf(out[1]) and np.isinf(out[2])
+        with np.errstate(over="raise"), pytest.raises(FloatingPointError):
+            np.float32(3e38) * np.float32(10)  # the caller's state is its own again
