@@ -191,7 +191,12 @@ register_op(
 
 @kernel("ReadVariableOp")
 def _read_variable(ctx, resource):
-    var = _initialized(ctx, resource, "read")
+    # _initialized's common case inline (every read, every step): the variable this handle
+    # resolved to, still the registered one, initialized and of the op's dtype.
+    found = resource._found if type(resource) is ResourceHandle else None
+    var = found[1] if found is not None and found[0] is getattr(ctx.resources, "epoch", None) else None
+    if type(var) is not Variable or var.value is None or var.dtype is not ctx.attrs["dtype"]:
+        var = _initialized(ctx, resource, "read")
     with var.lock:
         return var.value  # handed out, it is never updated in place (writable_value): no copy needed
 

@@ -21,7 +21,7 @@ from specflow.graph.shapes import Shape
 from specflow.ops.inference import InferenceContext
 from specflow.ops.registry import KernelContext, kernel, register_op
 from specflow.ops.state_ops import _initialized, writable_value
-from specflow.runtime.resources import Variable
+from specflow.runtime.resources import ResourceHandle, Variable
 
 # --- shared shape function and kernel -----------------------------------------------------------
 
@@ -96,7 +96,11 @@ def _apply_one(op: _Apply) -> Callable:
     def apply(ctx, resource, *args):
         # The common case inline (this runs for every variable every step): checks that pass
         # cost a comparison each, a failing one reports through the shared helpers.
-        var = _initialized(ctx, resource, _UPDATED, dtype_attr="T")
+        # As in ReadVariableOp: _initialized's common case inline, the helper otherwise.
+        found = resource._found if type(resource) is ResourceHandle else None
+        var = found[1] if found is not None and found[0] is getattr(ctx.resources, "epoch", None) else None
+        if type(var) is not Variable or var.value is None or var.dtype is not ctx.attrs["T"]:
+            var = _initialized(ctx, resource, _UPDATED, dtype_attr="T")
         for j in scalars:
             if args[j].ndim:
                 _check_scalars(ctx, op, args)
