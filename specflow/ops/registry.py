@@ -436,8 +436,10 @@ def num_outputs(opdef: OpDef, attrs: dict) -> int:
 
 @dataclass
 class KernelContext:
-    """What a kernel sees. The runtime fills ``resources``, ``device`` and ``step_id``;
-    ``state`` persists across steps for one kernel instance (e.g. a random generator)."""
+    """What a kernel sees. The runtime fills ``resources``, ``device`` and ``extras`` (the
+    step's: its rendezvous, call frame, device and ``step_id``, shared by the step's contexts
+    so nothing is stored per node per step); ``state`` persists across steps for one kernel
+    instance (e.g. a random generator)."""
 
     node: NodeDef
     attrs: dict
@@ -446,9 +448,13 @@ class KernelContext:
     device_type: str = "CPU"
     resources: Any = None
     state: dict = field(default_factory=dict)
-    step_id: int = 0
     graph_seed: int | None = None
     extras: dict = field(default_factory=dict)
+
+    @property
+    def step_id(self) -> int:
+        """The running step's id (0 outside a step)."""
+        return self.extras.get("step_id", 0)
 
     def attr(self, name: str) -> Any:
         return self.attrs[name]

@@ -209,7 +209,6 @@ class Executor(StraightLine, Frames, AsyncNodes):
             "device_type": dev.device_type,
             "resources": dev.resource_mgr,
             "state": item.state,
-            "step_id": 0,
             "graph_seed": self.graph_seed,
             "extras": None,
         }
@@ -291,7 +290,9 @@ class Executor(StraightLine, Frames, AsyncNodes):
         step.dead = set()
         step.stats = stats
         step.rendezvous = rendezvous if rendezvous is not None else Rendezvous()
-        step.extras = {"rendezvous": step.rendezvous, "frame": frame or CallFrame(), "device": self.device}
+        step.extras = {
+            "rendezvous": step.rendezvous, "frame": frame or CallFrame(), "device": self.device, "step_id": step_id
+        }  # fmt: skip
         step.step_id = step_id
         step.live = step.peak_live = step.nodes_run = 0
         step.callback = done
@@ -399,7 +400,6 @@ class Executor(StraightLine, Frames, AsyncNodes):
             # Copy the node's prebuilt fields instead of running the dataclass __init__: this is
             # the hot path, and a fresh context per run keeps overlapping steps independent.
             d = item.ctx_template.copy()
-            d["step_id"] = step.step_id
             d["extras"] = step.extras
             ctx.__dict__ = d
             try:

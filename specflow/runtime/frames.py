@@ -208,7 +208,6 @@ class Frames:
             outs = item.dead_outs
         else:
             d = item.ctx_template.copy()
-            d["step_id"] = step.step_id
             if item.frame_io and frame.parent is not None:
                 d["extras"] = {**step.extras, "frame_iter": (frame.id, it.n)}
             else:

@@ -11,26 +11,22 @@ closure variables, values are local variables, a value's last use is followed by
         (c0, c1, c2,) = C
         (d0,) = D
 
-        def run_line(rv, step_id):
+        def run_line(rv):
             k = -1
             try:
                 # 0: x (_Arg)
                 if rv.error is not None: raise rv.error
                 k = 0
-                c0.step_id = step_id
                 v0 = f0(c0)
                 if type(v0) is not A or v0.dtype is not d0: v0 = fix1(0, v0)
                 # 1: neg (Neg)
                 if rv.error is not None: raise rv.error
                 k = 1
-                c1.step_id = step_id
                 v1 = f1(c1, v0)
                 if type(v1) is not A or v1.dtype is not d0: v1 = fix1(1, v1)
                 del v0
                 # 2: ret0 (_Retval)
-                if rv.error is not None: raise rv.error
                 k = 2
-                c2.step_id = step_id
                 o = f2(c2, v1)
                 if o is not None and (type(o) is not tuple or o): fixn(2, o)
                 del o, v1
@@ -69,6 +65,10 @@ _VALUE = re.compile(r"v(\d+)")
 HOISTED_OPS = frozenset({"Const"})
 # Kernels with no outputs and no effect: the generated code only counts them.
 SKIPPED_OPS = frozenset({"NoOp"})
+# Bookkeeping kernels (a fraction of a microsecond, never blocking): no abort check before them.
+# An abort (another partition failed, a timeout) is noticed before the next real kernel, or
+# after the step by the caller, and each check costs about what these kernels do.
+UNCHECKED_OPS = frozenset({"_Arg", "_Retval", "Identity", "StopGradient", "VarHandleOp", "ReadVariableOp"})
 
 
 class Resume(Exception):
@@ -87,13 +87,14 @@ def _names(prefix: str, n: int) -> str:
 
 def line_source(nodes: Sequence[NodeItem]) -> str:
     """The source of ``make(F, C, D, A, H, fix1, fixn)``, which returns the partition's
-    ``run_line(rv, step_id)``: F kernels, C contexts (one per node, in order), D the distinct
+    ``run_line(rv)``: F kernels, C contexts (one per node, in order), D the distinct
     expected dtypes (see :func:`line_dtypes`), A the device's array type, H the resource handle
     type."""
     dtypes = line_dtypes(nodes)
     dnum = {id(d): j for j, d in enumerate(dtypes)}
     body: list[str] = []
     hoisted: list[str] = []
+    started = False  # a kernel runs before this node
     for item in nodes:
         i = item.id
         args = "".join(f", v{s}" for s in item.in_srcs)
@@ -109,12 +110,11 @@ def line_source(nodes: Sequence[NodeItem]) -> str:
             if item.frees:
                 body.append(f"del {', '.join(f'v{f}' for f in item.frees)}")
             continue
-        body += [
-            f"# {i}: {item.name} ({item.op})",
-            "if rv.error is not None: raise rv.error",
-            f"k = {i}",
-            f"c{i}.step_id = step_id",
-        ]
+        body.append(f"# {i}: {item.name} ({item.op})")
+        if item.op not in UNCHECKED_OPS or not started:  # the first kernel checks: none runs if aborted
+            body.append("if rv.error is not None: raise rv.error")
+        started = True
+        body.append(f"k = {i}")
         call = f"f{i}(c{i}{args})"
         drop = [f"v{f}" for f in item.frees]
         if item.n_out == 1:
@@ -144,7 +144,7 @@ def line_source(nodes: Sequence[NodeItem]) -> str:
     lines += [f"    {h}" for h in hoisted]
     lines += [
         "",
-        "    def run_line(rv, step_id):",
+        "    def run_line(rv):",
         "        k = -1",
         "        try:",
         *(f"            {b}" for b in body or ["pass"]),

@@ -111,7 +111,7 @@ class StraightLine:
         else:  # an untimed step on the generated function
             run = line.run or self._bind_generated(line)
             t0 = time.perf_counter_ns()
-            res = run(step.rendezvous, step.step_id)
+            res = run(step.rendezvous)
             if res is None:
                 # A step clearly slower than usual times the next one (capped average, as costs).
                 wall, avg = time.perf_counter_ns() - t0, self._line_wall
@@ -182,7 +182,6 @@ class StraightLine:
         stats = step.stats
         dead = step.dead
         array_type = self.device.array_type
-        step_id = step.step_id
         now = time.perf_counter_ns
         inline_ns, shift = xt.INLINE_COST_NS, xt.COST_SHIFT
         item = None
@@ -196,7 +195,6 @@ class StraightLine:
                         vals[f] = None
                     self._store(step, item, item.dead_outs, vals, True)
                     continue
-                ctx.step_id = step_id
                 t0 = now()
                 if n == 1:
                     out = fn(ctx, vals[srcs[0]])
@@ -238,7 +236,7 @@ class StraightLine:
         per node, in topological order, its KernelContext and the fields the generic loop reads,
         unpacked in one go. Lines are reused across steps with their contexts: a step takes a
         line nobody else holds (so overlapping steps stay independent), and only
-        ``ctx.step_id`` and the line's shared ``extras`` dict change per step."""
+        the line's shared ``extras`` dict (with the step id) changes per step."""
         line = _Line()
         line.extras = {}
         line.run = None
