@@ -54,6 +54,8 @@ NO_OUTPUTS = object()  # the straight line's expected type for a node with no ou
 class CallFrame:
     """A step's arguments (feeds, read by ``_Arg``) and return values (fetches, set by ``_Retval``)."""
 
+    __slots__ = ("args", "retvals", "_lock")
+
     def __init__(self, args=(), num_retvals: int = 0):
         self.args = list(args)
         self.retvals: list[Any] = [UNSET] * num_retvals

@@ -62,6 +62,11 @@ class Rendezvous:
     rendezvous. Callbacks run outside the lock, on the thread that completed the match.
     """
 
+    # One per step, and ``error`` is read before kernels: slots make both cheaper.
+    __slots__ = (
+        "_lock", "_values", "_waiters", "error", "_abort_listeners", "watching", "_busy", "watched", "__weakref__"
+    )  # fmt: skip
+
     def __init__(self, partitions: int = 0) -> None:
         self._lock = threading.Lock()
         self._values: dict[str, deque] = {}  # key -> deque[(value, is_dead)]
