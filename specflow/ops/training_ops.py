@@ -94,9 +94,9 @@ def _apply_one(op: _Apply) -> Callable:
     scalars, grad, update = op.scalars, op.grad, op.update
 
     def apply(ctx, resource, *args):
-        # The common case inline (this runs for every variable every step): checks that pass
-        # cost a comparison each, a failing one reports through the shared helpers.
-        # As in ReadVariableOp: _initialized's common case inline, the helper otherwise.
+        # The common case inline (this runs for every variable every step): the variable found
+        # as in ReadVariableOp, checks that pass cost a comparison each, and anything else
+        # (first use, a re-created variable, an error to report) goes through the helpers.
         found = resource._found if type(resource) is ResourceHandle else None
         var = found[1] if found is not None and found[0] is getattr(ctx.resources, "epoch", None) else None
         if type(var) is not Variable or var.value is None or var.dtype is not ctx.attrs["T"]:
