@@ -23,6 +23,7 @@ from specflow.runtime.step_stats import StepStats
 
 F32 = dtypes.float32
 WARM = straight_line.TIME_FIRST  # steps that always take the timed loop
+STEP_IDS: list[int] = []  # what TestLineProbe's context said, call by call
 SAMPLED = straight_line.TIME_FIRST * straight_line.TIME_EVERY  # a sampled step after the warm-up
 
 
@@ -30,12 +31,14 @@ SAMPLED = straight_line.TIME_FIRST * straight_line.TIME_EVERY  # a sampled step 
 def probe_op():
     """TestLineProbe: y = x + 1, except when x[0] asks for something else: -1 fails, -2 returns a
     dead value, -3 returns float64 (a wrong dtype), -4 a numpy scalar (converted to an array),
-    -5 aborts the step's rendezvous (as another device failing meanwhile would)."""
+    -5 aborts the step's rendezvous (as another device failing meanwhile would). Every call
+    records the step id its context shows in STEP_IDS."""
     register_op("TestLineProbe", inputs=["x: T"], outputs=["y: T"], attrs=["T: type"], shape=unchanged_shape,
                 stateful=True, doc="Test op: behaviour chosen by x[0].")  # fmt: skip
 
     @kernel("TestLineProbe")
     def _probe(ctx, x):
+        STEP_IDS.append(ctx.step_id)
         code = float(x.flat[0])
         if code == -1:
             raise ctx.fail("probe failed on request")
@@ -87,9 +90,9 @@ def _want(x: np.ndarray):
     return -p[0] + p[1] * p[1], p
 
 
-def _step(ex: Executor, x: np.ndarray, rv: Rendezvous | None = None, stats=None):
+def _step(ex: Executor, x: np.ndarray, rv: Rendezvous | None = None, stats=None, step_id: int = 0):
     frame = CallFrame([x], 2)
-    h = ex.run_async(frame=frame, rendezvous=rv, stats=stats, caller_runs=True)
+    h = ex.run_async(frame=frame, rendezvous=rv, stats=stats, caller_runs=True, step_id=step_id)
     return h, frame
 
 
@@ -296,3 +299,18 @@ def test_consts_are_computed_once_and_noops_skipped(dev, monkeypatch):
     assert calls["NoOp"] == before["NoOp"]
     assert calls["Const"] - before["Const"] <= 1  # once, when the line was generated
     assert "computed once" in line_codegen.line_source(ex._nodes)
+
+
+def test_kernels_see_their_steps_id_on_every_path(dev):
+    # The step id lives in the step's shared extras (no store per node per step): the timed
+    # loop, the generated function and a traced step each show a kernel its own step's id.
+    ex = Executor(_graph(), dev)
+    x = np.ones((3, 4), np.float32)
+    STEP_IDS.clear()
+    for i in range(WARM + 1):
+        assert _step(ex, x, step_id=100 + i)[0].error is None
+    _untimed_next(ex)
+    assert _step(ex, x, step_id=7)[0].error is None
+    assert _generated_runs(ex)
+    assert _step(ex, x, stats=StepStats(), step_id=8)[0].error is None
+    assert STEP_IDS == [100 + i for i in range(WARM + 1)] + [7, 8]
