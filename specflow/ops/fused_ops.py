@@ -58,17 +58,10 @@ register_op(
 
 @kernel("_FusedMatMul")
 def _fused_matmul(ctx, a, b, *args):
-    attrs = ctx.attrs
-    fused_ops = attrs["fused_ops"]
+    fused_ops = ctx.attrs["fused_ops"]
     if len(args) != 1 or fused_ops not in _SUPPORTED_LISTS:
         _check_fused_ops(fused_ops, len(args), ctx.fail)
-    if a.ndim == 2 and b.ndim == 2:  # MatMul's kernel inline, a call less per step
-        try:  # a fresh array: updating it in place is safe
-            out = ctx.xp.matmul(a.T if attrs["transpose_a"] else a, b.T if attrs["transpose_b"] else b)
-        except ValueError:
-            out = _matmul(ctx, a, b)  # which names the inner dimensions that differ
-    else:
-        out = _matmul(ctx, a, b)  # which fails
+    out = _matmul(ctx, a, b)  # a fresh array: updating it in place is safe
     (bias,) = args
     if bias.ndim != 1 or bias.shape[0] != out.shape[1]:
         raise ctx.fail(f"bias of shape {_fmt(bias.shape)} does not match the product's shape {_fmt(out.shape)}")

@@ -13,6 +13,7 @@ from specflow.ops.math_ops import (
     QUIET_FP,
     _is_complex,
     _is_int,
+    _out,
     check_broadcast,
     check_nonzero_divisor,
     quiet_fp,
@@ -57,11 +58,8 @@ def _squared_difference(ctx, x, y):
 
 
 def _xp(name):
-    """A binary kernel body that is just ``xp.<name>(x, y)`` (the kernel calls the ufunc itself,
-    saving a Python call per step: see ``_register_binary``)."""
-    body = lambda ctx, x, y: getattr(ctx.xp, name)(x, y)  # noqa: E731
-    body.ufunc = name
-    return body
+    """A binary kernel body that is just ``xp.<name>(x, y)``."""
+    return lambda ctx, x, y: getattr(ctx.xp, name)(x, y)
 
 
 _FLOAT_INT_COMPLEX = "float, int32, int64, complex"  # TF's BINARY_FEWER
@@ -107,20 +105,17 @@ def _register_binary(name, types, body, kernel_types, doc):
     # also check their divisor before computing, and a shape error must come first; the other
     # ops leave the (slow) broadcast check to when numpy refuses the shapes.
     divides = name in _DIVISIONS
-    ufunc = getattr(body, "ufunc", None)
 
     def run(ctx, x, y):
         # Equal shapes and scalars always broadcast: only other pairs need the check.
         if divides and x.shape != y.shape and x.ndim and y.ndim:
             check_broadcast(ctx, x, y)
-        xp = ctx.xp
         try:
             if (divides or x.dtype.kind in "fc") and FP_STATE.get() is not QUIET_FP:
                 with quiet_fp():  # float x/0 is inf/nan silently, as in TF
-                    z = getattr(xp, ufunc)(x, y) if ufunc else body(ctx, x, y)
-            else:  # nothing can warn, or the step is quiet already (see math_ops.QUIET_FP)
-                z = getattr(xp, ufunc)(x, y) if ufunc else body(ctx, x, y)
-            return xp.asarray(z, dtype=x.dtype)  # a 0-d result is a numpy scalar; T exactly
+                    return _out(ctx, body(ctx, x, y), x.dtype)
+            # Nothing can warn, or the step is quiet already (see math_ops.QUIET_FP).
+            return _out(ctx, body(ctx, x, y), x.dtype)
         except ValueError:
             check_broadcast(ctx, x, y)  # TF's message when the shapes are the cause
             raise

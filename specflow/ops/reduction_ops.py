@@ -177,11 +177,7 @@ def _register_reduction(name, types, body, doc):
 
     @kernel(name, host_inputs=(1,))
     def run(ctx, x, reduction_indices):
-        seen = ctx.state.get("axes")  # kernel_axes' memo, read inline (a call less per step)
-        if seen is not None and seen[0] is reduction_indices and seen[1] == x.ndim:
-            axes = seen[2]
-        else:
-            axes = kernel_axes(ctx, reduction_indices, x.ndim)
+        axes = kernel_axes(ctx, reduction_indices, x.ndim)
         keep = ctx.attrs["keep_dims"]
         # Integer and bool reductions never warn; a quiet step needs no quiet_fp (math_ops.QUIET_FP).
         if x.dtype.kind not in "fc" or FP_STATE.get() is QUIET_FP:
