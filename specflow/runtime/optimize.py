@@ -9,7 +9,9 @@ computes the same values with fewer, cheaper nodes:
    Shape/Size/Rank of a statically shaped tensor, ...) becomes a ``Const``. Stateful ops, control
    flow and values over the inferencer's folding limit are never folded. As TF's folding does,
    the ``Const`` keeps control edges to the non-constant producers it no longer reads, so side
-   effects, loop frames and dead branches behave as before.
+   effects, loop frames and dead branches behave as before (a value read from one output of a
+   ``Switch`` waits on an Identity of that output: a control edge from the Switch itself is
+   live on both branches).
 3. **Arithmetic simplification** (exact only): ``Identity``, ``Reshape`` to the shape it already
    has, ``Mul`` by a ones constant that does not broadcast, and one-input ``AddN`` forward their
    input to their consumers; an ``AddV2``/``Sub``/``Mul``/``RealDiv`` operand that is a constant
@@ -206,7 +208,7 @@ def _fold(g: _Graph, result: OptimizeResult) -> None:
         controls = list(node.control_inputs)
         for inp in node.data_inputs:
             src = g.nodes[parse_input(inp).node]
-            controls += src.control_inputs if src.op == "Const" else [src.name]
+            controls += src.control_inputs if src.op == "Const" else [_control_source(g, inp)]
         out_dtypes = [s.dtype.numpy for s in specs.outputs(node.name)]
         if len(vals) == 1:  # the Const takes the node's name: consumers stay as they are
             g.replace(node.name, _const_node(node.name, np.asarray(vals[0], out_dtypes[0]), node, controls))
@@ -227,6 +229,26 @@ def _fold(g: _Graph, result: OptimizeResult) -> None:
             for c, i in users:
                 c.inputs[i] = name
             result.folded.append(tensor_name(node.name, k))
+
+
+def _control_source(g: _Graph, tensor: str) -> str:
+    """The node a control edge must come from to stand in for reading ``tensor``.
+
+    A control edge from a Switch is live whenever the Switch ran, whichever branch it took; only
+    its data outputs carry deadness. So a value folded from one output of a Switch waits on an
+    Identity of that output (as Grappler's constant folding does): it is dead when that branch
+    is not taken, and the Merge below still sees only the taken branch."""
+    ref = parse_input(tensor)
+    src = g.nodes[ref.node]
+    if src.op not in ("Switch", "RefSwitch"):
+        return src.name
+    name = f"ConstantFoldingCtrl/{src.name}_{ref.index}"
+    if name not in g.nodes:
+        ident = NodeDef(name, "Identity", [tensor_name(src.name, ref.index)], src.device,
+                        {"T": src.attrs["T"]}, src.location)  # fmt: skip
+        g.order.insert(g.order.index(src) + 1, ident)
+        g.nodes[name] = ident
+    return name
 
 
 def _unique(g: _Graph, base: str) -> str:
