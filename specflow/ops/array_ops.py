@@ -5,8 +5,6 @@ Shape-manipulating ops (Reshape, Concat, Slice, Gather, Pad, ...) live in ``mani
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from specflow.graph.shapes import Shape, as_shape, broadcast_shapes
@@ -342,14 +340,20 @@ def _range_size(fail, start, limit, delta) -> int:
         raise fail(f"requires start >= limit when delta < 0: {start}/{limit}")
     if isinstance(start, (int, np.integer)):
         return (abs(int(limit) - int(start)) + abs(int(delta)) - 1) // abs(int(delta))
-    return int(math.ceil(abs((float(limit) - float(start)) / float(delta))))
+    # TF counts in the element type: float32 (0.7 - 3.7) / -0.2 is exactly 15, in float64 15.0000002.
+    with np.errstate(all="ignore"):
+        n = np.ceil(np.abs((limit - start) / delta))
+    if not np.isfinite(n):
+        raise fail(f"requires a finite number of elements: {start}/{limit}/{delta}")
+    return int(n)
 
 
 def _range_scalars(fail, *values):
     for name, v in zip(("start", "limit", "delta"), values, strict=True):
         if np.ndim(v) != 0:
             raise fail(f"{name} must be a scalar, got shape {list(np.shape(v))}")
-    return [np.asarray(v).item() for v in values]
+    # Numpy scalars, not Python numbers: the length and the values are computed in the type.
+    return [np.asarray(v)[()] for v in values]
 
 
 def _range_shape(ic: InferenceContext) -> list[Shape]:
@@ -376,8 +380,14 @@ register_op(
 def _range(ctx, start, limit, delta):
     start, limit, delta = _range_scalars(ctx.fail, *(ctx.host(v) for v in (start, limit, delta)))
     n = _range_size(ctx.fail, start, limit, delta)
-    out = ctx.xp.arange(n, dtype=np.float64 if isinstance(start, float) else np.int64) * delta + start
-    return out.astype(ctx.attrs["Tidx"].numpy)
+    dt = ctx.attrs["Tidx"].numpy
+    if dt.kind != "f":
+        return (ctx.xp.arange(n, dtype=np.int64) * int(delta) + int(start)).astype(dt)
+    # TF adds delta to a running value of type T: a cumulative sum in T is that sum, rounding and all.
+    steps = ctx.xp.full(n, delta, dtype=dt)
+    if n:
+        steps[0] = start
+    return ctx.xp.cumsum(steps, dtype=dt)
 
 
 not_differentiable("Range")  # as in TensorFlow, even for float start/limit/delta
