@@ -16,7 +16,46 @@ from specflow.ops.registry import gradient, kernel, not_differentiable, register
 
 
 def _const_shape(ic: InferenceContext) -> list[Shape]:
-    return [Shape(ic.attr("value").shape)]
+    value, dtype = ic.attr("value"), ic.attr("dtype")
+    if value.dtype != dtype.numpy and not (value.dtype == object and dtype.name == "string"):
+        # The kernel hands the value out as it is: a mismatch would only fail at run time.
+        raise ic.fail(f"value has dtype {value.dtype.name}, but dtype is {dtype.name}")
+    return [Shape(value.shape)]
+
+
+def const_value(value, dtype) -> np.ndarray:
+    """A Const's ``value`` (a literal from a spec) as an array of ``dtype``, as TF converts it:
+    integers take only whole numbers in range, floats any finite number that fits, bool only
+    booleans. Raises ValueError saying what is wrong."""
+    np_dt = dtype.numpy
+    try:
+        raw = np.asarray(value)
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"bad value {value!r} ({e})") from None
+    kind = raw.dtype.kind
+    if dtype.name == "string":
+        if kind not in "SUO" or (kind == "O" and not all(isinstance(v, (str, bytes)) for v in raw.flat)):
+            raise ValueError(f"expected strings for dtype string, got {value!r}")
+        return np.asarray([v.encode() if isinstance(v, str) else v for v in raw.flat], dtype=object).reshape(raw.shape)
+    if kind not in "biufc" or (kind == "b") != (np_dt.kind == "b"):
+        raise ValueError(f"expected {'booleans' if np_dt.kind == 'b' else 'numbers'} for dtype {dtype.name}, "
+                         f"got {value!r}")
+    if np_dt.kind in "iu":
+        if kind in "fc":
+            raise ValueError(f"expected integers for dtype {dtype.name}, got {value!r}")
+        info = np.iinfo(np_dt)
+        if raw.size and (int(raw.min()) < info.min or int(raw.max()) > info.max):
+            bad = next(int(v) for v in raw.flat if not info.min <= int(v) <= info.max)
+            raise ValueError(f"{bad} is out of range for {dtype.name} [{info.min}, {info.max}]")
+    elif np_dt.kind == "f" and kind == "c":
+        raise ValueError(f"expected real numbers for dtype {dtype.name}, got {value!r}")
+    with np.errstate(all="ignore"):
+        arr = raw.astype(np_dt)
+    if np_dt.kind in "fc" and raw.dtype.kind in "iuf":
+        overflow = np.isinf(arr) & np.isfinite(raw)
+        if overflow.any():
+            raise ValueError(f"{raw[overflow].flat[0].item()!r} is out of range for {dtype.name}")
+    return arr
 
 
 register_op(
