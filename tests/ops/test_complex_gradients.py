@@ -99,9 +99,10 @@ def test_mul_gradient_is_dy_times_conj_of_the_other_input_literal():
     np.testing.assert_array_equal(got_y, [(1 - 2j) * 1j])  # 2 + 1j
 
 
-def test_squared_difference_and_mul_no_nan_keep_tfs_unconjugated_formulas():
+def test_squared_difference_mul_no_nan_xlogy_xdivy_keep_tfs_unconjugated_formulas():
     # TF writes these without conj: d SquaredDifference / dx = 2 dz (x - y); MulNoNan's are
-    # MulNoNan(dz, y) and MulNoNan(x, dz).
+    # MulNoNan(dz, y) and MulNoNan(x, dz); Xlogy's Xlogy(x != 0, y) dz and Xdivy(x, y) dz;
+    # Xdivy's Xdivy(x != 0, y) dz and Xdivy(-x, y^2) dz.
     b = GraphBuilder()
     x = b.const(np.array([1 + 2j, 2j]), complex128, name="x")
     y = b.const(np.array([3 - 1j, 0j]), complex128, name="y")
@@ -110,8 +111,20 @@ def test_squared_difference_and_mul_no_nan_keep_tfs_unconjugated_formulas():
     mn = b.add_op("MulNoNan", [x, y], {}, name="mn").name
     g_sd = gradients(b, [sd], [x, y], grad_ys=[dz])
     g_mn = gradients(b, [mn], [x, y], grad_ys=[dz])
+    y2 = b.const(np.array([3 - 1j, 2 + 0j]), complex128, name="y2")
+    x2 = b.const(np.array([1 + 2j, 0j]), complex128, name="x2")
+    xl = b.add_op("Xlogy", [x2, y2], {}, name="xl").name
+    xd = b.add_op("Xdivy", [x2, y2], {}, name="xd").name
+    g_xl = gradients(b, [xl], [x2, y2], grad_ys=[dz])
+    g_xd = gradients(b, [xd], [x2, y2], grad_ys=[dz])
     with Session(b.graph_def) as sess:
         sdx, sdy, mnx, mny = sess.run(list(g_sd) + list(g_mn))
+        xlx, xly, xdx, xdy = sess.run(list(g_xl) + list(g_xd))
+    # log(3 - 1j) = 1.1512925464970229 - 0.3217505543966422j; (1 + 2j) / (3 - 1j) = 0.1 + 0.7j
+    np.testing.assert_allclose(xlx, [0.3217505543966422 + 1.1512925464970229j, 0])  # 0 where x is 0
+    np.testing.assert_allclose(xly, [-0.7 + 0.1j, 0])
+    np.testing.assert_allclose(xdx, [(0.3 + 0.1j) * 1j, 0])  # 1 / (3 - 1j) = 0.3 + 0.1j; 0 where x is 0
+    np.testing.assert_allclose(xdy, [-(1 + 2j) / (3 - 1j) ** 2 * 1j, 0])
     np.testing.assert_allclose(sdx, [2j * (-2 + 3j), 2 * (1 + 1j) * 2j])  # [-6-4j, -4+4j]
     np.testing.assert_allclose(sdy, -sdx)
     np.testing.assert_allclose(mnx, [1j * (3 - 1j), 0])  # 0 where y is 0
