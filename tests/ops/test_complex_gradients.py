@@ -44,13 +44,22 @@ BINARY = {
 }  # fmt: skip
 
 
-def _check(op: str, inputs: list[np.ndarray], eps: float = 1e-6) -> None:
+PRODUCTS = {
+    "MatMul": (_c(2, 3), _c(3, 4), {}),
+    "MatMul-ta-tb": (_c(3, 2), _c(4, 3), {"transpose_a": True, "transpose_b": True}),
+    "MatMul-tb": (_c(2, 3), _c(4, 3), {"transpose_b": True}),
+    "BatchMatMulV2": (_c(2, 2, 3), _c(3, 2), {}),
+    "BatchMatMulV2-adj": (_c(2, 3, 2), _c(2, 4, 3), {"adj_x": True, "adj_y": True}),
+}
+
+
+def _check(op: str, inputs: list[np.ndarray], eps: float = 1e-6, attrs: dict | None = None) -> None:
     b = GraphBuilder()
     names = [
         b.add_op("Placeholder", [], {"dtype": complex128, "shape": list(x.shape)}, name=f"x{i}").name
         for i, x in enumerate(inputs)
     ]
-    out = b.add_op(op, names, {}, name="op").name
+    out = b.add_op(op, names, dict(attrs or {}), name="op").name
     shape = b.spec(out).shape.as_list()
     g = RNG.uniform(-1, 1, shape) + 1j * RNG.uniform(-1, 1, shape)
     seed = b.const(g, complex128, name="G")
@@ -83,6 +92,12 @@ def test_unary_complex_gradient_is_tfs(op):
 @pytest.mark.parametrize("op", sorted(BINARY))
 def test_binary_complex_gradient_is_tfs(op):
     _check(op, list(BINARY[op]))
+
+
+@pytest.mark.parametrize("case", sorted(PRODUCTS))
+def test_matrix_product_complex_gradient_is_tfs(case):
+    x, y, attrs = PRODUCTS[case]
+    _check(case.split("-")[0], [x, y], attrs=attrs)
 
 
 def test_mul_gradient_is_dy_times_conj_of_the_other_input_literal():
