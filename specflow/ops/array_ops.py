@@ -17,7 +17,7 @@ from specflow.ops.registry import gradient, kernel, not_differentiable, register
 
 def _const_shape(ic: InferenceContext) -> list[Shape]:
     value, dtype = ic.attr("value"), ic.attr("dtype")
-    if value.dtype != dtype.numpy and not (value.dtype == object and dtype.name == "string"):
+    if value.dtype != dtype.numpy and not (value.dtype.kind in "OSU" and dtype.name == "string"):
         # The kernel hands the value out as it is: a mismatch would only fail at run time.
         raise ic.fail(f"value has dtype {value.dtype.name}, but dtype is {dtype.name}")
     return [Shape(value.shape)]
