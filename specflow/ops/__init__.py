@@ -7,6 +7,7 @@ from specflow.ops import (  # noqa: F401,E402  (importing registers the ops)
     conv_ops,
     data_flow_ops,
     function_ops,
+    gather_scatter_ops,
     fused_ops,
     grad_util,
     io_ops,
