@@ -7,8 +7,8 @@ from specflow.ops import (  # noqa: F401,E402  (importing registers the ops)
     conv_ops,
     data_flow_ops,
     function_ops,
-    gather_scatter_ops,
     fused_ops,
+    gather_scatter_ops,
     grad_util,
     io_ops,
     manip_ops,
@@ -22,6 +22,7 @@ from specflow.ops import (  # noqa: F401,E402  (importing registers the ops)
     reduction_ops,
     registry,  # noqa: F401
     runtime_ops,
+    segment_ops,
     stack_ops,
     state_ops,
     training_ops,
