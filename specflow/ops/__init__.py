@@ -21,8 +21,10 @@ from specflow.ops import (  # noqa: F401,E402  (importing registers the ops)
     random_ops,
     reduction_ops,
     registry,  # noqa: F401
+    reverse_ops,
     runtime_ops,
     segment_ops,
+    selection_ops,
     stack_ops,
     state_ops,
     training_ops,
