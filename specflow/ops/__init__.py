@@ -11,6 +11,7 @@ from specflow.ops import (  # noqa: F401,E402  (importing registers the ops)
     gather_scatter_ops,
     grad_util,
     io_ops,
+    linalg_ops,
     manip_ops,
     math_binary_ops,
     math_ops,
