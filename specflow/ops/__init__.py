@@ -29,6 +29,7 @@ from specflow.ops import (  # noqa: F401,E402  (importing registers the ops)
     selection_ops,
     stack_ops,
     state_ops,
+    stateless_random_ops,
     training_ops,
 )
 from specflow.ops.registry import all_ops, get_op, kernel, register_op  # noqa: F401
