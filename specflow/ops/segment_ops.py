@@ -120,11 +120,31 @@ def _unsorted_kernel(kind: str):
             raise ctx.fail(f"segment_ids[{bad}] = {int(ctx.host(flat)[bad])} is not in [0, {n}) (flattened index)")
         keep = flat >= 0
         out = xp.full(out_shape.dims, _identity(kind, data.dtype), dtype=data.dtype)
-        ufunc = {"max": xp.maximum, "min": xp.minimum, "prod": xp.multiply}[kind]
-        ufunc.at(out, flat[keep], rows[keep])
-        return out
+        combine = {"max": xp.maximum, "min": xp.minimum, "prod": xp.multiply}[kind]
+        return segment_reduce(xp, combine, rows[keep], flat[keep], out)
 
     return fn
+
+
+def segment_reduce(xp, combine, rows, ids, out):
+    """``out[s] = combine``-reduction of the rows with id s (ids >= 0), leaving other rows of out.
+
+    A segmented scan (Hillis-Steele: log2(n) vectorized steps) over the rows sorted by id instead
+    of ``ufunc.at``, which cupy has only for a few ufuncs (not multiply)."""
+    n = ids.shape[0]
+    if n == 0:
+        return out
+    order = xp.argsort(ids, kind="stable")
+    seg, vals = ids[order], rows[order]
+    tail = (1,) * (vals.ndim - 1)
+    shift = 1
+    while shift < n:  # vals[i] becomes the reduction of its segment's rows up to i
+        same = (seg[shift:] == seg[:-shift]).reshape((n - shift,) + tail)
+        vals = xp.concatenate([vals[:shift], xp.where(same, combine(vals[shift:], vals[:-shift]), vals[shift:])])
+        shift *= 2
+    last = xp.concatenate([seg[1:] != seg[:-1], xp.ones(1, dtype=bool)])  # each segment's final row
+    out[seg[last]] = vals[last]
+    return out
 
 
 for _name, _kind in _UNSORTED.items():
