@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from specflow.errors import GraphError
+from specflow.graph import dtypes
 from specflow.graph.shapes import Shape
 from specflow.ops import grad_util as gu
 from specflow.ops.inference import InferenceContext
@@ -128,8 +129,9 @@ def _gather_nd(ctx, params, indices):
 @gradient("GatherNd")
 def _gather_nd_grad(b, node, dys):
     params, indices = node.data_inputs
-    shape = gu.shape_of(b, params, b.spec(indices).dtype)
-    return [gu.emit(b, "ScatterNd", indices, dys[0], shape), None]
+    dt = b.spec(indices).dtype
+    shape = gu.shape_of(b, params, dt if dt != dtypes.int16 else dtypes.int32)  # Shape gives no int16
+    return [gu.emit(b, "ScatterNd", indices, dys[0], gu.cast_like(b, shape, indices)), None]
 
 
 # --- ScatterNd / TensorScatterUpdate / TensorScatterAdd ---------------------------------------
