@@ -92,8 +92,9 @@ def _check_nd_range(ctx, indices, shape) -> np.ndarray:
     """``indices`` as [N, K] rows, failing on the first row outside ``shape``'s first K dims."""
     k = indices.shape[-1]
     rows = indices.reshape(int(np.prod(indices.shape[:-1], dtype=np.int64)), k)  # not -1: K may be 0
-    limits = ctx.xp.asarray(np.array(shape[:k], dtype=np.int64))
-    bad = ((rows < 0) | (rows >= limits)).any(axis=1) if k else rows[:, :0].any(axis=1)
+    bad = (rows < 0).any(axis=1)
+    for j in range(k):  # column by column: the limits stay host ints (no copy to a device)
+        bad |= rows[:, j] >= shape[j]
     if bad.size and bool(bad.any()):
         j = int(np.argmax(ctx.host(bad)))
         pos = np.unravel_index(j, indices.shape[:-1])

@@ -195,7 +195,8 @@ register_op(
     "BatchMatMulV3",
     inputs=["x: Ta", "y: Tb"],
     outputs=["output: Tout"],
-    attrs=[f"Ta: {_V3_TYPES}", f"Tb: {_V3_TYPES}", f"Tout: {_V3_TYPES}", "adj_x: bool = false", "adj_y: bool = false"],
+    attrs=[f"Ta: {_V3_TYPES}", f"Tb: {_V3_TYPES}", f"Tout: {_V3_TYPES}", "adj_x: bool = false", "adj_y: bool = false",
+           "grad_x: bool = false", "grad_y: bool = false"],  # fmt: skip  (TF's hints: which product a gradient is)
     shape=_batch_matmul_shape,
     doc="BatchMatMulV2 with its own input types: x and y are converted to Tout, then multiplied.",
 )
