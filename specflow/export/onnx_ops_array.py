@@ -2,7 +2,7 @@
 
 ONNX indexes with int64, so index inputs are cast; TF's dropped (negative) segment ids have no
 ONNX counterpart, so they are redirected to an extra row that is sliced off. Ops ONNX cannot
-express (Cholesky, MatrixInverse outside the com.microsoft domain, MatrixDiagV3, Cross, the
+express (Cholesky, MatrixInverse outside the com.microsoft domain, MatrixDiagV3, the
 Philox-exact StatelessRandomUniformV2) have no mapping, nor has Multinomial (onnxruntime
 runs no Multinomial at the exporter's opset 26) and fail export by name.
 """
@@ -89,6 +89,51 @@ def _segment_sum(cx):
     last = cx.op("Slice", [ids, _ints(cx, [-1]), _ints(cx, [np.iinfo(np.int64).max])])
     n = cx.op("ReduceMax", [cx.op("Concat", [_ints(cx, [-1]), last], axis=0)], keepdims=1)
     _segment_scatter(cx, ids, cx.op("Add", [n, _ints(cx, [1])]), "add", 0)
+
+
+def _flat_rows(cx, x: str, lead_rank: int) -> str:
+    """``x`` with its first ``lead_rank`` dims folded into one: [-1] + shape[lead_rank:]."""
+    inner = cx.op("Slice", [cx.op("Shape", [x]), _ints(cx, [lead_rank]), _ints(cx, [np.iinfo(np.int64).max])])
+    return cx.op("Reshape", [x, cx.op("Concat", [_ints(cx, [-1]), inner], axis=0)])
+
+
+@maps("DynamicPartition")
+def _dynamic_partition(cx):
+    rows = _flat_rows(cx, cx.inp(0), cx.rank(1))
+    parts = cx.op("Reshape", [cx.inp(1), _ints(cx, [-1])])
+    for i in range(int(cx.attr("num_partitions"))):
+        mask = cx.op("Equal", [parts, cx.tensor(np.array(i, np.int32))])
+        cx.op("Compress", [rows, mask], out=cx.out(i), axis=0)
+
+
+@maps("DynamicStitch")
+def _dynamic_stitch(cx):
+    n = cx.n_inputs // 2
+    index = cx.op("Concat", [cx.op("Reshape", [_i64(cx, cx.inp(m)), _ints(cx, [-1])]) for m in range(n)], axis=0)
+    data = cx.op("Concat", [_flat_rows(cx, cx.inp(n + m), cx.rank(m)) for m in range(n)], axis=0)
+    rows = cx.op("Add", [cx.op("ReduceMax", [cx.op("Concat", [_ints(cx, [-1]), index], axis=0)], keepdims=1),
+                         _ints(cx, [1])])  # fmt: skip
+    inner = cx.op("Slice", [cx.op("Shape", [data]), _ints(cx, [1]), _ints(cx, [np.iinfo(np.int64).max])])
+    base = _zeros(cx, cx.op("Concat", [rows, inner], axis=0), cx.dtype(n))
+    cx.op("ScatterND", [base, cx.op("Unsqueeze", [index, _ints(cx, [-1])]), data], out=cx.out())
+
+
+@maps("Bincount")
+def _bincount(cx):
+    arr = _i64(cx, cx.op("Reshape", [cx.inp(0), _ints(cx, [-1])]))
+    size = cx.op("Reshape", [_i64(cx, cx.inp(1)), _ints(cx, [1])])
+    w = cx.spec(2)
+    if w is None or w.shape.num_elements() is None:
+        raise cx.fail("Bincount exports to ONNX only with weights of static size (empty or arr's)")
+    dt = cx.dtype(2)
+    if w.shape.num_elements() == 0:
+        values = cx.op("ConstantOfShape", [cx.op("Shape", [arr])], value=cx.tensor_proto(np.array([1], dt.numpy)))
+    else:
+        values = cx.op("Reshape", [cx.inp(2), _ints(cx, [-1])])
+    safe = cx.op("Where", [cx.op("Less", [arr, size]), arr, size])  # values >= size go to a dropped bin
+    base = _zeros(cx, cx.op("Add", [size, _ints(cx, [1])]), dt)
+    full = cx.op("ScatterND", [base, cx.op("Unsqueeze", [safe, _ints(cx, [-1])]), values], reduction="add")
+    cx.op("Slice", [full, _ints(cx, [0]), size, _ints(cx, [0])], out=cx.out())
 
 
 # --- reordering and selection -----------------------------------------------------------------
@@ -202,3 +247,39 @@ def _band_part(cx):
     if upper >= 0:
         x = cx.op("Trilu", [x, _ints(cx, upper)], upper=0)
     cx.op("Identity", [x], out=cx.out())
+
+
+@maps("Cross")
+def _cross(cx):
+    # a x b = a[yzx] * b[zxy] - a[zxy] * b[yzx], the components picked along the last axis.
+    def pick(i, order):
+        return cx.op("Gather", [cx.inp(i), _ints(cx, order)], axis=-1)
+
+    yzx, zxy = [1, 2, 0], [2, 0, 1]
+    left = cx.op("Mul", [pick(0, yzx), pick(1, zxy)])
+    cx.op("Sub", [left, cx.op("Mul", [pick(0, zxy), pick(1, yzx)])], out=cx.out())
+
+
+def _eye(cx, n: str) -> str:
+    """The n x n identity (``n`` a [1] int64 tensor) in input 0's dtype."""
+    square = cx.op("ConstantOfShape", [cx.op("Concat", [n, n], axis=0)],
+                   value=cx.tensor_proto(np.array([0], cx.dtype(0).numpy)))  # fmt: skip
+    return cx.op("EyeLike", [square])
+
+
+@maps("Diag")
+def _diag(cx):
+    flat = cx.op("Reshape", [cx.inp(0), _ints(cx, [-1])])
+    matrix = cx.op("Mul", [_eye(cx, cx.op("Shape", [flat])), cx.op("Unsqueeze", [flat, _ints(cx, [0])])])
+    shape = cx.op("Shape", [cx.inp(0)])
+    cx.op("Reshape", [matrix, cx.op("Concat", [shape, shape], axis=0)], out=cx.out())
+
+
+@maps("DiagPart")
+def _diag_part(cx):
+    half = cx.rank(0) // 2
+    out_shape = cx.op("Slice", [cx.op("Shape", [cx.inp(0)]), _ints(cx, [0]), _ints(cx, [half])])
+    n = cx.op("ReduceProd", [out_shape], keepdims=1)
+    matrix = cx.op("Reshape", [cx.inp(0), cx.op("Concat", [n, n], axis=0)])
+    diagonal = cx.op("ReduceSum", [cx.op("Mul", [matrix, _eye(cx, n)]), _ints(cx, [1])], keepdims=0)
+    cx.op("Reshape", [diagonal, out_shape], out=cx.out())

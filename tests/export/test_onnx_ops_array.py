@@ -62,6 +62,18 @@ CASES: dict[str, Case] = {
                            {"x": rand(2, 4, 5)}),
     "MatrixBandPart-upper": Case(lambda b, p: op(b, "MatrixBandPart", [p["x"], c(b, np.int64(-1)), c(b, np.int64(2))]),
                                  {"x": rand(3, 5)}),
+    "DynamicPartition": Case(lambda b, p: _multi(b, p, "DynamicPartition", 3, [p["x"], c(b, np.array([[1, 0], [2, 1]], np.int32))],
+                                                 num_partitions=3), {"x": rand(2, 2, 3)}, static={"x"}),
+    "DynamicStitch": Case(lambda b, p: op(b, "DynamicStitch", [c(b, np.array([0, 4], np.int32)),
+                                                               c(b, np.array([[3], [1]], np.int32)), p["x"], p["y"]]),
+                          {"x": rand(2, 3), "y": rand(2, 1, 3)}, static={"x", "y"}),
+    "Bincount": Case(lambda b, p: op(b, "Bincount", [p["a"], c(b, np.int32(4)), c(b, np.zeros(0, np.int32))]),
+                     {"a": np.array([1, 3, 1, 7, 0], np.int32)}),
+    "Bincount-weights": Case(lambda b, p: op(b, "Bincount", [p["a"], c(b, np.int32(3)), p["w"]]),
+                             {"a": np.array([[1, 2], [1, 5]], np.int32), "w": rand(2, 2)}, static={"a", "w"}),
+    "Cross": Case(lambda b, p: op(b, "Cross", [p["x"], p["y"]]), {"x": rand(4, 3), "y": rand(4, 3)}),
+    "Diag": Case(lambda b, p: op(b, "Diag", [p["x"]]), {"x": rand(2, 3)}),
+    "DiagPart": Case(lambda b, p: op(b, "DiagPart", [p["x"]]), {"x": rand(2, 3, 2, 3)}, static={"x"}),
 }
 
 
