@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from specflow.errors import GraphError
 from specflow.graph.shapes import Shape, broadcast_shapes
 from specflow.ops import grad_util as gu
@@ -52,11 +54,7 @@ def parse_equation(fail, equation: str, n: int) -> Equation:
     labels = [t for term in inputs for t in term if t != ELLIPSIS]
     if arrow:
         output = _tokens(fail, rhs)
-        seen = set()
-        for t in output:
-            if t in seen:
-                raise fail(f"output label '{t}' appears more than once in '{equation}'")
-            seen.add(t)
+        for t in output:  # a repeated output label puts values on a diagonal (TF's "inflate")
             if t != ELLIPSIS and t not in labels:
                 raise fail(f"output label '{t}' does not appear in any input of '{equation}'")
     else:  # implicit: broadcast dims, then the labels used once, in order
@@ -80,6 +78,8 @@ def _einsum_shape(fail, eq: Equation, shapes: list[Shape]) -> Shape:
             raise fail(f"term '{Equation.text(term)}' has {fixed} label(s), but its input has shape {s}")
         e = term.index(ELLIPSIS) if ELLIPSIS in term else None
         n_ell = s.rank - fixed
+        if e is not None and n_ell and ELLIPSIS not in eq.output:
+            raise fail(f"the '...' of term '{Equation.text(term)}' stands for dims of shape {s}, but the output has no '...'")
         for k, t in enumerate(term):
             if t == ELLIPSIS:
                 continue
@@ -121,9 +121,31 @@ register_op(
 def _einsum(ctx, *xs):
     eq = parse_equation(ctx.fail, ctx.attrs["equation"], len(xs))
     _einsum_shape(ctx.fail, eq, [shape_of(x) for x in xs])
-    text = ",".join(Equation.text(t) for t in eq.inputs) + "->" + Equation.text(eq.output)
-    out = ctx.xp.einsum(text, *xs, optimize=len(xs) > 2)
+    unique = tuple(dict.fromkeys(eq.output))
+    text = ",".join(Equation.text(t) for t in eq.inputs) + "->" + Equation.text(unique)
+    try:
+        out = ctx.xp.einsum(text, *xs, optimize=len(xs) > 2)
+    except ValueError as e:  # what the shape check cannot see; say it in one line
+        raise ctx.fail(f"einsum '{ctx.attrs['equation']}': {e}") from None
+    if unique != eq.output:
+        out = _inflate(ctx.xp, out, unique, eq.output)
     return out.astype(xs[0].dtype, copy=False)
+
+
+def _inflate(xp, u, unique: tuple[str, ...], full: tuple[str, ...]):
+    """``u`` (axes labelled ``unique``) spread onto the diagonals of a zero tensor labelled
+    ``full``, in which some labels repeat: y[..., i, ..., i, ...] = u[..., i, ...]."""
+    n_ell = u.ndim - (len(unique) - (ELLIPSIS in unique))
+    axes: dict[str, list[int]] = {}
+    pos = 0
+    for t in unique:
+        axes[t] = list(range(pos, pos + n_ell)) if t == ELLIPSIS else [pos]
+        pos += len(axes[t])
+    where = [a for t in full for a in axes[t]]  # u's axis behind each axis of y
+    y = xp.zeros([u.shape[a] for a in where], dtype=u.dtype)
+    index = tuple(xp.arange(u.shape[a]).reshape([u.shape[a] if j == a else 1 for j in range(u.ndim)]) for a in where)
+    y[index] = u
+    return y
 
 
 @gradient("Einsum")
@@ -135,40 +157,70 @@ def _einsum_grad(b, node, dys):
 
 
 def _operand_grad(b, node, eq: Equation, i: int, dy: str) -> str:
-    """d loss / d input i: Einsum(dy, the other inputs) over the labels they share with input i;
-    the labels only input i had (summed over in the forward pass) are broadcast back."""
+    """d loss / d input i, TF's way: Einsum(dy, the other inputs) onto input i's labels; labels
+    only input i had (summed in the forward pass) are broadcast back through a second Einsum
+    (which also restores repeated labels' diagonals); broadcast '...' dims are summed."""
     x, term = node.data_inputs[i], eq.inputs[i]
 
     def unsupported(why: str) -> GraphError:
         return GraphError(f"the gradient of Einsum '{node.attrs['equation']}' is not supported: {why}",
                           node=node.name, location=node.location)  # fmt: skip
 
-    letters = [t for t in term if t != ELLIPSIS]
-    if len(set(letters)) != len(letters):
-        raise unsupported(f"term '{Equation.text(term)}' repeats a label (a diagonal)")
-    if ELLIPSIS in term and ELLIPSIS not in eq.output:
-        raise unsupported("the broadcast dims are summed over")
+    if ELLIPSIS in eq.output and ELLIPSIS not in term:
+        term = term + (ELLIPSIS,)  # x has no batch dims: its gradient sums them (as TF)
     others = [t for k, t in enumerate(eq.inputs) if k != i]
-    available = set(eq.output).union(*others) if others else set(eq.output)
-    kept = tuple(t for t in term if t in available)
-    text = ",".join(Equation.text(t) for t in [eq.output, *others]) + "->" + Equation.text(kept)
+    available = set(eq.output).union(*others)
+    reduced = [t for t in dict.fromkeys(term) if t not in available and t != ELLIPSIS]
+    if ELLIPSIS in term and ELLIPSIS not in available:
+        raise unsupported("the broadcast dims are summed over")
+    left = tuple(t for t in term if t not in reduced)
+    text = ",".join(Equation.text(t) for t in [eq.output, *others]) + "->" + Equation.text(left)
     operands = [dy, *(node.data_inputs[k] for k in range(len(eq.inputs)) if k != i)]
     grad = gu.emit(b, "Einsum", *operands, equation=text)
-    if kept != term:
-        rank = b.spec(x).shape.rank
-        if rank is None:
-            raise unsupported("an input summed on its own needs a known rank")
-        n_ell = rank - (len(term) - (ELLIPSIS in term))
-        pos, dims = 0, []
-        for t in term:  # where each missing label's dim sits in x
-            if t == ELLIPSIS:
-                pos += n_ell
-                continue
-            if t not in available:
-                dims.append(pos)
-            pos += 1
-        for d in dims:  # increasing: each insert lands where x has that dim
-            grad = gu.emit(b, "ExpandDims", grad, gu.const(b, d, "int32"))
-        grad = gu.emit(b, "Mul", grad, gu.emit(b, "OnesLike", x))  # broadcast to x's dims
-    return gu.sum_to(b, grad, x) if ELLIPSIS in term else grad
+    if reduced:
+        grad = _spread_reduced(b, grad, x, term, left, reduced, unsupported)
+    return _unbroadcast(b, grad, x, term) if ELLIPSIS in term else grad
 
+
+def _spread_reduced(b, grad: str, x: str, term, left, reduced: list[str], unsupported) -> str:
+    """The gradient of the reduction term -> left: grad broadcast along the reduced labels (put
+    first), then an Einsum back to ``term``'s layout."""
+    s = b.spec(x).shape
+    if s.rank is None:
+        raise unsupported("an input summed on its own needs a known rank")
+    n_ell = s.rank - (len(term) - (ELLIPSIS in term))
+    axis, pos = {}, 0
+    for t in term:
+        axis.setdefault(t, pos)  # the leftmost occurrence, as TF
+        pos += n_ell if t == ELLIPSIS else 1
+    where = [axis[t] for t in reduced]
+    dims = [s[a] for a in where]
+    if None in dims:
+        sizes = gu.emit(b, "GatherV2", gu.emit(b, "Shape", x), gu.const(b, where, "int32"), gu.const(b, 0, "int32"))
+    else:
+        sizes = gu.const(b, np.array(dims, np.int32))
+    g_shape = gu.shape_of(b, grad)
+    ones = gu.const(b, np.ones(len(reduced), np.int32))
+    axis0 = gu.const(b, 0, "int32")
+    spread = gu.emit(b, "BroadcastTo", gu.emit(b, "Reshape", grad, gu.emit(b, "ConcatV2", ones, g_shape, axis0)),
+                     gu.emit(b, "ConcatV2", sizes, g_shape, axis0))  # fmt: skip
+    text = Equation.text(tuple(reduced) + tuple(left)) + "->" + Equation.text(term)
+    return gu.emit(b, "Einsum", spread, equation=text)
+
+
+def _unbroadcast(b, grad: str, x: str, term) -> str:
+    """Sum ``grad`` over the '...' dims x was broadcast along (they sit at the same place in both)."""
+    gs, xs = b.spec(grad).shape, b.spec(x).shape
+    if gs.is_fully_defined and xs.is_fully_defined and gs == xs:
+        return grad
+    start, after = term.index(ELLIPSIS), len(term) - term.index(ELLIPSIS) - 1
+
+    def sub(shape: str) -> str:
+        end = {"end_mask": 1} if after == 0 else {}
+        return gu.emit(b, "StridedSlice", shape, gu.const(b, [start], "int32"), gu.const(b, [-after], "int32"),
+                       gu.const(b, [1], "int32"), **end)  # fmt: skip
+
+    x_shape = gu.shape_of(b, x)
+    rx, _ = gu.outputs(b, "BroadcastGradientArgs", 2, sub(x_shape), sub(gu.shape_of(b, grad)))
+    axes = gu.emit(b, "AddV2", rx, gu.const(b, start, "int32"))
+    return gu.emit(b, "Reshape", gu.emit(b, "Sum", grad, axes, keep_dims=False), x_shape)

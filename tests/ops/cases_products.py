@@ -26,4 +26,8 @@ CASES = [
          ref=lambda a, c, m: np.array(a @ m @ c), id="Einsum-three-operands"),
     Case("Einsum", [i32(2, 3), i32(3)], attrs={"equation": "ij,j"}, ref=lambda m, v: m @ v, id="Einsum-implicit-int"),
     Case("Einsum", [f64(4, 4)], attrs={"equation": "ii->i"}, ref=np.diagonal, id="Einsum-diagonal"),
+    Case("Einsum", [f64(3, 2)], attrs={"equation": "ij->iji"}, id="Einsum-inflate",
+         ref=lambda x: np.einsum("ij,ik->ijk", x, np.eye(3))),
+    Case("Einsum", [f64(3), f64(2, 5, 3)], attrs={"equation": "i,...i->..."},
+         ref=lambda v, m: m @ v, id="Einsum-ellipsis-only-in-one"),
 ]

@@ -70,6 +70,7 @@ def test_run_time_errors_name_the_bad_value(op, inputs, message):
         ("MatrixInverse", [np.zeros((2, 3))], {}, "square matrices"),
         ("Einsum", [np.zeros((2, 3)), np.zeros((4, 5))], {"equation": "ij,jk->ik"}, "label 'j' has size 3 in one input and 4"),
         ("Einsum", [np.zeros((2, 3))], {"equation": "ij->k"}, "output label 'k' does not appear"),
+        ("Einsum", [np.zeros((2, 3))], {"equation": "...j->j"}, "but the output has no '...'"),
         ("MatrixBandPart", [np.zeros((2, 3)), np.int64(3), np.int64(0)], {}, "num_lower must be negative or at most"),
         ("BatchMatMul", [np.zeros((2, 2, 3)), np.zeros((1, 3, 2))], {}, "BatchMatMul does not broadcast"),
         ("Reshape", [np.zeros((2, 4)), np.array([-1, 0], np.int32)], {}, "[8, 0] has 0 elements"),
