@@ -341,6 +341,8 @@ def _broadcast_args_shape(ic: InferenceContext) -> list[Shape]:
 
 
 def _broadcast_dims(fail, s0, s1) -> tuple[int, ...]:
+    if np.ndim(s0) != 1 or np.ndim(s1) != 1:
+        raise fail(f"s0 and s1 must be shape vectors, got shapes {list(np.shape(s0))} and {list(np.shape(s1))}")
     try:
         return np.broadcast_shapes(tuple(int(d) for d in s0), tuple(int(d) for d in s1))
     except ValueError:

@@ -226,7 +226,8 @@ def _matrix_diag_infer(ic: InferenceContext) -> list[Shape]:
     if k is None or nr is None or nc is None or ic.shape(0).rank is None:
         return [Shape.unknown()]
     lo, hi = _k_range(ic.fail, k)
-    batch, _, rows, cols = _diag_dims(ic.fail, ic.shape(0), lo, hi, int(nr), int(nc))
+    nr, nc = scalar_arg(ic.fail, nr, "num_rows"), scalar_arg(ic.fail, nc, "num_cols")
+    batch, _, rows, cols = _diag_dims(ic.fail, ic.shape(0), lo, hi, nr, nc)
     return [Shape(batch + [rows, cols]) if batch is not None else Shape.unknown()]
 
 
@@ -245,10 +246,10 @@ register_op(
 def _matrix_diag(ctx, diag, k, num_rows, num_cols, pad):
     xp = ctx.xp
     lo, hi = _k_range(ctx.fail, ctx.host(k))
-    if pad.size != 1:
+    if pad.ndim != 0:
         raise ctx.fail(f"padding_value must be a scalar, got shape {shape_of(pad)}")
-    _, max_len, rows, cols = _diag_dims(ctx.fail, shape_of(diag), lo, hi,
-                                        int(ctx.host(num_rows)), int(ctx.host(num_cols)))  # fmt: skip
+    rows, cols = (scalar_arg(ctx.fail, ctx.host(v), name) for v, name in ((num_rows, "num_rows"), (num_cols, "num_cols")))
+    _, max_len, rows, cols = _diag_dims(ctx.fail, shape_of(diag), lo, hi, rows, cols)
     inside, row, pos = _diag_index(xp, rows, cols, lo, hi, max_len, ctx.attrs["align"])
     packed = diag[..., None, :] if lo == hi else diag
     picked = packed[..., row, pos] if max_len else xp.zeros(packed.shape[:-2] + (rows, cols), diag.dtype)
@@ -269,8 +270,9 @@ def _diag_part_dims(fail, s: Shape, lo: int, hi: int):
     if s.rank is None:
         return None
     rows, cols = s[-2], s[-1]
-    if rows is not None and cols is not None and not (-rows < lo <= hi < cols or (rows == 0 or cols == 0)):
-        raise fail(f"diagonals k = [{lo}, {hi}] are outside a {rows}x{cols} matrix")
+    for name, d in (("lower", lo), ("upper", hi)):  # TF's bounds: inside the matrix, or the main diagonal
+        if rows is not None and cols is not None and d != 0 and not -rows < d < cols:
+            raise fail(f"the {name} diagonal index {d} is out of bounds: it must be between {-rows} and {cols}")
     max_len = None if rows is None or cols is None else min(rows + min(hi, 0), cols - max(lo, 0))
     return list(s.dims[:-2]) + ([] if lo == hi else [hi - lo + 1]) + [max_len]
 
@@ -297,6 +299,8 @@ register_op(
 def _matrix_diag_part(ctx, x, k, pad):
     xp = ctx.xp
     lo, hi = _k_range(ctx.fail, ctx.host(k))
+    if pad.ndim != 0:
+        raise ctx.fail(f"padding_value must be a scalar, got shape {shape_of(pad)}")
     dims = _diag_part_dims(ctx.fail, shape_of(x), lo, hi)
     rows, cols, max_len = x.shape[-2], x.shape[-1], dims[-1]
     out = xp.full(x.shape[:-2] + (hi - lo + 1, max_len), pad.reshape(()), dtype=x.dtype)
