@@ -23,7 +23,7 @@ import numpy as np
 
 from specflow import __version__
 from specflow.errors import ExportError, SpecflowError
-from specflow.export import onnx_ops_math, onnx_ops_nn  # noqa: F401  (register the math and NN mappings)
+from specflow.export import onnx_ops_array, onnx_ops_math, onnx_ops_nn  # noqa: F401  (register the mappings)
 from specflow.export.onnx_ops import MAPPINGS, Mapping
 from specflow.graph.dtypes import DType, as_dtype
 from specflow.graph.graph_def import NodeDef, canonical_tensor, parse_input

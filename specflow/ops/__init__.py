@@ -6,10 +6,13 @@ from specflow.ops import (  # noqa: F401,E402  (importing registers the ops)
     control_flow_ops,
     conv_ops,
     data_flow_ops,
+    einsum_ops,
     function_ops,
     fused_ops,
+    gather_scatter_ops,
     grad_util,
     io_ops,
+    linalg_ops,
     manip_ops,
     math_binary_ops,
     math_ops,
@@ -20,10 +23,14 @@ from specflow.ops import (  # noqa: F401,E402  (importing registers the ops)
     random_ops,
     reduction_ops,
     registry,  # noqa: F401
+    reverse_ops,
     runtime_ops,
     special_math_ops,
+    segment_ops,
+    selection_ops,
     stack_ops,
     state_ops,
+    stateless_random_ops,
     training_ops,
 )
 from specflow.ops.registry import all_ops, get_op, kernel, register_op  # noqa: F401

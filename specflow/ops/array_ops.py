@@ -366,6 +366,44 @@ def _broadcast_to_grad(b, node, dys):
     return [gu.sum_to(b, dys[0], node.data_inputs[0]), None]
 
 
+def _broadcast_args_shape(ic: InferenceContext) -> list[Shape]:
+    for i in (0, 1):
+        if ic.shape(i).rank not in (None, 1):
+            raise ic.fail(f"s{i} must be a shape vector, got shape {ic.shape(i)}")
+    a, c = ic.value(0), ic.value(1)
+    if a is not None and c is not None:
+        return [Shape([len(_broadcast_dims(ic.fail, a, c))])]
+    n0, n1 = ic.shape(0).with_rank(1)[0], ic.shape(1).with_rank(1)[0]
+    return [Shape([None if n0 is None or n1 is None else max(n0, n1)])]
+
+
+def _broadcast_dims(fail, s0, s1) -> tuple[int, ...]:
+    if np.ndim(s0) != 1 or np.ndim(s1) != 1:
+        raise fail(f"s0 and s1 must be shape vectors, got shapes {list(np.shape(s0))} and {list(np.shape(s1))}")
+    try:
+        return np.broadcast_shapes(tuple(int(d) for d in s0), tuple(int(d) for d in s1))
+    except ValueError:
+        raise fail(f"incompatible shapes: {list(map(int, s0))} vs. {list(map(int, s1))}") from None
+
+
+register_op(
+    "BroadcastArgs",
+    inputs=["s0: T", "s1: T"],
+    outputs=["r0: T"],
+    attrs=["T: {int32, int64} = int32"],
+    shape=_broadcast_args_shape,
+    doc="The shape two tensors of shapes s0 and s1 broadcast to (numpy rules).",
+)
+
+
+@kernel("BroadcastArgs", host_inputs=(0, 1))
+def _broadcast_args(ctx, s0, s1):
+    return ctx.xp.asarray(_broadcast_dims(ctx.fail, ctx.host(s0), ctx.host(s1)), dtype=ctx.attrs["T"].numpy)
+
+
+not_differentiable("BroadcastArgs")
+
+
 # --- Range ------------------------------------------------------------------------------------
 
 

@@ -50,12 +50,27 @@ def _reshape_shape(fail, src: Shape, target: list[int]) -> Shape:
         return Shape(target)
     if n is None:
         return Shape(target)  # -1 stays unknown
-    if known == 0 or n % known:
+    # TF's rule: zero sizes are left out of the known product, and when the new shape has a zero
+    # the input's zero dims are left out of its count too, so [0, 8] -> [0, -1, 4] is [0, 2, 4].
+    # The product of the nonzero sizes is never 0, so -1 always resolves.
+    product = int(np.prod([d for d in target if d > 0], dtype=np.int64))
+    if 0 in target:
+        count = int(np.prod([d for d in src.dims if d > 0], dtype=np.int64))
+        missing = count // product
+    else:
+        missing = n // product
+        if missing * product != n:
+            raise fail(
+                f"cannot reshape a tensor of shape {src} ({n} elements) into shape {fmt_dims(target)}: "
+                f"{n} is not a multiple of {product}"
+            )
+    out = Shape([missing if d == -1 else d for d in target])
+    if out.num_elements() != n:
         raise fail(
-            f"cannot reshape a tensor of shape {src} ({n} elements) into shape {fmt_dims(target)}: "
-            f"{n} is not a multiple of {known}"
+            f"cannot reshape a tensor of shape {src} ({n} elements) into shape {fmt_dims(target)} "
+            f"({out} has {out.num_elements()} elements)"
         )
-    return Shape([n // known if d == -1 else d for d in target])
+    return out
 
 
 def _reshape_infer(ic: InferenceContext) -> list[Shape]:

@@ -1,9 +1,11 @@
-"""Matrix products: MatMul and BatchMatMulV2, with their gradients (part of the math family)."""
+"""Matrix products: MatMul and BatchMatMul (v1: equal batch dims; V2: broadcasting; V3: input
+and output types of their own), with their gradients (part of the math family)."""
 
 from __future__ import annotations
 
 import numpy as np
 
+from specflow.errors import GraphError
 from specflow.graph.shapes import Shape, broadcast_shapes
 from specflow.ops import grad_util as gu
 from specflow.ops.inference import InferenceContext
@@ -147,3 +149,72 @@ def _batch_matmul_grad(b, node, dys):
     x, y = node.data_inputs
     dx, dy = _product_grads(b, "BatchMatMulV2", dys[0], x, y, node.attrs["adj_x"], node.attrs["adj_y"], "adj_x", "adj_y")
     return [gu.sum_to(b, dx, x), gu.sum_to(b, dy, y)]  # sum over broadcast batch dims
+
+
+# --- BatchMatMul (v1) / BatchMatMulV3 ---------------------------------------------------------
+
+
+def _batch_matmul_v1_shape(ic: InferenceContext) -> list[Shape]:
+    x, y = ic.shape(0), ic.shape(1)
+    if x.rank is not None and y.rank is not None:
+        if x.rank != y.rank:
+            raise ic.fail(f"x and y must have the same rank, got shapes {x} and {y}")
+        if not Shape(x.dims[:-2]).is_compatible_with(Shape(y.dims[:-2])):
+            raise ic.fail(f"batch dimensions must be equal (BatchMatMul does not broadcast): {x} x {y}")
+    return _batch_matmul_shape(ic)
+
+
+register_op(
+    "BatchMatMul",
+    inputs=["x: T", "y: T"],
+    outputs=["output: T"],
+    attrs=[
+        "T: {float16, float32, float64, int32, int64, complex64, complex128}",
+        "adj_x: bool = false",
+        "adj_y: bool = false",
+    ],
+    shape=_batch_matmul_v1_shape,
+    doc="BatchMatMulV2 without broadcasting: x and y have the same rank and batch dims.",
+)
+
+
+@kernel("BatchMatMul")
+def _batch_matmul_v1(ctx, x, y):
+    if x.ndim != y.ndim or x.shape[:-2] != y.shape[:-2]:
+        raise ctx.fail(f"x and y must have the same rank and batch dimensions, got {_fmt(x.shape)} and {_fmt(y.shape)}")
+    return _batch_matmul(ctx, x, y)
+
+
+@gradient("BatchMatMul")
+def _batch_matmul_v1_grad(b, node, dys):
+    x, y = node.data_inputs
+    return list(_product_grads(b, "BatchMatMul", dys[0], x, y, node.attrs["adj_x"], node.attrs["adj_y"], "adj_x", "adj_y"))
+
+
+_V3_TYPES = "{float16, float32, float64, uint8, int8, int16, int32, int64, complex64, complex128}"
+
+register_op(
+    "BatchMatMulV3",
+    inputs=["x: Ta", "y: Tb"],
+    outputs=["output: Tout"],
+    attrs=[f"Ta: {_V3_TYPES}", f"Tb: {_V3_TYPES}", f"Tout: {_V3_TYPES}", "adj_x: bool = false", "adj_y: bool = false",
+           "grad_x: bool = false", "grad_y: bool = false"],  # fmt: skip  (TF's hints: which product a gradient is)
+    shape=_batch_matmul_shape,
+    doc="BatchMatMulV2 with its own input types: x and y are converted to Tout, then multiplied.",
+)
+
+
+@kernel("BatchMatMulV3")
+def _batch_matmul_v3(ctx, x, y):
+    out = ctx.attrs["Tout"].numpy
+    return _batch_matmul(ctx, x.astype(out, copy=False), y.astype(out, copy=False))
+
+
+@gradient("BatchMatMulV3")
+def _batch_matmul_v3_grad(b, node, dys):
+    x, y = node.data_inputs
+    if not node.attrs["Ta"] == node.attrs["Tb"] == node.attrs["Tout"]:
+        raise GraphError("the gradient of BatchMatMulV3 needs Ta, Tb and Tout to be the same type",
+                         node=node.name, location=node.location)  # fmt: skip
+    dx, dy = _product_grads(b, "BatchMatMulV2", dys[0], x, y, node.attrs["adj_x"], node.attrs["adj_y"], "adj_x", "adj_y")
+    return [gu.sum_to(b, dx, x), gu.sum_to(b, dy, y)]

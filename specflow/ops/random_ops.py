@@ -1,4 +1,4 @@
-"""Random ops: uniform, normal, truncated normal, uniform integers, shuffle.
+"""Random ops: uniform, normal, truncated normal, uniform integers, shuffle, Multinomial.
 
 Seeding follows TensorFlow: a non-zero ``seed`` or ``seed2`` makes the op's stream deterministic
 from (seed, seed2); when both are 0 the session's graph seed (``ctx.graph_seed``), combined with
@@ -187,5 +187,50 @@ def _random_shuffle(ctx, value):
     return value[ctx.xp.asarray(perm)]
 
 
+# --- Multinomial ------------------------------------------------------------------------------
+
+
+def _multinomial_shape(ic: InferenceContext) -> list[Shape]:
+    logits, n = ic.shape(0), ic.value(1)
+    if logits.rank not in (None, 2):
+        raise ic.fail(f"logits must be a matrix [batch, classes], got shape {logits}")
+    if n is not None and (np.ndim(n) != 0 or int(n) < 0):
+        raise ic.fail(f"num_samples must be a non-negative scalar, got {np.asarray(n).tolist()}")
+    return [Shape([logits.with_rank(2)[0], None if n is None else int(n)])]
+
+
+register_op(
+    "Multinomial",
+    inputs=["logits: T", "num_samples: int32"],
+    outputs=["output: output_dtype"],
+    attrs=[*_SEED_ATTRS, "T: {real}", "output_dtype: {int32, int64} = int64"],
+    stateful=True,
+    shape=_multinomial_shape,
+    doc="num_samples class indices per row, drawn with probabilities softmax(logits[row]) "
+    "(a -inf logit is never drawn).",
+)
+
+
+@kernel("Multinomial", host_inputs=[0, 1])
+def _multinomial(ctx, logits, num_samples):
+    x, n = ctx.host(logits).astype(np.float64), ctx.host(num_samples)
+    if x.ndim != 2:
+        raise ctx.fail(f"logits must be a matrix [batch, classes], got shape {list(x.shape)}")
+    if n.ndim != 0 or int(n) < 0:
+        raise ctx.fail(f"num_samples must be a non-negative scalar, got {n.tolist()}")
+    if x.shape[1] == 0 and x.shape[0] and int(n):
+        raise ctx.fail("logits must have at least one class")
+    # Inverse-CDF sampling on the host, like the other random ops (same stream on every device).
+    top = np.max(x, axis=1, keepdims=True) if x.shape[1] else np.zeros((x.shape[0], 1))
+    with np.errstate(invalid="ignore"):
+        cdf = np.cumsum(np.exp(x - top), axis=1)
+    u = _generator(ctx).random((x.shape[0], int(n))) * cdf[:, -1:] if x.shape[1] else np.zeros((x.shape[0], 0))
+    out = np.stack([np.searchsorted(c, r, side="right") for c, r in zip(cdf, u)]) if x.shape[0] else u
+    out = np.minimum(out, max(x.shape[1] - 1, 0)).reshape(x.shape[0], int(n))
+    return ctx.xp.asarray(out.astype(ctx.attrs["output_dtype"].numpy))
+
+
 # Random draws carry no gradient (RandomShuffle's permutation is piecewise constant too).
-not_differentiable("RandomUniform", "RandomStandardNormal", "TruncatedNormal", "RandomUniformInt", "RandomShuffle")
+not_differentiable(
+    "RandomUniform", "RandomStandardNormal", "TruncatedNormal", "RandomUniformInt", "RandomShuffle", "Multinomial"
+)

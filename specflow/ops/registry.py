@@ -390,10 +390,11 @@ def input_ranges(opdef: OpDef, n_inputs: int, attrs: dict, node: str | None = No
             sizes.append(1)
     unknown = [i for i, s in enumerate(sizes) if s is None]
     fixed = sum(s for s in sizes if s is not None)
-    if len(unknown) > 1:
+    shared = {opdef.inputs[i].number_attr for i in unknown}
+    if len(unknown) > 1 and (len(shared) != 1 or None in shared):
         raise OpError(f"{opdef.name}: cannot split inputs among several list args", node=node)
-    if unknown:
-        sizes[unknown[0]] = n_inputs - fixed
+    for i in unknown:  # lists counted by one attr (DynamicStitch's N indices, N data) split evenly
+        sizes[i] = (n_inputs - fixed) // len(unknown)
     total = sum(sizes)
     if total != n_inputs or any(s < 0 for s in sizes):
         names = ", ".join(_fmt_arg(a) for a in opdef.inputs) or "none"

@@ -1,0 +1,149 @@
+"""Selecting elements by value: TopKV2 (the k largest along the last axis), Where (coordinates of
+the true/nonzero elements) and Unique (distinct values in order of first appearance)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from specflow.graph import dtypes
+from specflow.graph.shapes import Shape
+from specflow.ops import grad_util as gu
+from specflow.ops.inference import InferenceContext
+from specflow.ops.registry import gradient, kernel, not_differentiable, register_op
+from specflow.ops.shape_args import scalar_arg, shape_of
+
+# --- TopKV2 -----------------------------------------------------------------------------------
+
+
+def _top_k_shape(fail, x: Shape, k: int | None) -> Shape:
+    if x.rank == 0:
+        raise fail("input must be at least 1-D, got a scalar")
+    if k is not None and k < 0:
+        raise fail(f"k ({k}) must be non-negative")
+    if x.rank is None:
+        return x
+    last = x[-1]
+    if k is not None and last is not None and last < k:
+        raise fail(f"input must have at least k = {k} columns, got shape {x}")
+    return Shape(list(x.dims[:-1]) + [k])
+
+
+def _top_k_infer(ic: InferenceContext) -> list[Shape]:
+    s = _top_k_shape(ic.fail, ic.shape(0), scalar_arg(ic.fail, ic.value(1), "k"))
+    return [s, s]
+
+
+register_op(
+    "TopKV2",
+    inputs=["input: T", "k: Tk"],
+    outputs=["values: T", "indices: index_type"],
+    attrs=[
+        "sorted: bool = true",
+        "T: {real}",
+        "Tk: {int16, int32, int64} = int32",
+        "index_type: {int16, int32, int64} = int32",
+    ],
+    shape=_top_k_infer,
+    doc="The k largest entries along the last axis and their indices, largest first; equal "
+    "values keep their order (the lower index first).",
+)
+
+
+@kernel("TopKV2", host_inputs=(1,))
+def _top_k(ctx, x, k):
+    xp = ctx.xp
+    k = scalar_arg(ctx.fail, ctx.host(k), "k")
+    _top_k_shape(ctx.fail, shape_of(x), k)
+    n = x.shape[-1]
+    # A stable ascending sort of the reversed row, read backwards: descending, ties by index.
+    order = xp.argsort(x[..., ::-1], axis=-1, kind="stable")[..., ::-1][..., :k]
+    indices = (n - 1) - order
+    values = xp.take_along_axis(x, indices, axis=-1)
+    return values, indices.astype(ctx.attrs["index_type"].numpy)
+
+
+@gradient("TopKV2")
+def _top_k_grad(b, node, dys):
+    # As TF: scatter the values' gradient back to the positions they came from, row by row
+    # (rows flattened to one axis, each row's indices offset by its start).
+    x = node.data_inputs[0]
+    indices = f"{node.name}:1"
+    if node.attrs["index_type"] != dtypes.int64:
+        indices = gu.emit(b, "Cast", indices, DstT=dtypes.int64)
+    shape = gu.shape_of(b, x, dtypes.int64)
+    one = gu.const(b, [1], "int32")
+    n = gu.emit(b, "StridedSlice", shape, gu.const(b, [-1], "int32"), gu.const(b, [0], "int32"), one,
+                end_mask=1, shrink_axis_mask=1)  # fmt: skip
+    lead = gu.emit(b, "StridedSlice", shape, gu.const(b, [0], "int32"), gu.const(b, [-1], "int32"), one)
+    rows = gu.emit(b, "Prod", lead, gu.const(b, 0, "int32"))
+    total = gu.emit(b, "Mul", rows, n)
+    starts = gu.emit(b, "Range", gu.const(b, 0, "int64"), total, n)
+    by_row = gu.emit(b, "Reshape", indices, gu.emit(b, "Pack", rows, gu.const(b, -1, "int64")))
+    flat = gu.emit(b, "AddV2", by_row, gu.emit(b, "ExpandDims", starts, gu.const(b, 1, "int32")))
+    flat = gu.emit(b, "Reshape", flat, gu.const(b, [-1, 1], "int32"))
+    values = gu.emit(b, "Reshape", dys[0], gu.const(b, [-1], "int32"))
+    dense = gu.emit(b, "ScatterNd", flat, values, gu.emit(b, "Reshape", total, one))
+    return [gu.emit(b, "Reshape", dense, shape), None]
+
+
+# --- Where ------------------------------------------------------------------------------------
+
+
+def _where_infer(ic: InferenceContext) -> list[Shape]:
+    return [Shape([None, ic.shape(0).rank])]
+
+
+register_op(
+    "Where",
+    inputs=["input: T"],
+    outputs=["index: int64"],
+    attrs=["T: {numeric, bool} = bool"],
+    shape=_where_infer,
+    doc="The coordinates of the true (nonzero) elements of `input`, one row each, in row-major order.",
+)
+
+
+@kernel("Where")
+def _where(ctx, x):
+    return ctx.xp.argwhere(x).astype(np.int64)
+
+
+not_differentiable("Where")
+
+
+# --- Unique -----------------------------------------------------------------------------------
+
+
+def _unique_infer(ic: InferenceContext) -> list[Shape]:
+    x = ic.shape(0)
+    if x.rank not in (None, 1):
+        raise ic.fail(f"x must be a vector, got shape {x}")
+    return [Shape([None]), x.with_rank(1)]
+
+
+register_op(
+    "Unique",
+    inputs=["x: T"],
+    outputs=["y: T", "idx: out_idx"],
+    attrs=["T: type", "out_idx: {int32, int64} = int32"],
+    shape=_unique_infer,
+    doc="The distinct values of the vector `x` in order of first appearance, and for each element "
+    "of x the index of its value in y (x = y[idx]).",
+)
+
+
+@kernel("Unique")
+def _unique(ctx, x):
+    xp = ctx.xp
+    if x.ndim != 1:
+        raise ctx.fail(f"x must be a vector, got shape {shape_of(x)}")
+    values, first, inverse = xp.unique(x, return_index=True, return_inverse=True)
+    # np.unique sorts; TF keeps first-appearance order: renumber the sorted values by where
+    # they first appear.
+    order = xp.argsort(first, kind="stable")
+    rank = xp.empty_like(order)
+    rank[order] = xp.arange(order.size)
+    return values[order], rank[inverse.reshape(-1)].astype(ctx.attrs["out_idx"].numpy)
+
+
+not_differentiable("Unique")  # TF registers no gradient for Unique either

@@ -1,0 +1,44 @@
+"""Cases for gather_scatter_ops: Gather (v1), GatherNd, ScatterNd, TensorScatterUpdate/Add.
+
+References are plain numpy indexing written out per case (not the kernels' vectorized paths)."""
+
+import numpy as np
+
+from tests.ops.harness import Case, f32, i32, i64
+
+_p = f32(4, 3, 2)
+_ids = np.array([[2, 0], [1, 0], [3, 2]], np.int32)
+
+
+def _gather_nd_ref(params, indices):
+    lead = indices.shape[:-1]
+    rows = [params[tuple(int(v) for v in indices[i])] for i in np.ndindex(*lead)]
+    return np.array(rows).reshape(lead + params.shape[indices.shape[-1]:])
+
+
+def _scatter_ref(base, indices, updates, add):
+    out = base.copy()
+    k = indices.shape[-1]
+    for i in np.ndindex(*indices.shape[:-1]):
+        at = tuple(int(v) for v in indices[i])
+        out[at] = out[at] + updates[i] if add else updates[i]
+    del k
+    return out
+
+
+CASES = [
+    Case("Gather", [_p, np.array([[3, 0], [0, 1]], np.int64)], ref=lambda p, i: p[[[3, 0], [0, 1]]]),
+    Case("Gather", [f32(5), np.int32(4)], ref=lambda p, i: p[4], id="Gather-scalar-index"),
+    Case("GatherNd", [_p, _ids], ref=_gather_nd_ref),
+    Case("GatherNd", [_p, np.array([[[1], [3]]], np.int64)], ref=_gather_nd_ref, id="GatherNd-slices"),
+    Case("GatherNd", [i32(2, 3), np.array([[1, 2], [0, 0], [1, 2]], np.int16)], ref=_gather_nd_ref, id="GatherNd-int"),
+    Case("GatherNd", [f32(2, 3), np.zeros((2, 0), np.int32)], ref=lambda p, i: np.stack([p, p]), id="GatherNd-empty-index"),
+    Case("ScatterNd", [np.array([[1], [3], [1]], np.int32), f32(3, 2), np.array([5, 2], np.int32)],
+         ref=lambda i, u, s: _scatter_ref(np.zeros((5, 2), np.float32), i, u, True), const_inputs=[2]),
+    Case("ScatterNd", [np.array([[0, 1], [2, 2]], np.int64), i64(2), np.array([3, 4], np.int64)],
+         ref=lambda i, u, s: _scatter_ref(np.zeros((3, 4), np.int64), i, u, True), const_inputs=[2], id="ScatterNd-elements"),
+    Case("TensorScatterUpdate", [_p, _ids, f32(3, 2)], ref=lambda t, i, u: _scatter_ref(t, i, u, False)),
+    Case("TensorScatterAdd", [_p, _ids[:, :1], f32(3, 3, 2)], ref=lambda t, i, u: _scatter_ref(t, i, u, True)),
+    Case("TensorScatterAdd", [i32(3), np.array([[1], [1]], np.int32), i32(2)], ref=lambda t, i, u: _scatter_ref(t, i, u, True),
+         id="TensorScatterAdd-duplicates"),
+]

@@ -1,0 +1,97 @@
+"""Cases for linalg_ops: Cholesky, MatrixInverse, MatrixBandPart, MatrixDiagV3/MatrixDiagPartV3,
+Diag/DiagPart, Cross. MatrixDiag references follow TF's documented element rule with loops; the
+fixed RIGHT_LEFT example is TF's own docstring example."""
+
+import numpy as np
+
+from tests.ops.harness import Case, f32, f64, i32
+
+
+def _spd(*batch, n=3, dtype=np.float64):
+    a = np.random.default_rng(7).uniform(-1, 1, size=(*batch, n, n))
+    return (a @ np.swapaxes(a, -1, -2) + n * np.eye(n)).astype(dtype)
+
+
+def _band_ref(x, lo, up):
+    out = np.zeros_like(x)
+    for i in range(x.shape[-2]):
+        for j in range(x.shape[-1]):
+            if (lo < 0 or i - j <= lo) and (up < 0 or j - i <= up):
+                out[..., i, j] = x[..., i, j]
+    return out
+
+
+def _offset(d, rows, cols, max_len, align):
+    length = min(rows + min(d, 0), cols - max(d, 0))
+    right = align.split("_")[0 if d >= 0 else 1] == "RIGHT"
+    return max_len - length if right else 0
+
+
+def _diag_ref(diag, k, rows, cols, pad, align="RIGHT_LEFT"):
+    lo, hi = (int(k), int(k)) if np.ndim(k) == 0 else (int(k[0]), int(k[1]))
+    packed = diag[..., None, :] if lo == hi else diag
+    out = np.full(packed.shape[:-2] + (rows, cols), pad, diag.dtype)
+    for i in range(rows):
+        for j in range(cols):
+            d = j - i
+            if lo <= d <= hi:
+                out[..., i, j] = packed[..., hi - d, min(i, j) + _offset(d, rows, cols, packed.shape[-1], align)]
+    return out
+
+
+def _diag_part_ref(x, k, pad, align="RIGHT_LEFT"):
+    lo, hi = (int(k), int(k)) if np.ndim(k) == 0 else (int(k[0]), int(k[1]))
+    rows, cols = x.shape[-2:]
+    max_len = min(rows + min(hi, 0), cols - max(lo, 0))
+    out = np.full(x.shape[:-2] + (hi - lo + 1, max_len), pad, x.dtype)
+    for d in range(lo, hi + 1):
+        for i in range(rows):
+            j = i + d
+            if 0 <= j < cols:
+                out[..., hi - d, min(i, j) + _offset(d, rows, cols, max_len, align)] = x[..., i, j]
+    return out[..., 0, :] if lo == hi else out
+
+
+# TF's MatrixDiagV3 docstring: k = (-1, 1), align RIGHT_LEFT, diagonals [[0, 2, 3], [1, 2, 3], [4, 5, 0]]
+# (superdiagonal left-padded, subdiagonal right-padded) give [[1, 2, 0], [4, 2, 3], [0, 5, 3]].
+_tf_diags = np.array([[0, 2, 3], [1, 2, 3], [4, 5, 0]], np.int32)
+_tf_matrix = np.array([[1, 2, 0], [4, 2, 3], [0, 5, 3]], np.int32)
+_k = np.array([-1, 1], np.int32)
+_m1 = np.int32(-1)
+
+CASES = [
+    Case("Cholesky", [_spd(2)], ref=np.linalg.cholesky),
+    Case("Cholesky", [_spd(n=4, dtype=np.float32)], ref=np.linalg.cholesky, rtol=1e-5, id="Cholesky-float32"),
+    Case("Cholesky", [np.triu(np.full((3, 3), 9.0), 1) + _spd()], ref=lambda x: np.linalg.cholesky(_spd()),
+         id="Cholesky-reads-lower-triangle"),
+    Case("MatrixInverse", [_spd(2)], ref=np.linalg.inv),
+    Case("MatrixInverse", [f32(3, 3) + 3 * np.eye(3, dtype=np.float32)], attrs={"adjoint": True}, rtol=1e-5,
+         ref=lambda x: np.linalg.inv(x.T), id="MatrixInverse-adjoint"),
+    Case("MatrixBandPart", [f32(2, 3, 4), np.int64(1), np.int64(-1)], ref=lambda x, lo, up: _band_ref(x, 1, -1),
+         const_inputs=[1, 2]),
+    Case("MatrixBandPart", [i32(4, 3), np.int32(0), np.int32(0)], ref=lambda x, lo, up: _band_ref(x, 0, 0),
+         const_inputs=[1, 2], id="MatrixBandPart-diagonal"),
+    Case("MatrixDiagV3", [_tf_diags, _k, _m1, _m1, np.int32(0)], ref=lambda *a: _tf_matrix, const_inputs=[1, 2, 3],
+         id="MatrixDiagV3-tf-example"),
+    Case("MatrixDiagV3", [f32(2, 3), np.int32(0), _m1, _m1, np.float32(0)], const_inputs=[1, 2, 3],
+         ref=lambda d, k, r, c, p: _diag_ref(d, 0, 3, 3, 0.0)),
+    Case("MatrixDiagV3", [f32(2, 3), np.int32(1), np.int32(3), np.int32(5), np.float32(7)], const_inputs=[1, 2, 3],
+         ref=lambda d, k, r, c, p: _diag_ref(d, 1, 3, 5, 7.0), id="MatrixDiagV3-superdiag-padded"),
+    Case("MatrixDiagV3", [f64(2, 3, 4), np.array([-2, 0], np.int32), np.int32(5), np.int32(4), np.float64(-1)],
+         attrs={"align": "LEFT_RIGHT"}, const_inputs=[1, 2, 3],
+         ref=lambda d, k, r, c, p: _diag_ref(d, (-2, 0), 5, 4, -1.0, "LEFT_RIGHT"), id="MatrixDiagV3-band-left-right"),
+    Case("MatrixDiagPartV3", [_tf_matrix, _k, np.int32(0)], ref=lambda *a: _tf_diags, const_inputs=[1],
+         id="MatrixDiagPartV3-tf-example"),
+    Case("MatrixDiagPartV3", [f32(2, 4, 3), np.array([-1, 2], np.int32), np.float32(9)], const_inputs=[1],
+         ref=lambda x, k, p: _diag_part_ref(x, (-1, 2), 9.0)),
+    Case("MatrixDiagPartV3", [f64(3, 5), np.int32(-1), np.float64(0)], attrs={"align": "LEFT_LEFT"}, const_inputs=[1],
+         ref=lambda x, k, p: _diag_part_ref(x, -1, 0.0, "LEFT_LEFT"), id="MatrixDiagPartV3-sub-left"),
+    Case("Diag", [f32(3)], ref=np.diag),
+    Case("Diag", [i32(2, 2)], ref=lambda x: np.einsum("ij,ik,jl->ijkl", x, np.eye(2, dtype=np.int32),
+                                                       np.eye(2, dtype=np.int32)), id="Diag-rank2"),
+    Case("DiagPart", [f32(3, 3)], ref=np.diagonal),
+    Case("DiagPart", [i32(2, 3, 2, 3)], ref=lambda x: np.array([[x[i, j, i, j] for j in range(3)] for i in range(2)]),
+         id="DiagPart-rank4"),
+    Case("Cross", [f32(2, 3), f32(2, 3)], ref=np.cross),
+    Case("Cross", [i32(3), i32(3)], ref=np.cross, id="Cross-int"),
+]

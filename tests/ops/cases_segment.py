@@ -1,0 +1,62 @@
+"""Cases for segment_ops: SegmentSum, UnsortedSegmentMax/Min/Prod, DynamicPartition, DynamicStitch,
+Bincount. References loop over the segments in plain numpy."""
+
+import numpy as np
+
+from tests.ops.harness import Case, f32, f64, i32
+
+_ids = np.array([2, 0, -1, 2, 4], np.int32)
+
+
+def _unsorted_ref(fn, empty):
+    def ref(data, ids, n):
+        rows = data.reshape((ids.size,) + data.shape[ids.ndim:])
+        flat = ids.reshape(-1)
+        out = np.full((int(n),) + rows.shape[1:], empty, data.dtype)
+        for s in range(int(n)):
+            if (flat == s).any():
+                out[s] = fn(rows[flat == s], axis=0)
+        return out
+
+    return ref
+
+
+def _segment_sum_ref(data, ids):
+    n = int(ids[-1]) + 1 if ids.size else 0
+    return np.stack([data[ids == s].sum(axis=0) for s in range(n)]).astype(data.dtype)
+
+
+def _stitch_ref(*args):
+    n = len(args) // 2
+    pairs = [(int(i), d) for idx, dat in zip(args[:n], args[n:]) for i, d in
+             zip(idx.reshape(-1), dat.reshape((idx.size,) + dat.shape[idx.ndim:]))]
+    out = np.zeros((max(i for i, _ in pairs) + 1,) + pairs[0][1].shape, args[n].dtype)
+    for i, d in pairs:
+        out[i] = d
+    return out
+
+
+_lowest, _largest = np.finfo(np.float32).min, np.finfo(np.float32).max
+CASES = [
+    Case("SegmentSum", [f32(6, 2), np.array([0, 0, 1, 3, 3, 3], np.int32)], ref=_segment_sum_ref, exact_shape=False),
+    Case("SegmentSum", [i32(3), np.array([1, 1, 2], np.int64)], ref=_segment_sum_ref, exact_shape=False,
+         id="SegmentSum-int-leading-empty"),
+    Case("UnsortedSegmentMax", [f32(5, 2), _ids, np.int32(5)], const_inputs=[2], ref=_unsorted_ref(np.max, _lowest)),
+    Case("UnsortedSegmentMax", [i32(2, 3), np.array([[0, 2, 2], [1, 0, 1]], np.int64), np.int64(4)], const_inputs=[2],
+         ref=_unsorted_ref(np.max, np.iinfo(np.int32).min), id="UnsortedSegmentMax-2d-ids-int"),
+    Case("UnsortedSegmentMin", [f64(5, 2), _ids, np.int32(5)], const_inputs=[2],
+         ref=_unsorted_ref(np.min, np.finfo(np.float64).max)),
+    Case("UnsortedSegmentProd", [f32(5, 2), _ids, np.int32(5)], const_inputs=[2], ref=_unsorted_ref(np.prod, 1)),
+    Case("DynamicPartition", [f32(5, 2), np.array([1, 0, 2, 1, 1], np.int32)], attrs={"num_partitions": 3},
+         ref=lambda d, p: [d[p == i] for i in range(3)], exact_shape=False),
+    Case("DynamicPartition", [i32(2, 3), np.array([[0, 1, 0], [0, 0, 0]], np.int32)], attrs={"num_partitions": 2},
+         ref=lambda d, p: [d[p == i] for i in range(2)], exact_shape=False, id="DynamicPartition-2d"),
+    Case("DynamicStitch", [np.array([0, 4], np.int32), np.array([[2], [1]], np.int32), f32(2, 3), f32(2, 1, 3)],
+         ref=_stitch_ref, exact_shape=False),
+    Case("DynamicStitch", [np.array([1, 0, 1], np.int32), np.array([1], np.int32), i32(3), i32(1)],
+         ref=_stitch_ref, exact_shape=False, id="DynamicStitch-later-write-wins"),
+    Case("Bincount", [np.array([1, 3, 1, 7, 0], np.int32), np.int32(5), np.zeros(0, np.int32)],
+         ref=lambda a, n, w: np.array([1, 2, 0, 1, 0], np.int32), const_inputs=[1]),
+    Case("Bincount", [np.array([[1, 3], [1, 2]], np.int32), np.int32(4), np.array([[0.5, 1], [2, 4]], np.float32)],
+         ref=lambda a, n, w: np.array([0, 2.5, 4, 1], np.float32), const_inputs=[1], id="Bincount-weights"),
+]

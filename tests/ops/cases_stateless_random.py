@@ -1,0 +1,80 @@
+"""Cases for StatelessRandomUniformV2 (bit-exact Philox4x32-10) and Multinomial.
+
+The Philox words below are the published known-answer vectors of Random123 (the reference
+implementation TF's philox_random.h follows); the expected floats are derived from them by TF's
+mantissa rule, written out here independently of the kernel."""
+
+import numpy as np
+
+from specflow.ops.eval import evaluate_op
+from tests.ops.harness import Case
+
+U64 = np.uint64
+ALL_ONES = U64(0xFFFFFFFFFFFFFFFF)
+KAT_ZERO = [0x6627E8D5, 0xE169C58D, 0xBC57AC4C, 0x9B00DBD8]  # counter 0, key 0
+KAT_ONES = [0x408F276D, 0x41C83B0E, 0xA20BC7C6, 0x6D5451FD]  # every bit of counter and key set
+
+
+def _f32(words):
+    return np.array([(w & 0x7FFFFF) / 2**23 for w in words], np.float32)
+
+
+def _f64(words):
+    return np.array([(((words[i] & 0xFFFFF) << 32) | words[i + 1]) / 2**52 for i in (0, 2)], np.float64)
+
+
+def _f16(words):
+    return np.array([(w & 0x3FF) / 2**10 for w in words], np.float16)
+
+
+def _uniform(shape, key, counter, dtype="float32", alg=1):
+    ins = [np.array(shape, np.int32), np.array([key], U64), np.array(counter, U64), np.int32(alg)]
+    return ins, {"dtype": dtype}
+
+
+def _case(shape, key, counter, ref, dtype="float32", alg=1, id=""):
+    ins, attrs = _uniform(shape, key, counter, dtype, alg)
+    return Case("StatelessRandomUniformV2", ins, attrs=attrs, ref=lambda *a: ref, const_inputs=[0], atol=0, rtol=0,
+                id=id)
+
+
+def _check_stream(outs, ins):
+    """10k draws: in [0, 1), moments of U(0, 1); group 1 after a low-half wrap equals group 0
+    of the carried counter; a fresh evaluation gives the same bits."""
+    x = np.asarray(outs[0])
+    assert x.shape == (100, 100) and x.dtype == np.float32
+    assert x.min() >= 0 and x.max() < 1 and abs(x.mean() - 0.5) < 0.01 and abs(x.std() - 0.2887) < 0.01
+    again = evaluate_op("StatelessRandomUniformV2", ins, dtype="float32")[0]
+    np.testing.assert_array_equal(again, x)
+    wrap, _ = _uniform([8], 5, [ALL_ONES, U64(7)])
+    carried, _ = _uniform([4], 5, [U64(0), U64(8)])
+    a = evaluate_op("StatelessRandomUniformV2", wrap)[0]
+    b = evaluate_op("StatelessRandomUniformV2", carried)[0]
+    np.testing.assert_array_equal(a[4:], b)
+
+
+def _check_multinomial(outs, ins):
+    x = np.asarray(outs[0])
+    assert x.shape == (3, 4000) and x.dtype == np.int64
+    assert (x[0] == 2).all()  # one finite logit: always that class
+    assert set(np.unique(x[1])) <= {0, 3}  # -inf logits are never drawn
+    freq = np.bincount(x[2], minlength=4) / 4000
+    np.testing.assert_allclose(freq, [0.1, 0.2, 0.3, 0.4], atol=0.03)
+    again = evaluate_op("Multinomial", ins, seed=3, seed2=4)[0]
+    np.testing.assert_array_equal(again, x)
+
+
+_logits = np.log(np.array([[1, 1, 1, 1], [0.5, 1, 1, 0.5], [0.1, 0.2, 0.3, 0.4]], np.float64))
+_logits[0, [0, 1, 3]] = -np.inf
+_logits[1, [1, 2]] = -np.inf
+CASES = [
+    _case([4], 0, [0, 0], _f32(KAT_ZERO)),
+    _case([2, 2], ALL_ONES, [ALL_ONES, ALL_ONES], _f32(KAT_ONES).reshape(2, 2), id="StatelessRandomUniformV2-ones"),
+    _case([3], 0, [0, 0], _f32(KAT_ZERO)[:3], alg=3, id="StatelessRandomUniformV2-auto-partial-group"),
+    _case([2], 0, [0, 0], _f64(KAT_ZERO), dtype="float64", id="StatelessRandomUniformV2-float64"),
+    _case([4], ALL_ONES, [ALL_ONES, ALL_ONES], _f16(KAT_ONES), dtype="float16", id="StatelessRandomUniformV2-float16"),
+    Case("StatelessRandomUniformV2", _uniform([100, 100], 12345, [9, 1])[0], check=_check_stream, const_inputs=[0],
+         id="StatelessRandomUniformV2-stream"),
+    Case("Multinomial", [_logits, np.int32(4000)], attrs={"seed": 3, "seed2": 4}, check=_check_multinomial,
+         const_inputs=[1]),
+]

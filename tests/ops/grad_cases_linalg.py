@@ -1,0 +1,23 @@
+"""Gradient cases for linalg_ops. Cholesky reads one triangle of a symmetric input, so a
+one-element perturbation cannot check TF's symmetric gradient: tests/ops/test_linalg_grads.py
+checks it through a symmetric input built from free variables."""
+
+import numpy as np
+
+from tests.ops.grad_harness import GradCase, g64
+
+_a = g64(2, 3, 3) + 3 * np.eye(3)
+
+CASES = [
+    GradCase("MatrixInverse", [_a]),
+    GradCase("MatrixInverse", [_a[0]], attrs={"adjoint": True}, id="MatrixInverse-adjoint"),
+    GradCase("MatrixBandPart", [g64(2, 3, 4), np.int64(1), np.int64(0)]),
+    GradCase("MatrixDiagV3", [g64(2, 3), np.array([-1, 0], np.int32), np.int32(3), np.int32(3), np.float64(0.5)],
+             wrt=[0]),  # TF gives padding_value no gradient
+    GradCase("MatrixDiagPartV3", [g64(4, 3), np.array([-1, 1], np.int32), np.float64(0)], wrt=[0]),
+    GradCase("Diag", [g64(2, 2)]),
+    GradCase("DiagPart", [g64(3, 3)]),
+    GradCase("Cross", [g64(2, 3), g64(2, 3)]),
+]
+
+NO_GRADIENT = {"Cholesky": "checked through a symmetric input in tests/ops/test_linalg_grads.py"}
