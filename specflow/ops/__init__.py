@@ -25,9 +25,9 @@ from specflow.ops import (  # noqa: F401,E402  (importing registers the ops)
     registry,  # noqa: F401
     reverse_ops,
     runtime_ops,
-    special_math_ops,
     segment_ops,
     selection_ops,
+    special_math_ops,
     stack_ops,
     state_ops,
     stateless_random_ops,
