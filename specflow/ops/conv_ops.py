@@ -151,12 +151,16 @@ def _out_size(c, size, k, stride, dilation, explicit) -> tuple[int | None, tuple
         total = max((out - 1) * stride + span - size, 0)
         return out, (total // 2, total - total // 2)  # the odd one goes after (bottom/right)
     before, after = explicit or (0, 0)
-    if size + before + after < span:
+    # TF's formula, in C++ integer division (truncating toward zero): a window up to
+    # stride - 1 wider than the padded input gives an empty (0-sized) output, not an error.
+    num = size + before + after - span + stride
+    out = abs(num) // stride * (1 if num >= 0 else -1)
+    if out < 0:
         raise c.fail(
             f"the window ({span} wide after dilation) is larger than the padded input "
-            f"({size} + {before} + {after}); the output size would be negative"
+            f"({size} + {before} + {after}) by {stride} or more; the output size would be negative"
         )
-    return (size + before + after - span) // stride + 1, (before, after)
+    return out, (before, after)
 
 
 def _window(c, in_hw: Dims, ksize: Dims, dilations=(1, 1)) -> _Window:
@@ -173,8 +177,9 @@ def _offsets(win: _Window) -> Iterator[tuple]:
     at every output position, the element the window sees at that offset."""
     (kh, kw), (sh, sw), (dh, dw), (oh, ow) = win.ksize, win.strides, win.dilations, win.out
     for i, j in itertools.product(range(kh), range(kw)):
-        rows = slice(i * dh, i * dh + (oh - 1) * sh + 1, sh)
-        cols = slice(j * dw, j * dw + (ow - 1) * sw + 1, sw)
+        # An empty output dim needs an empty slice: its stop would be negative, and wrap.
+        rows = slice(i * dh, i * dh + (oh - 1) * sh + 1, sh) if oh else slice(0, 0)
+        cols = slice(j * dw, j * dw + (ow - 1) * sw + 1, sw) if ow else slice(0, 0)
         yield (slice(None), rows, cols, slice(None))
 
 
@@ -296,7 +301,7 @@ def _conv2d_backprop_input(ctx, input_sizes, f, dy):
     dy = _to_nhwc(dy, fmt)
     n, oh, ow, o = dy.shape
     kh, kw, cin, _ = f.shape
-    dcols = xp.matmul(dy.reshape(n * oh * ow, o), f.reshape(kh * kw * cin, o).T).reshape(n, oh, ow, -1)
+    dcols = xp.matmul(dy.reshape(n * oh * ow, o), f.reshape(kh * kw * cin, o).T).reshape(n, oh, ow, kh * kw * cin)
     parts = (dcols[..., k * cin : (k + 1) * cin] for k in itertools.count())  # one per offset
     return _from_nhwc(_scatter(xp, _nhwc_dims(sizes, fmt), win, dy.dtype, parts), fmt)
 
