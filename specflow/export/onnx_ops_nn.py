@@ -8,6 +8,8 @@ spatial dims are static.
 
 from __future__ import annotations
 
+import numpy as np
+
 from specflow.export.onnx_ops import maps
 
 TO_NCHW = [0, 3, 1, 2]
@@ -73,6 +75,23 @@ def _conv2d(cx):
     if channels and fin and channels != fin:  # TF infers grouped convolution from the shapes
         attrs["group"] = channels // fin
     weights = cx.op("Transpose", [cx.inp(1)], perm=[3, 2, 0, 1])  # HWIO -> OIHW
+    _nchw(cx, "Conv", [weights], **attrs)
+
+
+@maps("DepthwiseConv2dNative")
+def _depthwise_conv2d(cx):
+    # A grouped Conv with one group per input channel: filter [KH, KW, C, M] -> [C * M, 1, KH, KW]
+    # (output channel c * M + m, as TF orders them).
+    fmt = cx.attr("data_format")
+    strides, dilations = _spatial(cx.attr("strides"), fmt), _spatial(cx.attr("dilations"), fmt)
+    fspec = cx.spec(1)
+    if fspec is None or not fspec.shape.is_fully_defined:
+        raise cx.fail("DepthwiseConv2dNative needs a filter of static shape for ONNX export")
+    kh, kw, c, m = fspec.shape.as_list()
+    flat = cx.op("Reshape", [cx.inp(1), cx.tensor(np.array([kh, kw, 1, c * m], np.int64))])
+    weights = cx.op("Transpose", [flat], perm=[3, 2, 0, 1])
+    attrs = {"strides": strides, "dilations": dilations, "kernel_shape": [kh, kw], "group": c,
+             **_padding(cx, [kh, kw], strides, dilations)}  # fmt: skip
     _nchw(cx, "Conv", [weights], **attrs)
 
 

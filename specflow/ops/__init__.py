@@ -6,6 +6,7 @@ from specflow.ops import (  # noqa: F401,E402  (importing registers the ops)
     control_flow_ops,
     conv_ops,
     data_flow_ops,
+    depthwise_conv_ops,
     function_ops,
     fused_ops,
     grad_util,

@@ -205,6 +205,13 @@ CASES: dict[str, Case] = {
     "Conv2D-EXPLICIT": Case(lambda b, p: op(b, "Conv2D", [p["x"], c(b, rand(2, 2, 3, 2))], strides=[1, 1, 1, 1],
                                             padding="EXPLICIT", explicit_paddings=[0, 0, 1, 2, 0, 1, 0, 0]),
                             {"x": rand(2, 4, 4, 3)}),
+    **{f"DepthwiseConv2dNative-{pad}-s{s}-d{d}{'-NCHW' if fmt == 'NCHW' else ''}": Case(
+        lambda b, p, pad=pad, s=s, d=d, fmt=fmt: op(
+            b, "DepthwiseConv2dNative", [p["x"], c(b, rand(3, 2, 3, 2))], padding=pad, data_format=fmt,
+            strides=[1, s, s, 1] if fmt == "NHWC" else [1, 1, s, s],
+            dilations=[1, d, d, 1] if fmt == "NHWC" else [1, 1, d, d]),
+        {"x": rand(2, 7, 6, 3) if fmt == "NHWC" else rand(2, 3, 7, 6)})
+       for pad, s, d, fmt in [("SAME", 2, 1, "NHWC"), ("VALID", 1, 2, "NHWC"), ("SAME", 1, 1, "NCHW")]},
     **{f"{pool}-{pad}{'-dyn' if dyn else ''}": Case(
         lambda b, p, pool=pool, pad=pad: op(b, pool, [p["x"]], ksize=[1, 3, 2, 1], strides=[1, 2, 2, 1], padding=pad),
         {"x": rand(2, 7, 5, 3)}, {"x"} if dyn else set())
