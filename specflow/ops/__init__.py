@@ -3,6 +3,7 @@
 # One module per op family; each holds OpDefs, shape functions and kernels side by side.
 from specflow.ops import (  # noqa: F401,E402  (importing registers the ops)
     array_ops,
+    batch_norm_ops,
     control_flow_ops,
     conv_ops,
     data_flow_ops,
