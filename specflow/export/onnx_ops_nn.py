@@ -122,3 +122,12 @@ def _fused_batch_norm(cx):
     for k in (1, 2):
         if cx.used(k):
             cx.op("Identity", [cx.inp(k + 2)], out=cx.out(k))
+
+
+@maps("SpaceToDepth", "DepthToSpace")
+def _space_depth(cx):
+    # ONNX's (NCHW) SpaceToDepth and DCR-mode DepthToSpace order depth as TF does.
+    attrs = {"blocksize": int(cx.attr("block_size"))}
+    if cx.node.op == "DepthToSpace":
+        attrs["mode"] = "DCR"
+    _nchw(cx, cx.node.op, [], **attrs)

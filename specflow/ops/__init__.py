@@ -23,6 +23,7 @@ from specflow.ops import (  # noqa: F401,E402  (importing registers the ops)
     reduction_ops,
     registry,  # noqa: F401
     runtime_ops,
+    space_depth_ops,
     stack_ops,
     state_ops,
     training_ops,

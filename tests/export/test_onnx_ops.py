@@ -218,6 +218,9 @@ CASES: dict[str, Case] = {
                                         is_training=False, epsilon=0.01, data_format=fmt),
         {"x": rand(2, 4, 5, 3) if fmt == "NHWC" else rand(2, 3, 4, 5)})
        for bn in ("FusedBatchNorm", "FusedBatchNormV2", "FusedBatchNormV3") for fmt in ("NHWC", "NCHW")},
+    **{f"{o}-{fmt}": Case(lambda b, p, o=o, fmt=fmt: op(b, o, [p["x"]], block_size=2, data_format=fmt),
+                          {"x": rand(2, 4, 6, 8) if fmt == "NHWC" else rand(2, 8, 4, 6)})
+       for o in ("SpaceToDepth", "DepthToSpace") for fmt in ("NHWC", "NCHW")},
     **{f"{pool}-{pad}{'-dyn' if dyn else ''}": Case(
         lambda b, p, pool=pool, pad=pad: op(b, pool, [p["x"]], ksize=[1, 3, 2, 1], strides=[1, 2, 2, 1], padding=pad),
         {"x": rand(2, 7, 5, 3)}, {"x"} if dyn else set())
