@@ -131,3 +131,13 @@ def _space_depth(cx):
     if cx.node.op == "DepthToSpace":
         attrs["mode"] = "DCR"
     _nchw(cx, cx.node.op, [], **attrs)
+
+
+@maps("LRN")
+def _lrn(cx):
+    # ONNX divides alpha by the window size (2 * depth_radius + 1); TF does not. NHWC only in TF.
+    size = 2 * int(cx.attr("depth_radius", 5)) + 1
+    x = cx.op("Transpose", [cx.inp(0)], perm=TO_NCHW)
+    y = cx.op("LRN", [x], size=size, alpha=float(cx.attr("alpha", 1.0)) * size, beta=float(cx.attr("beta", 0.5)),
+              bias=float(cx.attr("bias", 1.0)))  # fmt: skip
+    cx.op("Transpose", [y], out=cx.out(), perm=TO_NHWC)

@@ -221,6 +221,14 @@ CASES: dict[str, Case] = {
     **{f"{o}-{fmt}": Case(lambda b, p, o=o, fmt=fmt: op(b, o, [p["x"]], block_size=2, data_format=fmt),
                           {"x": rand(2, 4, 6, 8) if fmt == "NHWC" else rand(2, 8, 4, 6)})
        for o in ("SpaceToDepth", "DepthToSpace") for fmt in ("NHWC", "NCHW")},
+    **{f"{o}-{flag or 'legacy'}-{oh}x{ow}{'-' + str(dt) if dt else ''}": Case(
+        lambda b, p, o=o, flag=flag, oh=oh, ow=ow: op(b, o, [p["x"], c(b, np.array([oh, ow], np.int32))],
+                                                      **({flag: True} if flag else {})),
+        {"x": rand(2, 5, 4, 3) if dt is None else ints(2, 5, 4, 3, lo=0, hi=200, dtype=dt)})
+       for o in ("ResizeBilinear", "ResizeNearestNeighbor") for flag in (None, "align_corners", "half_pixel_centers")
+       for oh, ow, dt in [(8, 7, None), (3, 2, None), (1, 1, None), (7, 9, np.uint8)]},
+    **{f"LRN-r{r}": Case(lambda b, p, r=r: op(b, "LRN", [p["x"]], depth_radius=r, bias=1.5, alpha=0.3, beta=0.6),
+                         {"x": rand(2, 3, 4, 7)}) for r in (1, 5)},
     **{f"{pool}-{pad}{'-dyn' if dyn else ''}": Case(
         lambda b, p, pool=pool, pad=pad: op(b, pool, [p["x"]], ksize=[1, 3, 2, 1], strides=[1, 2, 2, 1], padding=pad),
         {"x": rand(2, 7, 5, 3)}, {"x"} if dyn else set())
