@@ -5,6 +5,7 @@ from specflow.ops import (  # noqa: F401,E402  (importing registers the ops)
     array_ops,
     batch_norm_ops,
     control_flow_ops,
+    conv3d_ops,
     conv_ops,
     data_flow_ops,
     depthwise_conv_ops,

@@ -99,13 +99,14 @@ def _sizes_value(ic: InferenceContext, i: int, what: str) -> Shape:
 
 @dataclass(frozen=True)
 class _Window:
-    """A 2-D sliding window over an NHWC input; each pair is (rows, cols)."""
+    """A sliding window over a channels-last input; one entry per spatial dim ((rows, cols) for
+    the 2-D ops, (depth, rows, cols) for the 3-D ones in conv3d_ops)."""
 
-    ksize: tuple[int | None, int | None]
-    strides: tuple[int, int]
-    dilations: tuple[int, int]
-    out: tuple[int | None, int | None]  # None where the input size is unknown
-    pads: tuple[tuple[int, int], tuple[int, int]]  # (before, after) per spatial dim
+    ksize: tuple[int | None, ...]
+    strides: tuple[int, ...]
+    dilations: tuple[int, ...]
+    out: tuple[int | None, ...]  # None where the input size is unknown
+    pads: tuple[tuple[int, int], ...]  # (before, after) per spatial dim
 
 
 def _spatial_attr(c, name: str) -> tuple[int, int]:
@@ -173,30 +174,30 @@ def _window(c, in_hw: Dims, ksize: Dims, dilations=(1, 1)) -> _Window:
 
 
 def _offsets(win: _Window) -> Iterator[tuple]:
-    """For each window offset, row-major: the strided slice of the padded NHWC input that holds,
-    at every output position, the element the window sees at that offset."""
-    (kh, kw), (sh, sw), (dh, dw), (oh, ow) = win.ksize, win.strides, win.dilations, win.out
-    for i, j in itertools.product(range(kh), range(kw)):
+    """For each window offset, row-major: the strided slice of the padded channels-last input
+    that holds, at every output position, the element the window sees at that offset."""
+    dims = list(zip(win.strides, win.dilations, win.out))
+    for offset in itertools.product(*(range(k) for k in win.ksize)):
         # An empty output dim needs an empty slice: its stop would be negative, and wrap.
-        rows = slice(i * dh, i * dh + (oh - 1) * sh + 1, sh) if oh else slice(0, 0)
-        cols = slice(j * dw, j * dw + (ow - 1) * sw + 1, sw) if ow else slice(0, 0)
-        yield (slice(None), rows, cols, slice(None))
+        yield (
+            slice(None),
+            *(slice(i * d, i * d + (o - 1) * s + 1, s) if o else slice(0, 0) for i, (s, d, o) in zip(offset, dims)),
+            slice(None),
+        )
 
 
 def _pad(xp, x, win: _Window, value=0):
-    (top, bottom), (left, right) = win.pads
-    return xp.pad(x, ((0, 0), (top, bottom), (left, right), (0, 0)), constant_values=value)
+    return xp.pad(x, ((0, 0), *win.pads, (0, 0)), constant_values=value)
 
 
 def _scatter(xp, shape: Dims, win: _Window, dtype, parts: Iterable):
-    """The gradient w.r.t. an NHWC input of ``shape``: the k-th of ``parts`` is added where the
-    k-th window offset reads, then the padding is cropped off."""
-    n, h, w, c = shape
-    (top, bottom), (left, right) = win.pads
-    grad = xp.zeros((n, h + top + bottom, w + left + right, c), dtype=dtype)
+    """The gradient w.r.t. a channels-last input of ``shape``: the k-th of ``parts`` is added
+    where the k-th window offset reads, then the padding is cropped off."""
+    padded = [d + a + z for d, (a, z) in zip(shape[1:-1], win.pads)]
+    grad = xp.zeros((shape[0], *padded, shape[-1]), dtype=dtype)
     for s, part in zip(_offsets(win), parts, strict=False):  # parts may be endless
         grad[s] += part
-    return grad[:, top : top + h, left : left + w, :]
+    return grad[(slice(None), *(slice(a, a + d) for d, (a, _) in zip(shape[1:-1], win.pads)))]
 
 
 def _lowest(dtype) -> float | int:
@@ -205,9 +206,9 @@ def _lowest(dtype) -> float | int:
     return -np.inf if dtype.kind == "f" else np.iinfo(dtype).min
 
 
-def _window_counts(xp, h: int, w: int, win: _Window, dtype):
-    """[1, OH, OW, 1]: how many real (unpadded) input elements each window covers."""
-    ones = _pad(xp, xp.ones((1, h, w, 1), dtype=dtype), win)
+def _window_counts(xp, spatial: Dims, win: _Window, dtype):
+    """[1, *output spatial dims, 1]: how many real (unpadded) input elements each window covers."""
+    ones = _pad(xp, xp.ones((1, *spatial, 1), dtype=dtype), win)
     return functools.reduce(operator.add, (ones[s] for s in _offsets(win)))
 
 
@@ -440,7 +441,7 @@ def _avg_pool(ctx, x):
     x = _to_nhwc(x, fmt)
     xpad = _pad(xp, x, win)
     total = functools.reduce(operator.add, (xpad[s] for s in _offsets(win)))
-    return _from_nhwc(total / _window_counts(xp, x.shape[1], x.shape[2], win, x.dtype), fmt)
+    return _from_nhwc(total / _window_counts(xp, x.shape[1:3], win, x.dtype), fmt)
 
 
 @gradient("AvgPool")
@@ -569,7 +570,7 @@ def _avg_pool_grad(ctx, orig_input_shape, dy):
     sizes = _sizes_input(ctx, orig_input_shape, "orig_input_shape")
     win = _pool_grad_window(ctx, sizes, grad=dy.shape)
     n, h, w, c = _nhwc_dims(sizes, fmt)
-    share = _to_nhwc(dy, fmt) / _window_counts(xp, h, w, win, dy.dtype)
+    share = _to_nhwc(dy, fmt) / _window_counts(xp, (h, w), win, dy.dtype)
     return _from_nhwc(_scatter(xp, (n, h, w, c), win, dy.dtype, itertools.repeat(share)), fmt)
 
 
