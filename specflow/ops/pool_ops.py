@@ -1,0 +1,195 @@
+"""More max pooling: MaxPoolV2 / MaxPoolGradV2 (ksize and strides as input tensors) and
+MaxPoolWithArgmax / MaxPoolGradWithArgmax, with their gradients (TF's nn_ops.cc).
+
+Both reuse conv_ops' pooling windows. The V2 ops are MaxPool / MaxPoolGrad with the window read
+from the inputs on the host. MaxPoolWithArgmax keeps, per window, the first maximum (row-major,
+padding never wins) and its flattened index into the NHWC input: (y * width + x) * channels + c,
+plus batch * height * width * channels with ``include_batch_in_index``, as TF's CPU kernel does.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from specflow.graph.shapes import Shape
+from specflow.ops import conv_ops as cv
+from specflow.ops import grad_util as gu
+from specflow.ops.inference import InferenceContext
+from specflow.ops.registry import gradient, kernel, register_op
+
+
+class _Window:
+    """A kernel or inference context seen with the window attrs conv_ops' pooling code reads
+    (ksize and strides from input tensors, NHWC for the argmax ops)."""
+
+    def __init__(self, c, **attrs):
+        self._c, self.node, self.xp = c, c.node, getattr(c, "xp", None)
+        self.attrs = {"data_format": "NHWC", "explicit_paddings": [], **c.attrs, **attrs}
+
+    def fail(self, message: str):
+        return self._c.fail(message)
+
+
+def _vector(c, value, what: str) -> list[int]:
+    v = np.asarray(value)
+    if v.ndim != 1 or v.size != 4:
+        raise c.fail(f"{what} must be a 1-D tensor of 4 entries, got {v.tolist()}")
+    return [int(a) for a in v]
+
+
+def _v2_window(c, ksize, strides) -> _Window:
+    return _Window(c, ksize=_vector(c, ksize, "ksize"), strides=_vector(c, strides, "strides"))
+
+
+def _partial_pool_shape(ic: InferenceContext, x: Shape) -> Shape:
+    """Batch and channels of the pooled output where the window is not known statically."""
+    if x.rank is None:
+        return Shape.unknown_of_rank(4)
+    if x.rank != 4:
+        raise ic.fail(f"input must be 4-D, got shape {x}")
+    if ic.attrs["data_format"] == "NHWC":
+        return Shape([x[0], None, None, x[3]])
+    return Shape([x[0], x[1], None, None])
+
+
+# --- MaxPoolV2 / MaxPoolGradV2 ----------------------------------------------------------------
+
+_V2_ATTRS = ["padding: {'SAME', 'VALID'}", cv._FORMAT]
+
+
+def _max_pool_v2_shape(ic: InferenceContext) -> list[Shape]:
+    k, s = ic.value(1), ic.value(2)
+    if k is None or s is None:
+        return [_partial_pool_shape(ic, ic.shape(0))]
+    return [Shape(cv._pool_window(_v2_window(ic, k, s), ic.shape(0))[1])]
+
+
+register_op(
+    "MaxPoolV2",
+    inputs=["input: T", "ksize: int32", "strides: int32"],
+    outputs=["output: T"],
+    attrs=["T: {float, int8, int16, int32, int64, uint8, uint16} = float32", *_V2_ATTRS],
+    shape=_max_pool_v2_shape,
+    doc="MaxPool with ksize and strides given as 1-D input tensors (4 entries each).",
+)
+
+
+@kernel("MaxPoolV2", host_inputs=[1, 2])
+def _max_pool_v2(ctx, x, ksize, strides):
+    return cv._max_pool(_v2_window(ctx, ctx.host(ksize), ctx.host(strides)), x)
+
+
+@gradient("MaxPoolV2")
+def _max_pool_v2_gradient(b, node, dys):
+    x, ksize, strides = node.data_inputs
+    attrs = {k: node.attrs[k] for k in ("padding", "data_format")}
+    return [gu.emit(b, "MaxPoolGradV2", x, node.name, dys[0], ksize, strides, **attrs), None, None]
+
+
+def _max_pool_grad_v2_shape(ic: InferenceContext) -> list[Shape]:
+    k, s = ic.value(3), ic.value(4)
+    if k is not None and s is not None:
+        cv._pool_grad_window(_v2_window(ic, k, s), ic.shape(0), orig_output=ic.shape(1), grad=ic.shape(2))
+    return [ic.shape(0)]
+
+
+register_op(
+    "MaxPoolGradV2",
+    inputs=["orig_input: T", "orig_output: T", "grad: T", "ksize: int32", "strides: int32"],
+    outputs=["output: T"],
+    attrs=["T: {real} = float32", *_V2_ATTRS],
+    shape=_max_pool_grad_v2_shape,
+    doc="The gradient of MaxPoolV2 (MaxPoolGrad with ksize and strides as input tensors).",
+)
+
+
+@kernel("MaxPoolGradV2", host_inputs=[3, 4])
+def _max_pool_grad_v2(ctx, x, y, dy, ksize, strides):
+    return cv._max_pool_grad(_v2_window(ctx, ctx.host(ksize), ctx.host(strides)), x, y, dy)
+
+
+# --- MaxPoolWithArgmax / MaxPoolGradWithArgmax ------------------------------------------------
+
+_ARGMAX_ATTRS = [
+    "ksize: list(int) >= 4",
+    "strides: list(int) >= 4",
+    "Targmax: {int32, int64} = int64",
+    "padding: {'SAME', 'VALID'}",
+    "include_batch_in_index: bool = false",
+    "T: {real}",
+]
+
+
+def _argmax_shape(ic: InferenceContext) -> list[Shape]:
+    out = Shape(cv._pool_window(_Window(ic), ic.shape(0))[1])
+    return [out, out]
+
+
+register_op(
+    "MaxPoolWithArgmax",
+    inputs=["input: T"],
+    outputs=["output: T", "argmax: Targmax"],
+    attrs=_ARGMAX_ATTRS,
+    shape=_argmax_shape,
+    doc="MaxPool of an NHWC input, and where each maximum is: its flattened index "
+    "(y * width + x) * channels + c (+ batch * height * width * channels with include_batch_in_index).",
+)
+
+
+@kernel("MaxPoolWithArgmax")
+def _max_pool_with_argmax(ctx, x):
+    xp, c = ctx.xp, _Window(ctx)
+    win, _ = cv._pool_window(c, x.shape)
+    n, h, w, ch = x.shape
+    index = xp.arange(x.size, dtype=np.int64).reshape(x.shape)
+    if not ctx.attrs["include_batch_in_index"]:
+        index = index % max(h * w * ch, 1)
+    xpad, ipad = cv._pad(xp, x, win, cv._lowest(x.dtype)), cv._pad(xp, index, win, -1)
+    best = arg = None
+    for s in cv._offsets(win):
+        v, i = xpad[s], ipad[s]
+        if best is None:
+            best, arg = v, i
+            continue
+        take = (i >= 0) & ((v > best) | (arg < 0))  # a real element; strictly larger keeps the first
+        best, arg = xp.where(take, v, best), xp.where(take, i, arg)
+    return best, arg.astype(ctx.attr("Targmax").numpy)
+
+
+@gradient("MaxPoolWithArgmax")
+def _max_pool_with_argmax_gradient(b, node, dys):
+    attrs = {k: v for k, v in node.attrs.items() if k != "T" and not k.startswith("_")}
+    x = node.data_inputs[0]
+    return [gu.emit(b, "MaxPoolGradWithArgmax", x, dys[0], f"{node.name}:1", **attrs)]
+
+
+def _argmax_grad_shape(ic: InferenceContext) -> list[Shape]:
+    cv._pool_grad_window(_Window(ic), ic.shape(0), grad=ic.shape(1), argmax=ic.shape(2))
+    return [ic.shape(0)]
+
+
+register_op(
+    "MaxPoolGradWithArgmax",
+    inputs=["input: T", "grad: T", "argmax: Targmax"],
+    outputs=["output: T"],
+    attrs=_ARGMAX_ATTRS,
+    shape=_argmax_grad_shape,
+    doc="The gradient of MaxPoolWithArgmax: each grad element added at the input position its "
+    "argmax names.",
+)
+
+
+@kernel("MaxPoolGradWithArgmax")
+def _max_pool_grad_with_argmax(ctx, x, dy, argmax):
+    xp, c = ctx.xp, _Window(ctx)
+    cv._pool_grad_window(c, x.shape, grad=dy.shape, argmax=argmax.shape)
+    n = x.shape[0]
+    per_image = x.size // max(n, 1)
+    flat = argmax.astype(np.int64).reshape(n, -1)
+    if not ctx.attrs["include_batch_in_index"]:
+        flat = flat + (xp.arange(n, dtype=np.int64) * per_image)[:, None]
+    flat = flat.ravel()
+    if flat.size and (int(flat.min()) < 0 or int(flat.max()) >= x.size):
+        raise ctx.fail(f"argmax holds an index outside the input (of {x.size} elements, shape {list(x.shape)})")
+    out = xp.bincount(flat, weights=dy.ravel().astype(np.float64), minlength=x.size)
+    return out.astype(x.dtype).reshape(x.shape)
