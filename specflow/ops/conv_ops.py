@@ -225,8 +225,9 @@ def _window_attrs(node) -> dict:
 # --- Conv2D and its gradients -----------------------------------------------------------------
 
 
-def _conv_window(c, x_shape, f_shape) -> tuple[_Window, tuple]:
-    """Check input against filter; the window and the output dims (in data_format order)."""
+def _conv_window(c, x_shape, f_shape, layout="out_channels") -> tuple[_Window, tuple]:
+    """Check input against filter; the window and the output dims (in data_format order).
+    ``layout`` names the filter's last dim in messages."""
     fmt = c.attrs["data_format"]
     x = _rank4(c, x_shape, "input")
     f = _rank4(c, f_shape, "filter")
@@ -234,7 +235,7 @@ def _conv_window(c, x_shape, f_shape) -> tuple[_Window, tuple]:
     if ch is not None and f[2] is not None and ch != f[2]:
         raise c.fail(
             f"input has {ch} channels (input shape {Shape(x)}, {fmt}) but the filter expects "
-            f"{f[2]} in_channels (filter shape {Shape(f)}, [height, width, in_channels, out_channels])"
+            f"{f[2]} in_channels (filter shape {Shape(f)}, [height, width, in_channels, {layout}])"
         )
     win = _window(c, (h, w), f[:2], _spatial_attr(c, "dilations"))
     return win, _format_dims(fmt, n, *win.out, f[3])

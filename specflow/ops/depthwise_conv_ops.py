@@ -28,7 +28,7 @@ _ATTRS = [
 
 def _depthwise_window(c, x_shape, f_shape) -> tuple[cv._Window, tuple]:
     """Check input against filter; the window and the output dims (data_format order)."""
-    win, out = cv._conv_window(c, x_shape, f_shape)  # checks in_channels like Conv2D
+    win, out = cv._conv_window(c, x_shape, f_shape, "channel_multiplier")  # checks in_channels
     f = cv._rank4(c, f_shape, "filter")
     n, oh, ow, _ = cv._nhwc_dims(out, c.attrs["data_format"])
     channels = None if f[2] is None or f[3] is None else f[2] * f[3]
