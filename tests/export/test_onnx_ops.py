@@ -229,6 +229,17 @@ CASES: dict[str, Case] = {
        for oh, ow, dt in [(8, 7, None), (3, 2, None), (1, 1, None), (7, 9, np.uint8)]},
     **{f"LRN-r{r}": Case(lambda b, p, r=r: op(b, "LRN", [p["x"]], depth_radius=r, bias=1.5, alpha=0.3, beta=0.6),
                          {"x": rand(2, 3, 4, 7)}) for r in (1, 5)},
+    **{f"Conv3D-{pad}-{fmt}": Case(
+        lambda b, p, pad=pad, fmt=fmt: op(b, "Conv3D", [p["x"], c(b, rand(2, 3, 2, 2, 3))], padding=pad, data_format=fmt,
+                                          strides=[1, 1, 2, 1, 1] if fmt == "NDHWC" else [1, 1, 1, 2, 1]),
+        {"x": rand(2, 4, 5, 3, 2) if fmt == "NDHWC" else rand(2, 2, 4, 5, 3)})
+       for pad in ("SAME", "VALID") for fmt in ("NDHWC", "NCDHW")},
+    **{f"AvgPool3D-{pad}": Case(lambda b, p, pad=pad: op(b, "AvgPool3D", [p["x"]], ksize=[1, 2, 3, 2, 1],
+                                                        strides=[1, 2, 2, 1, 1], padding=pad), {"x": rand(2, 4, 5, 3, 2)})
+       for pad in ("SAME", "VALID")},
+    "MaxPoolV2": Case(lambda b, p: op(b, "MaxPoolV2", [p["x"], c(b, np.array([1, 3, 2, 1], np.int32)),
+                                                       c(b, np.array([1, 2, 2, 1], np.int32))], padding="SAME"),
+                      {"x": rand(2, 7, 5, 3)}),
     **{f"{pool}-{pad}{'-dyn' if dyn else ''}": Case(
         lambda b, p, pool=pool, pad=pad: op(b, pool, [p["x"]], ksize=[1, 3, 2, 1], strides=[1, 2, 2, 1], padding=pad),
         {"x": rand(2, 7, 5, 3)}, {"x"} if dyn else set())
