@@ -128,12 +128,9 @@ def _depthwise_backprop_filter(ctx, x, filter_sizes, dy):
     kh, kw, c, m = sizes
     dy = cv._to_nhwc(dy, fmt)
     n, oh, ow, _ = dy.shape
-    # Per offset: sum over (n, oh, ow) of x[..., c] * dy[..., c, m], as a batched [c] matmul.
-    dy = dy.reshape(n * oh * ow, c, m).transpose(1, 0, 2)  # [C, P, M]
-    parts = [
-        xp.matmul(part.reshape(n * oh * ow, c).T[:, None, :], dy)[:, 0, :]  # [C, M]
-        for part in _slices(xp, cv._to_nhwc(x, fmt), win)
-    ]
+    # Per offset: sum over (n, oh, ow) of x[..., c] * dy[..., c, m].
+    dy = dy.reshape(n * oh * ow, c, m)
+    parts = [(part.reshape(n * oh * ow, c, 1) * dy).sum(axis=0) for part in _slices(xp, cv._to_nhwc(x, fmt), win)]
     return xp.stack(parts).reshape(kh, kw, c, m)
 
 

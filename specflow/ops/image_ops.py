@@ -101,9 +101,10 @@ def _one_hot(xp, index, in_size: int, dtype):
 
 def _transposed_sampling(xp, rows, cols, grads):
     """sum over (oh, ow) of rows[oh, h] * grads[n, oh, ow, c] * cols[ow, w]: [N, H, W, C]."""
-    g = grads.transpose(0, 3, 1, 2)  # [N, C, OH, OW]
-    out = xp.matmul(xp.matmul(rows.T, g), cols)  # [N, C, H, W]
-    return xp.ascontiguousarray(out.transpose(0, 2, 3, 1))
+    # Two tensordots: each one large matrix product (a batched matmul of small ones is slow).
+    by_rows = xp.tensordot(rows, grads, axes=([0], [1]))  # [H, N, OW, C]
+    out = xp.tensordot(by_rows, cols, axes=([2], [0]))  # [H, N, C, W]
+    return xp.ascontiguousarray(out.transpose(1, 0, 3, 2))
 
 
 # --- ResizeBilinear ---------------------------------------------------------------------------

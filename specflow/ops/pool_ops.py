@@ -141,19 +141,34 @@ def _max_pool_with_argmax(ctx, x):
     xp, c = ctx.xp, _Window(ctx)
     win, _ = cv._pool_window(c, x.shape)
     n, h, w, ch = x.shape
-    index = xp.arange(x.size, dtype=np.int64).reshape(x.shape)
-    if not ctx.attrs["include_batch_in_index"]:
-        index = index % max(h * w * ch, 1)
-    xpad, ipad = cv._pad(xp, x, win, cv._lowest(x.dtype)), cv._pad(xp, index, win, -1)
-    best = arg = None
-    for s in cv._offsets(win):
-        v, i = xpad[s], ipad[s]
+    (kh, kw), (sh, sw), (oh, ow), ((top, _), (left, _)) = win.ksize, win.strides, win.out, win.pads
+    # Which window offsets lie inside the image depends on the output position only: small
+    # [1, OH, OW, 1] masks, and the first such offset per position takes its value unconditionally.
+    rows, cols = np.arange(oh) * sh - top, np.arange(ow) * sw - left
+    inside = [
+        ((0 <= rows + i) & (rows + i < h))[:, None] & ((0 <= cols + j) & (cols + j < w))[None, :]
+        for i in range(kh) for j in range(kw)
+    ]  # fmt: skip
+    seen = np.zeros((oh, ow), dtype=bool)
+    xpad = cv._pad(xp, x, win, cv._lowest(x.dtype))
+    best, offset = None, xp.zeros((n, oh, ow, ch), dtype=np.int32)
+    for k, s in enumerate(cv._offsets(win)):
+        first, seen = inside[k] & ~seen, seen | inside[k]
+        v = xpad[s]
         if best is None:
-            best, arg = v, i
+            best = v.copy()
             continue
-        take = (i >= 0) & ((v > best) | (arg < 0))  # a real element; strictly larger keeps the first
-        best, arg = xp.where(take, v, best), xp.where(take, i, arg)
-    return best, arg.astype(ctx.attr("Targmax").numpy)
+        take = xp.asarray(inside[k][None, :, :, None]) & (
+            (v > best) | xp.asarray(first[None, :, :, None])
+        )  # strictly larger: the first maximum stays
+        best, offset = xp.where(take, v, best), xp.where(take, k, offset)
+    # The winning offset -> the flattened NHWC index of the input element it read.
+    row = xp.asarray(rows)[None, :, None, None] + offset // kw
+    col = xp.asarray(cols)[None, None, :, None] + offset % kw
+    index = (row.astype(np.int64) * w + col) * ch + xp.arange(ch)
+    if ctx.attrs["include_batch_in_index"]:
+        index = index + (xp.arange(n, dtype=np.int64) * (h * w * ch))[:, None, None, None]
+    return best, index.astype(ctx.attr("Targmax").numpy)
 
 
 @gradient("MaxPoolWithArgmax")
