@@ -16,34 +16,43 @@ from specflow.runtime.session import Session
 from specflow.train.gradients import gradients
 
 X = np.arange(12, dtype=np.float32).reshape(1, 2, 2, 3)
+X5 = np.arange(24, dtype=np.float32).reshape(1, 2, 2, 2, 3)
 ONES = {"strides": [1, 1, 1, 1], "padding": "VALID"}
 POOL = {**ONES, "ksize": [1, 3, 3, 1]}
+ONES5 = {"strides": [1, 1, 1, 1, 1], "padding": "VALID"}
 
-# (op, extra inputs after x, attrs, TF's output shape)
+# (op, x, extra inputs after x, attrs, TF's output shape)
 FORWARD = [
-    ("Conv2D", [np.ones((3, 3, 3, 4), np.float32)], ONES, (1, 0, 0, 4)),
-    ("Conv2D", [np.ones((3, 3, 3, 4), np.float32)], {**ONES, "strides": [1, 2, 2, 1]}, (1, 0, 0, 4)),
-    ("Conv2D", [np.ones((2, 2, 3, 4), np.float32)], {**ONES, "dilations": [1, 2, 2, 1]}, (1, 0, 0, 4)),
-    ("MaxPool", [], POOL, (1, 0, 0, 3)),
-    ("AvgPool", [], POOL, (1, 0, 0, 3)),
-]
+    ("Conv2D", X, [np.ones((3, 3, 3, 4), np.float32)], ONES, (1, 0, 0, 4)),
+    ("Conv2D", X, [np.ones((3, 3, 3, 4), np.float32)], {**ONES, "strides": [1, 2, 2, 1]}, (1, 0, 0, 4)),
+    ("Conv2D", X, [np.ones((2, 2, 3, 4), np.float32)], {**ONES, "dilations": [1, 2, 2, 1]}, (1, 0, 0, 4)),
+    ("MaxPool", X, [], POOL, (1, 0, 0, 3)),
+    ("AvgPool", X, [], POOL, (1, 0, 0, 3)),
+    ("DepthwiseConv2dNative", X, [np.ones((3, 3, 3, 2), np.float32)], ONES, (1, 0, 0, 6)),
+    ("MaxPoolV2", X, [np.array([1, 3, 3, 1], np.int32), np.array([1, 1, 1, 1], np.int32)], {"padding": "VALID"},
+     (1, 0, 0, 3)),
+    ("MaxPoolWithArgmax", X, [], POOL, (1, 0, 0, 3)),
+    ("Conv3D", X5, [np.ones((3, 3, 3, 3, 2), np.float32)], ONES5, (1, 0, 0, 0, 2)),
+    ("AvgPool3D", X5, [], {**ONES5, "ksize": [1, 3, 1, 1, 1]}, (1, 0, 2, 2, 3)),
+]  # fmt: skip
 
 
-@pytest.mark.parametrize("op,extra,attrs,want", FORWARD, ids=lambda v: str(v)[:24])
-def test_window_larger_than_input_gives_an_empty_output(op, extra, attrs, want):
-    (y,) = evaluate_op(op, [X, *extra], **attrs)
+@pytest.mark.parametrize("op,x0,extra,attrs,want", FORWARD, ids=[f"{f[0]}-{i}" for i, f in enumerate(FORWARD)])
+def test_window_larger_than_input_gives_an_empty_output(op, x0, extra, attrs, want):
+    y = evaluate_op(op, [x0, *extra], **attrs)[0]
     assert y.shape == want and y.dtype == np.float32
     b = GraphBuilder()
-    x = b.add_op("Placeholder", [], {"dtype": "float32", "shape": list(X.shape)}, name="x").name
+    x = b.add_op("Placeholder", [], {"dtype": "float32", "shape": list(x0.shape)}, name="x").name
     ins = [x, *(b.const(e, name=f"c{i}") for i, e in enumerate(extra))]
     node = b.add_op(op, ins, dict(attrs), name="op")
     assert b.spec(node.name).shape.as_list() == list(want)  # the shape function agrees
-    loss = b.add_op("Sum", [node.name, b.const(np.arange(4, dtype=np.int32), name="axes")]).name
-    grads = gradients(b, [loss], ins[:1 + len(extra)])
+    loss = b.add_op("Sum", [node.name, b.const(np.arange(len(want), dtype=np.int32), name="axes")]).name
+    floats = [(t, v) for t, v in zip(ins, [x0, *extra]) if v.dtype == np.float32]
+    grads = gradients(b, [loss], [t for t, _ in floats])
     with Session(b.graph_def) as sess:
-        got = sess.run([loss, *grads], {x: X})
+        got = sess.run([loss, *grads], {x: x0})
     assert got[0] == 0.0
-    for g, v in zip(got[1:], [X, *extra]):
+    for g, (_, v) in zip(got[1:], floats):
         np.testing.assert_array_equal(g, np.zeros_like(v))
 
 
