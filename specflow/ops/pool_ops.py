@@ -108,6 +108,55 @@ def _max_pool_grad_v2(ctx, x, y, dy, ksize, strides):
     return cv._max_pool_grad(_v2_window(ctx, ctx.host(ksize), ctx.host(strides)), x, y, dy)
 
 
+@gradient("MaxPoolGradV2")
+def _max_pool_grad_v2_gradient(b, node, dys):
+    # As MaxPoolGrad's: the maxima's positions are locally constant, so only grad has a gradient.
+    x, y, _, ksize, strides = node.data_inputs
+    attrs = {k: node.attrs[k] for k in ("padding", "data_format")}
+    dgrad = gu.emit(b, "MaxPoolGradGradV2", x, y, dys[0], ksize, strides, **attrs)
+    return [gu.zeros_like(b, x), gu.zeros_like(b, y), dgrad, None, None]
+
+
+def _max_pool_grad_grad_v2_shape(ic: InferenceContext) -> list[Shape]:
+    k, s = ic.value(3), ic.value(4)
+    if k is None or s is None:
+        return [ic.shape(1) if ic.shape(1).rank is not None else _partial_pool_shape(ic, ic.shape(0))]
+    return cv._max_pool_grad_grad_shape(_V2Inference(ic, k, s))
+
+
+class _V2Inference(_Window):
+    """An inference context for the V2 grad-grad op, seen as MaxPoolGradGrad's (its first three
+    inputs, the window from inputs 3 and 4)."""
+
+    def __init__(self, ic, ksize, strides):
+        super().__init__(ic, ksize=_vector(ic, ksize, "ksize"), strides=_vector(ic, strides, "strides"))
+        self.shape = ic.shape
+
+
+register_op(
+    "MaxPoolGradGradV2",
+    inputs=["orig_input: T", "orig_output: T", "grad: T", "ksize: int32", "strides: int32"],
+    outputs=["output: T"],
+    attrs=["T: {real}", *_V2_ATTRS],
+    shape=_max_pool_grad_grad_v2_shape,
+    doc="The gradient of MaxPoolGradV2 for its grad input (MaxPoolGradGrad with ksize and strides "
+    "as input tensors).",
+)
+
+
+@kernel("MaxPoolGradGradV2", host_inputs=[3, 4])
+def _max_pool_grad_grad_v2(ctx, x, y, g, ksize, strides):
+    return cv._max_pool_grad_grad_kernel(_v2_window(ctx, ctx.host(ksize), ctx.host(strides)), x, y, g)
+
+
+@gradient("MaxPoolGradGradV2")
+def _max_pool_grad_grad_v2_gradient(b, node, dys):
+    x, y, _, ksize, strides = node.data_inputs
+    attrs = {k: node.attrs[k] for k in ("padding", "data_format")}
+    dgrad = gu.emit(b, "MaxPoolGradV2", x, y, dys[0], ksize, strides, **attrs)
+    return [gu.zeros_like(b, x), gu.zeros_like(b, y), dgrad, None, None]
+
+
 # --- MaxPoolWithArgmax / MaxPoolGradWithArgmax ------------------------------------------------
 
 _ARGMAX_ATTRS = [
@@ -194,17 +243,61 @@ register_op(
 )
 
 
-@kernel("MaxPoolGradWithArgmax")
-def _max_pool_grad_with_argmax(ctx, x, dy, argmax):
-    xp, c = ctx.xp, _Window(ctx)
-    cv._pool_grad_window(c, x.shape, grad=dy.shape, argmax=argmax.shape)
-    n = x.shape[0]
-    per_image = x.size // max(n, 1)
+def _flat_argmax(ctx, x, argmax):
+    """argmax as indices into x.ravel() (the batch offset added where argmax leaves it out)."""
+    xp, n = ctx.xp, x.shape[0]
     flat = argmax.astype(np.int64).reshape(n, -1)
     if not ctx.attrs["include_batch_in_index"]:
-        flat = flat + (xp.arange(n, dtype=np.int64) * per_image)[:, None]
+        flat = flat + (xp.arange(n, dtype=np.int64) * (x.size // max(n, 1)))[:, None]
     flat = flat.ravel()
     if flat.size and (int(flat.min()) < 0 or int(flat.max()) >= x.size):
         raise ctx.fail(f"argmax holds an index outside the input (of {x.size} elements, shape {list(x.shape)})")
-    out = xp.bincount(flat, weights=dy.ravel().astype(np.float64), minlength=x.size)
+    return flat
+
+
+@kernel("MaxPoolGradWithArgmax")
+def _max_pool_grad_with_argmax(ctx, x, dy, argmax):
+    cv._pool_grad_window(_Window(ctx), x.shape, grad=dy.shape, argmax=argmax.shape)
+    flat = _flat_argmax(ctx, x, argmax)
+    out = ctx.xp.bincount(flat, weights=dy.ravel().astype(np.float64), minlength=x.size)
     return out.astype(x.dtype).reshape(x.shape)
+
+
+@gradient("MaxPoolGradWithArgmax")
+def _max_pool_grad_with_argmax_gradient(b, node, dys):
+    x, _, argmax = node.data_inputs
+    attrs = {k: v for k, v in node.attrs.items() if k != "T" and not k.startswith("_")}
+    return [gu.zeros_like(b, x), gu.emit(b, "MaxPoolGradGradWithArgmax", x, dys[0], argmax, **attrs), None]
+
+
+def _argmax_grad_grad_shape(ic: InferenceContext) -> list[Shape]:
+    _, out = cv._pool_window(_Window(ic), ic.shape(0))
+    cv._check_shape(ic, "grad", ic.shape(1), ic.shape(0), "the shape of input")
+    cv._check_shape(ic, "argmax", ic.shape(2), out, "MaxPool of input")
+    return [Shape(out).merge_with(ic.shape(2))]
+
+
+register_op(
+    "MaxPoolGradGradWithArgmax",
+    inputs=["input: T", "grad: T", "argmax: Targmax"],
+    outputs=["output: T"],
+    attrs=_ARGMAX_ATTRS,
+    shape=_argmax_grad_grad_shape,
+    doc="The gradient of MaxPoolGradWithArgmax for its grad input: grad (shaped like input) read "
+    "where argmax points, shaped like the pooled output.",
+)
+
+
+@kernel("MaxPoolGradGradWithArgmax")
+def _max_pool_grad_grad_with_argmax(ctx, x, g, argmax):
+    _, out = cv._pool_window(_Window(ctx), x.shape)
+    cv._check_shape(ctx, "grad", g.shape, x.shape, "the shape of input")
+    cv._check_shape(ctx, "argmax", argmax.shape, out, "MaxPool of input")
+    return g.ravel()[_flat_argmax(ctx, x, argmax)].reshape(argmax.shape)
+
+
+@gradient("MaxPoolGradGradWithArgmax")
+def _max_pool_grad_grad_with_argmax_gradient(b, node, dys):
+    x, _, argmax = node.data_inputs
+    attrs = {k: v for k, v in node.attrs.items() if k != "T" and not k.startswith("_")}
+    return [gu.zeros_like(b, x), gu.emit(b, "MaxPoolGradWithArgmax", x, dys[0], argmax, **attrs), None]

@@ -42,6 +42,18 @@ _x = np.random.default_rng(5).permutation(2 * 5 * 6 * 3).reshape(2, 5, 6, 3).ast
 _ties = np.array([[1, 3, 3], [3, 0, 2], [2, 3, 1]], np.float32).reshape(1, 3, 3, 1)
 
 
+def grad_grad_ref(x, g, k, strides, padding):
+    """g read at each window's first maximum (what MaxPoolGradGrad / V2 compute), by walking."""
+    cells = _pool_elements(x.shape, k, strides, padding)
+    y = pool_ref(x, k, strides, padding, "max")
+    out = np.zeros(y.shape, g.dtype)
+    for (i, j), where in cells.items():
+        for b, ch in itertools.product(range(x.shape[0]), range(x.shape[3])):
+            ih, iw = max(where, key=lambda p: x[b, p[0], p[1], ch])  # the first maximum
+            out[b, i, j, ch] = g[b, ih, iw, ch]
+    return out
+
+
 def _v2(k, s, padding, x=_x, fmt="NHWC", ident=""):
     ksize, strides = [1, k, k, 1], [1, s, s, 1]
     tx, back = (lambda a: a), (lambda a: a)
@@ -56,6 +68,8 @@ def _v2(k, s, padding, x=_x, fmt="NHWC", ident=""):
              ref=lambda xx, *_: tx(pool_ref(back(xx), (k, k), (s, s), padding, "max"))),
         Case("MaxPoolGradV2", [tx(x), tx(y), tx(dy), *vec], attrs=attrs, const_inputs=[3, 4], id=f"MaxPoolGradV2-{ident}",
              ref=lambda xx, yy, g, *_: tx(max_pool_grad_ref(back(xx), back(g), (k, k), (s, s), padding)), rtol=1e-5),
+        Case("MaxPoolGradGradV2", [tx(x), tx(y), tx(f32(*x.shape)), *vec], attrs=attrs, const_inputs=[3, 4],
+             id=f"MaxPoolGradGradV2-{ident}", ref=lambda xx, yy, g, *_: tx(grad_grad_ref(back(xx), back(g), (k, k), (s, s), padding))),
     ]  # fmt: skip
 
 
@@ -69,6 +83,8 @@ def _argmax(x, k, s, padding, include_batch=False, targmax=np.int64, ident=""):
              ref=lambda xx: argmax_ref(xx, (k, k), (s, s), padding, include_batch, targmax)),
         Case("MaxPoolGradWithArgmax", [x, dy, arg], attrs=attrs, id=f"MaxPoolGradWithArgmax-{ident}",
              ref=lambda xx, g, a: argmax_grad_ref(xx, g, a, include_batch), rtol=1e-5),
+        Case("MaxPoolGradGradWithArgmax", [x, f32(*x.shape).astype(x.dtype), arg], attrs=attrs,
+             id=f"MaxPoolGradGradWithArgmax-{ident}", ref=lambda xx, g, a: grad_grad_ref(xx, g, (k, k), (s, s), padding)),
     ]  # fmt: skip
 
 
