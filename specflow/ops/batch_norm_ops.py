@@ -216,3 +216,61 @@ def _batch_norm_gradient(b, node, dys):
 
 for _op in _VERSIONS:
     gradient(_op)(_batch_norm_gradient)
+
+
+# --- second derivatives -------------------------------------------------------------------------
+# TF differentiates its gradient op by taping a primitive-op version of it (nn_grad.py); here
+# its derivatives are written out in primitive ops. Per channel, with r = (var + eps) ** -1/2,
+# xh = (x - mean) * r and P(g) = g - mean(g) - xh * mean(g * xh) (training; P(g) = g at inference):
+#   dx = scale * r * P(dy),  dscale = sum(dy * xh),  doffset = sum(dy).
+# Given upstream gdx, gdscale, gdoffset (P is symmetric, mean / var are held fixed, as in TF):
+#   d dy    = gdoffset + gdscale * xh + scale * r * P(gdx)
+#   d scale = sum(gdx * r * P(dy))
+#   d x     = r * gdscale * dy - scale * r^2 * (gdx * mean(dy * xh) + dy * mean(gdx * xh))  (training)
+#           = r * gdscale * dy                                                             (inference)
+
+
+def _batch_norm_grad_gradient(b, node, dys):
+    dy, x, scale, mean, var = node.data_inputs[:5]
+    fmt, training = node.attrs.get("data_format", "NHWC"), node.attrs.get("is_training", True)
+    u = b.spec(scale).dtype
+    rank, ch = _RANK[fmt], _CHANNEL_AXIS[fmt] % _RANK[fmt]
+    axes = gu.const(b, np.array([a for a in range(rank) if a != ch], np.int32))
+    shape = gu.const(b, np.array([-1 if a == ch else 1 for a in range(rank)], np.int32))
+
+    def op(name, *ins, **attrs):
+        return gu.emit(b, name, *ins, **attrs)
+
+    def chan(v):  # a per-channel vector, broadcastable against x
+        return op("Reshape", v, shape)
+
+    def in_u(t):
+        return gu.cast_like(b, t, scale)
+
+    def mean_of(t):
+        return op("Mean", t, axes, keep_dims=True)
+
+    gdx, gds, gdo = in_u(dys[0]), chan(dys[1]), chan(dys[2])
+    dy_u, x_u = in_u(dy), in_u(x)
+    eps = gu.const(b, np.float32(node.attrs.get("epsilon", 1e-4)), u)
+    r = chan(op("Rsqrt", op("AddV2", var, eps)))
+    xh = op("Mul", op("Sub", x_u, chan(mean)), r)
+    scale_r = op("Mul", chan(scale), r)
+
+    def project(g):
+        if not training:
+            return g
+        return op("Sub", op("Sub", g, mean_of(g)), op("Mul", xh, mean_of(op("Mul", g, xh))))
+
+    d_dy = op("AddV2", op("AddV2", gdo, op("Mul", gds, xh)), op("Mul", scale_r, project(gdx)))
+    d_scale = op("Sum", op("Mul", op("Mul", gdx, r), project(dy_u)), axes, keep_dims=False)
+    d_x = op("Mul", op("Mul", r, gds), dy_u)
+    if training:
+        cross = op("AddV2", op("Mul", gdx, mean_of(op("Mul", dy_u, xh))), op("Mul", dy_u, mean_of(op("Mul", gdx, xh))))
+        d_x = op("Sub", d_x, op("Mul", op("Mul", scale_r, r), cross))
+    back = [gu.cast_like(b, d_dy, dy), gu.cast_like(b, d_x, x), d_scale]
+    return back + [None] * (len(node.data_inputs) - 3)
+
+
+for _op in _VERSIONS:
+    gradient(_VERSIONS[_op][4])(_batch_norm_grad_gradient)
