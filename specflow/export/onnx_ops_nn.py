@@ -30,7 +30,7 @@ def _spatial(values, data_format: str) -> list:
 
 def _padding(cx, kernel: list[int], strides: list[int], dilations: list[int]) -> dict:
     """ONNX pad attrs ([h_begin, w_begin, h_end, w_end] or auto_pad) for TF's padding attr."""
-    padding, fmt = cx.attr("padding"), cx.attr("data_format")
+    padding, fmt = cx.attr("padding"), cx.attr("data_format", "NHWC")  # MaxPoolWithArgmax: NHWC only
     if padding == "VALID":
         return {"pads": [0] * 2 * len(kernel)}
     if padding == "EXPLICIT":
@@ -129,6 +129,36 @@ def _pool_nd(cx, onnx_op: str, ksize, strides) -> None:
 @maps("MaxPool", "AvgPool", "AvgPool3D")
 def _pool(cx):
     _pool_nd(cx, "MaxPool" if cx.node.op == "MaxPool" else "AveragePool", cx.attr("ksize"), cx.attr("strides"))
+
+
+@maps("MaxPoolWithArgmax")
+def _max_pool_with_argmax(cx):
+    # ONNX MaxPool's Indices flatten the NCHW input, batch included; TF's flatten one NHWC image
+    # (batch added with include_batch_in_index). Converting needs the static H, W and C.
+    spec = cx.spec(0)
+    dims = spec.shape.as_list() if spec is not None and spec.shape.rank == 4 else None
+    if dims is None or None in dims[1:]:
+        raise cx.fail("MaxPoolWithArgmax needs an input of static height, width and channels for ONNX export")
+    _, h, w, c = dims
+    ksize, strides = [int(k) for k in cx.attr("ksize")], [int(s) for s in cx.attr("strides")]
+    if ksize[0] != 1 or ksize[3] != 1 or strides[0] != 1 or strides[3] != 1:
+        raise cx.fail("MaxPoolWithArgmax over the batch or channel dim has no ONNX mapping")
+    kernel, strides = ksize[1:3], strides[1:3]
+    attrs = {"kernel_shape": kernel, "strides": strides, **_padding(cx, kernel, strides, [1, 1])}
+    x = cx.op("Transpose", [cx.inp(0)], perm=TO_NCHW)
+    y, idx = cx.op("MaxPool", [x], out=2, **attrs)
+    cx.op("Transpose", [y], out=cx.out(0), perm=TO_NHWC)
+
+    def i64(v):
+        return cx.tensor(np.array(v, np.int64))
+
+    pixel = cx.op("Mod", [idx, i64(h * w)])
+    channel = cx.op("Mod", [cx.op("Div", [idx, i64(h * w)]), i64(c)])
+    index = cx.op("Add", [cx.op("Mul", [pixel, i64(c)]), channel])
+    if cx.attr("include_batch_in_index"):
+        index = cx.op("Add", [index, cx.op("Mul", [cx.op("Div", [idx, i64(c * h * w)]), i64(h * w * c)])])
+    index = cx.op("Transpose", [index], perm=TO_NHWC)
+    cx.cast_to(index, cx.attr("Targmax"), cx.out(1))
 
 
 @maps("MaxPoolV2", consts=(1, 2))

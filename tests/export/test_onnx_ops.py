@@ -80,6 +80,11 @@ def op(b, name, inputs, **attrs):
     return b.add_op(name, inputs, attrs).name
 
 
+def gu_outputs(b, name, inputs, n, **attrs):
+    node = b.add_op(name, inputs, attrs)
+    return [node.name if k == 0 else f"{node.name}:{k}" for k in range(n)]
+
+
 def c(b, value, dtype=None):
     return b.const(value, dtype)
 
@@ -237,6 +242,12 @@ CASES: dict[str, Case] = {
     **{f"AvgPool3D-{pad}": Case(lambda b, p, pad=pad: op(b, "AvgPool3D", [p["x"]], ksize=[1, 2, 3, 2, 1],
                                                         strides=[1, 2, 2, 1, 1], padding=pad), {"x": rand(2, 4, 5, 3, 2)})
        for pad in ("SAME", "VALID")},
+    **{f"MaxPoolWithArgmax-{pad}-{batch}-{t}": Case(
+        lambda b, p, pad=pad, batch=batch, t=t: gu_outputs(b, "MaxPoolWithArgmax", [p["x"]], 2, ksize=[1, 3, 2, 1],
+                                                           strides=[1, 2, 2, 1], padding=pad, Targmax=as_dtype(t),
+                                                           include_batch_in_index=batch),
+        {"x": RNG.permutation(2 * 7 * 5 * 3).reshape(2, 7, 5, 3).astype(np.float32)})
+       for pad, batch, t in [("SAME", False, "int64"), ("VALID", True, "int32")]},
     "MaxPoolV2": Case(lambda b, p: op(b, "MaxPoolV2", [p["x"], c(b, np.array([1, 3, 2, 1], np.int32)),
                                                        c(b, np.array([1, 2, 2, 1], np.int32))], padding="SAME"),
                       {"x": rand(2, 7, 5, 3)}),
