@@ -109,6 +109,10 @@ def _fused_batch_norm(ctx, x, scale, offset, mean, var):
     eps = u.type(np.float32(ctx.attrs["epsilon"]))  # TF's float attr is a float32
     xu = x.astype(u, copy=False)
     axes = _reduce_axes(x, fmt)
+    if x.size == 0:  # TF: an empty y, NaN statistics (either mode)
+        nan = xp.full(scale.shape, np.nan, dtype=u)
+        extra = [xp.zeros((), dtype=u)] if ctx.node.op == "FusedBatchNormV3" else []
+        return (xp.zeros(x.shape, dtype=x.dtype), nan, nan.copy(), nan.copy(), nan.copy(), *extra)
     if ctx.attrs["is_training"]:
         n = int(np.prod([x.shape[a] for a in axes]))
         batch_mean = xu.mean(axis=axes)

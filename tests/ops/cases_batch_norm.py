@@ -100,6 +100,9 @@ CASES = [
     _case("FusedBatchNormV3", f32(2, 3, 2, 4, 3), 3, fmt="NCDHW", training=False, ident="NCDHW-inference"),
     _case("FusedBatchNormV3", f32(2, 3, 4, 2).astype(np.float16), 2, ident="float16", eps=1e-2),
     _case("FusedBatchNormV3", f32(1, 1, 1, 2), 2, ident="one-element"),  # n / (n - 1) with n = 1: 1
+    # An empty x: TF returns an empty y and NaN statistics (its reserve spaces are left unset).
+    Case("FusedBatchNormV3", [np.zeros((0, 2, 2, 3), np.float32), *[np.ones(3, np.float32)] * 4], id="FusedBatchNormV3-empty",
+         ref=lambda x, *_: [x, *[np.full(3, np.nan, np.float32)] * 4, np.zeros((), np.float32)]),
     _grad_case("FusedBatchNormGrad", _x, 2, ident="training"),
     _grad_case("FusedBatchNormGrad", _x, 2, training=False, ident="inference"),
     _grad_case("FusedBatchNormGradV2", _xc, 3, fmt="NCHW", ident="NCHW"),
