@@ -248,6 +248,14 @@ CASES: dict[str, Case] = {
                                                            include_batch_in_index=batch),
         {"x": RNG.permutation(2 * 7 * 5 * 3).reshape(2, 7, 5, 3).astype(np.float32)})
        for pad, batch, t in [("SAME", False, "int64"), ("VALID", True, "int32")]},
+    **{f"{o}-{i}": Case(
+        lambda b, p, o=o, blk=blk, pads=pads: op(b, o, [p["x"], c(b, np.array(blk, np.int32)), c(b, np.array(pads, np.int32))]),
+        {"x": rand(*shape)})
+       for i, (o, shape, blk, pads) in enumerate([
+           ("SpaceToBatchND", (2, 3, 4, 2), [2, 2], [[1, 0], [0, 2]]),
+           ("SpaceToBatchND", (2, 6, 3), [3], [[0, 0]]),
+           ("BatchToSpaceND", (8, 2, 3, 2), [2, 2], [[1, 0], [0, 2]]),
+           ("BatchToSpaceND", (6, 2, 3, 1), [3, 1], [[0, 1], [0, 0]])])},
     "MaxPoolV2": Case(lambda b, p: op(b, "MaxPoolV2", [p["x"], c(b, np.array([1, 3, 2, 1], np.int32)),
                                                        c(b, np.array([1, 2, 2, 1], np.int32))], padding="SAME"),
                       {"x": rand(2, 7, 5, 3)}),
