@@ -7,7 +7,7 @@ symbolic dims: ``batch`` for the first); variables and constants become initiali
 Conversion walks the part of the graph the signature's outputs need, in topological order:
 constants (including small subgraphs the shape inferencer folded), variable reads, placeholders
 and identities are resolved here; every other op goes through the mapping table in
-:mod:`specflow.export.onnx_ops`, :mod:`specflow.export.onnx_ops_math` and
+:mod:`specflow.export.onnx_ops`, :mod:`specflow.export.onnx_ops_math`, `onnx_ops_array`, `onnx_ops_image` and
 :mod:`specflow.export.onnx_ops_nn`. An op without a mapping
 stops the export with an :class:`ExportError` naming the node, the op and the spec location.
 """
@@ -23,7 +23,12 @@ import numpy as np
 
 from specflow import __version__
 from specflow.errors import ExportError, SpecflowError
-from specflow.export import onnx_ops_array, onnx_ops_math, onnx_ops_nn  # noqa: F401  (register the mappings)
+from specflow.export import (  # noqa: F401  (register the mappings)
+    onnx_ops_array,
+    onnx_ops_image,
+    onnx_ops_math,
+    onnx_ops_nn,
+)
 from specflow.export.onnx_ops import MAPPINGS, Mapping
 from specflow.graph.dtypes import DType, as_dtype
 from specflow.graph.graph_def import NodeDef, canonical_tensor, parse_input
