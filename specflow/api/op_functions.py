@@ -26,7 +26,7 @@ from specflow.graph.shapes import Shape
 from specflow.ops.registry import ArgDef, OpDef, TensorSpec, all_ops, get_op, has_op
 
 # Friendlier spellings TensorFlow's Python API uses for a few ops.
-ALIASES = {"matmul": "MatMul", "batch_matmul": "BatchMatMulV2", "add": "AddV2", "conv2d": "Conv2D"}
+ALIASES = {"matmul": "MatMul", "batch_matmul": "BatchMatMulV2"}
 
 
 def snake_case(op: str) -> str:
@@ -197,8 +197,10 @@ def _convert(opdef: OpDef, given: dict[str, list], attrs: dict, name: str | None
                 elif isinstance(t, EagerTensor) and trace is not None:
                     t = trace.capture(t)
             else:
-                want = arg.dtype if arg.dtype is not None else (
-                    known.get(arg.type_attr) if arg.type_attr else None)
+                # An array keeps its dtype (a mismatch is the spec's dtype error); a literal
+                # takes the arg's type.
+                want = None if isinstance(v, np.ndarray) and v.dtype.kind not in "OUS" else (
+                    arg.dtype if arg.dtype is not None else known.get(arg.type_attr) if arg.type_attr else None)
                 t = to_tensor(v, want, f"input '{arg.name}' of {opdef.name}", name or opdef.name)
                 if trace is not None:
                     t = trace.capture(t)
