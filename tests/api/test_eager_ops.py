@@ -108,8 +108,10 @@ def test_errors_are_the_specs():
         sf.ops.matmul(np.ones((2, 3), np.float32), np.ones((2, 3), np.float32))
     with pytest.raises(ShapeError, match="missing input 'b'"):
         sf.ops.matmul(np.ones((2, 3), np.float32))
-    with pytest.raises(ShapeError, match="must be int32, got the non-integer"):
+    with pytest.raises(OpError, match="Reshape does not support dtype float32 for Tshape"):  # as a spec says
         sf.ops.reshape(np.ones(4, np.float32), [2.5, 2])
+    with pytest.raises(ShapeError, match="must be int64, got the non-integer"):
+        sf.ops.reshape(np.ones(4, np.float32), [2.5, 2], Tshape="int64")
 
 
 def test_device_scope():
