@@ -141,8 +141,8 @@ class Variable(Tensor):
         return self._read() if read_value else self
 
     def __repr__(self) -> str:
-        value = self._var.value
-        shown = "<deleted>" if value is None else repr(self.numpy())
+        value = getattr(getattr(self, "_var", None), "value", None)
+        shown = "<no value>" if value is None else repr(self.numpy())
         return f"<sf.Variable '{self.name}' shape={self._shape} dtype={self.dtype.name}, numpy={shown}>"
 
     def __bool__(self) -> bool:
