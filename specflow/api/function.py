@@ -12,6 +12,7 @@ Variables may be created only on the first trace; a concrete function holds its 
 from __future__ import annotations
 
 import functools
+import inspect
 import warnings
 from dataclasses import dataclass
 from typing import Any
@@ -62,6 +63,12 @@ def flatten(value) -> tuple[list, Any]:
         parts = [flatten(value[k]) for k in keys]
         return [x for p in parts for x in p[0]], (dict, tuple(keys), tuple(p[1] for p in parts))
     return [value], None
+
+
+def _count_leaves(structure) -> int:
+    if structure is None:
+        return 1
+    return sum(_count_leaves(s) for s in structure[-1])
 
 
 def unflatten(structure, leaves: list):
@@ -287,6 +294,21 @@ class Function:
             concrete = self._cache[()] = self._trace(leaves, structure, list(sig))
         return concrete, converted
 
+    def _leaf_names(self, structure, n: int) -> list[str]:
+        """A name per argument leaf (the inputs' Placeholders, a saved signature's input aliases):
+        the parameter's name, ``name_k`` inside a nested argument, a keyword's key."""
+        params = _param_names(self.python_function)
+        (_, (pos, kw)) = structure
+        names: list[str] = []
+        for j, sub in enumerate(pos[1]):
+            base = params[j] if j < len(params) else f"arg{j}"
+            k = _count_leaves(sub)
+            names.extend([base] if sub is None else [f"{base}_{i}" for i in range(k)])
+        for key, sub in zip(kw[1], kw[2]):
+            k = _count_leaves(sub)
+            names.extend([str(key)] if sub is None else [f"{key}_{i}" for i in range(k)])
+        return names if len(names) == n else [f"arg{i}" for i in range(n)]
+
     def _trace(self, leaves, structure, specs) -> ConcreteFunction:
         self.trace_count += 1
         if self.trace_count == RETRACE_WARNING:
@@ -294,13 +316,14 @@ class Function:
                           "shape, dtype or Python value traces again; pass tensors rather than Python numbers, "
                           "or use input_signature= / reduce_retracing=True", RetracingWarning, stacklevel=4)
         trace = Trace(self.name, allow_variables=self.trace_count == 1)
+        names = self._leaf_names(structure, len(leaves))
         with trace.active():
             args = []
-            for i, (v, spec) in enumerate(zip(leaves, specs)):
+            for v, spec, name in zip(leaves, specs, names):
                 if spec is None:
                     args.append(v)
                 else:
-                    args.append(trace.placeholder(spec.name or f"arg{i}", spec.dtype, spec.shape))
+                    args.append(trace.placeholder(spec.name or name, spec.dtype, spec.shape))
             call_args, call_kwargs = unflatten(structure, args)
             try:
                 outputs = self.python_function(*call_args, **call_kwargs)
@@ -308,6 +331,14 @@ class Function:
                 raise
             concrete = ConcreteFunction(trace, outputs, self.name)
         return concrete
+
+
+def _param_names(fn) -> list[str]:
+    try:
+        return [p.name for p in inspect.signature(fn).parameters.values()
+                if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL)]
+    except (TypeError, ValueError):
+        return []
 
 
 def _spec_of(v) -> TensorSpec | None:

@@ -65,13 +65,29 @@ class Variable(Tensor):
         self.trainable = bool(trainable) and (self.dtype.is_floating or self.dtype.is_complex)
         self.name = name or "Variable"
         dev = eager_device()
+        var = resources.Variable(self.name, self.dtype, self._shape)
+        value = t.value
+        var.value = value.copy() if isinstance(value, np.ndarray) else dev.xp.array(value, copy=True)
+        self._attach(var, dev)
+
+    @classmethod
+    def _adopt(cls, var: resources.Variable, name: str, trainable: bool = True) -> Variable:
+        """An sf.Variable over an existing runtime variable (one a Session holds: a loaded spec's
+        or SavedModel's), sharing its storage: updates on either side are seen by the other."""
+        self = cls.__new__(cls)
+        self.dtype = var.dtype
+        self._shape = var.shape
+        self.trainable = bool(trainable) and (self.dtype.is_floating or self.dtype.is_complex)
+        self.name = name
+        self._attach(var, eager_device())
+        return self
+
+    def _attach(self, var: resources.Variable, dev) -> None:
         self.device = dev.name
         self._uid = f"{self.name.replace('/', '_')}_{next(_IDS)}"
-        self._var = resources.Variable(self._uid, self.dtype, self._shape)
-        value = t.value
-        self._var.value = value.copy() if isinstance(value, np.ndarray) else dev.xp.array(value, copy=True)
+        self._var = var
         self._managers = [dev.resources]
-        dev.resources.lookup_or_create(CONTAINER, self._uid, lambda: self._var)
+        dev.resources.lookup_or_create(CONTAINER, self._uid, lambda: var)
         self._handle = EagerTensor(resources.ResourceHandle(dev.name, CONTAINER, self._uid, self.dtype, self._shape),
                                    dtypes.resource, dev.name)
         weakref.finalize(self, _release, self._managers, self._uid)
