@@ -122,17 +122,19 @@ def test_variables_only_on_first_trace():
 
 
 def test_variables_are_held_weakly_and_collected():
-    v = sf.Variable(np.ones(3, np.float32), name="temp")
+    box = {"v": sf.Variable(np.ones(3, np.float32), name="temp")}
+    v = box["v"]
     ref = weakref.ref(v)
 
     @sf.function
     def f():
-        return v.read_value() * 2
+        return box["v"].read_value() * 2
 
     np.testing.assert_array_equal(f().numpy(), [2, 2, 2])
     mgrs = list(v._managers)
     uid = v._uid
     del v
+    box.clear()
     gc.collect()
     assert ref() is None  # the function did not keep it alive
     assert all(m.get("sf", uid) is None for m in mgrs)  # nor did any resource manager
