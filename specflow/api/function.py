@@ -148,7 +148,7 @@ class ConcreteFunction:
         if self._session is None:
             from specflow.runtime.session import Session, SessionConfig
 
-            devices = _devices_needed(self.graph_def)
+            devices = devices_needed(self.graph_def)
             session = Session(self.graph_def, SessionConfig(devices=devices))
             for ref, _ in self.variables.values():
                 var = ref()
@@ -176,7 +176,7 @@ class ConcreteFunction:
             self._check_variables()
         feeds = {}
         for name, v in zip(self._feed_names, values):
-            feeds[name] = v.numpy() if isinstance(v, Tensor) else v
+            feeds[name] = v if type(v) is np.ndarray else (v.numpy() if isinstance(v, Tensor) else v)
         session = self._session or self.session
         values = session.run(self._fetches, feeds, self._targets) if self._fetches or self._targets else []
         out = []
@@ -194,7 +194,8 @@ class ConcreteFunction:
         return f"{self.name}({ins}) -> {len(self.outputs)} output(s), {len(self.graph_def.nodes)} nodes"
 
 
-def _devices_needed(graph: GraphDef) -> str:
+def devices_needed(graph: GraphDef) -> str:
+    """The local device counts (``"cpu:2"``) covering every device the graph's nodes name."""
     from specflow.graph.device_spec import DeviceSpec
 
     counts = {"CPU": 1, "GPU": 0}
@@ -217,6 +218,7 @@ class Function:
         self.reduce_retracing = reduce_retracing
         self._cache: dict[tuple, ConcreteFunction] = {}
         self._relaxed: dict[tuple, ConcreteFunction] = {}  # reduce_retracing: by dtype/rank key
+        self._fast: dict[tuple, ConcreteFunction] = {}  # see __call__
         self.trace_count = 0
         functools.update_wrapper(self, fn)
 
@@ -236,7 +238,15 @@ class Function:
         if config.functions_run_eagerly or STATE.trace is not None:
             # Debugging, or called from another function's trace: its ops join that trace.
             return self.python_function(*args, **kwargs)
+        # The hot path of a training loop: positional arrays/tensors only, a signature seen before.
+        fast = None if kwargs else _fast_key(args)
+        if fast is not None:
+            concrete = self._fast.get(fast)
+            if concrete is not None:
+                return concrete.call_flat(args)
         concrete, tensors = self._concrete(args, kwargs)
+        if fast is not None and len(tensors) == len(args) and all(t is a for t, a in zip(tensors, args)):
+            self._fast[fast] = concrete
         return concrete.call_flat(tensors)
 
     def get_concrete_function(self, *args, **kwargs) -> ConcreteFunction:
@@ -339,6 +349,20 @@ def _param_names(fn) -> list[str]:
                 if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL)]
     except (TypeError, ValueError):
         return []
+
+
+def _fast_key(args: tuple) -> tuple | None:
+    """(dtype, shape) per argument when every one is a numpy array or eager tensor, else None."""
+    key = []
+    for a in args:
+        t = type(a)
+        if t is np.ndarray:
+            key.append((a.dtype, a.shape))
+        elif t is EagerTensor:
+            key.append((a.dtype, a.value.shape))
+        else:
+            return None
+    return tuple(key)
 
 
 def _spec_of(v) -> TensorSpec | None:

@@ -137,6 +137,14 @@ def _find_variable(session, name: str) -> resources.Variable:
     raise ExportError(f"variable '{name}' is not in the session (was it initialized?)")
 
 
+def _session(graph: GraphDef):
+    """A Session with the devices the graph's constraints name (``/cpu:1`` needs two CPUs)."""
+    from specflow.api.function import devices_needed
+    from specflow.runtime.session import Session, SessionConfig
+
+    return Session(graph, SessionConfig(devices=devices_needed(graph)))
+
+
 def load(path, overrides=None, tags=("serve",)) -> LoadedModule:
     """A spec (``.yaml``) or a SavedModel directory as a module."""
     p = Path(path)
@@ -147,7 +155,6 @@ def load(path, overrides=None, tags=("serve",)) -> LoadedModule:
 
 def _load_spec(path: Path, overrides) -> LoadedModule:
     import specflow
-    from specflow.runtime.session import Session
 
     spec = specflow.load_spec(path, overrides)
     cfg = spec.train
@@ -156,11 +163,11 @@ def _load_spec(path: Path, overrides) -> LoadedModule:
         from specflow.train.graph import build_training_graph
 
         graph = build_training_graph(spec, cfg, None)
-        session = Session(graph.graph_def)
+        session = _session(graph.graph_def)
         session.run([], targets=[graph.init_op])
         infos = graph.variables
     else:
-        session = Session(spec.graph_def)
+        session = _session(spec.graph_def)
         session.run([], targets=[spec.lowered.init_op])
         infos = spec.lowered.variables
     from specflow.api.variables import Variable
