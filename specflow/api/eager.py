@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from specflow.api.context import STATE, EagerDevice, eager_device
+from specflow.api.context import _BY_SCOPE, STATE, EagerDevice, eager_device
 from specflow.api.tensor import EagerTensor
 from specflow.errors import OpError, SpecflowError
 from specflow.graph.graph_def import NodeDef
@@ -65,13 +65,25 @@ def _prepare(opdef: OpDef, dev: EagerDevice, dtypes: list, attrs: dict, name: st
 def execute(opdef: OpDef, values: list, attrs: dict, name: str | None = None) -> list[EagerTensor]:
     """Run ``opdef`` on ``values`` (EagerTensors) now, on the
     current ``sf.device``; one EagerTensor per output."""
-    dev = eager_device()
-    arrays = [v.value for v in values]
-    dtypes = [v.dtype for v in values]
-    if dev.device_type != "CPU" or any(v.device != dev.name for v in values):
+    dev = _BY_SCOPE.get(STATE.device) or eager_device()
+    dname = dev.name
+    arrays = []
+    dtypes = []
+    moved = dev.device_type != "CPU"
+    for v in values:  # one loop, no comprehensions: this runs for every eager op
+        arrays.append(v.value)
+        dtypes.append(v.dtype)
+        if v.device != dname:
+            moved = True
+    if moved:
         arrays = [a if type(a) is ResourceHandle else dev.to_device(a) for a in arrays]
-    akey = _attrs_key(attrs) if name is None else None
-    key = None if akey is None else (opdef.name, dev.name, tuple(dtypes), akey)
+    if name is not None:
+        key = None
+    elif not attrs:
+        key = (opdef.name, dname, *dtypes)
+    else:
+        akey = _attrs_key(attrs)
+        key = None if akey is None else (opdef.name, dname, akey, *dtypes)
     entry = _CACHE.get(key) if key is not None else None
     if entry is None:
         entry = _prepare(opdef, dev, dtypes, attrs, name or opdef.name)
@@ -87,13 +99,11 @@ def execute(opdef: OpDef, values: list, attrs: dict, name: str | None = None) ->
     except Exception as e:  # a numpy error: the spec's static check names the problem, if it sees it
         _static_check(opdef, arrays, dtypes, bound, ctx.node.name)
         raise OpError(f"{opdef.name} failed: {e}", node=ctx.node.name) from None
-    n = len(out_dtypes)
-    if n == 1 and type(result) is not tuple and type(result) is not list:
-        outs = [result]
+    if len(out_dtypes) == 1 and type(result) is not tuple and type(result) is not list:
+        tensors = [EagerTensor(result, out_dtypes[0], dname)]
     else:
-        outs = normalize_outputs(result, n, ctx.node)
-    device = dev.name
-    tensors = [EagerTensor(v, dt, device) for v, dt in zip(outs, out_dtypes)]
+        outs = normalize_outputs(result, len(out_dtypes), ctx.node)
+        tensors = [EagerTensor(v, dt, dname) for v, dt in zip(outs, out_dtypes)]
     if STATE.tapes:
         for tape in STATE.tapes:
             tape._record(opdef.name, bound, values, tensors)

@@ -74,6 +74,8 @@ def op_function_names() -> list[str]:
 def make_function(opdef: OpDef, pyname: str):
     simple = not any(a.is_list for a in opdef.inputs)
     n_in = len(opdef.inputs)
+    one_out = len(opdef.outputs) == 1 and not opdef.outputs[0].is_list
+    execute = eager.execute
 
     def op_function(*args, name: str | None = None, **kwargs):
         # The common eager case first: every input given positionally as an eager tensor.
@@ -82,7 +84,8 @@ def make_function(opdef: OpDef, pyname: str):
                 if type(a) is not EagerTensor:
                     break
             else:
-                return _result(opdef, eager.execute(opdef, list(args), kwargs, name))
+                outs = execute(opdef, args, kwargs, name)
+                return outs[0] if one_out else _result(opdef, outs)
         return apply(opdef, args, kwargs, name)
 
     op_function.__name__ = pyname
