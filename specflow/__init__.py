@@ -30,8 +30,8 @@ def __getattr__(name):
         value = getattr(importlib.import_module(module), attr)
         globals()[name] = value
         return value
-    if name == "ops":
-        import specflow.ops as ops
+    if name in ("ops", "train"):  # sf.ops.<op>, sf.train.Checkpoint
+        import importlib
 
-        return ops
+        return importlib.import_module(f"specflow.{name}")
     raise AttributeError(f"module 'specflow' has no attribute {name!r}")
