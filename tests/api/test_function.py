@@ -155,7 +155,7 @@ def test_nested_structures_and_python_values_out():
 def test_cond_and_while_loop_in_functions_and_eagerly():
     def collatz_steps(n):
         def body(n, steps):
-            n = sf.cond(n % 2 == 0 if False else sf.ops.equal(n % 2, 0), lambda: n // 2, lambda: 3 * n + 1)
+            n = sf.cond(sf.ops.equal(n % 2, 0), lambda: n // 2, lambda: 3 * n + 1)
             return n, steps + 1
 
         return sf.while_loop(lambda n, steps: n > 1, body, [n, 0])[1]
