@@ -22,7 +22,7 @@ import numpy as np
 from specflow.api.context import STATE, config, dtype_of
 from specflow.api.tensor import EagerTensor, GraphTensor, Tensor
 from specflow.api.trace import Trace
-from specflow.errors import GraphError, SpecflowError
+from specflow.errors import GraphError
 from specflow.graph.dtypes import DType, as_dtype
 from specflow.graph.graph_def import GraphDef
 from specflow.graph.shapes import Shape, as_shape
@@ -325,7 +325,8 @@ class Function:
             warnings.warn(f"sf.function '{self.name}' has been traced {self.trace_count} times: each new input "
                           "shape, dtype or Python value traces again; pass tensors rather than Python numbers, "
                           "or use input_signature= / reduce_retracing=True", RetracingWarning, stacklevel=4)
-        trace = Trace(self.name, allow_variables=self.trace_count == 1)
+        # Variables only while no trace has succeeded yet (a first trace that failed does not count).
+        trace = Trace(self.name, allow_variables=not self._cache and not self._relaxed)
         names = self._leaf_names(structure, len(leaves))
         with trace.active():
             args = []
@@ -335,10 +336,7 @@ class Function:
                 else:
                     args.append(trace.placeholder(spec.name or name, spec.dtype, spec.shape))
             call_args, call_kwargs = unflatten(structure, args)
-            try:
-                outputs = self.python_function(*call_args, **call_kwargs)
-            except SpecflowError:
-                raise
+            outputs = self.python_function(*call_args, **call_kwargs)
             concrete = ConcreteFunction(trace, outputs, self.name)
         return concrete
 

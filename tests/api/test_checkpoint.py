@@ -1,16 +1,16 @@
 """sf.train.Checkpoint: Python modules round trip; a `specflow train` checkpoint restores into
-sf.load(spec), and a checkpoint saved from it resumes `specflow train`."""
+sf.load(spec), and a checkpoint saved from it resumes `specflow train` (the CLI through CliRunner)."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from typer.testing import CliRunner
 
 import specflow as sf
+from specflow.cli import app
 from specflow.errors import CheckpointError
 from specflow.io.checkpoint import CheckpointManager
 
@@ -40,9 +40,9 @@ def test_python_module_round_trip(tmp_path):
 
 def test_cli_checkpoints_restore_into_a_loaded_spec_and_back(tmp_path):
     logdir = tmp_path / "run"
-    cmd = [sys.executable, "-m", "specflow.cli", "train", str(SPEC), "--logdir", str(logdir), "--steps", "3"]
-    run = subprocess.run(cmd, capture_output=True, text=True)
-    assert run.returncode == 0, run.stderr
+    cmd = ["train", str(SPEC), "--logdir", str(logdir), "--steps", "3"]
+    run = CliRunner().invoke(app, cmd)
+    assert run.exit_code == 0, run.output
     m = sf.load(SPEC)
     sf.train.Checkpoint(model=m).restore(logdir)
     saved = CheckpointManager(str(logdir)).restore()
@@ -53,6 +53,6 @@ def test_cli_checkpoints_restore_into_a_loaded_spec_and_back(tmp_path):
     m.train_step(images=np.zeros((2, 64), np.float32), labels=np.zeros(2, np.int64))
     sf.train.Checkpoint(model=m).save(logdir, step=4)
     assert int(CheckpointManager(str(logdir)).restore()["global_step"]) == 4
-    resumed = subprocess.run(cmd[:-1] + ["5", "--resume"], capture_output=True, text=True)
-    assert resumed.returncode == 0, resumed.stderr
+    resumed = CliRunner().invoke(app, cmd[:-1] + ["5", "--resume"])
+    assert resumed.exit_code == 0, resumed.output
     assert int(CheckpointManager(str(logdir)).restore()["global_step"]) == 5

@@ -120,6 +120,20 @@ def test_variables_only_on_first_trace():
     with pytest.raises(GraphError, match="created variable 'made_every_time' on a later trace"):
         bad(f32(3))
 
+    state = {"fail": True}
+
+    @sf.function
+    def flaky(x):
+        state["v"] = sf.Variable(1.0)  # kept: a function holds its variables weakly
+        if state["fail"]:
+            raise GraphError("a bug in the function")
+        return x * state["v"]
+
+    with pytest.raises(GraphError, match="a bug"):
+        flaky(f32(2))
+    state["fail"] = False  # a first trace that failed does not use up the first trace
+    np.testing.assert_allclose(flaky(f32(2)).numpy(), f32(2))
+
 
 def test_variables_are_held_weakly_and_collected():
     box = {"v": sf.Variable(np.ones(3, np.float32), name="temp")}
