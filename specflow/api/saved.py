@@ -35,11 +35,12 @@ class SignatureFunction:
     a dict of output alias -> tensor out."""
 
     def __init__(self, name: str, inputs: dict[str, tuple[str, TensorSpec]],
-                 outputs: dict[str, tuple[str, TensorSpec]], run):
+                 outputs: dict[str, tuple[str, TensorSpec]], run, single: bool = False):
         self.name = name
         self.inputs = inputs
         self.outputs = outputs
         self._run = run
+        self._single = single and len(outputs) == 1  # a function call: its one output, not a dict
 
     def __call__(self, *args, **kwargs) -> dict[str, EagerTensor]:
         aliases = list(self.inputs)
@@ -53,7 +54,8 @@ class SignatureFunction:
             feeds[k] = v
         feeds = {k: v.numpy() if isinstance(v, Tensor) else v for k, v in feeds.items()}
         values = self._run(feeds)
-        return {a: EagerTensor(v, self.outputs[a][1].dtype, _CPU0) for a, v in values.items()}
+        out = {a: EagerTensor(v, self.outputs[a][1].dtype, _CPU0) for a, v in values.items()}
+        return next(iter(out.values())) if self._single else out
 
     def __repr__(self) -> str:
         ins = ", ".join(f"{a}: {s}" for a, (_, s) in self.inputs.items())
@@ -79,16 +81,20 @@ def _checked_run(session, name: str, inputs: dict, outputs: dict, extra_feeds: d
 
 
 class LoadedModule(Module):
-    """What sf.load returns. ``signatures``: name -> SignatureFunction; ``train_step`` (a spec with a
+    """What sf.load returns. ``signatures``: name -> SignatureFunction (also ``m.<signature>``);
+    ``functions``: each call of a spec function (``m.block1(x)``: the call node's subgraph with
+    the model's variables, its output or a dict of them); ``train_step`` (a spec with a
     ``train:`` section): ``m.train_step(images=x, labels=y)`` runs one optimizer step and returns
     the loss; ``close()`` releases the Session."""
 
-    def __init__(self, source: str, session, variables: dict, signatures: dict, spec=None, train_step=None):
+    def __init__(self, source: str, session, variables: dict, signatures: dict, spec=None, train_step=None,
+                 functions: dict | None = None):
         super().__init__(Path(source).stem)
         self._source = source
         self._session = session
         self._named = variables
         self.signatures = signatures
+        self.functions = functions or {}
         self._spec = spec
         if train_step is not None:
             self.train_step = train_step
@@ -97,9 +103,10 @@ class LoadedModule(Module):
         return dict(self._named)
 
     def __getattr__(self, name: str):
-        sigs = self.__dict__.get("signatures", {})
-        if name in sigs:  # m.serving_default(images=x)
-            return sigs[name]
+        for table in ("signatures", "functions"):  # m.serving_default(images=x), m.block1(x)
+            fns = self.__dict__.get(table, {})
+            if name in fns:
+                return fns[name]
         raise AttributeError(f"{type(self).__name__} has no attribute '{name}'")
 
     def close(self) -> None:
@@ -182,7 +189,32 @@ def _load_spec(path: Path, overrides) -> LoadedModule:
     step = None
     if graph is not None:
         step = TrainStep(session, graph, list(cfg.data.feeds))
-    return LoadedModule(str(path), session, variables, sigs, spec, step)
+    calls = _function_calls(spec, session, {flag: False} if flag else {})
+    return LoadedModule(str(path), session, variables, sigs, spec, step, calls)
+
+
+def _function_calls(spec, session, extra_feeds: dict) -> dict[str, SignatureFunction]:
+    """Each call node of a spec function whose inputs are named tensors, as a callable: the
+    function's inputs fed where the call reads them, its outputs fetched."""
+    from specflow.schema.models import CallNodeSpec
+
+    out = {}
+    for name, node in spec.model.nodes.items():
+        if not isinstance(node, CallNodeSpec):
+            continue
+        fn = spec.model.functions[node.call]
+        given = node.inputs
+        items = list(given.items()) if isinstance(given, dict) else list(zip(fn.inputs, given))
+        if any(not isinstance(ref, str) for _, ref in items):
+            continue  # an inline node as an input has no tensor of its own to feed
+        inputs = {arg: (spec.resolve(ref), spec.tensor_spec(spec.resolve(ref))) for arg, ref in items}
+        outputs = {}
+        for k, alias in enumerate(fn.outputs):
+            t = spec.resolve(f"{name}:{k}" if k else name)
+            outputs[alias] = (t, spec.tensor_spec(t))
+        out[name] = SignatureFunction(name, inputs, outputs, _checked_run(session, name, inputs, outputs,
+                                                                          extra_feeds), single=True)
+    return out
 
 
 def _load_saved_model(path: Path, tags) -> LoadedModule:

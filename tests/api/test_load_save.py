@@ -157,3 +157,19 @@ def test_wrap_function():
     spec = MODELS[[p.stem for p in MODELS].index("digits_mlp")]
     probs = sf.wrap_function(spec, feeds=["images"], fetches="probs")(np.zeros((2, 64), np.float32))
     np.testing.assert_allclose(probs.numpy().sum(1), [1, 1], rtol=1e-5)
+
+
+def test_spec_function_calls_are_callables_with_the_models_variables():
+    m = sf.load(MODELS[[p.stem for p in MODELS].index("residual_mlp")])
+    assert sorted(m.functions) == ["block1", "block2"]
+    h = RNG.normal(size=(3, 64)).astype(np.float32)
+    named = m.named_variables()
+
+    def dense(x, scope):
+        return x @ named[f"{scope}/kernel"].numpy() + named[f"{scope}/bias"].numpy()
+
+    want = np.maximum(h + dense(np.maximum(dense(h, "block1/inner"), 0), "block1/proj"), 0)
+    np.testing.assert_allclose(m.block1(h).numpy(), want, rtol=1e-5, atol=1e-6)
+    # block2 is the same function with activation tanh
+    want2 = np.maximum(h + dense(np.tanh(dense(h, "block2/inner")), "block2/proj"), 0)
+    np.testing.assert_allclose(m.block2(x=h).numpy(), want2, rtol=1e-5, atol=1e-6)
