@@ -173,3 +173,15 @@ def test_spec_function_calls_are_callables_with_the_models_variables():
     # block2 is the same function with activation tanh
     want2 = np.maximum(h + dense(np.tanh(dense(h, "block2/inner")), "block2/proj"), 0)
     np.testing.assert_allclose(m.block2(x=h).numpy(), want2, rtol=1e-5, atol=1e-6)
+
+
+def test_wrap_function_of_a_tensorflow_graph_file(tmp_path):
+    from specflow.io.tf_graph import to_tf_graph_def
+
+    b = GraphBuilder()
+    x = b.add_op("Placeholder", attrs={"dtype": "float32", "shape": [None, 2]}, name="x").name
+    w = b.const(np.array([[1.0], [2.0]], np.float32), name="w")
+    b.add_op("MatMul", [x, w], name="y")
+    (tmp_path / "frozen.pb").write_bytes(to_tf_graph_def(b.graph_def).SerializeToString())
+    f = sf.wrap_function(tmp_path / "frozen.pb", feeds=["x:0"], fetches="y:0")
+    np.testing.assert_allclose(f(np.array([[1.0, 1.0]], np.float32)).numpy(), [[3.0]])
