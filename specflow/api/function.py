@@ -235,8 +235,9 @@ class Function:
         return bound
 
     def __call__(self, *args, **kwargs):
-        if config.functions_run_eagerly or STATE.trace is not None:
-            # Debugging, or called from another function's trace: its ops join that trace.
+        if config.functions_run_eagerly or STATE.trace is not None or STATE.tapes:
+            # Debugging; called from another function's trace (its ops join that trace); or under
+            # a recording GradientTape, which must see the ops to differentiate them.
             return self.python_function(*args, **kwargs)
         # The hot path of a training loop: positional arrays/tensors only, a signature seen before.
         fast = None if kwargs else _fast_key(args)

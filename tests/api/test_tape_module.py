@@ -148,3 +148,17 @@ def test_module_tracks_variables_by_attribute_path():
     assert len(outer.variables) == 6
     assert "body/layers/0/w" in outer.named_variables()
     assert outer.name == "outer"
+
+
+def test_a_function_called_under_an_eager_tape_is_differentiated():
+    x = sf.constant(np.array([1.0, 2.0]))
+
+    @sf.function
+    def cube_sum(x):
+        return sf.ops.sum(x * x * x)
+
+    with sf.GradientTape() as tape:
+        tape.watch(x)
+        y = cube_sum(x)  # runs its Python eagerly, so the tape records its ops
+    np.testing.assert_allclose(tape.gradient(y, x).numpy(), 3 * x.numpy() ** 2)
+    assert float(cube_sum(x)) == 9.0 and cube_sum.trace_count == 1
