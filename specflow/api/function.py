@@ -189,10 +189,6 @@ class ConcreteFunction:
                 out.append(x)
         return unflatten(self._structure, out)
 
-    def pretty(self) -> str:
-        ins = ", ".join(f"{n}: {d.name}{s}" for n, (d, s) in zip(self.inputs, self.input_specs))
-        return f"{self.name}({ins}) -> {len(self.outputs)} output(s), {len(self.graph_def.nodes)} nodes"
-
 
 def devices_needed(graph: GraphDef) -> str:
     """The local device counts (``"cpu:2"``) covering every device the graph's nodes name."""
@@ -402,10 +398,3 @@ def function(fn=None, *, input_signature=None, reduce_retracing: bool = False, n
     if fn is None:
         return lambda f: Function(f, input_signature, reduce_retracing, name)
     return Function(fn, input_signature, reduce_retracing, name)
-
-
-def concrete_weak_variables(concrete: ConcreteFunction) -> dict[str, Any]:
-    """uid -> the live variable (None if collected) a concrete function uses."""
-    return {uid: ref() for uid, (ref, _) in concrete.variables.items()}
-
-

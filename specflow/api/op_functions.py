@@ -22,8 +22,7 @@ from specflow.api.tensor import EagerTensor, GraphTensor, Tensor
 from specflow.errors import OpError, ShapeError, did_you_mean
 from specflow.graph import dtypes
 from specflow.graph.dtypes import DType, as_dtype
-from specflow.graph.shapes import Shape
-from specflow.ops.registry import ArgDef, OpDef, TensorSpec, all_ops, get_op, has_op
+from specflow.ops.registry import ArgDef, OpDef, TensorSpec, all_ops, get_op
 
 # Friendlier spellings TensorFlow's Python API uses for a few ops.
 ALIASES = {"matmul": "MatMul", "batch_matmul": "BatchMatMulV2"}
@@ -325,11 +324,6 @@ def getitem(x, key):
     return call("StridedSlice", x, as_i32(begin), as_i32(end), as_i32(strides), **masks)
 
 
-def has_function(name: str) -> bool:
-    return name in _names() and has_op(_names()[name])
-
-
-__all__ = ["function_for", "call", "to_tensor", "snake_case", "Shape"]
 
 
 def constant(value, dtype=None) -> Tensor:
