@@ -1,4 +1,5 @@
-"""examples/digits_python.py: trains, saves, and `specflow predict` runs the export."""
+"""examples/digits_python.py: trains, saves, and `specflow predict` (and TensorFlow, where
+installed) runs the export."""
 
 from __future__ import annotations
 
@@ -32,3 +33,9 @@ def test_python_example_trains_saves_and_predicts(tmp_path, capsys):
     want = sf.load(tmp_path / "export").serving_default(images=images)["probabilities"].numpy()
     np.testing.assert_allclose(probs, want, rtol=1e-6)
     assert (tmp_path / "export.ckpt" / "checkpoint").exists()
+    if importlib.util.find_spec("tensorflow") is not None:  # and TensorFlow loads it, where installed
+        import tensorflow as tf
+
+        loaded = tf.saved_model.load(str(tmp_path / "export"))
+        got = loaded.signatures["serving_default"](images=tf.constant(images))["probabilities"].numpy()
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7)
