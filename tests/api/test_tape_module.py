@@ -162,3 +162,30 @@ def test_a_function_called_under_an_eager_tape_is_differentiated():
         y = cube_sum(x)  # runs its Python eagerly, so the tape records its ops
     np.testing.assert_allclose(tape.gradient(y, x).numpy(), 3 * x.numpy() ** 2)
     assert float(cube_sum(x)) == 9.0 and cube_sum.trace_count == 1
+
+
+def test_tape_gradients_equal_the_training_graphs():
+    """The digits MLP's loss written with sf.ops: the tape's gradients equal the ones the spec's
+    training graph computes (train/graph.py) for the same weights and batch."""
+    from pathlib import Path
+
+    from specflow.runtime.session import Session
+    from specflow.train.graph import build_training_graph
+
+    spec = sf.load_spec(Path(__file__).resolve().parents[2] / "models" / "digits_mlp.yaml")
+    tg = build_training_graph(spec, spec.train, None)
+    x = RNG.uniform(0, 1, size=(8, 64)).astype(np.float32)
+    y = RNG.integers(0, 10, size=8).astype(np.int64)
+    with Session(tg.graph_def) as sess:
+        sess.run([], targets=[tg.init_op])
+        names = [v.name for v in tg.trainable]
+        weights = {n: sess.run(v.read) for n, v in zip(names, tg.trainable)}
+        want = sess.run([tg.gradients[n] for n in names], {"images": x, "labels": y})
+    vs = {n: sf.Variable(w, name=n) for n, w in weights.items()}
+    with sf.GradientTape() as tape:
+        hidden = sf.ops.relu(sf.ops.bias_add(sf.ops.mat_mul(x, vs["hidden/kernel"]), vs["hidden/bias"]))
+        logits = sf.ops.bias_add(sf.ops.mat_mul(hidden, vs["logits/kernel"]), vs["logits/bias"])
+        loss = sf.ops.mean(sf.ops.sparse_softmax_cross_entropy_with_logits(logits, y)[0])
+    got = tape.gradient(loss, [vs[n] for n in names])
+    for n, g, w in zip(names, got, want):
+        np.testing.assert_allclose(g.numpy(), w, rtol=1e-5, atol=1e-7, err_msg=n)
