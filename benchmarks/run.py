@@ -21,12 +21,13 @@ if __package__ in (None, ""):  # run as a script: make the repository root impor
 from rich.console import Console
 from rich.table import Table
 
-from benchmarks import executor_overhead, mlp, train_step
+from benchmarks import executor_overhead, mlp, pyface, train_step
 from benchmarks.timing import machine_info
 
 PER_NODE_TARGET_US = 10.0
 MLP_TARGET_RATIO = 1.10
 TRAIN_TARGETS = {64: 1.5, 256: 1.1}  # batch -> max ratio to numpy
+FUNCTION_TARGET_RATIO = 1.10  # the digits step as sf.function vs the spec's Session.run
 
 
 @dataclass
@@ -99,6 +100,17 @@ def train_rows(repeats: int) -> list[Row]:
     return rows
 
 
+def pyface_rows(repeats: int) -> list[Row]:
+    r = pyface.train_step(repeats=repeats)
+    rows = [Row(f"digits Adam step as sf.function, batch {pyface.BATCH}", _ms(r.function_s),
+                f"{_ms(r.session_s)} Session.run", f"{r.ratio:.3f}x", f"<= {FUNCTION_TARGET_RATIO:.2f}x",
+                r.ratio <= FUNCTION_TARGET_RATIO)]
+    for name, s in pyface.eager_overhead(repeats=repeats).items():
+        rows.append(Row(f"eager scalar add, {name}", "not installed" if s is None else f"{s * 1e6:.2f} µs/op",
+                        "", "", "", None))
+    return rows
+
+
 def render(rows: list[Row], elapsed: float, console: Console) -> None:
     info = Table(title="machine", show_header=False, title_justify="left")
     for k, v in machine_info():
@@ -135,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
     console = Console(width=None if sys.stdout.isatty() else 110)
     t0 = time.perf_counter()
     with console.status("running benchmarks..."):
-        rows = chain_rows(args.repeats) + mlp_rows(args.repeats) + train_rows(args.repeats)
+        rows = chain_rows(args.repeats) + mlp_rows(args.repeats) + train_rows(args.repeats) + pyface_rows(args.repeats)
     render(rows, time.perf_counter() - t0, console)
     missed = [r.name for r in rows if r.passed is False]
     return 1 if args.strict and missed else 0

@@ -21,4 +21,17 @@ def __getattr__(name):
         from specflow.runtime import session
 
         return getattr(session, name)
+    from specflow.api import EXPORTS
+
+    if name in EXPORTS:
+        import importlib
+
+        module, attr = EXPORTS[name]
+        value = getattr(importlib.import_module(module), attr)
+        globals()[name] = value
+        return value
+    if name in ("ops", "train"):  # sf.ops.<op>, sf.train.Checkpoint
+        import importlib
+
+        return importlib.import_module(f"specflow.{name}")
     raise AttributeError(f"module 'specflow' has no attribute {name!r}")

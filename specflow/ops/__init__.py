@@ -41,3 +41,12 @@ from specflow.ops import (  # noqa: F401,E402  (importing registers the ops)
     training_ops,
 )
 from specflow.ops.registry import all_ops, get_op, kernel, register_op  # noqa: F401
+
+
+def __getattr__(name):
+    # sf.ops.<op>: every registered op as a function (specflow/api/op_functions.py), made on first use.
+    if name.startswith("__"):
+        raise AttributeError(name)
+    from specflow.api.op_functions import function_for
+
+    return function_for(name)

@@ -1,2 +1,11 @@
 """Training: gradients, optimizers, learning-rate schedules, clipping, input pipelines, hooks and
 the training loop, all built as graph ops on top of :mod:`specflow.graph` and run by a Session."""
+
+
+def __getattr__(name):
+    # sf.train.Checkpoint: the Python face's object-based checkpoints (specflow/api/checkpoint.py).
+    if name == "Checkpoint":
+        from specflow.api.checkpoint import Checkpoint
+
+        return Checkpoint
+    raise AttributeError(f"module 'specflow.train' has no attribute {name!r}")

@@ -1,0 +1,400 @@
+"""@sf.function: a Python function traced into a graph function, one concrete function per input
+signature, each run through a Session (prune, optimize, place, partition, execute) whose plan is
+cached, so a call after the first costs the feeds, the step and the wrapping of its results.
+
+The trace key holds each tensor argument's dtype and shape, each variable argument's identity
+and every other argument by value. A new key traces again (a ``RetracingWarning`` once a function
+has traced ``RETRACE_WARNING`` times); ``input_signature`` fixes the one signature;
+``reduce_retracing`` traces a signature seen with other shapes once more with those dims unknown.
+Variables may be created only on the first trace; a concrete function holds its variables weakly.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from specflow.api.context import STATE, config, dtype_of
+from specflow.api.tensor import EagerTensor, GraphTensor, Tensor
+from specflow.api.trace import Trace
+from specflow.errors import GraphError
+from specflow.graph.dtypes import DType, as_dtype
+from specflow.graph.graph_def import GraphDef
+from specflow.graph.shapes import Shape, as_shape
+
+RETRACE_WARNING = 5
+
+
+class RetracingWarning(UserWarning):
+    """A function traced again and again (a new shape or Python value per call?)."""
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    """``sf.TensorSpec(shape, dtype, name=None)``: one input of an ``input_signature``."""
+
+    shape: Any = None
+    dtype: Any = "float32"
+    name: str | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "shape", as_shape(self.shape))
+        object.__setattr__(self, "dtype", as_dtype(self.dtype))
+
+    def is_compatible_with(self, value) -> bool:
+        return value.dtype == self.dtype and self.shape.is_compatible_with(value.shape)
+
+
+# --- argument structure -----------------------------------------------------------------------------
+
+
+def flatten(value) -> tuple[list, Any]:
+    """The leaves of nested lists/tuples/dicts and the structure to put them back."""
+    if isinstance(value, (list, tuple)) and not hasattr(value, "_fields"):
+        parts = [flatten(v) for v in value]
+        return [x for p in parts for x in p[0]], (type(value), tuple(p[1] for p in parts))
+    if isinstance(value, dict):
+        keys = sorted(value)
+        parts = [flatten(value[k]) for k in keys]
+        return [x for p in parts for x in p[0]], (dict, tuple(keys), tuple(p[1] for p in parts))
+    return [value], None
+
+
+def _count_leaves(structure) -> int:
+    if structure is None:
+        return 1
+    return sum(_count_leaves(s) for s in structure[-1])
+
+
+def unflatten(structure, leaves: list):
+    it = iter(leaves)
+
+    def build(s):
+        if s is None:
+            return next(it)
+        if s[0] is dict:
+            return {k: build(sub) for k, sub in zip(s[1], s[2])}
+        return s[0](build(sub) for sub in s[1])
+
+    return build(structure)
+
+
+def _is_tensor_like(v) -> bool:
+    from specflow.api.variables import Variable
+
+    return isinstance(v, (Tensor, np.ndarray)) and not isinstance(v, Variable)
+
+
+def _leaf_key(v):
+    from specflow.api.variables import Variable
+
+    if isinstance(v, Variable):
+        return ("V", v._uid)
+    if isinstance(v, Tensor):
+        return ("T", v.dtype, tuple(v.shape.dims or ()) if v.shape.rank is not None else None)
+    if isinstance(v, np.ndarray):
+        return ("T", dtype_of(v), v.shape)
+    try:
+        hash(v)
+    except TypeError:
+        return ("P", type(v).__name__, id(v))
+    return ("P", type(v).__name__, v)
+
+
+# --- concrete functions --------------------------------------------------------------------------------
+
+
+class ConcreteFunction:
+    """One traced graph: its inputs (Placeholders), outputs and the variables it uses. Calling it
+    runs the graph in its Session (built on the first call; its plan cached after)."""
+
+    def __init__(self, trace: Trace, outputs, name: str):
+        self.name = name
+        self.graph_def: GraphDef = trace.builder.graph_def
+        self.inputs = [t.name for t in trace.inputs]
+        self.input_specs = [(t.dtype, t.shape) for t in trace.inputs]
+        leaves, self._structure = flatten(outputs)
+        self._out: list = []  # per leaf: ("t", fetch index) or ("v", python value)
+        self.outputs: list[str] = []
+        self.output_specs: list[tuple[DType, Shape]] = []
+        for leaf in leaves:
+            if hasattr(leaf, "_read") and not isinstance(leaf, GraphTensor):  # a Variable returned
+                with trace.active():
+                    leaf = leaf._read(trace)
+            if isinstance(leaf, EagerTensor):
+                leaf = trace.capture(leaf)
+            if isinstance(leaf, GraphTensor):
+                if leaf.trace is not trace:
+                    raise GraphError(f"function '{name}' returns tensor '{leaf.name}' of another trace")
+                self._out.append(("t", len(self.outputs)))
+                self.outputs.append(leaf.name)
+                self.output_specs.append((leaf.dtype, leaf.shape))
+            else:
+                self._out.append(("v", leaf))
+        self.target = trace.last_effect
+        self.variables = dict(trace.variables)  # uid -> (weakref, handle node)
+        self._fetches = list(self.outputs)
+        self._targets = self.target
+        self._session = None
+        self._feed_names = list(self.inputs)
+
+    @property
+    def session(self):
+        if self._session is None:
+            from specflow.runtime.session import Session, SessionConfig
+
+            devices = devices_needed(self.graph_def)
+            session = Session(self.graph_def, SessionConfig(devices=devices))
+            for ref, _ in self.variables.values():
+                var = ref()
+                if var is not None:
+                    for d in session.devices:
+                        var._register(d.resource_mgr)
+            self._session = session
+        return self._session
+
+    def _check_variables(self) -> None:
+        for uid, (ref, _) in self.variables.items():
+            if ref() is None:
+                raise GraphError(f"function '{self.name}' uses variable '{uid}', which was deleted (a function "
+                                 "holds its variables weakly: keep a reference, e.g. on a Module)")
+
+    def __call__(self, *args, **kwargs):
+        leaves = list(args) + [kwargs[k] for k in sorted(kwargs)]
+        tensors = [v for v in flatten(leaves)[0] if _is_tensor_like(v)]
+        return self.call_flat(tensors)
+
+    def call_flat(self, values: list):
+        if len(values) != len(self.inputs):
+            raise GraphError(f"function '{self.name}' takes {len(self.inputs)} tensor input(s), got {len(values)}")
+        if self.variables:
+            self._check_variables()
+        feeds = {}
+        for name, v in zip(self._feed_names, values):
+            feeds[name] = v if type(v) is np.ndarray else (v.numpy() if isinstance(v, Tensor) else v)
+        session = self._session or self.session
+        values = session.run(self._fetches, feeds, self._targets) if self._fetches or self._targets else []
+        out = []
+        dev = "/job:localhost/replica:0/task:0/device:CPU:0"
+        for kind, x in self._out:
+            if kind == "t":
+                v = values[x]
+                out.append(EagerTensor(v, self.output_specs[x][0], dev))
+            else:
+                out.append(x)
+        return unflatten(self._structure, out)
+
+
+def devices_needed(graph: GraphDef) -> str:
+    """The local device counts (``"cpu:2"``) covering every device the graph's nodes name."""
+    from specflow.graph.device_spec import DeviceSpec
+
+    counts = {"CPU": 1, "GPU": 0}
+    for node in graph.nodes:
+        if node.device:
+            spec = DeviceSpec.parse(node.device)
+            kind = spec.device_type or "CPU"
+            counts[kind] = max(counts.get(kind, 0), (spec.device_index or 0) + 1)
+    return f"cpu:{counts['CPU']}" + (f",gpu:{counts['GPU']}" if counts["GPU"] else "")
+
+
+# --- sf.function -----------------------------------------------------------------------------------------
+
+
+class Function:
+    def __init__(self, fn, input_signature=None, reduce_retracing: bool = False, name: str | None = None):
+        self.python_function = fn
+        self.name = name or getattr(fn, "__name__", "function")
+        self.input_signature = None if input_signature is None else list(input_signature)
+        self.reduce_retracing = reduce_retracing
+        self._cache: dict[tuple, ConcreteFunction] = {}
+        self._relaxed: dict[tuple, ConcreteFunction] = {}  # reduce_retracing: by dtype/rank key
+        self._fast: dict[tuple, ConcreteFunction] = {}  # see __call__
+        self.trace_count = 0
+        functools.update_wrapper(self, fn)
+
+    def __get__(self, instance, owner):
+        """As a method: one Function per instance (its traces capture that instance's variables)."""
+        if instance is None:
+            return self
+        key = f"_sf_function_{self.name}_{id(self)}"
+        bound = instance.__dict__.get(key)
+        if bound is None:
+            bound = Function(functools.partial(self.python_function, instance), self.input_signature,
+                             self.reduce_retracing, self.name)
+            instance.__dict__[key] = bound
+        return bound
+
+    def __call__(self, *args, **kwargs):
+        if config.functions_run_eagerly or STATE.trace is not None or STATE.tapes:
+            # Debugging; called from another function's trace (its ops join that trace); or under
+            # a recording GradientTape, which must see the ops to differentiate them.
+            return self.python_function(*args, **kwargs)
+        # The hot path of a training loop: positional arrays/tensors only, a signature seen before.
+        fast = None if kwargs else _fast_key(args)
+        if fast is not None:
+            concrete = self._fast.get(fast)
+            if concrete is not None:
+                return concrete.call_flat(args)
+        concrete, tensors = self._concrete(args, kwargs)
+        if fast is not None and len(tensors) == len(args) and all(t is a for t, a in zip(tensors, args)):
+            self._fast[fast] = concrete
+        return concrete.call_flat(tensors)
+
+    def get_concrete_function(self, *args, **kwargs) -> ConcreteFunction:
+        """The concrete function for these arguments (TensorSpecs stand for tensors), traced if new."""
+        return self._concrete(args, kwargs)[0]
+
+    @property
+    def concrete_functions(self) -> list[ConcreteFunction]:
+        return list(dict.fromkeys(list(self._cache.values()) + list(self._relaxed.values())))
+
+    def _concrete(self, args, kwargs) -> tuple[ConcreteFunction, list]:
+        leaves, structure = flatten((list(args), kwargs))
+        if self.input_signature is not None:
+            return self._signature_call(leaves, structure)
+        key = (structure, tuple(_leaf_key(v) for v in leaves))
+        tensors = [v for v in leaves if _is_tensor_like(v) or isinstance(v, TensorSpec)]
+        concrete = self._cache.get(key)
+        if concrete is not None:
+            return concrete, tensors
+        specs = [_spec_of(v) for v in leaves]
+        if self.reduce_retracing:
+            rkey = (structure, tuple(_relaxed_key(v) for v in leaves))
+            prev = self._relaxed.get(rkey)
+            if prev is not None and _fits(prev, tensors):
+                self._cache[key] = prev
+                return prev, tensors
+            if prev is not None:  # seen with other shapes: generalize what differs
+                specs = _relax(specs, prev)
+            concrete = self._trace(leaves, structure, specs)
+            self._relaxed[rkey] = concrete
+        else:
+            concrete = self._trace(leaves, structure, specs)
+        self._cache[key] = concrete
+        return concrete, tensors
+
+    def _signature_call(self, leaves, structure) -> tuple[ConcreteFunction, list]:
+        sig = self.input_signature
+        tensors = [v for v in leaves if _is_tensor_like(v) or isinstance(v, TensorSpec)]
+        if len(tensors) != len(sig) or len(leaves) != len(tensors):
+            raise GraphError(f"function '{self.name}' has an input_signature of {len(sig)} tensor(s); "
+                             f"called with {len(leaves)} argument(s)")
+        from specflow.api.op_functions import to_tensor
+
+        converted = []
+        for i, (v, s) in enumerate(zip(tensors, sig)):
+            if not isinstance(v, TensorSpec):
+                if not isinstance(v, Tensor):
+                    v = to_tensor(v, s.dtype, f"argument {i} of '{self.name}'")
+                if not s.is_compatible_with(v):
+                    raise GraphError(f"function '{self.name}': argument {i} ({v.dtype.name}{v.shape}) does not match "
+                                     f"its input_signature {s.dtype.name}{s.shape}")
+            converted.append(v)
+        concrete = self._cache.get(())
+        if concrete is None:
+            concrete = self._cache[()] = self._trace(leaves, structure, list(sig))
+        return concrete, converted
+
+    def _leaf_names(self, structure, n: int) -> list[str]:
+        """A name per argument leaf (the inputs' Placeholders, a saved signature's input aliases):
+        the parameter's name, ``name_k`` inside a nested argument, a keyword's key."""
+        params = _param_names(self.python_function)
+        (_, (pos, kw)) = structure
+        names: list[str] = []
+        for j, sub in enumerate(pos[1]):
+            base = params[j] if j < len(params) else f"arg{j}"
+            k = _count_leaves(sub)
+            names.extend([base] if sub is None else [f"{base}_{i}" for i in range(k)])
+        for key, sub in zip(kw[1], kw[2]):
+            k = _count_leaves(sub)
+            names.extend([str(key)] if sub is None else [f"{key}_{i}" for i in range(k)])
+        return names if len(names) == n else [f"arg{i}" for i in range(n)]
+
+    def _trace(self, leaves, structure, specs) -> ConcreteFunction:
+        self.trace_count += 1
+        if self.trace_count == RETRACE_WARNING:
+            warnings.warn(f"sf.function '{self.name}' has been traced {self.trace_count} times: each new input "
+                          "shape, dtype or Python value traces again; pass tensors rather than Python numbers, "
+                          "or use input_signature= / reduce_retracing=True", RetracingWarning, stacklevel=4)
+        # Variables only while no trace has succeeded yet (a first trace that failed does not count).
+        trace = Trace(self.name, allow_variables=not self._cache and not self._relaxed)
+        names = self._leaf_names(structure, len(leaves))
+        with trace.active():
+            args = []
+            for v, spec, name in zip(leaves, specs, names):
+                if spec is None:
+                    args.append(v)
+                else:
+                    args.append(trace.placeholder(spec.name or name, spec.dtype, spec.shape))
+            call_args, call_kwargs = unflatten(structure, args)
+            outputs = self.python_function(*call_args, **call_kwargs)
+            concrete = ConcreteFunction(trace, outputs, self.name)
+        return concrete
+
+
+def _param_names(fn) -> list[str]:
+    try:
+        return [p.name for p in inspect.signature(fn).parameters.values()
+                if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL)]
+    except (TypeError, ValueError):
+        return []
+
+
+def _fast_key(args: tuple) -> tuple | None:
+    """(dtype, shape) per argument when every one is a numpy array or eager tensor, else None."""
+    key = []
+    for a in args:
+        t = type(a)
+        if t is np.ndarray:
+            key.append((a.dtype, a.shape))
+        elif t is EagerTensor:
+            key.append((a.dtype, a.value.shape))
+        else:
+            return None
+    return tuple(key)
+
+
+def _spec_of(v) -> TensorSpec | None:
+    if isinstance(v, TensorSpec):
+        return v
+    if _is_tensor_like(v):
+        dt = v.dtype if isinstance(v, Tensor) else dtype_of(v)
+        return TensorSpec(Shape(v.shape) if isinstance(v, np.ndarray) else v.shape, dt)
+    return None
+
+
+def _relaxed_key(v):
+    k = _leaf_key(v)
+    if k[0] == "T":
+        return ("T", k[1], None if k[2] is None else len(k[2]))
+    return k
+
+
+def _fits(concrete: ConcreteFunction, tensors: list) -> bool:
+    return all(s.is_compatible_with(Shape(v.shape) if isinstance(v, np.ndarray) else v.shape)
+               for (_, s), v in zip(concrete.input_specs, tensors))
+
+
+def _relax(specs: list, prev: ConcreteFunction) -> list:
+    out, it = [], iter(prev.input_specs)
+    for s in specs:
+        if s is None:
+            out.append(None)
+            continue
+        _, old = next(it)
+        dims = [a if a == b else None for a, b in zip(s.shape.dims, old.dims)]
+        out.append(TensorSpec(Shape(dims), s.dtype, s.name))
+    return out
+
+
+def function(fn=None, *, input_signature=None, reduce_retracing: bool = False, name: str | None = None):
+    """``@sf.function`` (or ``sf.function(fn, input_signature=[...])``)."""
+    if fn is None:
+        return lambda f: Function(f, input_signature, reduce_retracing, name)
+    return Function(fn, input_signature, reduce_retracing, name)

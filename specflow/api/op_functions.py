@@ -1,0 +1,344 @@
+"""Every registered op as a Python function, generated from its OpDef: ``sf.ops.mat_mul(a, b,
+transpose_b=True)`` (also ``sf.ops.matmul`` and ``sf.ops.MatMul``).
+
+Inputs are positional or keyword (by OpDef name or spec alias: ``sf.ops.sum(x, axis=1)``), a
+list input takes a sequence, attrs are keywords; inputs the spec may leave out (a reduction's
+axes) may be left out here too. Tensors, variables, numpy arrays and Python values are accepted;
+a literal takes the dtype its type attr gets from the other inputs (``x * 2`` stays float32),
+else a natural one (float32, int32, bool). Outside a traced function the op runs now
+(``api/eager.py``); inside one it adds a node to the traced graph. Either way it returns a
+tensor, a list (a list output), a tuple (several outputs) or None (no outputs).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from specflow.api import eager
+from specflow.api.context import STATE, dtype_of, eager_device
+from specflow.api.tensor import EagerTensor, GraphTensor, Tensor
+from specflow.errors import OpError, ShapeError, did_you_mean
+from specflow.graph import dtypes
+from specflow.graph.dtypes import DType, as_dtype
+from specflow.ops.registry import ArgDef, OpDef, TensorSpec, all_ops, get_op
+
+# Friendlier spellings TensorFlow's Python API uses for a few ops.
+ALIASES = {"matmul": "MatMul", "batch_matmul": "BatchMatMulV2"}
+
+
+def snake_case(op: str) -> str:
+    """TensorFlow's generated-op spelling: MatMul -> mat_mul, AddV2 -> add_v2, Conv2D -> conv2d."""
+    out = []
+    for i, c in enumerate(op):
+        if c.isupper() and i > 0:
+            prev, nxt = op[i - 1], op[i + 1] if i + 1 < len(op) else ""
+            if prev.islower() or (prev.isupper() and nxt.islower()):
+                out.append("_")
+        out.append(c.lower())
+    return "".join(out)
+
+
+_FUNCTIONS: dict[str, Any] = {}
+_BY_NAME: dict[str, str] | None = None
+
+
+def _names() -> dict[str, str]:
+    global _BY_NAME
+    if _BY_NAME is None:
+        table = {snake_case(op): op for op in all_ops()}
+        table.update({op: op for op in all_ops()})
+        table.update(ALIASES)
+        _BY_NAME = table
+    return _BY_NAME
+
+
+def function_for(name: str):
+    """The op function called ``name`` (snake case, an alias or the op's own name)."""
+    fn = _FUNCTIONS.get(name)
+    if fn is not None:
+        return fn
+    op = _names().get(name)
+    if op is None:
+        raise AttributeError(f"specflow.ops has no op function '{name}'" + did_you_mean(name, _names()))
+    fn = _FUNCTIONS[name] = make_function(get_op(op), name)
+    return fn
+
+
+def op_function_names() -> list[str]:
+    return sorted(n for n in _names() if n not in ALIASES and not n[:1].isupper())
+
+
+def make_function(opdef: OpDef, pyname: str):
+    simple = not any(a.is_list for a in opdef.inputs)
+    n_in = len(opdef.inputs)
+    one_out = len(opdef.outputs) == 1 and not opdef.outputs[0].is_list
+    execute = eager.execute
+
+    def op_function(*args, name: str | None = None, **kwargs):
+        # The common eager case first: every input given positionally as an eager tensor.
+        if simple and len(args) == n_in and STATE.trace is None:
+            for a in args:
+                if type(a) is not EagerTensor:
+                    break
+            else:
+                outs = execute(opdef, args, kwargs, name)
+                return outs[0] if one_out else _result(opdef, outs)
+        return apply(opdef, args, kwargs, name)
+
+    op_function.__name__ = pyname
+    op_function.__qualname__ = pyname
+    ins = ", ".join(a.name + ("=<default>" if a.has_default else "") for a in opdef.inputs)
+    attrs = ", ".join(d.describe() for d in opdef.attrs.values())
+    op_function.__doc__ = f"{opdef.name}({ins}; attrs: {attrs or 'none'})\n\n{opdef.doc}"
+    return op_function
+
+
+def call(op: str, *args, name: str | None = None, **kwargs):
+    """Run op ``op`` (its registered name) on ``args``; what ``sf.ops.<op>`` does."""
+    return function_for(op)(*args, name=name, **kwargs)
+
+
+def apply(opdef: OpDef, args: tuple, kwargs: dict, name: str | None):
+    given, attrs = _split(opdef, args, kwargs, name)
+    trace = STATE.trace
+    if trace is None:
+        for vals in given.values():
+            if any(isinstance(v, GraphTensor) for v in vals):
+                trace = vals[0].trace if isinstance(vals[0], GraphTensor) else next(
+                    v.trace for v in vals if isinstance(v, GraphTensor))
+                break
+    if trace is not None:
+        flat = _convert(opdef, given, attrs, name, trace)
+        return _result(opdef, trace.add_op(opdef, flat, attrs, name))
+    flat = _convert(opdef, given, attrs, name, None)
+    return _result(opdef, eager.execute(opdef, flat, attrs, name))
+
+
+def _split(opdef: OpDef, args: tuple, kwargs: dict, name: str | None) -> tuple[dict[str, list], dict]:
+    """Inputs by arg name (each a list of values) and the attrs."""
+    node = name or opdef.name
+    if len(args) > len(opdef.inputs):
+        raise ShapeError(f"{opdef.name} takes {len(opdef.inputs)} input(s) "
+                         f"({', '.join(a.name for a in opdef.inputs) or 'none'}), got {len(args)}", node=node)
+    given: dict[str, Any] = {}
+    for arg, v in zip(opdef.inputs, args):
+        given[arg.name] = v
+    attrs = {}
+    by_key = {a.name: a for a in opdef.inputs} | {a.alias: a for a in opdef.inputs if a.alias}
+    for k, v in kwargs.items():
+        arg = by_key.get(k)
+        if arg is not None and k not in opdef.attrs:
+            if arg.name in given:
+                raise OpError(f"{opdef.name}: input '{arg.name}' given twice", node=node)
+            given[arg.name] = v
+        elif k in opdef.attrs:
+            attrs[k] = v
+        else:
+            raise OpError(f"op {opdef.name} has no input or attr '{k}'" + did_you_mean(k, list(by_key) + list(opdef.attrs)),
+                          node=node)
+    out: dict[str, list] = {}
+    for arg in opdef.inputs:
+        if arg.name in given:
+            v = given[arg.name]
+            out[arg.name] = list(v) if arg.is_list else [v]
+        elif arg.has_default:
+            out[arg.name] = [_Default(arg)]
+        else:
+            raise ShapeError(f"{opdef.name} is missing input '{arg.name}'; it takes "
+                             f"{', '.join(a.name for a in opdef.inputs)}", node=node)
+    return out, attrs
+
+
+class _Default:
+    """An input left out: its spec default, computed once the other inputs are known."""
+
+    def __init__(self, arg: ArgDef):
+        self.arg = arg
+
+
+def _convert(opdef: OpDef, given: dict[str, list], attrs: dict, name: str | None, trace) -> list:
+    """The flat input list as tensors (EagerTensors, or the trace's GraphTensors)."""
+    from specflow.api.variables import Variable
+
+    # Pass 1: tensors (and variables) give their dtypes to their type attrs.
+    known: dict[str, DType] = {}
+    for arg in opdef.inputs:
+        if arg.type_attr is None:
+            continue
+        for v in given[arg.name]:
+            if isinstance(v, Variable) and arg.dtype is None and v.dtype.name != "resource":
+                known.setdefault(arg.type_attr, v.dtype)
+            elif isinstance(v, Tensor):
+                known.setdefault(arg.type_attr, v.dtype)
+            elif isinstance(v, np.ndarray) and v.dtype.kind not in "OUS":
+                known.setdefault(arg.type_attr, dtype_of(v))
+    for k, v in attrs.items():
+        if k in opdef.attrs and opdef.attrs[k].type == "type":
+            known[k] = as_dtype(v)
+    flat: list = []
+    specs: list[TensorSpec] = []
+    for arg in opdef.inputs:
+        for v in given[arg.name]:
+            if isinstance(v, _Default):
+                value = v.arg.default
+                if callable(value):
+                    try:
+                        value = value(specs)
+                    except ValueError as e:
+                        raise OpError(f"{opdef.name}: cannot default input '{arg.name}' ({e}); give it "
+                                      "explicitly", node=name or opdef.name) from None
+                v = value
+            if isinstance(v, Variable):
+                t = v._handle_tensor(trace) if arg.dtype == dtypes.resource else v._read(trace)
+            elif isinstance(v, Tensor):
+                t = v
+                if isinstance(t, GraphTensor) and trace is not None and t.trace is not trace:
+                    t = trace.capture_outer(t)
+                elif isinstance(t, EagerTensor) and trace is not None:
+                    t = trace.capture(t)
+            else:
+                # An array keeps its dtype (a mismatch is the spec's dtype error); a literal
+                # takes the arg's type.
+                want = None if isinstance(v, np.ndarray) and v.dtype.kind not in "OUS" else (
+                    arg.dtype if arg.dtype is not None else known.get(arg.type_attr) if arg.type_attr else None)
+                t = to_tensor(v, want, f"input '{arg.name}' of {opdef.name}", name or opdef.name)
+                if trace is not None:
+                    t = trace.capture(t)
+            flat.append(t)
+            specs.append(TensorSpec(t.dtype, t.shape))
+    return flat
+
+
+def to_tensor(value: Any, dtype: DType | None = None, what: str = "value", node: str | None = None) -> EagerTensor:
+    """``value`` (an array, Python number or nested list) as an EagerTensor on the current device."""
+    if isinstance(value, EagerTensor):
+        return value
+    arr = value if isinstance(value, np.ndarray) else np.asarray(value)
+    if arr.dtype.kind in "US" or (arr.dtype == object and dtype is None):
+        arr = np.array([x.encode() if isinstance(x, str) else x for x in arr.ravel().tolist()],
+                       dtype=object).reshape(arr.shape)
+        dt = dtypes.string
+    elif dtype is not None and dtype != dtypes.string:
+        dt = dtype
+        if arr.dtype != dtype.numpy:
+            if arr.dtype.kind == "f" and dtype.is_integer and not isinstance(value, np.ndarray) \
+                    and np.any(arr != np.round(arr)):
+                raise ShapeError(f"{what} must be {dtype.name}, got the non-integer value {value!r}", node=node)
+            if arr.dtype.kind == "c" and not dtype.is_complex:
+                raise ShapeError(f"{what} must be {dtype.name}, got a complex value", node=node)
+            arr = arr.astype(dtype.numpy)
+    else:
+        if not isinstance(value, np.ndarray):
+            # Python numbers default as in TensorFlow: floats to float32, ints to int32.
+            if arr.dtype == np.float64:
+                arr = arr.astype(np.float32)
+            elif arr.dtype == np.int64 and (arr.size == 0 or np.abs(arr).max() < 2**31):
+                arr = arr.astype(np.int32)
+        try:
+            dt = dtype_of(arr)
+        except TypeError as e:
+            raise ShapeError(f"{what}: cannot make a tensor of {value!r} ({e})", node=node) from None
+    return EagerTensor(arr, dt, eager_device().name)
+
+
+def _result(opdef: OpDef, outs: list):
+    outputs = opdef.outputs
+    if len(outputs) == 1 and not outputs[0].is_list:
+        return outs[0]
+    if not outs and not outputs:
+        return None
+    if len(outputs) == 1:
+        return list(outs)
+    grouped, i = [], 0
+    for arg in outputs:
+        if arg.is_list:
+            n = len(outs) - (len(outputs) - 1)  # only one list output per op in practice
+            grouped.append(list(outs[i:i + n]))
+            i += n
+        else:
+            grouped.append(outs[i])
+            i += 1
+    return tuple(grouped)
+
+
+# --- what the Tensor operators call ---------------------------------------------------------------
+
+
+def binary(op: str, x, y):
+    return function_for(op)(x, y)
+
+
+def truediv(x, y):
+    """``x / y`` as Python divides: integer tensors are divided as float64 (TensorFlow's rule)."""
+    def is_int(v):
+        dt = v.dtype if isinstance(v, Tensor) else (dtype_of(v) if isinstance(v, np.ndarray) else None)
+        return dt is not None and (dt.is_integer)
+
+    if is_int(x) or is_int(y):
+        x = call("Cast", x, DstT=dtypes.float64) if isinstance(x, Tensor) else np.asarray(x, np.float64)
+        y = call("Cast", y, DstT=dtypes.float64) if isinstance(y, Tensor) else np.asarray(y, np.float64)
+    return call("RealDiv", x, y)
+
+
+def matmul_any(x, y):
+    rank = [v.shape.rank if isinstance(v, Tensor) else np.ndim(v) for v in (x, y)]
+    if rank[0] == 2 and rank[1] == 2:
+        return call("MatMul", x, y)
+    return call("BatchMatMulV2", x, y)
+
+
+def getitem(x, key):
+    """``x[key]`` for ints, slices, ``...`` and ``None``, as one StridedSlice."""
+    if not isinstance(key, tuple):
+        key = (key,)
+    begin, end, strides = [], [], []
+    masks = {"begin_mask": 0, "end_mask": 0, "ellipsis_mask": 0, "new_axis_mask": 0, "shrink_axis_mask": 0}
+    for i, k in enumerate(key):
+        bit = 1 << i
+        if k is Ellipsis:
+            masks["ellipsis_mask"] |= bit
+            begin.append(0), end.append(0), strides.append(1)
+        elif k is None:
+            masks["new_axis_mask"] |= bit
+            begin.append(0), end.append(0), strides.append(1)
+        elif isinstance(k, slice):
+            step = 1 if k.step is None else int(k.step)
+            begin.append(0 if k.start is None else int(k.start))
+            end.append(0 if k.stop is None else int(k.stop))
+            strides.append(step)
+            if k.start is None:
+                masks["begin_mask"] |= bit
+            if k.stop is None:
+                masks["end_mask"] |= bit
+        elif isinstance(k, (int, np.integer)) or (isinstance(k, EagerTensor) and k.shape.rank == 0):
+            k = int(k)
+            begin.append(k), end.append(k + 1 if k != -1 else 0), strides.append(1)
+            masks["shrink_axis_mask"] |= bit
+            if k == -1:
+                masks["end_mask"] |= bit
+        else:
+            raise TypeError(f"tensor indices must be ints, slices, ... or None, got {type(k).__name__}")
+    as_i32 = lambda v: np.asarray(v, np.int32)  # noqa: E731
+    return call("StridedSlice", x, as_i32(begin), as_i32(end), as_i32(strides), **masks)
+
+
+
+
+def constant(value, dtype=None) -> Tensor:
+    """``sf.constant([[1., 2.]])``: an eager tensor (inside sf.function, a Const of the trace)."""
+    t = to_tensor(value, as_dtype(dtype) if dtype is not None else None, "constant")
+    return STATE.trace.capture(t) if STATE.trace is not None else t
+
+
+def convert_to_tensor(value, dtype=None) -> Tensor:
+    from specflow.api.variables import Variable
+
+    if isinstance(value, Variable):
+        return value.read_value()
+    if isinstance(value, Tensor):
+        if dtype is not None and value.dtype != as_dtype(dtype):
+            raise ShapeError(f"tensor of dtype {value.dtype.name} where {as_dtype(dtype).name} is expected")
+        return value
+    return constant(value, dtype)

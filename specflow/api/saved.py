@@ -1,0 +1,354 @@
+"""sf.load and sf.save: specs and SavedModels as Python modules, and modules as SavedModels.
+
+``sf.load("model.yaml")`` lowers the spec (with its training graph when it has a ``train:``
+section) into one Session, runs its initializer, and returns a :class:`LoadedModule`: the
+variables as sf.Variables sharing the Session's storage, ``signatures`` as callables
+(``m.signatures["serving_default"](images=x)``) and ``train_step`` (one optimizer step, as
+``specflow train`` runs it). ``sf.load(EXPORT_DIR)`` goes through ``export/loader.load_saved_model``.
+
+``sf.save(module, EXPORT_DIR, signatures=...)`` writes a SavedModel through
+``export/savedmodel.write_saved_model``: a loaded spec as ``specflow export`` would (training
+flag folded, graph pruned to the signatures), a Python ``sf.Module`` from the concrete functions
+given as signatures, one graph holding them all, each variable one VarHandleOp named by its
+attribute path.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from specflow.api.function import ConcreteFunction, Function
+from specflow.api.module import Module
+from specflow.api.op_functions import to_tensor
+from specflow.api.tensor import EagerTensor, Tensor
+from specflow.errors import ExportError
+from specflow.graph.graph_def import GraphDef, NodeDef, parse_input
+from specflow.ops.registry import TensorSpec
+from specflow.runtime import resources
+
+_CPU0 = "/job:localhost/replica:0/task:0/device:CPU:0"
+
+
+class SignatureFunction:
+    """A named function of a loaded model: keyword (or positional, in input order) tensors in,
+    a dict of output alias -> tensor out."""
+
+    def __init__(self, name: str, inputs: dict[str, tuple[str, TensorSpec]],
+                 outputs: dict[str, tuple[str, TensorSpec]], run, single: bool = False):
+        self.name = name
+        self.inputs = inputs
+        self.outputs = outputs
+        self._run = run
+        self._single = single and len(outputs) == 1  # a function call: its one output, not a dict
+
+    def __call__(self, *args, **kwargs) -> dict[str, EagerTensor]:
+        aliases = list(self.inputs)
+        if len(args) > len(aliases):
+            raise ExportError(f"signature '{self.name}' takes {len(aliases)} input(s) ({', '.join(aliases)}), "
+                              f"got {len(args)}")
+        feeds = dict(zip(aliases, args))
+        for k, v in kwargs.items():
+            if k in feeds:
+                raise ExportError(f"signature '{self.name}': input '{k}' given twice")
+            feeds[k] = v
+        feeds = {k: v.numpy() if isinstance(v, Tensor) else v for k, v in feeds.items()}
+        values = self._run(feeds)
+        out = {a: EagerTensor(v, self.outputs[a][1].dtype, _CPU0) for a, v in values.items()}
+        return next(iter(out.values())) if self._single else out
+
+    def __repr__(self) -> str:
+        ins = ", ".join(f"{a}: {s}" for a, (_, s) in self.inputs.items())
+        outs = ", ".join(f"{a}: {s}" for a, (_, s) in self.outputs.items())
+        return f"<signature {self.name}({ins}) -> {{{outs}}}>"
+
+
+def _checked_run(session, name: str, inputs: dict, outputs: dict, extra_feeds: dict):
+    def run(feeds: dict) -> dict:
+        unknown = [a for a in feeds if a not in inputs]
+        if unknown:
+            raise ExportError(f"signature '{name}' has no input '{unknown[0]}' (inputs: {', '.join(inputs)})")
+        missing = [a for a in inputs if a not in feeds]
+        if missing:
+            raise ExportError(f"signature '{name}' needs input(s) {', '.join(missing)} (inputs: {', '.join(inputs)})")
+        fed = {inputs[a][0]: v for a, v in feeds.items()}
+        fed.update(extra_feeds)
+        aliases = list(outputs)
+        values = session.run([outputs[a][0] for a in aliases], fed)
+        return dict(zip(aliases, values))
+
+    return run
+
+
+class LoadedModule(Module):
+    """What sf.load returns. ``signatures``: name -> SignatureFunction (also ``m.<signature>``);
+    ``functions``: each call of a spec function (``m.block1(x)``: the call node's subgraph with
+    the model's variables, its output or a dict of them); ``train_step`` (a spec with a
+    ``train:`` section): ``m.train_step(images=x, labels=y)`` runs one optimizer step and returns
+    the loss; ``close()`` releases the Session."""
+
+    def __init__(self, source: str, session, variables: dict, signatures: dict, spec=None, train_step=None,
+                 functions: dict | None = None):
+        super().__init__(Path(source).stem)
+        self._source = source
+        self._session = session
+        self._named = variables
+        self.signatures = signatures
+        self.functions = functions or {}
+        self._spec = spec
+        if train_step is not None:
+            self.train_step = train_step
+
+    def named_variables(self) -> dict:
+        return dict(self._named)
+
+    def __getattr__(self, name: str):
+        for table in ("signatures", "functions"):  # m.serving_default(images=x), m.block1(x)
+            fns = self.__dict__.get(table, {})
+            if name in fns:
+                return fns[name]
+        raise AttributeError(f"{type(self).__name__} has no attribute '{name}'")
+
+    def close(self) -> None:
+        if self._session is not None:
+            self._session.close()
+
+
+class TrainStep:
+    """One training step of a loaded spec: the optimizer's update on a batch, returning the loss."""
+
+    def __init__(self, session, graph, inputs: list[str]):
+        self._session = session
+        self._graph = graph
+        self.inputs = inputs
+
+    def __call__(self, batch: dict | None = None, **kwargs) -> EagerTensor:
+        feeds = dict(batch or {}, **kwargs)
+        missing = [i for i in self.inputs if i not in feeds]
+        unknown = [k for k in feeds if k not in self.inputs]
+        if missing or unknown:
+            raise ExportError(f"train_step takes the model inputs {', '.join(self.inputs)}; "
+                              + (f"missing {', '.join(missing)}" if missing else f"no input '{unknown[0]}'"))
+        fed = {k: v.numpy() if isinstance(v, Tensor) else v for k, v in feeds.items()}
+        if self._graph.training_flag:
+            fed[self._graph.training_flag] = True
+        loss = self._session.run(self._graph.loss, fed, targets=[self._graph.train_op])
+        return EagerTensor(loss, to_tensor(loss).dtype, _CPU0)
+
+
+def _find_variable(session, name: str) -> resources.Variable:
+    for d in session.devices:
+        for (_, n), res in d.resource_mgr.items():
+            if n == name and isinstance(res, resources.Variable):
+                return res
+    raise ExportError(f"variable '{name}' is not in the session (was it initialized?)")
+
+
+def _session(graph: GraphDef):
+    """A Session with the devices the graph's constraints name (``/cpu:1`` needs two CPUs)."""
+    from specflow.api.function import devices_needed
+    from specflow.runtime.session import Session, SessionConfig
+
+    return Session(graph, SessionConfig(devices=devices_needed(graph)))
+
+
+def load(path, overrides=None, tags=("serve",)) -> LoadedModule:
+    """A spec (``.yaml``) or a SavedModel directory as a module."""
+    p = Path(path)
+    if p.is_dir():
+        return _load_saved_model(p, tags)
+    return _load_spec(p, overrides)
+
+
+def _load_spec(path: Path, overrides) -> LoadedModule:
+    import specflow
+
+    spec = specflow.load_spec(path, overrides)
+    cfg = spec.train
+    graph = None
+    if cfg is not None:
+        from specflow.train.graph import build_training_graph
+
+        graph = build_training_graph(spec, cfg, None)
+        session = _session(graph.graph_def)
+        session.run([], targets=[graph.init_op])
+        infos = graph.variables
+    else:
+        session = _session(spec.graph_def)
+        session.run([], targets=[spec.lowered.init_op])
+        infos = spec.lowered.variables
+    from specflow.api.variables import Variable
+
+    variables = {v.name: Variable._adopt(_find_variable(session, v.name), v.name, v.trainable) for v in infos}
+    flag = spec.lowered.training_flag
+    sigs = {}
+    for name, sig in spec.signatures.items():
+        sigs[name] = SignatureFunction(name, dict(sig["inputs"]), dict(sig["outputs"]),
+                                       _checked_run(session, name, sig["inputs"], sig["outputs"],
+                                                    {flag: False} if flag else {}))
+    step = None
+    if graph is not None:
+        step = TrainStep(session, graph, list(cfg.data.feeds))
+    calls = _function_calls(spec, session, {flag: False} if flag else {})
+    return LoadedModule(str(path), session, variables, sigs, spec, step, calls)
+
+
+def _function_calls(spec, session, extra_feeds: dict) -> dict[str, SignatureFunction]:
+    """Each call node of a spec function whose inputs are named tensors, as a callable: the
+    function's inputs fed where the call reads them, its outputs fetched."""
+    from specflow.schema.models import CallNodeSpec
+
+    out = {}
+    for name, node in spec.model.nodes.items():
+        if not isinstance(node, CallNodeSpec):
+            continue
+        fn = spec.model.functions[node.call]
+        given = node.inputs
+        items = list(given.items()) if isinstance(given, dict) else list(zip(fn.inputs, given))
+        if any(not isinstance(ref, str) for _, ref in items):
+            continue  # an inline node as an input has no tensor of its own to feed
+        inputs = {arg: (spec.resolve(ref), spec.tensor_spec(spec.resolve(ref))) for arg, ref in items}
+        outputs = {}
+        for k, alias in enumerate(fn.outputs):
+            t = spec.resolve(f"{name}:{k}" if k else name)
+            outputs[alias] = (t, spec.tensor_spec(t))
+        out[name] = SignatureFunction(name, inputs, outputs, _checked_run(session, name, inputs, outputs,
+                                                                          extra_feeds), single=True)
+    return out
+
+
+def _load_saved_model(path: Path, tags) -> LoadedModule:
+    from specflow.api.variables import Variable
+    from specflow.export.loader import load_saved_model
+
+    model = load_saved_model(str(path), tags)
+    variables = {}
+    for d in model.session.devices:
+        for (_, name), res in d.resource_mgr.items():
+            if isinstance(res, resources.Variable) and res.value is not None:
+                variables[name] = Variable._adopt(res, name)
+    sigs = {}
+    for name, sig in model.signatures.items():
+        sigs[name] = SignatureFunction(name, dict(sig.inputs), dict(sig.outputs),
+                                       lambda feeds, name=name: model.run(name, feeds))
+    return LoadedModule(str(path), model.session, variables, sigs)
+
+
+# --- saving -------------------------------------------------------------------------------------------
+
+
+def save(module, export_dir, signatures=None, overwrite: bool = False) -> None:
+    """Write ``module`` as a SavedModel TensorFlow and ``specflow predict`` load."""
+    from specflow.export.savedmodel import write_saved_model
+
+    if isinstance(module, LoadedModule) and module._spec is not None and signatures is None:
+        model = _spec_serving_model(module)
+    else:
+        model = _python_serving_model(module, _concrete_signatures(module, signatures))
+    write_saved_model(model, export_dir, overwrite=overwrite)
+
+
+def _spec_serving_model(module: LoadedModule):
+    from specflow.export.serving import ServingModel, closure, fold_training_flag, select_signatures
+
+    spec = module._spec
+    sigs = select_signatures(spec, None)
+    graph = fold_training_flag(spec.graph_def, spec.lowered.training_flag, spec.tensor_spec)
+    tensors = [t for s in sigs.values() for t, _ in list(s.outputs.values()) + list(s.inputs.values())]
+    graph = closure(graph, tensors)
+    values = {}
+    for node in graph.nodes:
+        if node.op == "VarHandleOp":
+            name = node.attrs.get("shared_name") or node.name
+            values[name] = module._named[name].numpy()
+    return ServingModel(graph, sigs, values, checkpoint="")
+
+
+def _concrete_signatures(module, signatures) -> dict[str, ConcreteFunction]:
+    if signatures is None:
+        found = [getattr(module, k) for k in dir(type(module)) if isinstance(getattr(type(module), k, None), Function)]
+        found = [f for f in found if f.input_signature is not None]
+        if len(found) != 1:
+            raise ExportError("sf.save: give signatures= (a concrete function, an sf.function with an "
+                              "input_signature, or a dict name -> either)")
+        signatures = found[0]
+    if not isinstance(signatures, dict):
+        signatures = {"serving_default": signatures}
+    out = {}
+    for name, fn in signatures.items():
+        if isinstance(fn, Function):
+            if fn.input_signature is None:
+                raise ExportError(f"sf.save: signature '{name}' is an sf.function without an input_signature; "
+                                  "pass fn.get_concrete_function(...) instead")
+            fn = fn.get_concrete_function(*fn.input_signature)
+        if not isinstance(fn, ConcreteFunction):
+            raise ExportError(f"sf.save: signature '{name}' is a {type(fn).__name__}, not a function")
+        out[name] = fn
+    return out
+
+
+def _python_serving_model(module, concretes: dict[str, ConcreteFunction]):
+    """One graph holding every signature's concrete function (nodes prefixed by the signature
+    name), the variables shared, each a VarHandleOp named by its attribute path."""
+    from specflow.export.serving import ServingModel, SignatureIO
+
+    paths = {}
+    if isinstance(module, Module):
+        paths = {v._uid: p for p, v in module.named_variables().items()}
+    handles: dict[str, NodeDef] = {}  # variable path -> its VarHandleOp
+    values: dict[str, Any] = {}
+    nodes: list[NodeDef] = []
+    sigs = {}
+    for sig_name, cf in concretes.items():
+        prefix = f"{sig_name}/"
+        renamed: dict[str, str] = {}
+        for uid, (ref, node_name) in cf.variables.items():
+            var = ref()
+            if var is None:
+                raise ExportError(f"sf.save: signature '{sig_name}' uses variable '{uid}', which was deleted")
+            path = paths.get(uid) or uid
+            renamed[node_name] = path
+            if path not in handles:
+                handles[path] = NodeDef(path, "VarHandleOp", [], "", {"container": "", "shared_name": path,
+                                                                       "dtype": var.dtype, "shape": var.shape})
+                values[path] = var.numpy()
+        for node in cf.graph_def.nodes:
+            if node.op != "VarHandleOp":
+                renamed[node.name] = prefix + node.name
+        for node in cf.graph_def.nodes:
+            if node.op == "VarHandleOp":
+                continue
+            inputs = []
+            for i in node.inputs:
+                ctrl = i.startswith("^")
+                ref_ = parse_input(i)
+                new = renamed[ref_.node]
+                inputs.append(f"^{new}" if ctrl else (new if ref_.index == 0 else f"{new}:{ref_.index}"))
+            attrs = {k: v for k, v in node.attrs.items() if k != "_class"}
+            nodes.append(NodeDef(renamed[node.name], node.op, inputs, "", attrs, node.location))
+        ins = {}
+        for t, (dtype, shape) in zip(cf.inputs, cf.input_specs):
+            alias = parse_input(t).node
+            ins[alias] = (_rename(t, renamed), TensorSpec(dtype, shape))
+        outs = {}
+        aliases = _output_aliases(cf)
+        for alias, t, (dtype, shape) in zip(aliases, cf.outputs, cf.output_specs):
+            outs[alias] = (_rename(t, renamed), TensorSpec(dtype, shape))
+        if not outs:
+            raise ExportError(f"sf.save: signature '{sig_name}' returns no tensors")
+        sigs[sig_name] = SignatureIO(ins, outs)
+    graph = GraphDef(list(handles.values()) + nodes)
+    return ServingModel(graph, sigs, values, checkpoint="")
+
+
+def _rename(tensor: str, renamed: dict) -> str:
+    ref = parse_input(tensor)
+    return f"{renamed[ref.node]}:{ref.index}"
+
+
+def _output_aliases(cf: ConcreteFunction) -> list[str]:
+    """A dict of tensors keeps its keys as aliases; anything else is output_0, output_1, ..."""
+    s = cf._structure
+    if s is not None and s[0] is dict and all(sub is None for sub in s[2]) and len(s[1]) == len(cf.outputs):
+        return [str(k) for k in s[1]]
+    return [f"output_{i}" for i in range(len(cf.outputs))]

@@ -1,0 +1,216 @@
+"""sf.GradientTape: gradients with the ops' registered gradient functions, through
+``train/gradients.py`` (no second autodiff).
+
+Eagerly, the tape records the ops that touch watched tensors (trainable variables it reads are
+watched automatically; others through ``watch``). ``gradient`` replays the record as a graph
+(outside values as Consts, each variable read a Const standing for the variable), extends it
+with ``train/gradients.gradients`` and runs the gradient nodes' kernels on the recorded forward
+values, which are known, so nothing forward is recomputed. Inside ``sf.function`` the forward
+graph is the trace itself, and the gradient nodes join it.
+"""
+
+from __future__ import annotations
+
+from specflow.api.context import STATE
+from specflow.api.tensor import EagerTensor, GraphTensor, Tensor
+from specflow.errors import GraphError
+
+
+class GradientTape:
+    def __init__(self, persistent: bool = False, watch_accessed_variables: bool = True):
+        self.persistent = persistent
+        self.watch_accessed_variables = watch_accessed_variables
+        self._records: list[tuple] = []  # (op, attrs, inputs, outputs)
+        self._live: set[int] = set()  # ids of watched tensors and those computed from them
+        self._keep: list = []  # the tensors whose ids are in _live (so an id is not reused)
+        self._reads: dict[str, list[EagerTensor]] = {}  # variable uid -> its recorded reads
+        self._watched_vars: set[str] = set()
+        self._used = False
+        self._recording = False
+
+    def __enter__(self) -> GradientTape:
+        STATE.tapes.append(self)
+        self._recording = True
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._recording:
+            STATE.tapes.remove(self)
+            self._recording = False
+
+    def watch(self, x) -> None:
+        from specflow.api.variables import Variable
+
+        for v in x if isinstance(x, (list, tuple)) else [x]:
+            if isinstance(v, Variable):
+                self._watched_vars.add(v._uid)
+            elif isinstance(v, EagerTensor):
+                self._mark(v)
+            elif not isinstance(v, GraphTensor):
+                raise TypeError(f"GradientTape.watch takes tensors or variables, got {type(v).__name__}")
+
+    def _mark(self, t) -> None:
+        if id(t) not in self._live:
+            self._live.add(id(t))
+            self._keep.append(t)
+
+    # --- recording (called by eager.execute and Variable reads) -------------------------------------
+
+    def _record(self, op: str, attrs: dict, inputs: list, outputs: list) -> None:
+        live = self._live
+        for t in inputs:
+            if id(t) in live:
+                break
+        else:
+            return
+        self._records.append((op, attrs, list(inputs), outputs))
+        for t in outputs:
+            self._mark(t)
+
+    def _record_read(self, var, t: EagerTensor) -> None:
+        if (self.watch_accessed_variables and var.trainable) or var._uid in self._watched_vars:
+            self._reads.setdefault(var._uid, []).append(t)
+            self._mark(t)
+
+    # --- gradients ----------------------------------------------------------------------------------
+
+    def gradient(self, target, sources, output_gradients=None):
+        """d(sum of target)/d(source) for each source (a tensor or variable; nested lists keep their
+        structure); None where a source does not affect the target."""
+        from specflow.api.function import flatten, unflatten
+
+        if self._used and not self.persistent:
+            raise GraphError("a non-persistent GradientTape can compute gradients once; use "
+                             "GradientTape(persistent=True) to call gradient() again")
+        self._used = True
+        flat, structure = flatten(sources)
+        targets, _ = flatten(target)
+        seeds = None if output_gradients is None else flatten(output_gradients)[0]
+        if any(isinstance(t, GraphTensor) for t in targets):
+            grads = self._graph_gradient(targets, flat, seeds)
+        else:
+            grads = self._eager_gradient(targets, flat, seeds)
+        if not self.persistent:
+            self._records, self._keep, self._live, self._reads = [], [], set(), {}
+        return unflatten(structure, grads)
+
+    def _graph_gradient(self, targets, sources, seeds) -> list:
+        from specflow.api.variables import Variable
+        from specflow.train.gradients import gradients
+
+        trace = targets[0].trace
+        xs = []
+        for s in sources:
+            if isinstance(s, Variable):
+                xs.append(trace.variable_handle(s).name)
+            elif isinstance(s, GraphTensor):
+                xs.append(s.name)
+            else:
+                raise GraphError(f"gradient sources inside sf.function must be variables or tensors of the trace, "
+                                 f"got {type(s).__name__}")
+        grad_ys = None
+        if seeds is not None:
+            grad_ys = [trace.capture(g).name if isinstance(g, EagerTensor) else g.name for g in seeds]
+        names = gradients(trace.builder, [t.name for t in targets], xs, grad_ys=grad_ys)
+        return [None if n is None else trace._tensor(n) for n in names]
+
+    def _eager_gradient(self, targets, sources, seeds) -> list:
+        from specflow.api.variables import Variable
+        from specflow.graph.builder import GraphBuilder
+        from specflow.train.gradients import gradients
+
+        b = GraphBuilder()
+        names: dict[int, str] = {}
+        values: dict[str, object] = {}
+
+        def name_of(t) -> str:
+            n = names.get(id(t))
+            if n is None:
+                if not isinstance(t, EagerTensor):
+                    raise GraphError(f"cannot differentiate through a {type(t).__name__}")
+                node = b.add_op("Const", [], {"value": t.numpy(), "dtype": t.dtype}, name=b.unique_name("c"),
+                                exact_name=True)
+                n = names[id(t)] = node.name
+                values[n] = t.value
+            return n
+
+        xs: list[str] = []
+        spans: list[tuple[int, int]] = []  # per source: its slice of xs (a variable: one per read)
+        for s in sources:
+            lo = len(xs)
+            if isinstance(s, Variable):
+                xs.extend(name_of(r) for r in self._reads.get(s._uid, ()))
+            elif isinstance(s, Tensor):
+                xs.append(name_of(s))
+            else:
+                raise TypeError(f"gradient sources must be tensors or variables, got {type(s).__name__}")
+            spans.append((lo, len(xs)))
+        for op, attrs, inputs, outputs in self._records:
+            ins = [name_of(t) for t in inputs]
+            node = b.add_op(op, ins, dict(attrs), name=b.unique_name(op), exact_name=True)
+            for k, t in enumerate(outputs):
+                n = node.name if k == 0 else f"{node.name}:{k}"
+                names[id(t)] = n
+                values[n] = t.value
+        ys = [names.get(id(t)) for t in targets]
+        grad_ys = None
+        if seeds is not None:
+            grad_ys = [name_of(_as_eager(g)) for g, y in zip(seeds, ys) if y is not None]
+        connected = [y for y in ys if y is not None]
+        if not connected or not xs:
+            return [None] * len(sources)
+        first_new = len(b.graph_def.nodes)
+        grads = gradients(b, connected, xs, grad_ys=grad_ys)
+        _run_nodes(b.graph_def.nodes[first_new:], values)
+        out = []
+        for lo, hi in spans:
+            parts = [values[_canon(g)] for g in grads[lo:hi] if g is not None]
+            if not parts:
+                out.append(None)
+                continue
+            total = parts[0]
+            for p in parts[1:]:
+                total = total + p
+            out.append(EagerTensor(total, _dtype(total), "/job:localhost/replica:0/task:0/device:CPU:0"))
+        return out
+
+
+def _canon(name: str) -> str:
+    return name[:-2] if name.endswith(":0") else name
+
+
+def _dtype(array):
+    from specflow.api.context import dtype_of
+
+    return dtype_of(array)
+
+
+def _as_eager(g) -> EagerTensor:
+    from specflow.api.op_functions import to_tensor
+
+    return to_tensor(g)
+
+
+def _run_nodes(nodes: list, values: dict) -> None:
+    """Run ``nodes`` (in graph order) through their eager kernels, reading and filling ``values``
+    (tensor name -> array)."""
+    from specflow.api import eager
+    from specflow.api.context import dtype_of
+    from specflow.ops.registry import get_op
+
+    saved, STATE.tapes = STATE.tapes, []  # gradient ops are not themselves recorded
+    try:
+        for node in nodes:
+            if node.op == "Const":
+                values[node.name] = node.attrs["value"]
+                continue
+            ins = []
+            for inp in node.data_inputs:
+                v = values[_canon(inp)]
+                ins.append(EagerTensor(v, dtype_of(v), "/job:localhost/replica:0/task:0/device:CPU:0"))
+            attrs = {k: v for k, v in node.attrs.items() if not k.startswith("_")}
+            outs = eager.execute(get_op(node.op), ins, attrs)
+            for k, t in enumerate(outs):
+                values[node.name if k == 0 else f"{node.name}:{k}"] = t.value
+    finally:
+        STATE.tapes = saved

@@ -1,0 +1,171 @@
+"""sf.Variable: a Python object owning a mutable tensor; no global collections.
+
+The value lives in a runtime variable (``runtime/resources.Variable``), the object the state
+ops' kernels read and update: eagerly through the variable's device's eager resource manager,
+inside a traced function through the function's Session, where the same runtime variable is
+registered, so a function reads and updates the Python object's value by reference. When the
+sf.Variable is collected, its runtime variable leaves every manager it was registered in.
+"""
+
+from __future__ import annotations
+
+import itertools
+import weakref
+from typing import Any
+
+import numpy as np
+
+from specflow.api.context import STATE, eager_device
+from specflow.api.tensor import EagerTensor, GraphTensor, Tensor
+from specflow.errors import GraphError
+from specflow.graph import dtypes
+from specflow.graph.dtypes import as_dtype
+from specflow.graph.shapes import Shape, as_shape
+from specflow.runtime import resources
+
+CONTAINER = "sf"
+_IDS = itertools.count(1)
+
+
+def _release(managers: list, uid: str) -> None:
+    for mgr in managers:
+        mgr.delete(CONTAINER, uid)
+
+
+class Variable(Tensor):
+    """``sf.Variable(initial_value, trainable=True, name=None, dtype=None, shape=None)``.
+
+    Used where a tensor is expected it reads its current value. ``assign``, ``assign_add`` and
+    ``assign_sub`` update it (through the registered AssignVariableOp kernels); ``name`` is its
+    checkpoint name (sf.Module renames it by attribute path when it has none).
+    """
+
+    def __init__(self, initial_value: Any, trainable: bool = True, name: str | None = None,
+                 dtype: Any = None, shape: Any = None):
+        from specflow.api.op_functions import to_tensor
+
+        trace = STATE.trace
+        if trace is not None:
+            trace.variable_created(self, name)  # the first-trace-only rule
+        if callable(initial_value):
+            initial_value = initial_value()
+        if isinstance(initial_value, Variable):
+            initial_value = initial_value.numpy()
+        if isinstance(initial_value, GraphTensor):
+            value = initial_value.trace.constant_value(initial_value)
+            if value is None:
+                raise GraphError(f"variable '{name or 'Variable'}': its initial value '{initial_value.name}' "
+                                 "depends on the function's inputs; give a value computable at trace time")
+            initial_value = value
+        t = to_tensor(initial_value, as_dtype(dtype) if dtype is not None else None, "initial_value")
+        self.dtype = t.dtype
+        self._shape = as_shape(shape) if shape is not None else t.shape
+        if not self._shape.is_compatible_with(t.shape):
+            raise GraphError(f"variable '{name}': initial value of shape {t.shape} does not fit shape {self._shape}")
+        self.trainable = bool(trainable) and (self.dtype.is_floating or self.dtype.is_complex)
+        self.name = name or "Variable"
+        dev = eager_device()
+        var = resources.Variable(self.name, self.dtype, self._shape)
+        value = t.value
+        var.value = value.copy() if isinstance(value, np.ndarray) else dev.xp.array(value, copy=True)
+        self._attach(var, dev)
+
+    @classmethod
+    def _adopt(cls, var: resources.Variable, name: str, trainable: bool = True) -> Variable:
+        """An sf.Variable over an existing runtime variable (one a Session holds: a loaded spec's
+        or SavedModel's), sharing its storage: updates on either side are seen by the other."""
+        self = cls.__new__(cls)
+        self.dtype = var.dtype
+        self._shape = var.shape
+        self.trainable = bool(trainable) and (self.dtype.is_floating or self.dtype.is_complex)
+        self.name = name
+        self._attach(var, eager_device())
+        return self
+
+    def _attach(self, var: resources.Variable, dev) -> None:
+        self.device = dev.name
+        self._uid = f"{self.name.replace('/', '_')}_{next(_IDS)}"
+        self._var = var
+        self._managers = [dev.resources]
+        dev.resources.lookup_or_create(CONTAINER, self._uid, lambda: var)
+        self._handle = EagerTensor(resources.ResourceHandle(dev.name, CONTAINER, self._uid, self.dtype, self._shape),
+                                   dtypes.resource, dev.name)
+        weakref.finalize(self, _release, self._managers, self._uid)
+
+    # --- registration in sessions (traced functions) --------------------------------------------
+
+    def _register(self, mgr) -> None:
+        """Make this variable's storage the one ``mgr`` hands out under its uid."""
+        mgr.lookup_or_create(CONTAINER, self._uid, lambda: self._var)
+        if mgr not in self._managers:
+            self._managers.append(mgr)
+
+    # --- reading ---------------------------------------------------------------------------------
+
+    @property
+    def shape(self) -> Shape:
+        return self._shape
+
+    def _handle_tensor(self, trace=None):
+        return self._handle if trace is None else trace.variable_handle(self)
+
+    def _read(self, trace=None):
+        if trace is None:
+            trace = STATE.trace
+        if trace is not None:
+            from specflow.api.op_functions import call
+
+            return call("ReadVariableOp", trace.variable_handle(self), dtype=self.dtype)
+        value = self._var.value  # a read hands out the stored array (updates never change it)
+        if value is None:
+            raise GraphError(f"variable '{self.name}' has no value")
+        t = EagerTensor(value, self.dtype, self.device)
+        if STATE.tapes:
+            for tape in STATE.tapes:
+                tape._record_read(self, t)
+        return t
+
+    def read_value(self):
+        return self._read()
+
+    def value(self):
+        return self._read()
+
+    def numpy(self) -> np.ndarray:
+        value = self._var.value
+        return np.array(value if isinstance(value, np.ndarray) else value.get())
+
+    def __array__(self, dtype=None, copy=None):
+        a = self.numpy()
+        return a if dtype is None else a.astype(dtype, copy=False)
+
+    # --- updating --------------------------------------------------------------------------------
+
+    def assign(self, value, read_value: bool = False):
+        return self._update("AssignVariableOp", value, read_value)
+
+    def assign_add(self, delta, read_value: bool = False):
+        return self._update("AssignAddVariableOp", delta, read_value)
+
+    def assign_sub(self, delta, read_value: bool = False):
+        return self._update("AssignSubVariableOp", delta, read_value)
+
+    def _update(self, op: str, value, read_value: bool):
+        from specflow.api.op_functions import call
+
+        call(op, self, value, dtype=self.dtype)
+        return self._read() if read_value else self
+
+    def __repr__(self) -> str:
+        value = getattr(getattr(self, "_var", None), "value", None)
+        shown = "<no value>" if value is None else repr(self.numpy())
+        return f"<sf.Variable '{self.name}' shape={self._shape} dtype={self.dtype.name}, numpy={shown}>"
+
+    def __bool__(self) -> bool:
+        return bool(self.numpy())
+
+    def __float__(self) -> float:
+        return float(self.numpy())
+
+    def __len__(self) -> int:
+        return len(self.numpy())
