@@ -5,8 +5,10 @@ Exit codes: 0 ok, 1 a spec or user error (one line per problem on stderr), 2 usa
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -292,6 +294,30 @@ def _quiet_numeric_warnings() -> None:
     warnings.simplefilter("ignore", RuntimeWarning)
 
 
+@contextlib.contextmanager
+def _stop_on_signals(stop: Callable[[], None]):
+    """SIGINT (Ctrl-C) and SIGTERM (docker stop, Kubernetes, Ray) alike: the first calls ``stop``
+    (the trainer finishes its step and saves); a second exits at once, with no save (saves are
+    atomic: the last complete checkpoint stays readable, and the kernel drops the logdir lock)."""
+    import signal
+
+    seen: list[int] = []
+
+    def handler(signum, _frame):
+        if seen:
+            os.write(2, f"{signal.Signals(signum).name} again: exiting without saving\n".encode())
+            os._exit(128 + signum)
+        seen.append(signum)
+        stop()
+
+    previous = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for s, h in previous.items():
+            signal.signal(s, h)
+
+
 def _default_logdir(spec: Path) -> Path:
     return Path("runs") / spec.stem
 
@@ -307,9 +333,8 @@ def train(
     devices: str | None = DevicesOpt,
     set_: list[str] | None = SetOpt,
 ):
-    """Train a model: progress bar, checkpoints, TensorBoard summaries, evaluation; Ctrl-C saves."""
-    import signal
-
+    """Train a model: progress bar, checkpoints, TensorBoard summaries, evaluation; Ctrl-C or
+    SIGTERM saves a final checkpoint (a second signal exits at once)."""
     from specflow.train.loop import Trainer, TrainOptions
     from specflow.views.train_view import ProgressListener, result_table
 
@@ -318,11 +343,8 @@ def train(
     _quiet_numeric_warnings()
     with ProgressListener(out) as listener:
         trainer = Trainer(s, TrainOptions(logdir=logdir, steps=steps, resume=resume, devices=devices), listener)
-        previous = signal.signal(signal.SIGINT, lambda *_: trainer.request_stop())
-        try:
+        with _stop_on_signals(trainer.request_stop):
             result = trainer.run()
-        finally:
-            signal.signal(signal.SIGINT, previous)
     out.print(result_table(result, logdir))
 
 

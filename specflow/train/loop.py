@@ -23,6 +23,7 @@ from specflow.train import state
 from specflow.train.coordinator import Coordinator
 from specflow.train.evaluate import eval_metrics, evaluate, load_split
 from specflow.train.graph import TrainingGraph, build_training_graph
+from specflow.train.logdir_lock import LogdirLock
 
 
 class Listener:
@@ -146,6 +147,11 @@ class Trainer:
     # --- the loop -------------------------------------------------------------------------------
 
     def run(self) -> TrainResult:
+        """Train, holding the logdir's lock for the whole run (a second trainer is refused)."""
+        with LogdirLock(self.logdir):
+            return self._run()
+
+    def _run(self) -> TrainResult:
         self._setup()
         self.last_checkpoint = self.checkpoints.latest()
         start_step = self.step
