@@ -93,6 +93,11 @@ class CancelledError(RuntimeFailure):
     closed with ``cancel_pending_enqueues`` (TensorFlow's Cancelled status)."""
 
 
+class StepAborted(RuntimeFailure):
+    """A step stopped from outside while it ran: Ctrl-C, its timeout, or ``Session.abort`` (a
+    failure elsewhere). Every executor of the step sees it before its next kernel."""
+
+
 class CheckpointError(SpecflowError):
     """A checkpoint or tensor bundle is missing, truncated or corrupt (the location names the file)."""
 
