@@ -338,6 +338,8 @@ def _check_attr(opdef: OpDef, adef: AttrDef, value: Any, node: str | None) -> An
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
                 raise bad("an integer")
             value = int(value)
+            if not -(1 << 63) <= value < 1 << 63:  # TF's attr ints are int64
+                raise bad(f"an int64 ({value} is out of range)")
         elif t == "float":
             if isinstance(value, bool) or not isinstance(value, (int, float, np.number)):
                 raise bad("a number")
