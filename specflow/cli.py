@@ -231,7 +231,6 @@ def run(
     set_: list[str] | None = SetOpt,
 ):
     """Run one step: initialize the variables, feed the inputs and print or save the fetches."""
-    import numpy as np
 
     from specflow.runtime.session import Session, SessionConfig
     from specflow.runtime.step_stats import StepStats
@@ -247,10 +246,12 @@ def run(
         reads = {v.name: v.read for v in s.variables}
         values = sess.run([reads.get(f, f) for f in fetch], feeds, options={"trace": True} if trace else None, run_metadata=stats)
     if trace:
-        stats.write_chrome_trace(str(trace))
+        from specflow.io.atomic_write import write_atomically
+
+        write_atomically(trace, lambda f: f.write(json.dumps(stats.to_chrome_trace()).encode()))
         out.print(f"wrote trace of {len(stats)} node executions to {trace}")
     if output:
-        np.savez(output, **{name: v for name, v in zip(fetch, values)})
+        _save_npz(output, dict(zip(fetch, values)))
         out.print(f"wrote {len(values)} value(s) to {output}")
         return
     from specflow.views.values_view import values_renderable
@@ -258,8 +259,18 @@ def run(
     out.print(values_renderable(list(fetch), values))
 
 
-def _read_feed(text: str, option: str = "--feed"):
+def _save_npz(output: Path, arrays: dict) -> None:
+    """``np.savez``'s file (``.npz`` added when missing), written whole or not at all."""
     import numpy as np
+
+    from specflow.io.atomic_write import write_atomically
+
+    target = output if output.suffix == ".npz" else output.with_name(output.name + ".npz")
+    write_atomically(target, lambda f: np.savez(f, **arrays))
+
+
+def _read_feed(text: str, option: str = "--feed"):
+    from specflow.io.npy import NpyError, load_array_file
 
     name, sep, path = text.partition("=")
     if not sep or not name or not path:
@@ -268,13 +279,13 @@ def _read_feed(text: str, option: str = "--feed"):
     if not p.exists():
         raise UserError(f"{option} {name}: {path}: no such file")
     try:
-        value = np.load(p, allow_pickle=False)
-    except (ValueError, OSError, EOFError) as e:
+        value = load_array_file(p)  # the header is checked before anything is allocated
+    except NpyError as e:
         raise UserError(f"{option} {name}: {path}: not a readable .npy file ({e})") from None
-    if hasattr(value, "files"):  # an .npz archive: take its only array
-        if len(value.files) != 1:
-            raise UserError(f"{option} {name}: {path} holds {len(value.files)} arrays; give an .npy file")
-        value = value[value.files[0]]
+    if isinstance(value, dict):  # an .npz archive: take its only array
+        if len(value) != 1:
+            raise UserError(f"{option} {name}: {path} holds {len(value)} arrays; give an .npy file")
+        value = next(iter(value.values()))
     return name, value
 
 
@@ -407,7 +418,6 @@ def predict(
     fmt: str = typer.Option("table", "--format", "-f", help="table or json."),
 ):
     """Run a SavedModel's signature on inputs read from .npy files."""
-    import numpy as np
 
     from specflow.export.loader import load_saved_model
 
@@ -422,7 +432,7 @@ def predict(
     with load_saved_model(str(export_dir)) as model:
         outputs = model.run(signature, feeds)
     if output:
-        np.savez(output, **outputs)
+        _save_npz(output, outputs)
         out.print(f"wrote {len(outputs)} output(s) to {output}")
         return
     if fmt == "json":
@@ -463,7 +473,9 @@ def schema(output: Path | None = typer.Option(None, "--out", "-o", help="Write t
     if output is None:
         print(text)
     else:
-        output.write_text(text + "\n")
+        from specflow.io.atomic_write import write_atomically
+
+        write_atomically(output, lambda f: f.write((text + "\n").encode()))
         out.print(f"wrote {output}")
 
 

@@ -127,7 +127,15 @@ class CheckpointManager:
     # -- save / restore -----------------------------------------------------------------------
 
     def save(self, tensors: Mapping[str, np.ndarray], step: int) -> str:
-        """Write ``tensors`` as checkpoint ``step``; returns its prefix."""
+        """Write ``tensors`` as checkpoint ``step``; returns its prefix. A write failure (a full
+        disk) is a CheckpointError and leaves the previous checkpoints and state as they were."""
+        try:
+            return self._save(tensors, step)
+        except OSError as e:
+            raise CheckpointError(f"cannot write checkpoint {step}: {e.strerror or e}",
+                                  location=Location(self.directory)) from None
+
+    def _save(self, tensors: Mapping[str, np.ndarray], step: int) -> str:
         os.makedirs(self.directory, exist_ok=True)
         self._remove_leftovers()
         path = self._prefix_for_step(step)
@@ -203,8 +211,12 @@ class CheckpointManager:
         if kept:
             state.model_checkpoint_path = kept[-1][0]
         tmp = os.path.join(self.directory, _STATE_TEMP + secrets.token_hex(8))
-        write_synced(tmp, [text_format.MessageToString(state).encode("utf-8")])
-        os.replace(tmp, self._state_path())
+        try:
+            write_synced(tmp, [text_format.MessageToString(state).encode("utf-8")])
+            os.replace(tmp, self._state_path())
+        except OSError:
+            _remove(tmp)
+            raise
         fsync_dir(self.directory)
 
     def _delete(self, name: str) -> None:
