@@ -1,6 +1,7 @@
 """Write failures (issue 15, item 9), for real: the CLI runs under a file-size limit
 (RLIMIT_FSIZE, with SIGXFSZ ignored, so a write past it fails with EFBIG as on a full disk).
-Each command fails with one error line and leaves no truncated output behind."""
+Each command fails with one error line and leaves no truncated output behind (export: in
+tests/export/test_export_safety.py)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,6 @@ import sys
 
 import numpy as np
 
-from tests.export.conftest import MODELS_DIR, trained  # noqa: F401  (the fixture)
 from tests.train.test_loop import DROPOUT_SPEC
 
 LIMIT = 64 * 1024  # bytes: more than a spec, less than the outputs below
@@ -53,12 +53,3 @@ def test_training_into_a_full_disk_is_one_line_and_leaves_no_torn_checkpoint(tmp
     assert "cannot write checkpoint 10: File too large" in err
     left = os.listdir(tmp_path / "run")
     assert not [n for n in left if "model.ckpt" in n or "tmp" in n or "tempstate" in n], left
-
-
-def test_export_into_a_full_disk_is_one_line_and_leaves_nothing(trained, tmp_path):
-    _, logdir = trained("digits_mlp")
-    err = _one_error(_cli("export", MODELS_DIR / "digits_mlp.yaml", "--logdir", logdir, "--out",
-                          tmp_path / "export", limit=4096))
-    assert "cannot write the export: File too large" in err
-    assert os.listdir(tmp_path) == []
-

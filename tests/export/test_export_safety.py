@@ -18,6 +18,7 @@ from specflow.export import savedmodel
 from specflow.export.exporter import export_model
 from specflow.export.target_dir import Held
 from specflow.io.checkpoint import CheckpointManager
+from tests.cli.test_write_failures import _cli, _one_error
 from tests.export.conftest import MODELS_DIR
 
 
@@ -137,3 +138,12 @@ def test_kill_9_loop_during_export(trained, tmp_path):
     done = subprocess.run(args, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert sorted(os.listdir(tmp_path)) == ["export"]
+
+
+def test_export_into_a_full_disk_is_one_line_and_leaves_nothing(trained, tmp_path):
+    _, logdir = trained("digits_mlp")
+    err = _one_error(_cli("export", MODELS_DIR / "digits_mlp.yaml", "--logdir", logdir, "--out",
+                          tmp_path / "export", limit=4096))
+    assert "cannot write the export: File too large" in err
+    assert os.listdir(tmp_path) == []
+
