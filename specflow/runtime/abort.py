@@ -11,12 +11,13 @@ within one kernel's time: an infinite ``while`` stops after its current iteratio
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable
 
 from specflow.errors import StepAborted
 
-# How long an interrupted step may take to wind down (its running kernels finish) before
-# KeyboardInterrupt goes on up anyway.
+# How long an aborted step may take to wind down (its running kernels finish) before the
+# caller gets the error (KeyboardInterrupt, the timeout) anyway.
 INTERRUPT_GRACE_S = 1.0
 
 
@@ -27,12 +28,20 @@ def interrupt_error() -> StepAborted:
     return error
 
 
-def interrupted(rendezvous, handles: Iterable) -> None:
-    """Ctrl-C while the caller waited for ``handles``: abort the step, give its executors up to
-    INTERRUPT_GRACE_S to stop, then raise KeyboardInterrupt."""
-    rendezvous.abort(interrupt_error())
+def wind_down(handles: Iterable) -> None:
+    """After an abort: give the step's executors up to INTERRUPT_GRACE_S (in all) to stop, so
+    the caller hears of the abort after the step's kernels ended (a kernel that runs longer
+    finishes in the background)."""
+    deadline = time.monotonic() + INTERRUPT_GRACE_S
     for h in handles:
-        h.wait(INTERRUPT_GRACE_S)
+        h.wait(max(0.0, deadline - time.monotonic()))
+
+
+def interrupted(rendezvous, handles: Iterable) -> None:
+    """Ctrl-C while the caller waited for ``handles``: abort the step, let it wind down, then
+    raise KeyboardInterrupt."""
+    rendezvous.abort(interrupt_error())
+    wind_down(handles)
     raise KeyboardInterrupt
 
 

@@ -30,7 +30,7 @@ from specflow.graph.graph_def import GraphDef, NodeDef, canonical_tensor, parse_
 from specflow.graph.shapes import Shape
 from specflow.graph.topo import LOOP_BACK_EDGES, topological_order
 from specflow.ops.registry import TensorSpec, get_op, output_dtypes
-from specflow.runtime.abort import interrupted, raise_step_error
+from specflow.runtime.abort import interrupted, raise_step_error, wind_down
 from specflow.runtime.devices import Device, local_devices
 from specflow.runtime.executor import CallFrame, Executor
 from specflow.runtime.executor_types import FINISHED, UNSET
@@ -324,6 +324,7 @@ class Session:
                     # Pending receives fail now, every executor stops before its next kernel; a
                     # kernel already running finishes in the background.
                     rendezvous.abort(StepAborted(f"step timed out after {timeout_s}s"))
+                    wind_down(handles)
                     raise rendezvous.error
         except KeyboardInterrupt:
             interrupted(rendezvous, handles)

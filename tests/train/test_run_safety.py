@@ -49,29 +49,14 @@ def test_concurrent_trainers_then_sigterm_saves_and_frees_the_logdir(tmp_path):
                              "--resume"], capture_output=True, text=True, timeout=60)
     assert second.returncode == 1
     assert f"in use by pid {first.pid}" in second.stderr and "Traceback" not in second.stderr
-    first.send_signal(signal.SIGTERM)
+    first.send_signal(signal.SIGTERM)  # saves a final checkpoint at the step it stopped on
     out, err = first.communicate(timeout=60)
     assert first.returncode == 0, err
-    assert "interrupt" in out
-    step = _latest_step(logdir)
-    assert step >= 25
-    done = subprocess.run([sys.executable, "-m", "specflow.cli", "train", str(spec), "--logdir", str(logdir),
-                           "--resume", "--steps", str(step + 3)], capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
-    assert _latest_step(logdir) == step + 3
-
-
-def test_sigterm_saves_a_final_checkpoint_at_the_step_it_stopped(tmp_path):
-    """Checkpoints every 25 steps; the final one lands wherever SIGTERM stopped the run."""
-    spec, logdir = _long_spec(tmp_path), tmp_path / "run"
-    proc = _cli("train", str(spec), "--logdir", str(logdir))
-    _wait_for(logdir / "checkpoint", proc)
-    time.sleep(0.3)
-    proc.send_signal(signal.SIGTERM)
-    out, err = proc.communicate(timeout=60)
-    assert proc.returncode == 0, err
     stopped = int(re.search(r"steps\s+│?\s*0 → (\d+) \(interrupt\)", out).group(1))
-    assert _latest_step(logdir) == stopped
+    step = _latest_step(logdir)
+    assert step == stopped and step >= 25
+    with LogdirLock(logdir):  # the lock went with the process (the kill -9 loop below trains again)
+        pass
 
 
 _STUCK = textwrap.dedent(
@@ -104,7 +89,7 @@ def test_kill_9_loop_during_training(tmp_path):
     restores, and the kernel always releases the lock (the next round trains)."""
     spec, logdir = _long_spec(tmp_path), tmp_path / "run"
     last = 0
-    for delay in (0.0, 0.15, 0.4):
+    for delay in (0.0, 0.3):
         args = ["train", str(spec), "--logdir", str(logdir)] + (["--resume"] if last else [])
         proc = _cli(*args)
         if last:
