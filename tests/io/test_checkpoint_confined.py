@@ -73,3 +73,22 @@ def test_the_state_files_own_checkpoints_inside_are_still_managed(tmp_path):
     manager.save({"a": np.full(1, 3, np.float32)}, 3)
     assert not os.path.exists(tmp_path / "model.ckpt-1.index")
     assert os.path.exists(tmp_path / "model.ckpt-2.index")
+
+
+def test_train_resume_with_a_crafted_state_file_deletes_nothing_outside(tmp_path):
+    """The issue's exploit end to end: `train --resume` on a logdir whose state file lists
+    files elsewhere used to garbage-collect them as old checkpoints."""
+    from specflow.schema.loader import load_spec_text
+    from specflow.train.loop import Trainer, TrainOptions
+    from tests.train.test_loop import DROPOUT_SPEC
+
+    spec = load_spec_text(DROPOUT_SPEC, str(tmp_path / "m.yaml"))
+    logdir, outside = tmp_path / "run", tmp_path / "outside"
+    Trainer(spec, TrainOptions(logdir=logdir, steps=10)).run()
+    before = _victims(outside)
+    state = (logdir / "checkpoint").read_text()
+    crafted = "".join(f'all_model_checkpoint_paths: "{outside}/precious"\n' for _ in range(5))
+    (logdir / "checkpoint").write_text(crafted + state)
+    with pytest.raises(CheckpointError, match="outside"):
+        Trainer(spec, TrainOptions(logdir=logdir, steps=40, resume=True)).run()
+    assert sorted(os.listdir(outside)) == before
