@@ -35,6 +35,7 @@ from specflow.export.target_dir import Held, check_overwritable, clean_leftovers
 from specflow.graph import dtypes
 from specflow.graph.builder import GraphBuilder
 from specflow.graph.graph_def import GraphDef
+from specflow.graph.names import check_node_name
 from specflow.io.extra_protos import SavedModel
 from specflow.io.tensor_bundle import fsync_dir, usual_mode, write_bundle, write_synced
 from specflow.io.tf_graph import shape_to_proto, to_tf_graph_def
@@ -128,6 +129,8 @@ def meta_graph(model: ServingModel) -> meta_graph_pb2.MetaGraphDef:
     if handles:
         mg.saver_def.CopyFrom(add_saver(b, handles))
     graph = b.graph_def
+    for node in graph.nodes:  # TensorFlow (and our loader) refuse other names: say so before writing
+        check_node_name(node.name, f"cannot export node {node.name!r} under that name: ")
     graph.versions = {**graph.versions, "producer": TF_GRAPH_DEF_VERSION}
     mg.graph_def.CopyFrom(to_tf_graph_def(graph))
     for name, sig in model.signatures.items():

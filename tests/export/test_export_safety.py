@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import errno
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -13,7 +14,7 @@ import time
 
 import pytest
 
-from specflow.errors import ExportError
+from specflow.errors import ExportError, SpecflowError
 from specflow.export import savedmodel
 from specflow.export.exporter import export_model
 from specflow.export.target_dir import Held
@@ -147,3 +148,19 @@ def test_export_into_a_full_disk_is_one_line_and_leaves_nothing(trained, tmp_pat
     assert "cannot write the export: File too large" in err
     assert os.listdir(tmp_path) == []
 
+
+
+def test_a_node_name_tensorflow_refuses_is_named_before_anything_is_written(tmp_path):
+    """Spec names may start with '_'; TensorFlow's node names (and our loader) may not."""
+    from specflow.schema.loader import load_spec
+    from specflow.train.loop import Trainer, TrainOptions
+
+    text = (MODELS_DIR / "linear_regression.yaml").read_text().replace("xw", "_xw").replace("steps: 500", "steps: 1")
+    for name in ("linear_regression_x.npy", "linear_regression_y.npy"):
+        shutil.copy(MODELS_DIR / name, tmp_path / name)
+    (tmp_path / "m.yaml").write_text(text)
+    spec = load_spec(tmp_path / "m.yaml")
+    Trainer(spec, TrainOptions(logdir=tmp_path / "run")).run()
+    with pytest.raises(SpecflowError, match="cannot export node '_xw' under that name: invalid node name '_xw'"):
+        export_model(spec, tmp_path / "run", tmp_path / "export")
+    assert not [n for n in os.listdir(tmp_path) if "export" in n]
