@@ -112,8 +112,9 @@ class CheckpointManager:
         root = os.path.realpath(self.directory)
         resolved = os.path.realpath(self._abs(path))
         if not path or os.path.commonpath([root, resolved]) != root or resolved == root:
-            raise CheckpointError(f"the checkpoint state lists {path!r}, which is outside {self.directory}; "
-                                  "refusing to use it", location=Location(self._state_path()))
+            where = "the directory itself" if resolved == root else f"outside {self.directory}"
+            raise CheckpointError(f"the checkpoint state lists {path!r}, which is {where}; refusing to use it",
+                                  location=Location(self._state_path()))
         return os.path.relpath(resolved, root)
 
     def all(self) -> list[str]:

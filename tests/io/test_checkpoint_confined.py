@@ -33,7 +33,7 @@ def test_a_state_file_pointing_outside_is_refused_and_nothing_is_deleted(tmp_pat
     (logdir / "checkpoint").write_text(
         f'model_checkpoint_path: "{listed}"\n' + f'all_model_checkpoint_paths: "{listed}"\n' * 3
     )
-    with pytest.raises(CheckpointError, match="outside") as err:
+    with pytest.raises(CheckpointError, match="outside|the directory itself") as err:
         CheckpointManager(str(logdir), keep=1)
     assert repr(listed) in err.value.format() and str(logdir / "checkpoint") in err.value.format()
     assert "\n" not in err.value.format()

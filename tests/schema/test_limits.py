@@ -46,6 +46,8 @@ def _error(body: str, head: str = HEAD) -> str:
      "nodes.s.axis: input 'reduction_indices' of Sum: 1180591620717411303424 is out of range for int64"),
     ("nodes:\n  s: {op: Unpack, inputs: [x], num: 1180591620717411303424, axis: 0}\n",
      "attr 'num' of Unpack must be an int64 (1180591620717411303424 is out of range)"),
+    ("nodes:\n  s: {op: Unpack, inputs: [x], num: 10000000000, axis: 0}\n",
+     "m.yaml:7:3: nodes.s: Unpack: num=10000000000 outputs is more than the limit of 1048576"),
 ])  # fmt: skip
 def test_limits_are_located_errors(body, message):
     text = _error(body)
