@@ -30,7 +30,7 @@ from specflow.graph.graph_def import GraphDef, NodeDef, canonical_tensor, parse_
 from specflow.graph.shapes import Shape
 from specflow.graph.topo import LOOP_BACK_EDGES, topological_order
 from specflow.ops.registry import TensorSpec, get_op, output_dtypes
-from specflow.runtime.abort import interrupted, raise_step_error, wind_down
+from specflow.runtime.abort import interrupted, raise_step_error
 from specflow.runtime.devices import Device, local_devices
 from specflow.runtime.executor import CallFrame, Executor
 from specflow.runtime.executor_types import FINISHED, UNSET
@@ -283,13 +283,13 @@ class Session:
         frame = CallFrame(args, len(plan.fetches))
         rendezvous = Rendezvous()
         self._running.add(rendezvous)
+        h = None
         try:
             h = plan.single.run_async(rendezvous=rendezvous, frame=frame, step_id=step_id, stats=stats, caller_runs=True)
             if h.done_event is not FINISHED and not h.done:  # it could not all run on this thread
-                try:
-                    h.wait()  # (an async kernel, a loop)
-                except KeyboardInterrupt:
-                    interrupted(rendezvous, [h])
+                h.wait()  # (an async kernel, a loop)
+        except KeyboardInterrupt:  # (one inside a kernel on this thread is the step's error instead)
+            interrupted(rendezvous, [h] if h is not None else [])
         finally:
             self._running.discard(rendezvous)
         if h.error is not None:
@@ -306,25 +306,18 @@ class Session:
         # hop less per step; all of it on the straight line); with one it must stay free to
         # notice the deadline.
         last = len(plan.executors) - 1
-        handles = [
-            ex.run_async(
-                rendezvous=rendezvous,
-                frame=frame,
-                step_id=step_id,
-                stats=stats,
-                caller_runs=timeout_s is None and i == last,
-            )  # fmt: skip
-            for i, ex in enumerate(plan.executors)
-        ]
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        handles: list = []
         self._running.add(rendezvous)
         try:
+            for i, ex in enumerate(plan.executors):
+                handles.append(ex.run_async(rendezvous=rendezvous, frame=frame, step_id=step_id, stats=stats,
+                                            caller_runs=timeout_s is None and i == last))
             for h in handles:
                 if not h.done and not h.wait(None if deadline is None else max(0.0, deadline - time.monotonic())):
                     # Pending receives fail now, every executor stops before its next kernel; a
-                    # kernel already running finishes in the background.
+                    # kernel already running finishes in the background (the caller hears at once).
                     rendezvous.abort(StepAborted(f"step timed out after {timeout_s}s"))
-                    wind_down(handles)
                     raise rendezvous.error
         except KeyboardInterrupt:
             interrupted(rendezvous, handles)
