@@ -22,7 +22,7 @@ from tensorboard.compat.proto import meta_graph_pb2
 from specflow.errors import ExportError, Location, SpecflowError
 from specflow.export.serving import SignatureIO
 from specflow.graph.graph_def import GraphDef, canonical_tensor
-from specflow.graph.names import check_reference
+from specflow.graph.names import check_function_name, check_reference
 from specflow.graph.shapes import Shape
 from specflow.io.extra_protos import SavedModel
 from specflow.io.tensor_bundle import data_filename, index_filename
@@ -164,6 +164,10 @@ def signatures_of(meta_graph) -> dict[str, SignatureIO]:
         if name == INIT_OP_SIGNATURE:
             continue
         sd = meta_graph.signature_def[name]
+        # Shown in tables and messages: the same characters as any name from a file.
+        check_function_name(name, what="signature name")
+        for alias in (*sd.inputs, *sd.outputs):
+            check_function_name(alias, f"signature '{name}': ", "input/output name")
         out[name] = SignatureIO(
             {a: tensor_spec(sd.inputs[a], f"signature '{name}' input '{a}'") for a in sorted(sd.inputs)},
             {a: tensor_spec(sd.outputs[a], f"signature '{name}' output '{a}'") for a in sorted(sd.outputs)},

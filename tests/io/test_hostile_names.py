@@ -111,8 +111,9 @@ def test_function_libraries_with_hostile_names_are_refused(marker):
                 from_tf_graph_def(_library_graph(**{part: name}))
 
 
-def _saved_model_with(tmp_path, name: str) -> str:
-    """The TF1 dense SavedModel with its Relu node renamed to ``name``."""
+def _saved_model_with(tmp_path, name: str, alias: str = "x") -> str:
+    """The TF1 dense SavedModel with its Relu node renamed to ``name`` (and its signature input
+    ``x`` to ``alias``)."""
     out = str(tmp_path / "model")
     shutil.copytree(DATA, out)
     proto = SavedModel()
@@ -122,6 +123,10 @@ def _saved_model_with(tmp_path, name: str) -> str:
         if n.name == "Relu":
             n.name = name
         n.input[:] = [name if i == "Relu" else i for i in n.input]
+    inputs = proto.meta_graphs[0].signature_def["serving_default"].inputs
+    if alias != "x":
+        inputs[alias].CopyFrom(inputs["x"])
+        del inputs["x"]
     with open(os.path.join(out, "saved_model.pb"), "wb") as f:
         f.write(proto.SerializeToString())
     return out
@@ -137,6 +142,14 @@ def test_saved_models_with_hostile_names_are_refused_by_load_and_predict(tmp_pat
         with pytest.raises(GraphError, match="invalid node name") as err:
             load_saved_model(_saved_model_with(tmp_path / str(k), name))
         assert "saved_model.pb" in err.value.format()
+    from specflow.views.saved_model_view import describe_saved_model
+
+    for k, name in enumerate(names[:4]):  # signature names are shown and looked up: checked too
+        with pytest.raises(GraphError, match="invalid input/output name"):
+            load_saved_model(_saved_model_with(tmp_path / f"alias{k}", "Relu", alias=name))
+
+    with pytest.raises(GraphError, match="invalid node name"):  # `specflow inspect EXPORT_DIR` shows names
+        describe_saved_model(_saved_model_with(tmp_path / "inspect", names[0]))
     np.save(tmp_path / "x.npy", np.ones((1, 4), np.float32))
     r = subprocess.run([sys.executable, "-m", "specflow.cli", "predict", _saved_model_with(tmp_path / "cli", names[0]),
                         "--input", f"x={tmp_path / 'x.npy'}"], capture_output=True, text=True, timeout=60)
