@@ -16,8 +16,9 @@ from collections.abc import Iterable
 
 from specflow.errors import StepAborted
 
-# How long an aborted step may take to wind down (its running kernels finish) before the
-# caller gets the error (KeyboardInterrupt, the timeout) anyway.
+# How long an interrupted step may take to wind down (its running kernels finish) before
+# KeyboardInterrupt goes on up anyway. (A timeout raises at its deadline: the caller asked for
+# that bound.)
 INTERRUPT_GRACE_S = 1.0
 
 
@@ -30,8 +31,8 @@ def interrupt_error() -> StepAborted:
 
 def wind_down(handles: Iterable) -> None:
     """After an abort: give the step's executors up to INTERRUPT_GRACE_S (in all) to stop, so
-    the caller hears of the abort after the step's kernels ended (a kernel that runs longer
-    finishes in the background)."""
+    the program goes on after the step's kernels ended (a kernel that runs longer finishes in
+    the background)."""
     deadline = time.monotonic() + INTERRUPT_GRACE_S
     for h in handles:
         h.wait(max(0.0, deadline - time.monotonic()))
