@@ -5,8 +5,10 @@ Exit codes: 0 ok, 1 a spec or user error (one line per problem on stderr), 2 usa
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -229,7 +231,6 @@ def run(
     set_: list[str] | None = SetOpt,
 ):
     """Run one step: initialize the variables, feed the inputs and print or save the fetches."""
-    import numpy as np
 
     from specflow.runtime.session import Session, SessionConfig
     from specflow.runtime.step_stats import StepStats
@@ -245,10 +246,12 @@ def run(
         reads = {v.name: v.read for v in s.variables}
         values = sess.run([reads.get(f, f) for f in fetch], feeds, options={"trace": True} if trace else None, run_metadata=stats)
     if trace:
-        stats.write_chrome_trace(str(trace))
+        from specflow.io.atomic_write import write_atomically
+
+        write_atomically(trace, lambda f: f.write(json.dumps(stats.to_chrome_trace()).encode()))
         out.print(f"wrote trace of {len(stats)} node executions to {trace}")
     if output:
-        np.savez(output, **{name: v for name, v in zip(fetch, values)})
+        _save_npz(output, dict(zip(fetch, values)))
         out.print(f"wrote {len(values)} value(s) to {output}")
         return
     from specflow.views.values_view import values_renderable
@@ -256,8 +259,18 @@ def run(
     out.print(values_renderable(list(fetch), values))
 
 
-def _read_feed(text: str, option: str = "--feed"):
+def _save_npz(output: Path, arrays: dict) -> None:
+    """``np.savez``'s file (``.npz`` added when missing), written whole or not at all."""
     import numpy as np
+
+    from specflow.io.atomic_write import write_atomically
+
+    target = output if output.suffix == ".npz" else output.with_name(output.name + ".npz")
+    write_atomically(target, lambda f: np.savez(f, **arrays))
+
+
+def _read_feed(text: str, option: str = "--feed"):
+    from specflow.io.npy import NpyError, load_array_file
 
     name, sep, path = text.partition("=")
     if not sep or not name or not path:
@@ -266,13 +279,13 @@ def _read_feed(text: str, option: str = "--feed"):
     if not p.exists():
         raise UserError(f"{option} {name}: {path}: no such file")
     try:
-        value = np.load(p, allow_pickle=False)
-    except (ValueError, OSError, EOFError) as e:
+        value = load_array_file(p)  # the header is checked before anything is allocated
+    except NpyError as e:
         raise UserError(f"{option} {name}: {path}: not a readable .npy file ({e})") from None
-    if hasattr(value, "files"):  # an .npz archive: take its only array
-        if len(value.files) != 1:
-            raise UserError(f"{option} {name}: {path} holds {len(value.files)} arrays; give an .npy file")
-        value = value[value.files[0]]
+    if isinstance(value, dict):  # an .npz archive: take its only array
+        if len(value) != 1:
+            raise UserError(f"{option} {name}: {path} holds {len(value)} arrays; give an .npy file")
+        value = next(iter(value.values()))
     return name, value
 
 
@@ -292,6 +305,30 @@ def _quiet_numeric_warnings() -> None:
     warnings.simplefilter("ignore", RuntimeWarning)
 
 
+@contextlib.contextmanager
+def _stop_on_signals(stop: Callable[[], None]):
+    """SIGINT (Ctrl-C) and SIGTERM (docker stop, Kubernetes, Ray) alike: the first calls ``stop``
+    (the trainer finishes its step and saves); a second exits at once, with no save (saves are
+    atomic: the last complete checkpoint stays readable, and the kernel drops the logdir lock)."""
+    import signal
+
+    seen: list[int] = []
+
+    def handler(signum, _frame):
+        if seen:
+            os.write(2, f"{signal.Signals(signum).name} again: exiting without saving\n".encode())
+            os._exit(128 + signum)
+        seen.append(signum)
+        stop()
+
+    previous = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for s, h in previous.items():
+            signal.signal(s, h)
+
+
 def _default_logdir(spec: Path) -> Path:
     return Path("runs") / spec.stem
 
@@ -307,9 +344,8 @@ def train(
     devices: str | None = DevicesOpt,
     set_: list[str] | None = SetOpt,
 ):
-    """Train a model: progress bar, checkpoints, TensorBoard summaries, evaluation; Ctrl-C saves."""
-    import signal
-
+    """Train a model: progress bar, checkpoints, TensorBoard summaries, evaluation; Ctrl-C or
+    SIGTERM saves a final checkpoint (a second signal exits at once)."""
     from specflow.train.loop import Trainer, TrainOptions
     from specflow.views.train_view import ProgressListener, result_table
 
@@ -318,11 +354,8 @@ def train(
     _quiet_numeric_warnings()
     with ProgressListener(out) as listener:
         trainer = Trainer(s, TrainOptions(logdir=logdir, steps=steps, resume=resume, devices=devices), listener)
-        previous = signal.signal(signal.SIGINT, lambda *_: trainer.request_stop())
-        try:
+        with _stop_on_signals(trainer.request_stop):
             result = trainer.run()
-        finally:
-            signal.signal(signal.SIGINT, previous)
     out.print(result_table(result, logdir))
 
 
@@ -385,7 +418,6 @@ def predict(
     fmt: str = typer.Option("table", "--format", "-f", help="table or json."),
 ):
     """Run a SavedModel's signature on inputs read from .npy files."""
-    import numpy as np
 
     from specflow.export.loader import load_saved_model
 
@@ -400,7 +432,7 @@ def predict(
     with load_saved_model(str(export_dir)) as model:
         outputs = model.run(signature, feeds)
     if output:
-        np.savez(output, **outputs)
+        _save_npz(output, outputs)
         out.print(f"wrote {len(outputs)} output(s) to {output}")
         return
     if fmt == "json":
@@ -453,7 +485,9 @@ def schema(output: Path | None = typer.Option(None, "--out", "-o", help="Write t
     if output is None:
         print(text)
     else:
-        output.write_text(text + "\n")
+        from specflow.io.atomic_write import write_atomically
+
+        write_atomically(output, lambda f: f.write((text + "\n").encode()))
         out.print(f"wrote {output}")
 
 

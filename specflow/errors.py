@@ -26,6 +26,12 @@ class Location:
         return self.file
 
 
+def _one_line(text: str) -> str:
+    """A file name, spec path or node name from input, with line breaks and other unprintable
+    characters escaped, so it cannot split or forge a line of the error output."""
+    return text if text.isprintable() else repr(text)[1:-1]
+
+
 class SpecflowError(Exception):
     """Base class. ``path`` is the dotted spec path (``nodes.hidden.units``) when known."""
 
@@ -47,11 +53,11 @@ class SpecflowError(Exception):
         """The one-line form: ``file:line:col: path: message``."""
         parts = []
         if self.location is not None:
-            parts.append(str(self.location))
+            parts.append(_one_line(str(self.location)))
         if self.path:
-            parts.append(self.path)
+            parts.append(_one_line(self.path))
         elif self.node:
-            parts.append(f"node '{self.node}'")
+            parts.append(f"node '{_one_line(self.node)}'")
         parts.append(self.message)
         return ": ".join(parts)
 
@@ -91,6 +97,11 @@ class OutOfRangeError(RuntimeFailure):
 class CancelledError(RuntimeFailure):
     """An operation was cancelled: an enqueue on a closed queue, or one pending when the queue was
     closed with ``cancel_pending_enqueues`` (TensorFlow's Cancelled status)."""
+
+
+class StepAborted(RuntimeFailure):
+    """A step stopped from outside while it ran: Ctrl-C, its timeout, or ``Session.abort`` (a
+    failure elsewhere). Every executor of the step sees it before its next kernel."""
 
 
 class CheckpointError(SpecflowError):

@@ -14,8 +14,8 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from specflow.errors import ExportError
-from specflow.export.savedmodel import write_saved_model
+from specflow.errors import ExportError, Location
+from specflow.export.savedmodel import refuse_existing, write_saved_model
 from specflow.export.serving import ServingModel, serving_model
 from specflow.export.verify import verify_export, verify_onnx
 from specflow.io.tensor_bundle import fsync_dir
@@ -38,7 +38,9 @@ def export_model(spec, logdir, out, *, fmt: str = "savedmodel", step: int | None
     if fmt not in FORMATS:
         raise ExportError(f"unknown export format '{fmt}' (formats: {', '.join(FORMATS)})")
     out = Path(out)
-    if out.exists() and not overwrite:  # before the checkpoint is read: fail fast
+    if fmt == "savedmodel":  # before the checkpoint is read: fail fast
+        refuse_existing(out, overwrite)
+    elif os.path.lexists(out) and not overwrite:
         raise ExportError(f"{out} already exists (pass --overwrite to replace it)")
     model = serving_model(spec, logdir, step, signatures)
     result = ExportResult(str(out), fmt, model.checkpoint, list(model.signatures),
@@ -60,8 +62,10 @@ def _export_onnx(spec, model: ServingModel, out: Path) -> dict[str, float]:
     if len(model.signatures) != 1:
         names = ", ".join(model.signatures)
         raise ExportError(f"an ONNX model holds one signature; choose one of {names} with --signature")
-    if out.exists() and out.is_dir():
-        raise ExportError(f"{out} is a directory; ONNX export writes one file")
+    if out.is_symlink() or out.exists() and not out.is_file():
+        raise ExportError(f"{out} is not a regular file; ONNX export replaces only a file")
+    if out.exists() and out.suffix != ".onnx":  # --overwrite must not take a spec or a source file
+        raise ExportError(f"refusing to --overwrite {out}: only an .onnx file is replaced")
     name = next(iter(model.signatures))
     tmp = out.with_name(f".{out.name}.verify.tmp")
     try:
@@ -69,6 +73,8 @@ def _export_onnx(spec, model: ServingModel, out: Path) -> dict[str, float]:
         max_diff = {name: verify_onnx(spec, model, name, tmp)} if _has_onnxruntime() else {}
         os.replace(tmp, out)
         fsync_dir(str(out.parent))
+    except OSError as e:  # a full disk, a file too large: one line, the old file untouched
+        raise ExportError(f"cannot write the export: {e.strerror or e}", location=Location(str(out))) from None
     finally:
         tmp.unlink(missing_ok=True)
     return max_diff

@@ -22,6 +22,7 @@ from tensorboard.compat.proto import meta_graph_pb2
 from specflow.errors import ExportError, Location, SpecflowError
 from specflow.export.serving import SignatureIO
 from specflow.graph.graph_def import GraphDef, canonical_tensor
+from specflow.graph.names import check_function_name, check_reference
 from specflow.graph.shapes import Shape
 from specflow.io.extra_protos import SavedModel
 from specflow.io.tensor_bundle import data_filename, index_filename
@@ -154,7 +155,7 @@ def tensor_spec(info, where: str) -> tuple[str, TensorSpec]:
         shape = shape_from_proto(info.tensor_shape) if info.HasField("tensor_shape") else Shape(None)
     except SpecflowError as e:
         raise ExportError(f"{where}: {e.message}") from None
-    return canonical_tensor(info.name), TensorSpec(dtype, shape)
+    return canonical_tensor(check_reference(info.name, f"{where}: ")), TensorSpec(dtype, shape)
 
 
 def signatures_of(meta_graph) -> dict[str, SignatureIO]:
@@ -163,6 +164,10 @@ def signatures_of(meta_graph) -> dict[str, SignatureIO]:
         if name == INIT_OP_SIGNATURE:
             continue
         sd = meta_graph.signature_def[name]
+        # Shown in tables and messages: the same characters as any name from a file.
+        check_function_name(name, what="signature name")
+        for alias in (*sd.inputs, *sd.outputs):
+            check_function_name(alias, f"signature '{name}': ", "input/output name")
         out[name] = SignatureIO(
             {a: tensor_spec(sd.inputs[a], f"signature '{name}' input '{a}'") for a in sorted(sd.inputs)},
             {a: tensor_spec(sd.outputs[a], f"signature '{name}' output '{a}'") for a in sorted(sd.outputs)},
@@ -212,7 +217,7 @@ def restore_variables(model: LoadedModel, saver_def, nodes) -> None:
         if not os.path.isfile(path):
             raise ExportError("variables file missing (corrupted or incomplete SavedModel)", location=Location(path))
     restore_op = saver_def.restore_op_name.split(":")[0].lstrip("^")
-    filename = saver_def.filename_tensor_name
+    filename = check_reference(saver_def.filename_tensor_name, "saver_def: ")
     for what, name in (("restore op", restore_op), ("filename tensor", filename.split(":")[0])):
         if name not in nodes:
             raise ExportError(f"saver_def names {what} '{name}', which the graph lacks",

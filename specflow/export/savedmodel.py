@@ -28,12 +28,14 @@ from pathlib import Path
 import numpy as np
 from tensorboard.compat.proto import meta_graph_pb2, saver_pb2
 
-from specflow.errors import ExportError
+from specflow.errors import ExportError, Location
 from specflow.export.loader import SAVED_MODEL_FILENAME, VARIABLES_DIR, variables_prefix
 from specflow.export.serving import ServingModel, SignatureIO
+from specflow.export.target_dir import Held, check_overwritable, clean_leftovers
 from specflow.graph import dtypes
 from specflow.graph.builder import GraphBuilder
 from specflow.graph.graph_def import GraphDef
+from specflow.graph.names import check_node_name
 from specflow.io.extra_protos import SavedModel
 from specflow.io.tensor_bundle import fsync_dir, usual_mode, write_bundle, write_synced
 from specflow.io.tf_graph import shape_to_proto, to_tf_graph_def
@@ -127,6 +129,8 @@ def meta_graph(model: ServingModel) -> meta_graph_pb2.MetaGraphDef:
     if handles:
         mg.saver_def.CopyFrom(add_saver(b, handles))
     graph = b.graph_def
+    for node in graph.nodes:  # TensorFlow (and our loader) refuse other names: say so before writing
+        check_node_name(node.name, f"cannot export node {node.name!r} under that name: ")
     graph.versions = {**graph.versions, "producer": TF_GRAPH_DEF_VERSION}
     mg.graph_def.CopyFrom(to_tf_graph_def(graph))
     for name, sig in model.signatures.items():
@@ -150,8 +154,12 @@ def write_saved_model(model: ServingModel, export_dir, overwrite: bool = False,
     export_dir = Path(export_dir)
     refuse_existing(export_dir, overwrite)
     data = saved_model_bytes(model)  # graph problems surface before anything is written
-    export_dir.parent.mkdir(parents=True, exist_ok=True)
-    tmp = tempfile.mkdtemp(prefix=f".{export_dir.name}.tmp-", dir=export_dir.parent)
+    try:
+        export_dir.parent.mkdir(parents=True, exist_ok=True)
+        tmp = tempfile.mkdtemp(prefix=f".{export_dir.name}.tmp-", dir=export_dir.parent)
+    except OSError as e:
+        raise _write_error(e, export_dir) from None
+    held = Held(tmp)
     try:
         usual_mode(tmp)
         write_synced(os.path.join(tmp, SAVED_MODEL_FILENAME), [data])
@@ -161,28 +169,47 @@ def write_saved_model(model: ServingModel, export_dir, overwrite: bool = False,
         if check is not None:
             check(tmp)
         replace_dir(tmp, export_dir, overwrite)
+    except OSError as e:  # a full disk, a file too large: one line, and nothing left behind
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise _write_error(e, export_dir) from None
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+    finally:
+        held.close()
+
+
+def _write_error(e: OSError, export_dir: Path) -> ExportError:
+    return ExportError(f"cannot write the export: {e.strerror or e}", location=Location(str(export_dir)))
 
 
 def refuse_existing(export_dir: Path, overwrite: bool) -> None:
-    if export_dir.exists() and not overwrite:
+    """An existing ``export_dir`` is replaced only with ``overwrite``, and only if it is empty or
+    a SavedModel (target_dir.check_overwritable). What killed exports left is cleaned first."""
+    try:
+        clean_leftovers(export_dir)
+    except OSError as e:
+        raise _write_error(e, export_dir) from None
+    if not os.path.lexists(export_dir):
+        return
+    if not overwrite:
         raise ExportError(f"{export_dir} already exists (pass --overwrite to replace it)")
-    if export_dir.exists() and not export_dir.is_dir():
-        raise ExportError(f"{export_dir} exists and is not a directory")
+    check_overwritable(export_dir)
 
 
 def replace_dir(tmp: str, export_dir: Path, overwrite: bool) -> None:
     """Rename ``tmp`` to ``export_dir``; an existing one (with ``overwrite``) is moved aside first
-    and deleted after, so ``export_dir`` always holds a complete export or none."""
+    and deleted after, so ``export_dir`` always holds a complete export or none (a kill between
+    the two renames leaves it in ``.{name}.old-*``, which the next export puts back first)."""
     refuse_existing(export_dir, overwrite)
-    old = None
+    old = held = None
     if export_dir.exists():
         old = tempfile.mkdtemp(prefix=f".{export_dir.name}.old-", dir=export_dir.parent)
+        held = Held(old)
         os.replace(export_dir, os.path.join(old, "export"))
     os.replace(tmp, export_dir)
     fsync_dir(str(export_dir.parent))
     if old is not None:
         shutil.rmtree(old, ignore_errors=True)
+        held.close()
 

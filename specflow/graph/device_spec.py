@@ -34,7 +34,7 @@ class DeviceSpec:
         fields: dict = {}
         body = s[1:] if s.startswith("/") else s
         for part in body.split("/"):
-            m = _PART.match(part)
+            m = _PART.fullmatch(part)
             if not m:
                 raise DeviceError(
                     f"malformed device '{text}': cannot parse '{part}' "
@@ -47,7 +47,7 @@ class DeviceSpec:
                 continue
             key, value = m.group(1).lower(), m.group(2)
             if key == "job":
-                if not _JOB_NAME.match(value):
+                if not _JOB_NAME.fullmatch(value):
                     raise DeviceError(f"malformed device '{text}': bad job name '{value}'")
                 cls._set(fields, "job", value, text)
             elif key in ("replica", "task"):
@@ -56,7 +56,7 @@ class DeviceSpec:
                 cls._set(fields, key, int(value), text)
             else:  # device:TYPE:N or device:TYPE or device:TYPE:*
                 tparts = value.split(":")
-                if len(tparts) > 2 or not re.match(r"^[A-Za-z_]+$", tparts[0]):
+                if len(tparts) > 2 or not re.fullmatch(r"[A-Za-z_]+", tparts[0]):
                     raise DeviceError(f"malformed device '{text}': bad device '{value}'")
                 cls._set(fields, "device_type", tparts[0].upper(), text)
                 if len(tparts) == 2 and tparts[1] != "*":

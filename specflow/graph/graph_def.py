@@ -17,6 +17,7 @@ import numpy as np
 
 from specflow.errors import GraphError, Location
 from specflow.graph.dtypes import DType, as_dtype
+from specflow.graph.names import check_node_name
 from specflow.graph.shapes import Shape, as_shape
 
 
@@ -109,7 +110,7 @@ class NodeDef:
             else:
                 loc = Location(d["location"])
         return cls(
-            name=d["name"],
+            name=check_node_name(d["name"]),
             op=d["op"],
             inputs=list(d.get("inputs", [])),
             device=d.get("device", ""),

@@ -19,8 +19,10 @@ from specflow.errors import (
     SpecflowError,
     did_you_mean,
 )
+from specflow.graph import dtypes
 from specflow.graph.device_spec import DeviceSpec
 from specflow.graph.graph_def import GraphDef, NodeDef, parse_input
+from specflow.graph.limits import check_tensor_size
 from specflow.graph.shape_inference import ShapeInferencer
 from specflow.graph.shapes import Shape
 from specflow.graph.topo import LOOP_BACK_EDGES, back_edge_inputs, forward_view, topological_order
@@ -46,7 +48,11 @@ def verify(graph_def: GraphDef, fold_constants: bool = True) -> ShapeInferencer:
             if any(parse_input(i).node in skipped for i in view.data_inputs):
                 skipped.add(node.name)
                 continue
-            inf.add(view)
+            _, specs = inf.add(view)
+            for k, spec in enumerate(specs):  # limits before allocation (graph/limits.py)
+                if spec.shape.is_fully_defined and spec.dtype is not dtypes.resource:
+                    check_tensor_size(spec.shape.dims, spec.dtype.itemsize, f"output {k} of {node.op}, "
+                                      f"{spec.dtype.name}{list(spec.shape.dims)},")
         except SpecflowError as e:
             errors.append(_at(e, node))
             skipped.add(node.name)

@@ -15,6 +15,12 @@ complete bundles: ``latest()`` is always readable. The state file is TensorFlow'
 Keep policy (TensorFlow's Saver): the newest ``keep`` checkpoints are kept; one falling out of
 that window is kept for good if it is at least ``keep_every_hours`` newer than the last one so
 preserved. Preserved checkpoints stay listed (oldest first) in ``all()``.
+
+The state file is input, not trusted: every path it lists must resolve (symlinks followed) to
+inside the directory, else the manager refuses to start, naming the path. The keep policy deletes
+only files the manager names itself, ``PREFIX-STEP.index`` and ``PREFIX-STEP.data-NNNNN-of-NNNNN``
+directly in the directory; a listed checkpoint of any other name falls out of the list but
+stays on disk.
 """
 
 from __future__ import annotations
@@ -69,12 +75,15 @@ class CheckpointManager:
         self._file_re = re.compile(
             rf"^{re.escape(prefix)}-(\d+)\.(?:index|data-\d{{5}}-of-\d{{5}})(?:{re.escape(TEMP_MARKER)}\w*)?$"
         )
+        # The names the keep policy may delete: a step's prefix, its data files.
+        self._own_re = re.compile(rf"{re.escape(prefix)}-\d+")
+        self._data_re = re.compile(r"\.data-\d{5}-of-\d{5}")
         state = self._read_state()
         stamps = list(state.all_model_checkpoint_timestamps)
         if len(stamps) != len(state.all_model_checkpoint_paths):  # written without timestamps
             stamps = [clock()] * len(state.all_model_checkpoint_paths)
         # Paths are kept relative to the directory (TensorFlow may have written absolute ones).
-        paths = [os.path.relpath(self._abs(p), self.directory) for p in state.all_model_checkpoint_paths]
+        paths = [self._confined(p) for p in state.all_model_checkpoint_paths]
         entries = list(zip(paths, stamps))
         self._last_preserved = state.last_preserved_timestamp or clock()
         # (relative prefix, timestamp), oldest first. Older than the recent window means preserved
@@ -97,6 +106,17 @@ class CheckpointManager:
     def _abs(self, path: str) -> str:
         return path if os.path.isabs(path) else os.path.join(self.directory, path)
 
+    def _confined(self, path: str) -> str:
+        """A path read from the state file, relative to the directory; CheckpointError if it
+        resolves (``..``, an absolute path, a symlinked directory) to anywhere outside it."""
+        root = os.path.realpath(self.directory)
+        resolved = os.path.realpath(self._abs(path))
+        if not path or os.path.commonpath([root, resolved]) != root or resolved == root:
+            where = "the directory itself" if resolved == root else f"outside {self.directory}"
+            raise CheckpointError(f"the checkpoint state lists {path!r}, which is {where}; refusing to use it",
+                                  location=Location(self._state_path()))
+        return os.path.relpath(resolved, root)
+
     def all(self) -> list[str]:
         """Every kept checkpoint prefix (absolute), oldest first."""
         return [self._abs(p) for p, _ in self._preserved + self._recent]
@@ -108,7 +128,15 @@ class CheckpointManager:
     # -- save / restore -----------------------------------------------------------------------
 
     def save(self, tensors: Mapping[str, np.ndarray], step: int) -> str:
-        """Write ``tensors`` as checkpoint ``step``; returns its prefix."""
+        """Write ``tensors`` as checkpoint ``step``; returns its prefix. A write failure (a full
+        disk) is a CheckpointError and leaves the previous checkpoints and state as they were."""
+        try:
+            return self._save(tensors, step)
+        except OSError as e:
+            raise CheckpointError(f"cannot write checkpoint {step}: {e.strerror or e}",
+                                  location=Location(self.directory)) from None
+
+    def _save(self, tensors: Mapping[str, np.ndarray], step: int) -> str:
         os.makedirs(self.directory, exist_ok=True)
         self._remove_leftovers()
         path = self._prefix_for_step(step)
@@ -184,17 +212,25 @@ class CheckpointManager:
         if kept:
             state.model_checkpoint_path = kept[-1][0]
         tmp = os.path.join(self.directory, _STATE_TEMP + secrets.token_hex(8))
-        write_synced(tmp, [text_format.MessageToString(state).encode("utf-8")])
-        os.replace(tmp, self._state_path())
+        try:
+            write_synced(tmp, [text_format.MessageToString(state).encode("utf-8")])
+            os.replace(tmp, self._state_path())
+        except OSError:
+            _remove(tmp)
+            raise
         fsync_dir(self.directory)
 
     def _delete(self, name: str) -> None:
+        """Delete checkpoint ``name``'s files, if it is one of ours (``PREFIX-STEP``, directly
+        in the directory): a name only the state file gave is unlisted, never deleted."""
+        if not self._own_re.fullmatch(name):
+            return
         # The index goes first: without it the bundle no longer looks complete to anyone.
-        prefix = self._abs(name)
+        prefix = os.path.join(self.directory, name)
         _remove(index_filename(prefix))
-        for entry in os.listdir(os.path.dirname(prefix)):
-            if entry.startswith(os.path.basename(prefix) + ".data-"):
-                _remove(os.path.join(os.path.dirname(prefix), entry))
+        for entry in os.listdir(self.directory):
+            if entry.startswith(name) and self._data_re.fullmatch(entry[len(name):]):
+                _remove(os.path.join(self.directory, entry))
 
     def _remove_leftovers(self) -> None:
         """Delete what a killed save left: temp files, and bundles the state file never listed."""

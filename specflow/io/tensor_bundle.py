@@ -23,8 +23,9 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from specflow.errors import CheckpointError, Location
+from specflow.errors import CheckpointError, Location, SpecflowError
 from specflow.graph import dtypes
+from specflow.graph.names import check_checkpoint_key
 from specflow.io.extra_protos import BundleEntryProto, BundleHeaderProto
 from specflow.io.sstable import (
     FormatError,
@@ -224,6 +225,10 @@ def _read_index(prefix: str) -> tuple[object, dict[str, object]]:
             name = key.decode("utf-8")
         except Exception:
             raise _fail(path, f"entry {key!r} does not parse") from None
+        try:
+            check_checkpoint_key(name)
+        except SpecflowError as e:
+            raise _fail(path, e.message) from None
         entries[name] = entry
     return header, entries
 

@@ -36,6 +36,7 @@ from tensorboard.compat.proto import attr_value_pb2, function_pb2, graph_pb2, no
 import specflow.ops  # noqa: F401  (registers every op: has_op must see them all)
 from specflow.errors import GraphError, OpError
 from specflow.graph.graph_def import GraphDef, NodeDef, canonical_tensor, parse_input
+from specflow.graph.names import check_library_names
 from specflow.ops.registry import get_op, has_op
 
 CALL_OPS = frozenset({"PartitionedCall", "StatefulPartitionedCall"})
@@ -54,6 +55,7 @@ class InlinedNode:
 
 def inline_functions(graph: graph_pb2.GraphDef) -> list[InlinedNode]:
     """The graph's nodes with every function call inlined (see the module docstring)."""
+    check_library_names(graph.library)  # before any of its names is used
     lib = {f.signature.name: f for f in graph.library.function}
     out: list[InlinedNode] = []
     for node in graph.node:

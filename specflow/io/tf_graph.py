@@ -34,6 +34,7 @@ from tensorboard.compat.proto import (
 from specflow.errors import GraphError, SpecflowError
 from specflow.graph.dtypes import DType, as_dtype, dtype_names
 from specflow.graph.graph_def import FuncRef, GraphDef, NodeDef
+from specflow.graph.names import check_graph_proto_names
 from specflow.graph.shapes import Shape
 from specflow.io.tf_functions import CALL_ATTR, FUNCTION_ATTR, inline_functions
 from specflow.ops.registry import get_op, has_op
@@ -100,6 +101,7 @@ def from_tf_graph_def(proto: graph_pb2.GraphDef | bytes) -> GraphDef:
         except Exception as e:  # protobuf's DecodeError; its base class varies by backend
             raise GraphError(f"not a TensorFlow GraphDef: {e}") from None
         proto = parsed
+    check_graph_proto_names(proto)  # before any name is used (the library: inline_functions)
     versions = {"producer": proto.versions.producer, "min_consumer": proto.versions.min_consumer}
     if proto.versions.bad_consumers:
         versions["bad_consumers"] = list(proto.versions.bad_consumers)

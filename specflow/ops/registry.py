@@ -338,6 +338,8 @@ def _check_attr(opdef: OpDef, adef: AttrDef, value: Any, node: str | None) -> An
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
                 raise bad("an integer")
             value = int(value)
+            if not -(1 << 63) <= value < 1 << 63:  # TF's attr ints are int64
+                raise bad(f"an int64 ({value} is out of range)")
         elif t == "float":
             if isinstance(value, bool) or not isinstance(value, (int, float, np.number)):
                 raise bad("a number")
@@ -415,6 +417,10 @@ def _count_desc(opdef: OpDef, sizes) -> str:
     return str(len(opdef.inputs))
 
 
+# The most outputs one list output arg may have (Unpack's num, Split's num_split).
+MAX_LIST_OUTPUTS = 1 << 20
+
+
 def output_dtypes(opdef: OpDef, attrs: dict) -> list[DType]:
     """The flat list of output dtypes given bound attrs."""
     out: list[DType] = []
@@ -424,6 +430,8 @@ def output_dtypes(opdef: OpDef, attrs: dict) -> list[DType]:
             continue
         dt = arg.dtype if arg.dtype is not None else as_dtype(attrs[arg.type_attr])
         n = int(attrs[arg.number_attr]) if arg.number_attr else 1
+        if n > MAX_LIST_OUTPUTS:  # limits before allocation: `num: 1e10` must not build the list
+            raise OpError(f"{opdef.name}: {arg.number_attr}={n} outputs is more than the limit of {MAX_LIST_OUTPUTS}")
         out.extend([dt] * n)
     return out
 

@@ -66,6 +66,7 @@ from specflow.ops.registry import (
     output_dtypes,
 )
 from specflow.runtime import executor_types as xt
+from specflow.runtime.abort import interrupt_error
 from specflow.runtime.async_nodes import AsyncNodes
 from specflow.runtime.devices import Device
 from specflow.runtime.executor_types import (
@@ -547,6 +548,8 @@ class Executor(StraightLine, Frames, AsyncNodes):
         rv = step.rendezvous
         if error is rv.error or (item is None and isinstance(error, SpecflowError)):
             wrapped = error  # another device's failure (or the timeout): already explained
+        elif isinstance(error, KeyboardInterrupt):  # Ctrl-C on the thread running the step
+            wrapped = interrupt_error()
         elif item is None:
             wrapped = RuntimeFailure(
                 f"internal executor error on {self.device.name}: {type(error).__name__}: {error}"

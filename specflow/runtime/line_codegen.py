@@ -14,18 +14,18 @@ closure variables, values are local variables, a value's last use is followed by
         def run_line(rv):
             k = -1
             try:
-                # 0: x (_Arg)
+                # 0: 'x' '_Arg'
                 if rv.error is not None: raise rv.error
                 k = 0
                 v0 = f0(c0)
                 if type(v0) is not A or v0.dtype is not d0: v0 = fix1(0, v0)
-                # 1: neg (Neg)
+                # 1: 'neg' 'Neg'
                 if rv.error is not None: raise rv.error
                 k = 1
                 v1 = f1(c1, v0)
                 if type(v1) is not A or v1.dtype is not d0: v1 = fix1(1, v1)
                 del v0
-                # 2: ret0 (_Retval)
+                # 2: 'ret0' '_Retval'
                 k = 2
                 o = f2(c2, v1)
                 if o is not None and (type(o) is not tuple or o): fixn(2, o)
@@ -101,16 +101,16 @@ def line_source(nodes: Sequence[NodeItem]) -> str:
         if item.op in HOISTED_OPS and item.n_out == 1 and not item.in_srcs and not item.node.control_inputs:
             # Its kernel returns the same immutable value every step: run it once, in make().
             hoisted += [f"k{i} = f{i}(c{i})", f"if {_bad(f'k{i}', item.checks[0], dnum)}: k{i} = fix1({i}, k{i})"]
-            body += [f"# {i}: {item.name} ({item.op}, computed once)", f"k = {i}"]
+            body += [f"# {i}: {_label(item)}, computed once", f"k = {i}"]
             if item.out_flat >= 0:
                 body.append(f"v{item.out_flat} = k{i}")
             continue
         if item.op in SKIPPED_OPS:  # no outputs, no effect: only its place in the order matters
-            body += [f"# {i}: {item.name} ({item.op}, nothing to run)", f"k = {i}"]
+            body += [f"# {i}: {_label(item)}, nothing to run", f"k = {i}"]
             if item.frees:
                 body.append(f"del {', '.join(f'v{f}' for f in item.frees)}")
             continue
-        body.append(f"# {i}: {item.name} ({item.op})")
+        body.append(f"# {i}: {_label(item)}")
         if item.op not in UNCHECKED_OPS or not started:  # the first kernel checks: none runs if aborted
             body.append("if rv.error is not None: raise rv.error")
         started = True
@@ -157,6 +157,12 @@ def line_source(nodes: Sequence[NodeItem]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _label(item: NodeItem) -> str:
+    """A node's name and op for a comment line, through ``repr``: a name comes from a file, and
+    ``repr`` of a str escapes every line break, so the text can never end the comment."""
+    return f"{item.name!r} {item.op!r}"
+
+
 def _bad(v: str, want: Any, dnum: dict[int, int]) -> str:
     """The fast test that an output is NOT what the op declares (then fix1/fixn check it)."""
     if want is None:  # a resource handle
@@ -177,7 +183,9 @@ def line_dtypes(nodes: Sequence[NodeItem]) -> list[Any]:
 def compile_line(nodes: Sequence[NodeItem], where: str) -> Callable[..., Callable]:
     """Generate, compile and define ``make`` for ``nodes`` (``where`` names it in tracebacks)."""
     namespace: dict[str, Any] = {}
-    exec(compile(line_source(nodes), f"<straight line of {where}>", "exec"), namespace)
+    # Only the comments hold text from a graph (escaped by repr); ``where`` is a file name for
+    # tracebacks, never compiled, but repr keeps it on one line too.
+    exec(compile(line_source(nodes), f"<straight line of {where!r}>", "exec"), namespace)
     return namespace["make"]
 
 

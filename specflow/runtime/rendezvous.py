@@ -148,7 +148,9 @@ class Rendezvous:
 
     def abort(self, error: BaseException) -> None:
         """Fail every pending receive with ``error`` now, and every later send and receive.
-        Only the first abort counts: its error is the step's root cause."""
+        Only the first abort counts: its error is the step's root cause. This is how anything
+        stops a running step (runtime/abort.py): every executor checks ``error`` before each
+        kernel. Safe from any thread."""
         with self._lock:
             if self.error is not None:
                 return

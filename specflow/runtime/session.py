@@ -23,13 +23,14 @@ from typing import Any
 
 import numpy as np
 
-from specflow.errors import GraphError, RuntimeFailure, ShapeError, SpecflowError, did_you_mean
+from specflow.errors import GraphError, RuntimeFailure, ShapeError, SpecflowError, StepAborted, did_you_mean
 from specflow.graph import dtypes
 from specflow.graph.device_spec import DeviceSpec
 from specflow.graph.graph_def import GraphDef, NodeDef, canonical_tensor, parse_input
 from specflow.graph.shapes import Shape
 from specflow.graph.topo import LOOP_BACK_EDGES, topological_order
 from specflow.ops.registry import TensorSpec, get_op, output_dtypes
+from specflow.runtime.abort import interrupted, raise_step_error
 from specflow.runtime.devices import Device, local_devices
 from specflow.runtime.executor import CallFrame, Executor
 from specflow.runtime.executor_types import FINISHED, UNSET
@@ -105,6 +106,8 @@ class Session:
         # saves and restores it so a resumed run draws the same numbers.
         self.kernel_state: dict[str, dict] = {}
         self.closed = False
+        # Rendezvous of the steps running now (what abort() stops).
+        self._running: set = set()
 
     @classmethod
     def from_spec(cls, path, overrides=None, config: SessionConfig | None = None) -> Session:
@@ -278,13 +281,19 @@ class Session:
         if stats is not None:
             stats.step_id = step_id
         frame = CallFrame(args, len(plan.fetches))
-        h = plan.single.run_async(
-            rendezvous=Rendezvous(), frame=frame, step_id=step_id, stats=stats, caller_runs=True
-        )
-        if h.done_event is not FINISHED and not h.done:  # it could not all run on this thread
-            h.wait()  # (an async kernel, a loop)
+        rendezvous = Rendezvous()
+        self._running.add(rendezvous)
+        h = None
+        try:
+            h = plan.single.run_async(rendezvous=rendezvous, frame=frame, step_id=step_id, stats=stats, caller_runs=True)
+            if h.done_event is not FINISHED and not h.done:  # it could not all run on this thread
+                h.wait()  # (an async kernel, a loop)
+        except KeyboardInterrupt:  # (one inside a kernel on this thread is the step's error instead)
+            interrupted(rendezvous, [h] if h is not None else [])
+        finally:
+            self._running.discard(rendezvous)
         if h.error is not None:
-            raise h.rendezvous.error or h.error
+            raise_step_error(h.rendezvous.error or h.error)
         return _fetched(plan, frame)
 
     def _run_step(self, plan: _Plan, args: list, timeout_s: float | None, stats: StepStats | None) -> list:
@@ -297,26 +306,35 @@ class Session:
         # hop less per step; all of it on the straight line); with one it must stay free to
         # notice the deadline.
         last = len(plan.executors) - 1
-        handles = [
-            ex.run_async(
-                rendezvous=rendezvous,
-                frame=frame,
-                step_id=step_id,
-                stats=stats,
-                caller_runs=timeout_s is None and i == last,
-            )  # fmt: skip
-            for i, ex in enumerate(plan.executors)
-        ]
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
-        for h in handles:
-            if not h.done and not h.wait(None if deadline is None else max(0.0, deadline - time.monotonic())):
-                # Pending receives fail now; a kernel already running finishes in the background.
-                rendezvous.abort(RuntimeFailure(f"step timed out after {timeout_s}s"))
-                raise rendezvous.error
+        handles: list = []
+        self._running.add(rendezvous)
+        try:
+            for i, ex in enumerate(plan.executors):
+                handles.append(ex.run_async(rendezvous=rendezvous, frame=frame, step_id=step_id, stats=stats,
+                                            caller_runs=timeout_s is None and i == last))
+            for h in handles:
+                if not h.done and not h.wait(None if deadline is None else max(0.0, deadline - time.monotonic())):
+                    # Pending receives fail now, every executor stops before its next kernel; a
+                    # kernel already running finishes in the background (the caller hears at once).
+                    rendezvous.abort(StepAborted(f"step timed out after {timeout_s}s"))
+                    raise rendezvous.error
+        except KeyboardInterrupt:
+            interrupted(rendezvous, handles)
+        finally:
+            self._running.discard(rendezvous)
         errors = [h.error for h in handles if h.error is not None]
         if errors:
-            raise rendezvous.error or errors[0]  # the first failure is the root cause
+            raise_step_error(rendezvous.error or errors[0])  # the first failure is the root cause
         return _fetched(plan, frame)
+
+    def abort(self, error: BaseException | None = None) -> None:
+        """Abort every step of this session running now, with ``error`` (default: StepAborted):
+        each step's ``Rendezvous.abort``, which all its executors observe (runtime/abort.py).
+        Safe from any thread or a signal handler; a step started later is not affected."""
+        error = error if error is not None else StepAborted("step aborted")
+        for rendezvous in list(self._running):
+            rendezvous.abort(error)
 
     # --- plans -------------------------------------------------------------------------------------
 

@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, WithJsonSchema, WrapValidator
 from pydantic_core import PydanticCustomError
 
 from specflow.errors import SpecError, did_you_mean
-from specflow.graph.dtypes import DType, as_dtype, int32
+from specflow.graph.dtypes import DType, as_dtype, int32, int64
 
 # Parameters each initializer accepts, with Keras' defaults.
 _PARAMS: dict[str, dict[str, Any]] = {
@@ -215,7 +215,7 @@ def _fill(builder, value, dims: list[int], dtype: DType) -> str:
     arr = np.asarray(value, dtype=dtype.numpy)
     if arr.ndim == 0 and dims:
         # A scalar fills the shape at run time: the graph stays small for big variables.
-        shape = builder.const(np.array(dims, np.int32), int32, name="shape")
+        shape = _shape_const(builder, dims)
         val = builder.const(arr, dtype, name="value")
         return builder.add_op("Fill", [shape, val], name=builder.unique_name("Fill"), exact_name=True).name
     try:
@@ -226,6 +226,9 @@ def _fill(builder, value, dims: list[int], dtype: DType) -> str:
 
 
 def _shape_const(builder, dims: list[int]) -> str:
+    """The shape as an int32 constant, or int64 where a dimension needs it (TF's choice too)."""
+    if any(d > np.iinfo(np.int32).max for d in dims):
+        return builder.const(np.array(dims, np.int64), int64, name="shape")
     return builder.const(np.array(dims, np.int32), int32, name="shape")
 
 

@@ -74,9 +74,11 @@ def load_spec(path: str | Path, overrides: Overrides = None) -> Spec:
     """Load the spec file at ``path`` (``overrides``: ``["nodes.hidden.units=64"]`` or a dict)."""
     p = Path(path)
     try:
-        if p.stat().st_size > MAX_BYTES:
-            raise SpecError(f"file is too large ({p.stat().st_size} bytes; the limit is {MAX_BYTES})", location=Location(str(path)))
-        data = p.read_bytes()
+        # Read at most one byte past the limit: a device or pipe (/dev/zero) reports no size.
+        with open(p, "rb") as f:
+            data = f.read(MAX_BYTES + 1)
+        if len(data) > MAX_BYTES:
+            raise SpecError(f"file is too large (more than the limit of {MAX_BYTES} bytes)", location=Location(str(path)))
     except OSError as e:
         raise SpecError(f"cannot read spec: {e.strerror}", location=Location(str(path))) from None
     try:

@@ -424,9 +424,14 @@ class Lowerer:
         dt = self._literal_dtype(opdef, arg, value, attrs, tensors)
         try:
             arr = np.asarray(value, dtype=dt.numpy if dt is not None else None)
+        except OverflowError:
+            kind = dt.name if dt is not None else "int64"
+            raise self.error(f"input '{arg.name}' of {opdef.name}: {value!r} is out of range for {kind}", path) from None
         except (TypeError, ValueError) as e:
             raise self.error(f"input '{arg.name}' of {opdef.name}: bad literal {value!r} ({e})", path) from None
         if arr.dtype == object and dt is None:
+            if _has_int(value):  # numpy keeps an int beyond int64 as a Python object
+                raise self.error(f"input '{arg.name}' of {opdef.name}: {value!r} is out of range for int64", path)
             raise self.error(f"input '{arg.name}' of {opdef.name}: '{value}' names no tensor", path)
         return self.builder.const(arr, dt or _default_dtype(arr, arg, opdef), name=arg.name)
 
@@ -499,3 +504,10 @@ def add_control_inputs(nodes, control: list[str]) -> None:
 
 
 # --- names a body can reference -------------------------------------------------------------
+
+
+def _has_int(value) -> bool:
+    """Whether a literal is, or holds, a (non-bool) int."""
+    if isinstance(value, (list, tuple)):
+        return any(_has_int(v) for v in value)
+    return isinstance(value, int) and not isinstance(value, bool)

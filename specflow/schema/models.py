@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from specflow.schema.train_config import TrainConfig
 
 SPEC_VERSION = 1
+INT64_MAX = (1 << 63) - 1
 NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
 IDENT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # A tensor reference: a (possibly scoped) name and an optional output index.
@@ -60,20 +61,20 @@ def _fail(kind: str, message: str) -> PydanticCustomError:
 
 
 def _check_name(v: str) -> str:
-    if not NAME_RE.match(v):
-        raise _fail("bad_name", f"bad name '{v}': use letters, digits, '_', '.', '-' (not starting with a digit; '/' is for scopes)")
+    if not NAME_RE.fullmatch(v):
+        raise _fail("bad_name", f"bad name {v!r}: use letters, digits, '_', '.', '-' (not starting with a digit; '/' is for scopes)")
     return v
 
 
 def _check_ident(v: str) -> str:
-    if not IDENT_RE.match(v):
-        raise _fail("bad_name", f"bad name '{v}': use letters, digits and '_' (not starting with a digit)")
+    if not IDENT_RE.fullmatch(v):
+        raise _fail("bad_name", f"bad name {v!r}: use letters, digits and '_' (not starting with a digit)")
     return v
 
 
 def _check_ref(v: str) -> str:
-    if not REF_RE.match(v):
-        raise _fail("bad_reference", f"bad tensor reference '{v}' (expected 'name' or 'name:k')")
+    if not REF_RE.fullmatch(v):
+        raise _fail("bad_reference", f"bad tensor reference {v!r} (expected 'name' or 'name:k')")
     return v
 
 
@@ -109,8 +110,10 @@ def _dim(allow_unknown: bool, allow_symbol: bool):
             if v < 0:
                 hint = " (use null for an unknown size)" if allow_unknown else ""
                 raise _fail("bad_dim", f"negative dimension {v}{hint}")
+            if v > INT64_MAX:
+                raise _fail("bad_dim", f"dimension {v} is out of range (the largest is 2^63-1)")
             return v
-        if allow_symbol and isinstance(v, str) and IDENT_RE.match(v):
+        if allow_symbol and isinstance(v, str) and IDENT_RE.fullmatch(v):
             return v
         kinds = ["an integer >= 0"] + (["null"] if allow_unknown else []) + (["a symbol like D"] if allow_symbol else [])
         raise _fail("bad_dim", f"a dimension must be {' or '.join(kinds)}, got {show(v)}")
@@ -402,7 +405,7 @@ def check_attr_value(kind: str, value: Any) -> Any:
 
 
 def _check_type_pattern(v: str) -> str:
-    if TYPE_VAR_RE.match(v) and v not in dtypes.dtype_names():
+    if TYPE_VAR_RE.fullmatch(v) and v not in dtypes.dtype_names():
         return v  # a type variable like T, bound at each call
     return _check_dtype(v)
 
@@ -416,7 +419,7 @@ class FunctionInputSpec(StrictModel):
 def substitute_attrs(value: Any, attrs: dict[str, Any]) -> Any:
     """``value`` with every ``$name`` string whose name is in ``attrs`` replaced by its value."""
     if isinstance(value, str):
-        m = ATTR_REF_RE.match(value)
+        m = ATTR_REF_RE.fullmatch(value)
         return attrs[m.group(1)] if m and m.group(1) in attrs else value
     if isinstance(value, dict):
         return {k: substitute_attrs(v, attrs) for k, v in value.items()}
@@ -428,7 +431,7 @@ def substitute_attrs(value: Any, attrs: dict[str, Any]) -> Any:
 def _attr_refs(value: Any, path: tuple = ()):
     """(path, name) of every ``$name`` string inside ``value``."""
     if isinstance(value, str):
-        m = ATTR_REF_RE.match(value)
+        m = ATTR_REF_RE.fullmatch(value)
         if m:
             yield path, m.group(1)
     elif isinstance(value, dict):

@@ -38,7 +38,7 @@ _EXP_FLOAT = re.compile(r"^[-+]?(\d+\.?\d*|\.\d+)[eE][-+]?\d+$")
 
 
 def _yaml12_float(v: Any) -> Any:
-    return float(v) if isinstance(v, str) and _EXP_FLOAT.match(v) else v
+    return float(v) if isinstance(v, str) and _EXP_FLOAT.fullmatch(v) else v
 
 
 Float = Annotated[float, BeforeValidator(_yaml12_float)]

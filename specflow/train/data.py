@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import csv
 import math
-import zipfile
 from pathlib import Path
 
 import numpy as np
 
 from specflow.errors import SpecError, did_you_mean
+from specflow.io.npy import NpyError, load_array_file
 
 SOURCE_PATH = "train.data.source"
 _DATA_DIR = Path(__file__).resolve().parent.parent / "data"
@@ -158,14 +158,11 @@ def _existing(base: Path, path, where: str) -> Path:
 
 def _npz(path: Path) -> dict[str, np.ndarray]:
     try:
-        d = np.load(path, allow_pickle=False)
-        if not isinstance(d, np.lib.npyio.NpzFile):
-            raise SpecError(f"{path} holds one array, not an .npz archive (use an npy source)",
-                            path=f"{SOURCE_PATH}.npz")  # fmt: skip
-        with d:
-            arrays = {k: d[k] for k in d.files}
-    except (OSError, ValueError, zipfile.BadZipFile) as e:
-        raise SpecError(f"cannot read {path}: {e}", path=f"{SOURCE_PATH}.npz") from None
+        arrays = load_array_file(path)  # headers checked before anything is allocated
+    except NpyError as e:
+        raise SpecError(f"cannot read {path}: not a readable .npz file ({e})", path=f"{SOURCE_PATH}.npz") from None
+    if not isinstance(arrays, dict):
+        raise SpecError(f"{path} holds one array, not an .npz archive (use an npy source)", path=f"{SOURCE_PATH}.npz")
     if not arrays:
         raise SpecError(f"{path} holds no arrays", path=f"{SOURCE_PATH}.npz")
     return arrays
@@ -179,11 +176,10 @@ def _npy(base: Path, files) -> dict[str, np.ndarray]:
         where = f"{SOURCE_PATH}.npy.{field}"
         path = _existing(base, rel, where)
         try:
-            a = np.load(path, allow_pickle=False)
-        except (OSError, ValueError) as e:
-            raise SpecError(f"cannot read {path}: {e}", path=where) from None
+            a = load_array_file(path)
+        except NpyError as e:
+            raise SpecError(f"cannot read {path}: not a readable .npy file ({e})", path=where) from None
         if not isinstance(a, np.ndarray):
-            a.close()
             raise SpecError(f"{path} is an .npz archive, not one array (use an npz source)", path=where)
         arrays[field] = a
     return arrays

@@ -62,6 +62,9 @@ class InputPipeline:
                 raise SpecError(f"{what} must be an integer >= {low}, got {v!r}", path=f"train.data.{what}")
         inputs = select(arrays, feeds) if feeds is not None else dict(arrays)
         self.num_examples = check_lengths(inputs, "train.data.feeds")
+        if batch_size > self.num_examples:  # not clamped: every batch would silently be smaller
+            raise SpecError(f"batch_size {batch_size} is larger than the training data ({self.num_examples} "
+                            "examples after the split)", path="train.data.batch_size")
         self.arrays = {k: np.asarray(a) for k, a in inputs.items()}
         self.batch_size = batch_size
         self.shuffle = shuffle

@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from specflow.errors import OutOfRangeError, TrainingError
+from specflow.errors import Location, OutOfRangeError, TrainingError
 from specflow.io.checkpoint import CheckpointManager
 from specflow.io.summaries import SummaryWriter
 from specflow.runtime.session import Session, SessionConfig
@@ -23,6 +23,7 @@ from specflow.train import state
 from specflow.train.coordinator import Coordinator
 from specflow.train.evaluate import eval_metrics, evaluate, load_split
 from specflow.train.graph import TrainingGraph, build_training_graph
+from specflow.train.logdir_lock import LogdirLock
 
 
 class Listener:
@@ -146,6 +147,15 @@ class Trainer:
     # --- the loop -------------------------------------------------------------------------------
 
     def run(self) -> TrainResult:
+        """Train, holding the logdir's lock for the whole run (a second trainer is refused)."""
+        with LogdirLock(self.logdir):
+            try:
+                return self._run()
+            except OSError as e:  # a full disk under summaries or the lock: one line, no traceback
+                where = e.filename or str(self.logdir)
+                raise TrainingError(f"{e.strerror or e}", location=Location(str(where))) from None
+
+    def _run(self) -> TrainResult:
         self._setup()
         self.last_checkpoint = self.checkpoints.latest()
         start_step = self.step

@@ -22,6 +22,7 @@ from specflow.export.loader import (
 )
 from specflow.graph.dtypes import as_dtype
 from specflow.graph.graph_def import GraphDef, NodeDef
+from specflow.graph.names import check_graph_proto_names, check_library_names, check_reference
 from specflow.io.tensor_bundle import index_filename, read_bundle_index
 from specflow.views.graph_view import graph_table
 
@@ -31,6 +32,12 @@ def describe_saved_model(export_dir: str, tags=("serve",)) -> dict:
     variables (from the bundle index) and nodes (name, op, inputs, device)."""
     proto = read_saved_model(export_dir)
     mg = find_meta_graph(export_dir, proto, tags)
+    # Names are shown as they are: the load rules first (no markup, escapes or line breaks).
+    check_graph_proto_names(mg.graph_def)
+    check_library_names(mg.graph_def.library)
+    for ref in (mg.saver_def.filename_tensor_name, mg.saver_def.restore_op_name):
+        if ref:
+            check_reference(ref, "saver_def: ")
     sigs = {
         name: {part: {alias: {"tensor": t, "dtype": s.dtype.name, "shape": s.shape.as_list()}
                       for alias, (t, s) in getattr(sig, part).items()}

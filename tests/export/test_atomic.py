@@ -49,7 +49,15 @@ def test_existing_export_dir_is_refused_without_overwrite(trained, tmp_path):
         export_model(spec, logdir, out)
     assert _entries(out) == ["keep.txt"]
 
+    with pytest.raises(ExportError, match="refusing to --overwrite .*export: it is not a SavedModel "
+                                          "\\(it holds 'keep.txt'\\)"):
+        export_model(spec, logdir, out, overwrite=True)
+    assert _entries(out) == ["keep.txt"]
+
+    (out / "keep.txt").unlink()  # an empty directory is replaced
     export_model(spec, logdir, out, overwrite=True)
+    assert _entries(out) == ["saved_model.pb", "variables"]
+    export_model(spec, logdir, out, overwrite=True)  # and so is an export
     assert _entries(out) == ["saved_model.pb", "variables"]
     assert _entries(tmp_path) == ["export"]  # the old copy and the temp dir are gone
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import builtins
+import io
 import os
 import signal
 import subprocess
@@ -192,22 +194,62 @@ class Killed(BaseException):
     too, so cleanup code cannot run (as in a real kill)."""
 
 
-def _kill_at(monkeypatch, n: int) -> None:
+class _TornWrite:
+    """A file opened for writing whose ``write`` is a kill step: killed there, a part of the
+    bytes reach the file first (so a file written in place, not temp + rename, is left torn)."""
+
+    def __init__(self, f, step, part):
+        self._f, self._step, self._part = f, step, part
+
+    def write(self, data):
+        if self._step():
+            self._f.write(data[: self._part(len(data))])
+            self._f.flush()
+            raise Killed
+        return self._f.write(data)
+
+    def __getattr__(self, name):
+        return getattr(self._f, name)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self._f.close()
+
+
+def _kill_at(monkeypatch, n: int, part=lambda size: size // 2) -> None:
     calls = {"count": 0}
+
+    def dies() -> bool:
+        calls["count"] += 1
+        return calls["count"] > n
+
     for name in ("replace", "remove", "fsync"):
         real = getattr(os, name)
 
         def step(*args, _real=real):
-            calls["count"] += 1
-            if calls["count"] > n:
+            if dies():
                 raise Killed
             return _real(*args)
 
         monkeypatch.setattr(os, name, step)
+    real_open = io.open
+
+    def opened(file, mode="r", *args, **kwargs):
+        if calls["count"] >= n + 1:  # dead already
+            raise Killed
+        f = real_open(file, mode, *args, **kwargs)
+        return _TornWrite(f, dies, part) if any(c in mode for c in "wax+") else f
+
+    monkeypatch.setattr(builtins, "open", opened)
+    monkeypatch.setattr(io, "open", opened)
 
 
-def test_a_save_killed_at_every_step_leaves_a_readable_latest(tmp_path, monkeypatch):
-    """Kill the 3rd save (which also deletes checkpoint 1) at each of its file-system steps."""
+@pytest.mark.parametrize("part", [lambda size: 1, lambda size: size // 2], ids=["first-byte", "half"])
+def test_a_save_killed_at_every_step_leaves_a_readable_latest(tmp_path, monkeypatch, part):
+    """Kill the 3rd save (which also deletes checkpoint 1) at each of its file-system steps,
+    writes included (each leaves its first byte, or half, of what it was writing)."""
     n = 0
     while True:
         directory = tmp_path / f"run{n}"
@@ -215,7 +257,7 @@ def test_a_save_killed_at_every_step_leaves_a_readable_latest(tmp_path, monkeypa
         manager.save(_tensors(1), 1)
         manager.save(_tensors(2), 2)
         with monkeypatch.context() as patch:
-            _kill_at(patch, n)
+            _kill_at(patch, n, part)
             try:
                 manager.save(_tensors(3), 3)
                 finished = True
@@ -233,7 +275,7 @@ def test_a_save_killed_at_every_step_leaves_a_readable_latest(tmp_path, monkeypa
         if finished:
             break
         n += 1
-    assert n >= 8  # every step of the save was hit: fsyncs, renames, state, deletions
+    assert n >= 11  # every step of the save was hit: writes, fsyncs, renames, state, deletions
 
 
 _SAVER = textwrap.dedent(

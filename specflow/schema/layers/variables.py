@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from specflow.graph.dtypes import DType, as_dtype
+from specflow.graph.limits import check_tensor_size
 from specflow.graph.shapes import Shape
 from specflow.schema.initializers import Initializer, derive_seed, emit_initializer, parse_initializer
 
@@ -43,6 +44,8 @@ def create_variable(
     init = initializer if isinstance(initializer, Initializer) else parse_initializer(initializer)
     dims = Shape([int(d) for d in shape])
     full = builder.scoped(name)
+    # Before any node is made: the initializer would allocate it all at the first run.
+    check_tensor_size(dims.dims, dtype.itemsize or 1, f"variable '{full}' of {dtype.name}{list(dims.dims)}")
     handle = builder.add_op(
         "VarHandleOp", [], {"dtype": dtype, "shape": dims, "shared_name": full}, name=full, exact_name=True
     ).name
