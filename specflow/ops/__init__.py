@@ -10,6 +10,7 @@ from specflow.ops import (  # noqa: F401,E402  (importing registers the ops)
     fused_ops,
     grad_util,
     io_ops,
+    list_ops,
     manip_ops,
     math_binary_ops,
     math_ops,
