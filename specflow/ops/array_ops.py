@@ -9,6 +9,7 @@ import math
 
 import numpy as np
 
+from specflow.graph import dtypes
 from specflow.graph.shapes import Shape, as_shape, broadcast_shapes
 from specflow.ops import grad_util as gu
 from specflow.ops.inference import InferenceContext, no_outputs, scalar_shape, unchanged_shape
@@ -72,7 +73,7 @@ register_op(
 )
 
 
-@kernel("Identity")
+@kernel("Identity", T=dtypes.ALL_DTYPES)  # resource handles too: TF2 loops carry them
 def _identity(ctx, x):
     return x
 
