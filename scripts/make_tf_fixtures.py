@@ -7,8 +7,9 @@ specflow)::
 Each SavedModel fixture is ``<name>/`` (``tf.saved_model.save`` of a small Keras model, without
 fingerprint/assets) plus ``<name>.npz``: the signature's input (``in_<arg>``) and TensorFlow's
 outputs (``out_<key>``) from ``tf.saved_model.load(...).signatures["serving_default"]``. The frozen
-graph fixtures are ``frozen_cnn.pb`` / ``frozen_cnn.pbtxt`` (the cnn's serving function with its
-variables folded to constants) with ``frozen_cnn.npz`` (``in_<placeholder>``, ``out_<tensor>``).
+graph fixtures are ``frozen_cnn.pb`` / ``frozen_cnn.pbtxt`` (conv_swish's forward function with its
+variables folded to constants) and ``frozen_lstm.pb``, each with ``<name>.npz`` (``in_<placeholder
+tensor>``, ``out_<output tensor>``).
 """
 
 from __future__ import annotations
@@ -90,7 +91,7 @@ def save(name: str, build, input_shape) -> None:
     print(f"{name}: {size} bytes, input {arg} {x.shape}, outputs {sorted(outputs)}")
 
 
-def frozen(name: str, build, input_shape) -> None:
+def frozen(name: str, build, input_shape, text: bool = True) -> None:
     """The model's forward function with variables folded to constants, as .pb and .pbtxt."""
     keras.utils.set_random_seed(0)
     model = build()
@@ -99,7 +100,8 @@ def frozen(name: str, build, input_shape) -> None:
     frozen_fn = convert_variables_to_constants_v2(concrete)
     graph_def = frozen_fn.graph.as_graph_def()
     (OUT / f"{name}.pb").write_bytes(graph_def.SerializeToString())
-    (OUT / f"{name}.pbtxt").write_text(str(graph_def))
+    if text:
+        (OUT / f"{name}.pbtxt").write_text(str(graph_def))
     x = np.random.default_rng(2).standard_normal(input_shape).astype("float32")
     (out,) = frozen_fn(tf.constant(x))
     (inp,) = [t.name for t in frozen_fn.inputs]
@@ -113,3 +115,4 @@ if __name__ == "__main__":
     for name, (build, shape) in FIXTURES.items():
         save(name, build, shape)
     frozen("frozen_cnn", conv_swish, (3, 6, 6, 2))
+    frozen("frozen_lstm", lstm, (2, 5, 3), text=False)  # a While at the top level of a frozen graph

@@ -195,9 +195,9 @@ def _from_tensor_grad(b, node, dys):
 
 register_op(
     "TensorListGetItem",
-    inputs=["input_handle: variant", "index: int32", "element_shape: int32"],
+    inputs=["input_handle: variant", "index: int32", "element_shape: Tshape"],
     outputs=["item: element_dtype"],
-    attrs=["element_dtype: type"],
+    attrs=["element_dtype: type", "Tshape: {int32, int64} = int32"],
     shape=lambda ic: [_element_shape_input(ic, 2)],
     doc="Element `index` of the list (zeros of `element_shape` if it is unset).",
 )
