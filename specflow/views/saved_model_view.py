@@ -14,6 +14,7 @@ from rich.text import Text
 
 from specflow.errors import CheckpointError, ExportError
 from specflow.export.loader import (
+    DEFAULT_SIGNATURE,
     find_meta_graph,
     meta_graphs,
     read_saved_model,
@@ -22,8 +23,40 @@ from specflow.export.loader import (
 )
 from specflow.graph.dtypes import as_dtype
 from specflow.graph.graph_def import GraphDef, NodeDef
+from specflow.io.graph_loader import graph_io, is_graph_def_file, read_graph_def, read_graph_def_proto
 from specflow.io.tensor_bundle import index_filename, read_bundle_index
 from specflow.views.graph_view import graph_table
+
+
+def _signature_info(sig) -> dict:
+    return {part: {alias: {"tensor": t, "dtype": s.dtype.name, "shape": s.shape.as_list()}
+                   for alias, (t, s) in getattr(sig, part).items()}
+            for part in ("inputs", "outputs")}
+
+
+def describe_model(path: str, tags=("serve",)) -> dict:
+    """``describe_saved_model`` or, for a GraphDef file, ``describe_graph_def``."""
+    return describe_graph_def(path) if is_graph_def_file(path) else describe_saved_model(path, tags)
+
+
+def describe_graph_def(path: str) -> dict:
+    """What ``inspect GRAPH.pb`` shows: the same fields as a SavedModel's, its one signature being
+    the graph's Placeholders and sink nodes (see io/graph_loader.py)."""
+    from specflow.export.serving import SignatureIO
+
+    proto = read_graph_def_proto(path)
+    inputs, outputs = graph_io(read_graph_def(path))
+    return {
+        "kind": "GraphDef",
+        "export_dir": path,
+        "tag_sets": [],
+        "tags": [],
+        "signatures": {DEFAULT_SIGNATURE: _signature_info(SignatureIO(inputs, outputs))},
+        "variables": {},
+        "saver": None,
+        "nodes": [{"name": n.name, "op": n.op, "inputs": list(n.input), "device": n.device} for n in proto.node],
+        "functions": sorted(f.signature.name for f in proto.library.function),
+    }
 
 
 def describe_saved_model(export_dir: str, tags=("serve",)) -> dict:
@@ -31,13 +64,9 @@ def describe_saved_model(export_dir: str, tags=("serve",)) -> dict:
     variables (from the bundle index) and nodes (name, op, inputs, device)."""
     proto = read_saved_model(export_dir)
     mg = find_meta_graph(export_dir, proto, tags)
-    sigs = {
-        name: {part: {alias: {"tensor": t, "dtype": s.dtype.name, "shape": s.shape.as_list()}
-                      for alias, (t, s) in getattr(sig, part).items()}
-               for part in ("inputs", "outputs")}
-        for name, sig in signatures_of(mg).items()
-    }
+    sigs = {name: _signature_info(sig) for name, sig in signatures_of(mg).items()}
     return {
+        "kind": "SavedModel",
         "export_dir": export_dir,
         "tag_sets": [list(m.meta_info_def.tags) for m in meta_graphs(proto)],
         "tags": list(mg.meta_info_def.tags),
@@ -78,8 +107,11 @@ def saved_model_json(info: dict) -> str:
 
 
 def saved_model_renderable(info: dict) -> Group:
-    tag_sets = "; ".join(",".join(t) for t in info["tag_sets"])
-    head = Text(f"{info['export_dir']}: SavedModel, tag sets: {tag_sets}; showing '{','.join(info['tags'])}'")
+    if info.get("kind") == "GraphDef":
+        head = Text(f"{info['export_dir']}: frozen GraphDef (inputs: its Placeholders, outputs: its sink nodes)")
+    else:
+        tag_sets = "; ".join(",".join(t) for t in info["tag_sets"])
+        head = Text(f"{info['export_dir']}: SavedModel, tag sets: {tag_sets}; showing '{','.join(info['tags'])}'")
     sigs = Table(title="signatures", header_style="bold")
     for col in ("signature", "", "alias", "dtype", "shape", "tensor"):
         sigs.add_column(col)
