@@ -23,6 +23,7 @@ from specflow.graph.graph_def import GraphDef, canonical_tensor
 from specflow.graph.shapes import Shape
 from specflow.ops.registry import ArgDef, OpDef, TensorSpec, get_op
 from specflow.schema.control_flow import is_control_flow, lower_cond, lower_while, node_refs
+from specflow.schema.file_values import checkpoint_initializer, const_value
 from specflow.schema.layers import TRAINING_FLAG, LayerContext, VariableInfo, create_variable, expand_layer
 from specflow.schema.layers.common import ensure_training_flag
 from specflow.schema.namespace import Namespace, Skip, split_ref
@@ -164,10 +165,11 @@ class Lowerer:
         for name, spec in self.model.variables.items():
             path = ("variables", name)
             try:
+                init = spec.initializer
+                if init.kind == "checkpoint":
+                    init = checkpoint_initializer(self.filename, init, name)
                 with b.location(self.source.key_location(path)), b.device(spec.device or ""):
-                    info = create_variable(
-                        b, name, spec.shape, spec.dtype, spec.initializer, spec.trainable, self.model.seed
-                    )
+                    info = create_variable(b, name, spec.shape, spec.dtype, init, spec.trainable, self.model.seed)
                 ns.add_variable(name, info)
             except SpecflowError as e:
                 self.record(e, path)
@@ -282,6 +284,11 @@ class Lowerer:
         except SpecflowError as e:
             raise self.error(e.message, path + ("op",)) from None
         attrs, keywords = self._split_params(opdef, spec.params, path)
+        if opdef.name == "Const":
+            try:
+                const_value(self.filename, attrs)
+            except SpecError as e:
+                raise self.error(e.message, path + ("value",)) from None
         assigned = self._assign_positional(opdef, spec, keywords, path)
         tensors: dict[str, list[str]] = {}
         with b.name_scope(name):
