@@ -448,6 +448,24 @@ def predict(
     out.print(values_renderable(list(outputs), list(outputs.values())))
 
 
+@app.command("import")
+@handle_errors
+def import_(
+    source: Path = typer.Argument(..., help="A SavedModel directory or a GraphDef (.pb, .pbtxt)."),
+    output: Path = typer.Option(..., "--out", "-o", help="The spec to write (model.yaml)."),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing spec."),
+):
+    """Write a TensorFlow model as an op-level spec: variables to a checkpoint beside it, large
+    constants to .npy files; the spec is loaded and checked against the model before success."""
+    from specflow.export.importer import import_model, verify_import
+    from specflow.views.saved_model_view import import_summary
+
+    _quiet_numeric_warnings()
+    result = import_model(source, output, overwrite=overwrite)
+    diffs = verify_import(source, result)
+    out.print(import_summary(result, diffs))
+
+
 # --- ops ------------------------------------------------------------------------------------
 
 

@@ -159,3 +159,18 @@ def predictions_json(outputs: dict[str, np.ndarray]) -> str:
 
     return json.dumps({alias: {"dtype": str(v.dtype), "shape": list(v.shape), "value": plain(v)}
                        for alias, v in outputs.items()}, indent=2)
+
+
+def import_summary(result, diffs: dict[str, float]) -> Table:
+    t = Table(header_style="bold", show_header=False)
+    t.add_column("", style="bold")
+    t.add_column("")
+    t.add_row("spec", Text(f"{result.spec} ({result.nodes} nodes, {len(result.inputs)} inputs)"))
+    if result.checkpoint is not None:
+        n = sum(int(np.prod(s)) for _, s in result.variables.values())
+        t.add_row("variables", Text(f"{len(result.variables)} ({n:,} values) in {result.checkpoint}"))
+    if result.constant_files:
+        t.add_row("constants", Text(f"{len(result.constant_files)} .npy file(s) in {result.constant_files[0].parent}"))
+    for name, diff in diffs.items():
+        t.add_row("verified", Text(f"{name}: the spec reproduces the model (max |diff| {diff:.3g})"))
+    return t
