@@ -40,6 +40,9 @@ from specflow.io.tf_control_flow import LOWERED_OPS, lower
 from specflow.ops.registry import get_op, has_op
 
 CALL_OPS = frozenset({"PartitionedCall", "StatefulPartitionedCall"})
+# TF ops a loaded graph never holds: calls are inlined, If/While lowered (tf_control_flow.py).
+# They have no OpDef here; op coverage counts them as supported.
+LOAD_TIME_OPS = CALL_OPS | LOWERED_OPS
 FUNCTION_ATTR = "_tf_function"  # the library function an inlined node comes from
 CALL_ATTR = "_tf_call"  # the name the call it was inlined for got (its prefix)
 
