@@ -182,9 +182,8 @@ def _from_tensor_grad(b, node, dys):
     (dlist,) = dys
     tensor = node.data_inputs[0]
     dtype = b.spec(tensor).dtype
-    if dlist is None:  # nothing read the list: an empty gradient list of the right element shape
-        dlist = emit(b, "EmptyTensorList", node.data_inputs[1], b.const(np.int32(-1), name="Const"),
-                     element_dtype=dtype)
+    if dlist is None:  # (a one-output op gets a gradient only when its output has one)
+        dlist = _unset_like(b, node.name, dtype)
     # num_elements makes a list nothing wrote still stack to the tensor's length (TF does too).
     n = b.spec(tensor).shape.dims[0] if b.spec(tensor).shape.rank else None
     return [emit(b, "TensorListStack", dlist, node.data_inputs[1], element_dtype=dtype,
@@ -340,6 +339,13 @@ def _element_shape_kernel(ctx, handle):
     return np.asarray([-1 if d is None else d for d in shape.dims], dt)
 
 
+def _unset_like(b, handle: str, dtype) -> str:
+    """A list as long as ``handle``'s with every element unset (zeros when read): the gradient of
+    a list nothing read. TF uses an empty list there, which stacks to the wrong length."""
+    shape = emit(b, "TensorListElementShape", handle, shape_type=dtypes.int32)
+    return emit(b, "TensorListReserve", shape, emit(b, "TensorListLength", handle), element_dtype=dtype)
+
+
 # --- push and pop --------------------------------------------------------------------------------
 
 register_op(
@@ -366,9 +372,8 @@ def _push_back_grad(b, node, dys):
     handle, tensor = node.data_inputs
     (dlist,) = dys
     dtype = node.attrs["element_dtype"]
-    if dlist is None:
-        dlist = emit(b, "EmptyTensorList", emit(b, "TensorListElementShape", handle, shape_type=dtypes.int32),
-                     b.const(np.int32(-1), name="Const"), element_dtype=dtype)
+    if dlist is None:  # (a one-output op gets a gradient only when its output has one)
+        dlist = _unset_like(b, node.name, dtype)
     dhandle, dtensor = outputs(b, "TensorListPopBack", 2, dlist, shape_of(b, tensor), element_dtype=dtype)
     return [dhandle, dtensor]
 
@@ -397,9 +402,8 @@ def _pop_back(ctx, handle, element_shape):
 def _pop_back_grad(b, node, dys):
     dlist, dtensor = dys
     dtype = node.attrs["element_dtype"]
-    if dlist is None:
-        dlist = emit(b, "EmptyTensorList", emit(b, "TensorListElementShape", node.name, shape_type=dtypes.int32),
-                     b.const(np.int32(-1), name="Const"), element_dtype=dtype)
+    if dlist is None:  # nothing read the shorter list: unset elements (zeros) as long as it is
+        dlist = _unset_like(b, node.name, dtype)
     if dtensor is None:
         dtensor = emit(b, "ZerosLike", f"{node.name}:1")
     return [emit(b, "TensorListPushBack", dlist, dtensor, element_dtype=dtype), None]
