@@ -187,7 +187,7 @@ def load_model(path, tags=("serve",)) -> LoadedModel:
     if os.path.basename(path) == SAVED_MODEL_FILENAME and os.path.isfile(path):
         path = os.path.dirname(path) or "."
     if not os.path.exists(path):
-        raise ExportError(f"{path}: no such file or directory")
+        raise ExportError(f"{path}: no such directory or GraphDef file")
     if not os.path.isdir(path):
         raise ExportError(f"{path}: expected a SavedModel directory or a GraphDef file (.pb, .pbtxt)")
     return load_saved_model(path, tags)

@@ -94,7 +94,7 @@ def test_bad_graph_files_are_one_clear_error(tmp_path):
     text.write_text('node { name: "x" op: "Placeholder" \n bogus: 1 }\n')
     with pytest.raises(ExportError, match=r"not a text GraphDef: 2:2 : .*bogus"):
         load_model(text)
-    with pytest.raises(ExportError, match="no such file or directory"):
+    with pytest.raises(ExportError, match="no such directory or GraphDef file"):
         load_model(tmp_path / "missing")
 
 
