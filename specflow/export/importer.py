@@ -14,10 +14,10 @@ signatures need is written back as a spec:
 - attrs the spec infers again (type attrs bound by inputs, list lengths, defaults) are left out;
   control inputs become ``after:``; the signatures keep their aliases.
 
-Loops and conditionals (a lowered TF2 While/If: Enter, Switch, Merge...) have no op-level spec
-form (a spec's ``while:``/``cond:`` nodes are built from functions), so a model that needs them
-is refused with the loop named. The written spec is loaded again and run on zeros before the
-import reports success; ``verify`` compares it with the source on real inputs.
+A TF2 While (lowered at load time) is written back as a ``while:`` node (``import_loops.py``);
+other control flow (a lowered If, a TF1 loop a frozen graph holds) is refused, naming the node.
+``verify_import`` loads the written spec and compares every signature with the source model on
+random inputs; ``specflow import`` reports success only after it.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ import numpy as np
 import yaml
 
 from specflow.errors import ExportError, SpecflowError
+from specflow.export.import_loops import Block, check_loops, find_loops, loop_node
 from specflow.graph.dtypes import DType
 from specflow.graph.graph_def import FuncRef, GraphDef, NodeDef, parse_input
 from specflow.graph.shapes import Shape
@@ -40,7 +41,6 @@ from specflow.io.tf_functions import CALL_ATTR, check_supported
 from specflow.ops.registry import get_op
 
 INLINE_LIMIT = 16  # Const elements written inline; more go to an .npy file
-_LOOP_OPS = frozenset({"Enter", "Exit", "NextIteration", "Switch", "Merge", "LoopCond", "RefEnter"})
 _BAD_CHARS = re.compile(r"[^A-Za-z0-9_.-]")
 
 
@@ -75,10 +75,7 @@ def import_model(source, out, overwrite: bool = False) -> ImportResult:
         feeds = [t for s in sigs.values() for t, _ in s.inputs.values()]
         check_supported(model.graph_def, roots, feeds)
         graph = _closure(model.graph_def, roots, {parse_input(f).node for f in feeds})
-        loops = sorted({n.attrs.get("frame_name", n.name) for n in graph.nodes if n.op in _LOOP_OPS})
-        if loops:
-            raise ExportError(f"{source} needs a loop or conditional ({loops[0]}); specflow import writes "
-                              "op-level specs, which cannot express a lowered TF2 While/If yet")
+        check_loops(graph, source)
         names = _spec_names(graph)
         variables = _variable_values(model, graph, names)
     writer = _SpecWriter(names, const_dir, ckpt.name)
@@ -122,9 +119,12 @@ def _spec_names(graph: GraphDef) -> dict[str, str]:
     name; ``/`` as ``.``. VarHandleOps are named by their variable (``shared_name``)."""
     names: dict[str, str] = {}
     taken: set[str] = {"init"}  # the spec's own init op
+    calls = {c for n in graph.nodes if (c := n.attrs.get(CALL_ATTR))}
     for n in graph.nodes:
         full = n.attrs.get("shared_name") or n.name if n.op == "VarHandleOp" else n.name
         call = n.attrs.get(CALL_ATTR)
+        if call is None:  # a call's result or a lowered loop's node: inside the call that holds it
+            call = max((c for c in calls if n.name.startswith(c + "/")), key=len, default=None)
         local = n.name[len(call) + 1:] if call and n.name.startswith(call + "/") and n.op != "VarHandleOp" else full
         for candidate in (_sanitize(local), _sanitize(full), _sanitize(n.name)):
             if candidate not in taken:
@@ -162,17 +162,32 @@ class _SpecWriter:
         self.inputs: dict[str, dict] = {}
         self.nodes: dict[str, dict] = {}
         self.files: list[Path] = []
+        self.loop_refs: dict = {}  # a loop's node -> index -> reference to its while node's output
 
     def ref(self, tensor: str) -> str:
+        """A top-level tensor as a spec reference (a loop's results are its while node's outputs)."""
         t = parse_input(tensor)
+        if t.node in self.loop_refs:
+            return self.loop_refs[t.node](t.index)
         name = self.names[t.node]
         return name if t.index == 0 else f"{name}:{t.index}"
 
+    def control(self, name: str) -> str | None:
+        return self.names[name]
+
     def write(self, graph: GraphDef, variables: dict, sigs, name: str, source) -> str:
         var_specs = {}
+        loops = find_loops(graph.nodes)
+        members = {m.name for loop in loops.values() for m in loop.members}
+        for loop in loops.values():
+            self.loop_refs.update(loop.outer_refs(self.names[loop.name], self.ref))
         for n in graph.nodes:
             spec_name = self.names[n.name]
-            if n.op == "Placeholder":
+            if n.name in loops:
+                self.nodes[spec_name] = loop_node(self, loops[n.name], self.ref)
+            elif n.name in members:
+                continue
+            elif n.op == "Placeholder":
                 shape = n.attrs.get("shape")
                 self.inputs[spec_name] = {"dtype": n.attrs["dtype"].name,
                                           "shape": None if shape is None or shape.rank is None else list(shape.dims)}
@@ -192,14 +207,17 @@ class _SpecWriter:
         for section, items in (("inputs", self.inputs), ("variables", var_specs), ("nodes", self.nodes)):
             if items:
                 lines.append(f"{section}:")
-                lines += [f"  {_flow(k)}: {_flow(v)}" for k, v in items.items()]
+                for k, v in items.items():
+                    lines += _entry(k, v, 2)
         lines.append("signatures:")
         for sig_name, sig in signatures.items():
             lines.append(f"  {_flow(sig_name)}:")
             lines += [f"    {part}: {_flow(sig[part])}" for part in ("inputs", "outputs")]
         return "\n".join(lines) + "\n"
 
-    def node(self, n: NodeDef, spec_name: str) -> dict:
+    def node(self, n: NodeDef, spec_name: str, ref=None, control=None) -> dict:
+        """Op node ``n`` in spec form; ``ref``/``control`` map its inputs in the node's scope."""
+        ref, control = ref or self.ref, control or self.control
         opdef = get_op(n.op)
         out: dict[str, Any] = {"op": n.op}
         data = n.data_inputs
@@ -208,11 +226,11 @@ class _SpecWriter:
                 i = 0
                 for arg in opdef.inputs:
                     k = _arg_length(arg, n.attrs)
-                    refs = [self.ref(t) for t in data[i:i + k]]
+                    refs = [ref(t) for t in data[i:i + k]]
                     out[arg.name] = refs if arg.is_list else refs[0]
                     i += k
             else:
-                out["inputs"] = [self.ref(t) for t in data]
+                out["inputs"] = [ref(t) for t in data]
         inferred = {a.type_attr for a in opdef.inputs if a.type_attr} | {
             a.number_attr for a in opdef.inputs if a.number_attr} | {
             a.type_list_attr for a in opdef.inputs if a.type_list_attr}
@@ -226,8 +244,9 @@ class _SpecWriter:
             if adef.has_default and _same(adef.default, value):
                 continue
             out[key] = _plain(value, f"attr '{key}' of node '{n.name}'")
-        if n.control_inputs:
-            out["after"] = [self.names[c] for c in n.control_inputs]
+        after = [c for c in (control(c) for c in n.control_inputs) if c is not None]
+        if after:
+            out["after"] = after
         return out
 
     def const(self, value: np.ndarray, spec_name: str):
@@ -280,6 +299,17 @@ def _plain(value: Any, where: str) -> Any:
     if isinstance(value, float) and not math.isfinite(value):
         return value  # YAML writes .inf / .nan
     return value
+
+
+def _entry(key: str, value: Any, indent: int) -> list[str]:
+    """YAML lines for ``key: value``: one flow line, or a block for a ``Block`` (a loop's parts)."""
+    pad = " " * indent
+    if not isinstance(value, Block):
+        return [f"{pad}{_flow(key)}: {_flow(value)}"]
+    lines = [f"{pad}{_flow(key)}:"]
+    for k, v in value.items():
+        lines += _entry(k, v, indent + 2)
+    return lines
 
 
 def _flow(value: Any) -> str:

@@ -55,7 +55,7 @@ def _save_and_run(build, tmp_path, shape):
     return path, {arg: x}, want
 
 
-def _check(path, feeds, want, tmp_path, importable=True):
+def _check(path, feeds, want, tmp_path):
     try:
         with load_model(path) as m:
             got = m.run("serving_default", feeds)
@@ -63,10 +63,9 @@ def _check(path, feeds, want, tmp_path, importable=True):
         pytest.skip(f"needs ops from other changes: {e.message}")
     for k in want:
         np.testing.assert_allclose(got[k], want[k], rtol=0, atol=ATOL * max(1.0, float(np.abs(want[k]).max())))
-    if importable:
-        result = import_model(path, tmp_path / "imported.yaml")
-        diffs = verify_import(path, result)
-        assert diffs and max(diffs.values()) <= ATOL * max(1.0, max(float(np.abs(w).max()) for w in want.values()))
+    result = import_model(path, tmp_path / "imported.yaml")
+    diffs = verify_import(path, result)
+    assert diffs and max(diffs.values()) <= ATOL * max(1.0, max(float(np.abs(w).max()) for w in want.values()))
 
 
 @pytest.mark.parametrize("name", list(_apps()))
@@ -78,4 +77,4 @@ def test_keras_application_matches_tensorflow(name, tmp_path):
 @pytest.mark.parametrize("name", list(_rnns()))
 def test_keras_rnn_matches_tensorflow(name, tmp_path):
     path, feeds, want = _save_and_run(_rnns()[name], tmp_path, (3, 7, 4))
-    _check(path, feeds, want, tmp_path, importable=False)  # import refuses loops (see importer.py)
+    _check(path, feeds, want, tmp_path)
