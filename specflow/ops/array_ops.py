@@ -273,6 +273,8 @@ register_op(
 
 @kernel("ZerosLike")
 def _zeros_like(ctx, x):
+    if x.dtype == object and ctx.attrs["T"] == dtypes.variant:  # a TensorList (ops/list_ops.py)
+        return x.item().zeros_like()
     if x.dtype == object:  # strings: numpy's zero would be the integer 0
         return np.full(x.shape, b"", dtype=object)
     return ctx.xp.zeros_like(x)

@@ -44,6 +44,18 @@ class TensorList:
     def __repr__(self) -> str:
         return f"TensorList({len(self.tensors)} x {self.element_dtype.name}{self.element_shape})"
 
+    def __add__(self, other: TensorList) -> TensorList:
+        """Element-wise sum (AddN of list gradients); an unset element adds nothing."""
+        if not isinstance(other, TensorList) or len(other.tensors) != len(self.tensors):
+            n = len(other.tensors) if isinstance(other, TensorList) else type(other).__name__
+            raise ValueError(f"cannot add a list of {len(self.tensors)} element(s) and {n}")
+        summed = [b if a is None else a if b is None else a + b for a, b in zip(self.tensors, other.tensors)]
+        return self.copy(summed)
+
+    def zeros_like(self) -> np.ndarray:
+        """A list as long as this one with zeros for its set elements (ZerosLike of a list)."""
+        return wrap(self.copy([None if x is None else np.zeros_like(x) for x in self.tensors]))
+
 
 def wrap(lst: TensorList) -> np.ndarray:
     """``lst`` as a variant scalar."""

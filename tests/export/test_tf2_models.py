@@ -130,3 +130,58 @@ def test_cli_run_fetches_any_tensor_of_a_saved_model(tmp_path):
                                rtol=0, atol=ATOL)
     r = runner.invoke(app, ["run", str(TF2 / "lstm"), "--fetch", "nope:0"])
     assert r.exit_code == 1 and "has no tensor 'nope:0'" in r.output
+
+
+def test_gradients_through_a_keras_lstm_match_finite_differences():
+    """Training through a loaded TF2 LSTM: d loss / d inputs (TensorLists through two stacked
+    loops) and d loss / d each variable (read through resource loop vars, summed over the
+    iterations), against central differences in float32."""
+    from specflow.export.importer import _closure
+    from specflow.graph.builder import GraphBuilder
+    from specflow.graph.graph_def import GraphDef, NodeDef
+    from specflow.train.gradients import gradients
+
+    inputs, want = recorded("lstm")
+    x = inputs["inputs"]
+    with load_model(TF2 / "lstm") as model:
+        sig = model.signatures["serving_default"]
+        xin, out = sig.inputs["inputs"][0], sig.outputs["output_0"][0]
+        b = GraphBuilder(_closure(model.graph_def, [out], {xin.split(":")[0]}))
+        with b.name_scope("check"):
+            w = b.const(np.linspace(0.5, 1.5, want["output_0"].size, dtype=np.float32).reshape(want["output_0"].shape))
+            loss = b.add_op("Sum", [b.add_op("Mul", [out, w]).name, b.const(np.array([0, 1], np.int32))]).name
+        handles = sorted(n.name for n in b.graph_def.nodes if n.op == "VarHandleOp")
+        grads = gradients(b, [loss], [xin, *handles])
+        assert all(g is not None for g in grads)
+        known = {n.name for n in model.session.graph_def.nodes}
+        extra = [n for n in b.graph_def.nodes if n.name not in known]
+        for i, h in enumerate(handles):  # to nudge one weight: feed a value, assign it
+            dt = b.graph_def.node(h).attrs["dtype"]
+            extra += [NodeDef(f"nudge/{i}/value", "Placeholder", [], "", {"dtype": dt}),
+                      NodeDef(f"nudge/{i}/assign", "AssignVariableOp", [h, f"nudge/{i}/value"], "", {"dtype": dt}),
+                      NodeDef(f"nudge/{i}/read", "ReadVariableOp", [h], "", {"dtype": dt})]
+        model.session.extend(GraphDef(extra))
+        s = model.session
+        values = s.run(grads, {xin: x})
+        eps = 1e-2
+
+        def central(nudge) -> float:
+            return (nudge(eps) - nudge(-eps)) / (2 * eps)
+
+        for idx in [(0, 0, 0), (1, 4, 2)]:
+            def at(d, idx=idx):
+                xx = x.copy()
+                xx[idx] += d
+                return float(s.run(loss, {xin: xx}))
+            np.testing.assert_allclose(values[0][idx], central(at), rtol=2e-2, atol=2e-4)
+        for i, (h, g) in enumerate(zip(handles, values[1:])):
+            v0 = s.run(f"nudge/{i}/read")
+            idx = tuple(0 for _ in v0.shape)
+
+            def at(d, i=i, v0=v0, idx=idx):
+                v = v0.copy()
+                v[idx] += d
+                s.run([], {f"nudge/{i}/value": v}, targets=[f"nudge/{i}/assign"])
+                return float(s.run(loss, {xin: x}))
+            np.testing.assert_allclose(g[idx], central(at), rtol=2e-2, atol=2e-4, err_msg=h)
+            s.run([], {f"nudge/{i}/value": v0}, targets=[f"nudge/{i}/assign"])

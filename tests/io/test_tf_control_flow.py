@@ -152,7 +152,7 @@ def test_gradients_flow_through_a_lowered_while():
     np.testing.assert_allclose(got, 1.5**3 * np.linspace(0.5, 1.5, X.size).reshape(X.shape))
 
 
-def test_a_loop_collects_rows_in_a_tensor_list():
+def tensor_list_loop_graph():
     """What a Keras RNN does: read row i of a TensorListFromTensor, write f(row) to a reserved
     list at i, stack the list after the loop."""
     cond = function("lcond", [("i", I32), ("src", VAR), ("dst", VAR)], [("go", B)],
@@ -165,7 +165,7 @@ def test_a_loop_collects_rows_in_a_tensor_list():
                      node("set", "TensorListSetItem", ["dst", "i", "sq:y:0"], element_dtype=dtypes.float64),
                      node("inc", "AddV2", ["i", "one:output:0"], T=dtypes.int32)],
                     {"i2": "inc:z:0", "src2": "src", "dst2": "set:output_handle:0"})
-    g = from_tf_graph_def(graph([
+    return from_tf_graph_def(graph([
         placeholder("x", dtypes.float64), scalar("start", 0, np.int32), scalar("n", 3, np.int32),
         scalar("shape", [2], np.int32),
         node("src", "TensorListFromTensor", ["x", "shape"], element_dtype=dtypes.float64, shape_type=dtypes.int32),
@@ -173,9 +173,20 @@ def test_a_loop_collects_rows_in_a_tensor_list():
         while_node("loop", "While", ["start", "src", "dst"], [I32, VAR, VAR], "lcond", "lbody"),
         node("out", "TensorListStack", ["loop:2", "shape"], element_dtype=dtypes.float64, num_elements=3),
     ], [cond, body]))
+
+
+def test_a_loop_collects_rows_in_a_tensor_list():
     x = np.arange(6.0).reshape(3, 2)
-    with Session(g) as s:
+    with Session(tensor_list_loop_graph()) as s:
         np.testing.assert_array_equal(s.run("out", {"x": x}), x**2)
+
+
+def test_gradients_flow_through_tensor_lists_a_loop_carries():
+    """The backward loop carries the lists' gradients (lists of element gradients, summed by AddN,
+    ZerosLike of a list where none reached it)."""
+    x = np.arange(6.0).reshape(3, 2) - 2.5
+    got = _check_gradient(tensor_list_loop_graph(), x, {"x": x}, "x")
+    np.testing.assert_allclose(got, 2 * x * np.linspace(0.5, 1.5, 6).reshape(3, 2))
 
 
 def test_bad_control_flow_is_one_clear_error():
