@@ -78,7 +78,8 @@ def import_model(source, out, overwrite: bool = False) -> ImportResult:
         check_loops(graph, source)
         names = _spec_names(graph)
         variables = _variable_values(model, graph, names)
-    writer = _SpecWriter(names, const_dir, ckpt.name)
+        trainable = _trainable(model.meta_graph)
+    writer = _SpecWriter(names, const_dir, ckpt.name, trainable)
     body = writer.write(graph, variables, sigs, _ident(stem), source)
     out.parent.mkdir(parents=True, exist_ok=True)
     if variables:
@@ -139,6 +140,15 @@ def _spec_names(graph: GraphDef) -> dict[str, str]:
     return names
 
 
+def _trainable(meta_graph) -> dict[str, bool]:
+    """Variable name -> trainable, from a TF2 SavedModel's object graph (Keras marks batch-norm
+    statistics not trainable); empty for a TF1 model or a GraphDef."""
+    if meta_graph is None:
+        return {}
+    return {n.variable.name: bool(n.variable.trainable) for n in meta_graph.object_graph_def.nodes
+            if n.WhichOneof("kind") == "variable"}
+
+
 def _variable_values(model, graph: GraphDef, names: dict[str, str]) -> dict[str, np.ndarray]:
     """Each VarHandleOp's current value in the loaded model (read through ReadVariableOp)."""
     handles = [n for n in graph.nodes if n.op == "VarHandleOp"]
@@ -155,8 +165,9 @@ def _variable_values(model, graph: GraphDef, names: dict[str, str]) -> dict[str,
 
 
 class _SpecWriter:
-    def __init__(self, names: dict[str, str], const_dir: Path, checkpoint: str):
+    def __init__(self, names: dict[str, str], const_dir: Path, checkpoint: str, trainable: dict[str, bool]):
         self.names = names
+        self.trainable = trainable
         self.checkpoint = checkpoint
         self.const_dir = const_dir
         self.inputs: dict[str, dict] = {}
@@ -195,7 +206,7 @@ class _SpecWriter:
                 v = variables[n.name]
                 var_specs[spec_name] = {"shape": list(v.shape), "dtype": str(n.attrs["dtype"]),
                                         "initializer": {"checkpoint": self.checkpoint},
-                                        "trainable": True}
+                                        "trainable": self.trainable.get(n.attrs.get("shared_name") or n.name, True)}
             else:
                 self.nodes[spec_name] = self.node(n, spec_name)
         signatures = {}

@@ -77,6 +77,9 @@ def test_a_frozen_graph_imports_with_large_constants_in_npy_files(file, tmp_path
 
 def test_batch_norm_and_dropout_model_round_trips(tmp_path):
     result = import_model(KERAS / "cnn_extras", tmp_path / "extras.yaml")
+    variables = yaml.safe_load(result.spec.read_text())["variables"]
+    frozen = sorted(k for k, v in variables.items() if not v["trainable"])  # from the object graph
+    assert frozen == ["sequential_2.batch_normalization.moving_mean", "sequential_2.batch_normalization.moving_variance"]
     inputs, want = recorded(KERAS / "cnn_extras.npz")
     got = run_spec(result.spec, "serving_default", inputs)
     np.testing.assert_allclose(got["output_0"], want["output_0"], rtol=0, atol=1e-4)
