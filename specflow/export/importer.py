@@ -5,8 +5,9 @@ The model is loaded with ``load_model`` (functions inlined, variables restored) 
 signatures need is written back as a spec:
 
 - Placeholders become ``inputs:``; variables (``VarHandleOp``) become ``variables:`` whose
-  ``initializer: {checkpoint: <stem>.ckpt}`` reads the value the model had, from a TF bundle
-  written beside the spec;
+  ``initializer: {checkpoint: <stem>_checkpoint/model.ckpt-0}`` reads the value the model had,
+  from a checkpoint written beside the spec as training writes one (so ``specflow export
+  model.yaml --logdir <stem>_checkpoint`` exports it again);
 - every other node is one op node, its name kept with ``/`` written as ``.`` (a spec name has no
   ``/``); a node inlined from a function is named as it is inside that function when that name
   is free (``sequential.dense.MatMul``, not ``StatefulPartitionedCall.StatefulPartitionedCall...``);
@@ -36,11 +37,12 @@ from specflow.export.import_loops import Block, check_loops, find_loops, loop_no
 from specflow.graph.dtypes import DType
 from specflow.graph.graph_def import FuncRef, GraphDef, NodeDef, parse_input
 from specflow.graph.shapes import Shape
-from specflow.io.tensor_bundle import write_bundle
+from specflow.io.checkpoint import CheckpointManager
 from specflow.io.tf_functions import CALL_ATTR, check_supported
 from specflow.ops.registry import get_op
 
 INLINE_LIMIT = 16  # Const elements written inline; more go to an .npy file
+CHECKPOINT_PREFIX = "model.ckpt"  # as training writes it: <stem>_checkpoint/model.ckpt-0
 _BAD_CHARS = re.compile(r"[^A-Za-z0-9_.-]")
 
 
@@ -63,7 +65,8 @@ def import_model(source, out, overwrite: bool = False) -> ImportResult:
     if out.suffix not in (".yaml", ".yml"):
         raise ExportError(f"--out {out}: the spec must be a .yaml file")
     stem = out.stem
-    ckpt = out.with_name(f"{stem}.ckpt")
+    ckpt_dir = out.with_name(f"{stem}_checkpoint")  # a training logdir: export/train --logdir take it
+    ckpt = ckpt_dir / f"{CHECKPOINT_PREFIX}-0"
     const_dir = out.with_name(f"{stem}_constants")
     if out.exists() and not overwrite:
         raise ExportError(f"{out} exists; pass --overwrite to replace it")
@@ -79,11 +82,11 @@ def import_model(source, out, overwrite: bool = False) -> ImportResult:
         names = _spec_names(graph)
         variables = _variable_values(model, graph, names)
         trainable = _trainable(model.meta_graph)
-    writer = _SpecWriter(names, const_dir, ckpt.name, trainable)
+    writer = _SpecWriter(names, const_dir, f"{ckpt_dir.name}/{ckpt.name}", trainable)
     body = writer.write(graph, variables, sigs, _ident(stem), source)
     out.parent.mkdir(parents=True, exist_ok=True)
     if variables:
-        write_bundle(str(ckpt), {names[n]: v for n, v in variables.items()})
+        CheckpointManager(str(ckpt_dir), prefix=CHECKPOINT_PREFIX).save({names[n]: v for n, v in variables.items()}, 0)
     out.write_text(body)
     return ImportResult(out, len(writer.nodes), list(writer.inputs), {
         names[n]: (str(v.dtype), list(v.shape)) for n, v in variables.items()}, writer.files,

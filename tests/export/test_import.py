@@ -43,12 +43,14 @@ def test_a_keras_savedmodel_imports_to_a_spec_with_a_checkpoint(tmp_path):
     """conv_swish: variables (to conv_swish.ckpt), captured constants (inline), swish's IdentityN."""
     out = tmp_path / "conv_swish.yaml"
     result = import_model(TF2 / "conv_swish", out)
-    assert result.checkpoint == tmp_path / "conv_swish.ckpt" and (tmp_path / "conv_swish.ckpt.index").is_file()
+    ckpt = tmp_path / "conv_swish_checkpoint" / "model.ckpt-0"  # as training writes one
+    assert result.checkpoint == ckpt and Path(f"{ckpt}.index").is_file()
     assert sorted(result.variables) == ["sequential_2.conv2d.bias", "sequential_2.conv2d.kernel",
                                         "sequential_2.dense_2.bias", "sequential_2.dense_2.kernel"]
     tree = yaml.safe_load(out.read_text())
     assert tree["variables"]["sequential_2.conv2d.kernel"] == {
-        "shape": [3, 3, 2, 4], "dtype": "float32", "initializer": {"checkpoint": "conv_swish.ckpt"}, "trainable": True}
+        "shape": [3, 3, 2, 4], "dtype": "float32", "initializer": {"checkpoint": "conv_swish_checkpoint/model.ckpt-0"},
+        "trainable": True}
     assert tree["inputs"] == {"serving_default_inputs": {"dtype": "float32", "shape": [None, 6, 6, 2]}}
     conv = tree["nodes"]["sequential_2_1.conv2d_1.convolution"]  # the name inside the serving function
     assert conv["op"] == "Conv2D" and conv["padding"] == "SAME" and "T" not in conv  # T is inferred again
@@ -118,9 +120,10 @@ def test_what_import_refuses_is_one_clear_error(tmp_path):
 
 def test_checkpoint_initializer_names_a_missing_key(tmp_path):
     import_model(KERAS / "mlp", tmp_path / "mlp.yaml")
-    text = (tmp_path / "mlp.yaml").read_text().replace("{checkpoint: mlp.ckpt}", "{checkpoint: {prefix: mlp.ckpt, key: nope}}", 1)
+    text = (tmp_path / "mlp.yaml").read_text().replace(
+        "{checkpoint: mlp_checkpoint/model.ckpt-0}", "{checkpoint: {prefix: mlp_checkpoint/model.ckpt-0, key: nope}}", 1)
     (tmp_path / "bad.yaml").write_text(text)
-    with pytest.raises(SpecflowError, match="checkpoint .*mlp.ckpt has no tensor .nope."):
+    with pytest.raises(SpecflowError, match="checkpoint .*model.ckpt-0 has no tensor .nope."):
         load_spec(str(tmp_path / "bad.yaml"))
 
 
@@ -136,3 +139,19 @@ def test_cli_import_then_run_the_spec(tmp_path):
     np.testing.assert_allclose(np.load(tmp_path / "o.npz")["Identity"], want["Identity:0"], rtol=0, atol=1e-4)
     r = CliRunner().invoke(app, ["validate", str(tmp_path / "m.yaml")])
     assert r.exit_code == 0 and "ok" in r.output
+
+
+def test_an_imported_spec_exports_again(tmp_path):
+    """TF SavedModel -> spec -> `specflow export --logdir <stem>_checkpoint` -> a SavedModel that
+    computes TensorFlow's recorded outputs (TensorFlow itself loads it too: checked by hand)."""
+    import_model(TF2 / "lstm", tmp_path / "lstm.yaml")
+    r = CliRunner().invoke(app, ["export", str(tmp_path / "lstm.yaml"), "--logdir", str(tmp_path / "lstm_checkpoint"),
+                                 "--out", str(tmp_path / "export")])
+    assert r.exit_code == 0, r.output
+    from specflow.export.loader import load_model
+
+    inputs, want = recorded(TF2 / "lstm.npz")
+    with load_model(tmp_path / "export") as model:
+        (alias,) = model.signatures["serving_default"].inputs
+        got = model.run("serving_default", {alias: inputs["inputs"]})
+    np.testing.assert_allclose(got["output_0"], want["output_0"], rtol=0, atol=1e-4)
