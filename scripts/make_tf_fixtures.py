@@ -2,14 +2,16 @@
 specflow)::
 
     python -m venv /work/scratch/tfvenv && /work/scratch/tfvenv/bin/pip install tensorflow-cpu
-    /work/scratch/tfvenv/bin/python scripts/make_tf_fixtures.py [OUT_DIR]
+    /work/scratch/tfvenv/bin/python scripts/make_tf_fixtures.py [--out OUT_DIR] [NAME ...]
 
 Each SavedModel fixture is ``<name>/`` (``tf.saved_model.save`` of a small Keras model, without
 fingerprint/assets) plus ``<name>.npz``: the signature's input (``in_<arg>``) and TensorFlow's
 outputs (``out_<key>``) from ``tf.saved_model.load(...).signatures["serving_default"]``. The frozen
 graph fixtures are ``frozen_cnn.pb`` / ``frozen_cnn.pbtxt`` (conv_swish's forward function with its
 variables folded to constants) and ``frozen_lstm.pb``, each with ``<name>.npz`` (``in_<placeholder
-tensor>``, ``out_<output tensor>``).
+tensor>``, ``out_<output tensor>``). ``cond_loop/`` is a tf.Module whose function holds a tf.cond
+with a while loop and another tf.cond inside (TF2 If/While), with ``cond_loop.npz``: its outputs
+for both branches and TensorFlow's gradients (GradientTape) w.r.t. the input and the variable.
 """
 
 from __future__ import annotations
@@ -29,7 +31,10 @@ from tensorflow.python.framework.convert_to_constants import (  # noqa: E402
 )
 
 L = keras.layers
-OUT = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).resolve().parents[1] / "tests" / "io" / "data" / "tf2"
+ARGS = sys.argv[1:]
+OUT = Path(ARGS[ARGS.index("--out") + 1]) if "--out" in ARGS else \
+    Path(__file__).resolve().parents[1] / "tests" / "io" / "data" / "tf2"
+ONLY = [a for i, a in enumerate(ARGS) if a != "--out" and (i == 0 or ARGS[i - 1] != "--out")]
 
 
 def lstm():  # TF2 While + TensorList ops; the output sequence and the last state
@@ -110,9 +115,57 @@ def frozen(name: str, build, input_shape, text: bool = True) -> None:
     print(f"{name}: {len(graph_def.SerializeToString())} bytes, {inp} -> {res}")
 
 
+class CondLoop(tf.Module):
+    """y = cond(flag, while_loop(tanh(y) * 1.5, 3 times) of x @ w, sin(x @ w) + cond(sum(x) > 0, 1, -1))."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = tf.Variable(np.linspace(-1, 1, 6).reshape(2, 3).astype("float32"))
+
+    @tf.function(input_signature=[tf.TensorSpec([None, 2], tf.float32), tf.TensorSpec([], tf.bool)])
+    def __call__(self, x, flag):
+        def then():
+            _, y = tf.while_loop(lambda i, y: i < 3, lambda i, y: (i + 1, tf.tanh(y) * 1.5),
+                                 [tf.constant(0), tf.matmul(x, self.w)])
+            return y
+
+        def else_():
+            return tf.sin(tf.matmul(x, self.w)) + tf.cond(tf.reduce_sum(x) > 0, lambda: 1.0, lambda: -1.0)
+
+        return {"y": tf.cond(flag, then, else_)}
+
+
+def cond_loop() -> None:
+    module = CondLoop()
+    out_dir = OUT / "cond_loop"
+    shutil.rmtree(out_dir, ignore_errors=True)
+    tf.saved_model.save(module, str(out_dir))
+    (out_dir / "fingerprint.pb").unlink(missing_ok=True)
+    shutil.rmtree(out_dir / "assets", ignore_errors=True)
+    serving = tf.saved_model.load(str(out_dir)).signatures["serving_default"]
+    x = np.random.default_rng(0).standard_normal((4, 2)).astype("float32")
+    weights = np.linspace(0.5, 1.5, 12).reshape(4, 3).astype("float32")  # loss = sum(y * weights)
+    saved = {"in_x": x, "weights": weights}
+    for flag in (True, False):
+        saved[f"out_y_{flag}"] = serving(x=tf.constant(x), flag=tf.constant(flag))["y"].numpy()
+        xv = tf.constant(x)
+        with tf.GradientTape() as tape:
+            tape.watch(xv)
+            loss = tf.reduce_sum(module(xv, tf.constant(flag))["y"] * weights)
+        gx, gw = tape.gradient(loss, [xv, module.w])
+        saved[f"grad_x_{flag}"], saved[f"grad_w_{flag}"] = gx.numpy(), gw.numpy()
+    np.savez(OUT / "cond_loop.npz", **saved)
+    print(f"cond_loop: {sum(p.stat().st_size for p in out_dir.rglob('*') if p.is_file())} bytes")
+
+
 if __name__ == "__main__":
     OUT.mkdir(parents=True, exist_ok=True)
     for name, (build, shape) in FIXTURES.items():
-        save(name, build, shape)
-    frozen("frozen_cnn", conv_swish, (3, 6, 6, 2))
-    frozen("frozen_lstm", lstm, (2, 5, 3), text=False)  # a While at the top level of a frozen graph
+        if not ONLY or name in ONLY:
+            save(name, build, shape)
+    if not ONLY or "frozen_cnn" in ONLY:
+        frozen("frozen_cnn", conv_swish, (3, 6, 6, 2))
+    if not ONLY or "frozen_lstm" in ONLY:
+        frozen("frozen_lstm", lstm, (2, 5, 3), text=False)  # a While at the top level of a frozen graph
+    if not ONLY or "cond_loop" in ONLY:
+        cond_loop()

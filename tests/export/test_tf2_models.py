@@ -185,3 +185,32 @@ def test_gradients_through_a_keras_lstm_match_finite_differences():
                 return float(s.run(loss, {xin: x}))
             np.testing.assert_allclose(g[idx], central(at), rtol=2e-2, atol=2e-4, err_msg=h)
             s.run([], {f"nudge/{i}/value": v0}, targets=[f"nudge/{i}/assign"])
+
+
+@pytest.mark.parametrize("flag", [True, False])
+def test_if_with_a_loop_inside_matches_tensorflow_values_and_gradients(flag):
+    """cond_loop: a tf.cond whose branches hold a while loop and another tf.cond (If, While,
+    StatelessIf lowered at load); outputs and GradientTape's gradients recorded by TensorFlow."""
+    from specflow.export.importer import _closure
+    from specflow.graph.builder import GraphBuilder
+    from specflow.graph.graph_def import GraphDef
+    from specflow.train.gradients import gradients
+
+    saved = np.load(TF2 / "cond_loop.npz")
+    x = saved["in_x"]
+    with load_model(TF2 / "cond_loop") as model:
+        got = model.run("serving_default", {"x": x, "flag": np.array(flag)})["y"]
+        np.testing.assert_allclose(got, saved[f"out_y_{flag}"], rtol=0, atol=ATOL)
+        sig = model.signatures["serving_default"]
+        xin, fin, out = sig.inputs["x"][0], sig.inputs["flag"][0], sig.outputs["y"][0]
+        b = GraphBuilder(_closure(model.graph_def, [out], {xin.split(":")[0], fin.split(":")[0]}))
+        with b.name_scope("check"):
+            loss = b.add_op("Sum", [b.add_op("Mul", [out, b.const(saved["weights"])]).name,
+                                    b.const(np.array([0, 1], np.int32))]).name
+        (handle,) = [n.name for n in b.graph_def.nodes if n.op == "VarHandleOp"]
+        gx, gw = gradients(b, [loss], [xin, handle])
+        known = {n.name for n in model.session.graph_def.nodes}
+        model.session.extend(GraphDef([n for n in b.graph_def.nodes if n.name not in known]))
+        dx, dw = model.session.run([gx, gw], {xin: x, fin: np.array(flag)})
+    np.testing.assert_allclose(dx, saved[f"grad_x_{flag}"], rtol=0, atol=ATOL)
+    np.testing.assert_allclose(dw, saved[f"grad_w_{flag}"], rtol=0, atol=ATOL)
