@@ -15,8 +15,9 @@ signatures need is written back as a spec:
 - attrs the spec infers again (type attrs bound by inputs, list lengths, defaults) are left out;
   control inputs become ``after:``; the signatures keep their aliases.
 
-A TF2 While (lowered at load time) is written back as a ``while:`` node (``import_loops.py``);
-other control flow (a lowered If, a TF1 loop a frozen graph holds) is refused, naming the node.
+A TF2 While or If (lowered at load time) is written back as a ``while:`` or ``cond:`` node
+(``import_control_flow.py``); other control flow (the TF1 loops a frozen graph holds) is refused,
+naming the node.
 ``verify_import`` loads the written spec and compares every signature with the source model on
 random inputs; ``specflow import`` reports success only after it.
 """
@@ -33,7 +34,7 @@ import numpy as np
 import yaml
 
 from specflow.errors import ExportError, SpecflowError
-from specflow.export.import_loops import Block, check_loops, find_loops, loop_node
+from specflow.export.import_control_flow import Block, check_control_flow, construct_node, find_constructs
 from specflow.graph.dtypes import DType
 from specflow.graph.graph_def import FuncRef, GraphDef, NodeDef, parse_input
 from specflow.graph.shapes import Shape
@@ -78,7 +79,7 @@ def import_model(source, out, overwrite: bool = False) -> ImportResult:
         feeds = [t for s in sigs.values() for t, _ in s.inputs.values()]
         check_supported(model.graph_def, roots, feeds)
         graph = _closure(model.graph_def, roots, {parse_input(f).node for f in feeds})
-        check_loops(graph, source)
+        check_control_flow(graph, source)
         names = _spec_names(graph)
         variables = _variable_values(model, graph, names)
         trainable = _trainable(model.meta_graph)
@@ -176,7 +177,7 @@ class _SpecWriter:
         self.inputs: dict[str, dict] = {}
         self.nodes: dict[str, dict] = {}
         self.files: list[Path] = []
-        self.loop_refs: dict = {}  # a loop's node -> index -> reference to its while node's output
+        self.loop_refs: dict = {}  # a While's/If's node -> index -> reference to its spec node's output
 
     def ref(self, tensor: str) -> str:
         """A top-level tensor as a spec reference (a loop's results are its while node's outputs)."""
@@ -191,14 +192,14 @@ class _SpecWriter:
 
     def write(self, graph: GraphDef, variables: dict, sigs, name: str, source) -> str:
         var_specs = {}
-        loops = find_loops(graph.nodes)
+        loops = find_constructs(graph.nodes)
         members = {m.name for loop in loops.values() for m in loop.members}
         for loop in loops.values():
             self.loop_refs.update(loop.outer_refs(self.names[loop.name], self.ref))
         for n in graph.nodes:
             spec_name = self.names[n.name]
             if n.name in loops:
-                self.nodes[spec_name] = loop_node(self, loops[n.name], self.ref)
+                self.nodes[spec_name] = construct_node(self, loops[n.name], self.ref)
             elif n.name in members:
                 continue
             elif n.op == "Placeholder":
@@ -348,27 +349,32 @@ def verify_import(source, result: ImportResult, batch: int = 2, atol: float = 1e
         if spec.variables:
             sess.run([], targets=[spec.lowered.init_op])
         for sig_name, sig in model.signatures.items():
-            feeds = {a: _sample(s, batch, rng) for a, (_, s) in sig.inputs.items()}
-            want = model.run(sig_name, feeds)
-            mine = spec.signatures[sig_name]
-            aliases = list(mine["outputs"])
-            got = sess.run([mine["outputs"][a][0] for a in aliases],
-                           {mine["inputs"][a][0]: v for a, v in feeds.items()})
-            for alias, g in zip(aliases, got):
-                w = want[alias]
-                if np.shape(g) != np.shape(w):
-                    raise ExportError(f"the imported spec's {sig_name}/{alias} has shape {list(np.shape(g))}, "
-                                      f"the model's {list(np.shape(w))}")
-                diff = float(np.max(np.abs(np.asarray(g, np.float64) - w))) if np.size(w) and w.dtype.kind in "fc" \
-                    else float(not np.array_equal(g, w))
-                scale = max(1.0, float(np.max(np.abs(w)))) if np.size(w) and w.dtype.kind in "fc" else 1.0
-                if diff > atol * scale:
-                    raise ExportError(f"the imported spec's {sig_name}/{alias} differs from the model's by {diff:.3g}")
-                diffs[f"{sig_name}/{alias}"] = diff
+            for trial in range(2):  # bool inputs all true, then all false: both branches of a cond
+                feeds = {a: _sample(s, batch, rng, trial == 0) for a, (_, s) in sig.inputs.items()}
+                _compare(sess, spec, model, sig_name, feeds, atol, diffs)
     return diffs
 
 
-def _sample(spec, batch: int, rng) -> np.ndarray:
+def _compare(sess, spec, model, sig_name: str, feeds: dict, atol: float, diffs: dict[str, float]) -> None:
+    want = model.run(sig_name, feeds)
+    mine = spec.signatures[sig_name]
+    aliases = list(mine["outputs"])
+    got = sess.run([mine["outputs"][a][0] for a in aliases], {mine["inputs"][a][0]: v for a, v in feeds.items()})
+    for alias, g in zip(aliases, got):
+        w = want[alias]
+        if np.shape(g) != np.shape(w):
+            raise ExportError(f"the imported spec's {sig_name}/{alias} has shape {list(np.shape(g))}, "
+                              f"the model's {list(np.shape(w))}")
+        numeric = np.size(w) and w.dtype.kind in "fc"
+        diff = float(np.max(np.abs(np.asarray(g, np.float64) - w))) if numeric else float(not np.array_equal(g, w))
+        scale = max(1.0, float(np.max(np.abs(w)))) if numeric else 1.0
+        if diff > atol * scale:
+            raise ExportError(f"the imported spec's {sig_name}/{alias} differs from the model's by {diff:.3g}")
+        key = f"{sig_name}/{alias}"
+        diffs[key] = max(diff, diffs.get(key, 0.0))
+
+
+def _sample(spec, batch: int, rng, flag: bool) -> np.ndarray:
     dims = spec.shape.dims
     if dims is None:
         raise ExportError("a signature input of unknown rank cannot be sampled to check the import")
@@ -377,7 +383,7 @@ def _sample(spec, batch: int, rng) -> np.ndarray:
     if dt.is_floating:
         return rng.standard_normal(shape).astype(dt.numpy)
     if dt.is_bool:
-        return rng.integers(0, 2, shape).astype(bool)
+        return np.full(shape, flag)
     if dt.is_integer:
         return rng.integers(0, 3, shape).astype(dt.numpy)
     raise ExportError(f"a {dt.name} signature input cannot be sampled to check the import")

@@ -106,6 +106,21 @@ def test_keras_rnns_import_with_their_loops_as_while_nodes(name, tmp_path):
     assert result.variables
 
 
+@pytest.mark.parametrize("flag", [True, False])
+def test_an_if_imports_as_a_cond_node_with_its_loop_inside(flag, tmp_path):
+    """cond_loop: If(flag, then: a While, else: another If) -> cond: / while: nodes nested as in TF;
+    the variable the branches read stays a spec variable (not a cond input)."""
+    out = tmp_path / "cl.yaml"
+    import_model(TF2 / "cond_loop", out)
+    cond = yaml.safe_load(out.read_text())["nodes"]["cond"]["cond"]
+    assert cond["pred"] == "serving_default_flag" and cond["inputs"] == {"in1": "serving_default_x"}
+    assert any("while" in n for n in cond["then"]["nodes"].values())
+    assert any("cond" in n for n in cond["else"]["nodes"].values())
+    saved = np.load(TF2 / "cond_loop.npz")
+    got = run_spec(out, "serving_default", {"x": saved["in_x"], "flag": np.array(flag)})
+    np.testing.assert_allclose(got["y"], saved[f"out_y_{flag}"], rtol=0, atol=1e-4)
+
+
 def test_what_import_refuses_is_one_clear_error(tmp_path):
     # Freezing lowers TF2 loops itself, to TF1 primitives with its own names: no spec form.
     with pytest.raises(ExportError, match=r"node '.*while/enter/_\d+' \(Enter\) is control flow specflow import "
