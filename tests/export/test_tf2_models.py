@@ -214,3 +214,10 @@ def test_if_with_a_loop_inside_matches_tensorflow_values_and_gradients(flag):
         dx, dw = model.session.run([gx, gw], {xin: x, fin: np.array(flag)})
     np.testing.assert_allclose(dx, saved[f"grad_x_{flag}"], rtol=0, atol=ATOL)
     np.testing.assert_allclose(dw, saved[f"grad_w_{flag}"], rtol=0, atol=ATOL)
+
+
+def test_ops_explains_the_tf_ops_handled_at_load():
+    r = runner.invoke(app, ["ops", "StatelessWhile"])
+    assert r.exit_code == 0 and "lowered to Switch/Merge/Enter/Exit/NextIteration" in r.output
+    r = runner.invoke(app, ["ops", "PartitionedCall"])
+    assert r.exit_code == 0 and "inlined" in r.output
