@@ -69,7 +69,17 @@ def _load(path: Path, overrides: list[str] | None):
         raise UserError(f"{path}: no such file")
     if path.is_dir():
         raise UserError(f"{path}: is a directory, expected a YAML spec")
+    if _is_model(path):
+        raise UserError(f"{path}: is a TensorFlow GraphDef, not a spec; inspect, run and predict take it, "
+                        "and `specflow import` turns it into a spec")
     return load_spec(str(path), overrides=list(overrides or []))
+
+
+def _is_model(path: Path) -> bool:
+    """A SavedModel directory or a GraphDef file (.pb/.pbtxt): what export/loader.load_model reads."""
+    from specflow.io.graph_loader import is_graph_def_file
+
+    return path.is_dir() or is_graph_def_file(path)
 
 
 def _check_format(fmt: str, allowed=("table", "json", "dot")) -> str:
@@ -121,7 +131,7 @@ DevicesOpt = typer.Option(None, "--devices", help="Devices, e.g. cpu:2 or cpu:2,
 @app.command()
 @handle_errors
 def inspect(
-    spec: Path = typer.Argument(..., help="The model spec (YAML), or a SavedModel directory."),
+    spec: Path = typer.Argument(..., help="The model spec (YAML), a SavedModel directory or a GraphDef (.pb, .pbtxt)."),
     fmt: str = FormatOpt,
     placed: bool = typer.Option(False, "--placed", help="Prune, place and partition; show each device's partition."),
     devices: str | None = DevicesOpt,
@@ -133,17 +143,17 @@ def inspect(
     set_: list[str] | None = SetOpt,
 ):
     """Print the lowered graph, or with --placed the pruned, placed and partitioned graph.
-    Given a SavedModel directory: its tags, signatures, variables and graph."""
+    Given a SavedModel directory or a GraphDef file: its signatures, variables and graph."""
     _check_format(fmt)
-    if spec.is_dir():
+    if _is_model(spec):
         _check_format(fmt, ("table", "json"))
         from specflow.views.saved_model_view import (
-            describe_saved_model,
+            describe_model,
             saved_model_json,
             saved_model_renderable,
         )
 
-        info = describe_saved_model(str(spec))
+        info = describe_model(str(spec))
         if fmt == "json":
             print(saved_model_json(info))
         else:
@@ -221,7 +231,7 @@ def _with_batch_size(graph, batch_size: int):
 @app.command()
 @handle_errors
 def run(
-    spec: Path = typer.Argument(..., help="The model spec (YAML)."),
+    spec: Path = typer.Argument(..., help="The model spec (YAML), a SavedModel directory or a GraphDef (.pb, .pbtxt)."),
     fetch: list[str] = typer.Option(..., "--fetch", help="Tensor to fetch, e.g. probs or xent:1 (repeatable)."),
     feed: list[str] | None = typer.Option(None, "--feed", help="NAME=FILE.npy: a value to feed (repeatable)."),
     output: Path | None = typer.Option(None, "--out", "-o", help="Save the fetched values to an .npz file."),
@@ -232,19 +242,17 @@ def run(
 ):
     """Run one step: initialize the variables, feed the inputs and print or save the fetches."""
 
-    from specflow.runtime.session import Session, SessionConfig
     from specflow.runtime.step_stats import StepStats
 
-    s = _load(spec, set_)
     feeds = dict(_read_feed(f) for f in feed or [])
-    graph_seed = seed if seed is not None else s.model.seed
-    with Session(s.graph_def, SessionConfig(devices=devices, graph_seed=graph_seed)) as sess:
-        if s.variables:
-            sess.run([], targets=[s.lowered.init_op])
-        stats = StepStats() if trace else None
-        # A variable's name fetches its value (as it does in spec inputs), not its handle.
-        reads = {v.name: v.read for v in s.variables}
-        values = sess.run([reads.get(f, f) for f in fetch], feeds, options={"trace": True} if trace else None, run_metadata=stats)
+    stats = StepStats() if trace else None
+    options = {"trace": True} if trace else None
+    if _is_model(spec):  # a SavedModel or GraphDef: any tensor of its graph, variables restored
+        if set_:
+            raise UserError("--set changes a spec; it does not apply to a SavedModel or GraphDef")
+        values = _run_model(spec, list(fetch), feeds, options, stats)
+    else:
+        values = _run_spec(spec, list(fetch), feeds, devices, seed, set_, options, stats)
     if trace:
         from specflow.io.atomic_write import write_atomically
 
@@ -257,6 +265,33 @@ def run(
     from specflow.views.values_view import values_renderable
 
     out.print(values_renderable(list(fetch), values))
+
+
+def _run_spec(spec, fetch, feeds, devices, seed, set_, options, stats) -> list:
+    from specflow.runtime.session import Session, SessionConfig
+
+    s = _load(spec, set_)
+    graph_seed = seed if seed is not None else s.model.seed
+    with Session(s.graph_def, SessionConfig(devices=devices, graph_seed=graph_seed)) as sess:
+        if s.variables:
+            sess.run([], targets=[s.lowered.init_op])
+        # A variable's name fetches its value (as it does in spec inputs), not its handle.
+        reads = {v.name: v.read for v in s.variables}
+        return sess.run([reads.get(f, f) for f in fetch], feeds, options=options, run_metadata=stats)
+
+
+def _run_model(path, fetch, feeds, options, stats) -> list:
+    from specflow.export.loader import load_model
+    from specflow.io.tf_functions import check_supported
+
+    _quiet_numeric_warnings()
+    with load_model(str(path)) as model:
+        nodes = model.graph_def.node_map()
+        for name in [*fetch, *feeds]:
+            if name.rsplit(":", 1)[0] not in nodes and name not in nodes:
+                raise UserError(f"{path} has no tensor '{name}'")
+        check_supported(model.graph_def, fetch, list(feeds))
+        return model.session.run(fetch, feeds, options=options, run_metadata=stats)
 
 
 def _save_npz(output: Path, arrays: dict) -> None:
@@ -411,15 +446,15 @@ def export(
 @app.command()
 @handle_errors
 def predict(
-    export_dir: Path = typer.Argument(..., help="A SavedModel directory (specflow's or TensorFlow's)."),
+    export_dir: Path = typer.Argument(..., help="A SavedModel directory (specflow's or TensorFlow's) or a GraphDef (.pb, .pbtxt)."),
     input_: list[str] = typer.Option(..., "--input", "-i", help="NAME=FILE.npy: a signature input (repeatable)."),
     signature: str = typer.Option("serving_default", "--signature", help="The signature to run."),
     output: Path | None = typer.Option(None, "--out", "-o", help="Save the outputs to an .npz file."),
     fmt: str = typer.Option("table", "--format", "-f", help="table or json."),
 ):
-    """Run a SavedModel's signature on inputs read from .npy files."""
+    """Run a SavedModel's (or a frozen GraphDef's) signature on inputs read from .npy files."""
 
-    from specflow.export.loader import load_saved_model
+    from specflow.export.loader import load_model
 
     _check_format(fmt, ("table", "json"))
     feeds = {}
@@ -429,7 +464,7 @@ def predict(
             raise UserError(f"--input {name} is given twice")
         feeds[name] = value
     _quiet_numeric_warnings()
-    with load_saved_model(str(export_dir)) as model:
+    with load_model(str(export_dir)) as model:
         outputs = model.run(signature, feeds)
     if output:
         _save_npz(output, outputs)
@@ -443,6 +478,24 @@ def predict(
     from specflow.views.values_view import values_renderable
 
     out.print(values_renderable(list(outputs), list(outputs.values())))
+
+
+@app.command("import")
+@handle_errors
+def import_(
+    source: Path = typer.Argument(..., help="A SavedModel directory or a GraphDef (.pb, .pbtxt)."),
+    output: Path = typer.Option(..., "--out", "-o", help="The spec to write (model.yaml)."),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing spec."),
+):
+    """Write a TensorFlow model as an op-level spec: variables to a checkpoint beside it, large
+    constants to .npy files; the spec is loaded and checked against the model before success."""
+    from specflow.export.importer import import_model, verify_import
+    from specflow.views.saved_model_view import import_summary
+
+    _quiet_numeric_warnings()
+    result = import_model(source, output, overwrite=overwrite)
+    diffs = verify_import(source, result)
+    out.print(import_summary(result, diffs))
 
 
 # --- ops ------------------------------------------------------------------------------------

@@ -1,5 +1,9 @@
 """Loading a SavedModel directory into specflow's runtime: ours, or one TensorFlow wrote.
 
+``load_model(path)`` is the one entry point: a SavedModel directory (or its saved_model.pb) or a
+frozen GraphDef file (``.pb``/``.pbtxt``, served through its Placeholders and sink nodes as one
+``serving_default`` signature; ``io/graph_loader.py``).
+
 ``load_saved_model(export_dir)`` parses ``saved_model.pb``, picks the MetaGraphDef with the
 requested tags, converts its TensorFlow GraphDef (function library included) with
 ``io.tf_graph.from_tf_graph_def`` and opens a Session on it. Variables are restored the way
@@ -25,6 +29,7 @@ from specflow.graph.graph_def import GraphDef, canonical_tensor
 from specflow.graph.names import check_function_name, check_reference
 from specflow.graph.shapes import Shape
 from specflow.io.extra_protos import SavedModel
+from specflow.io.graph_loader import graph_io, is_graph_def_file, read_graph_def
 from specflow.io.tensor_bundle import data_filename, index_filename
 from specflow.io.tf_functions import check_supported
 from specflow.io.tf_graph import dtype_from_enum, from_tf_graph_def, shape_from_proto
@@ -173,6 +178,43 @@ def signatures_of(meta_graph) -> dict[str, SignatureIO]:
             {a: tensor_spec(sd.outputs[a], f"signature '{name}' output '{a}'") for a in sorted(sd.outputs)},
         )
     return out
+
+
+DEFAULT_SIGNATURE = "serving_default"
+
+
+def load_model(path, tags=("serve",)) -> LoadedModel:
+    """A SavedModel directory, a SavedModel's saved_model.pb, or a frozen GraphDef file, in a
+    Session ready to run (variables restored)."""
+    path = str(path)
+    if is_graph_def_file(path):
+        return load_graph_def(path)
+    if os.path.basename(path) == SAVED_MODEL_FILENAME and os.path.isfile(path):
+        path = os.path.dirname(path) or "."
+    if not os.path.exists(path):
+        raise ExportError(f"{path}: no such directory or GraphDef file")
+    if not os.path.isdir(path):
+        raise ExportError(f"{path}: expected a SavedModel directory or a GraphDef file (.pb, .pbtxt)")
+    return load_saved_model(path, tags)
+
+
+def load_graph_def(path) -> LoadedModel:
+    """A frozen GraphDef file in a Session; its one signature, ``serving_default``, takes the
+    Placeholders (by node name) and gives the sink nodes' outputs."""
+    from specflow.runtime.session import Session
+
+    path = str(path)
+    try:
+        graph = read_graph_def(path)
+    except SpecflowError as e:
+        raise ExportError(e.message, node=e.node, location=e.location or Location(path)) from None
+    inputs, outputs = graph_io(graph)
+    if not outputs:
+        raise ExportError("the GraphDef has no output (every node's output is read by another node)",
+                          location=Location(path))
+    model = LoadedModel(path, [], {DEFAULT_SIGNATURE: SignatureIO(inputs, outputs)}, graph, None)
+    model.session = Session(graph)
+    return model
 
 
 def load_saved_model(export_dir, tags=("serve",)) -> LoadedModel:

@@ -72,10 +72,12 @@ complex64 = DType("complex64", 8, np.complex64)
 complex128 = DType("complex128", 18, np.complex128)
 string = DType("string", 7, object)
 resource = DType("resource", 20, None)
+# A scalar holding a Python object (TF's DT_VARIANT): a TensorList (ops/list_ops.py).
+variant = DType("variant", 21, object)
 
 ALL_DTYPES = (
     bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
-    float16, float32, float64, complex64, complex128, string, resource,
+    float16, float32, float64, complex64, complex128, string, resource, variant,
 )  # fmt: skip
 _BY_NAME = {d.name: d for d in ALL_DTYPES}
 # Aliases users and TensorFlow write.
@@ -128,6 +130,15 @@ def as_dtype(value) -> DType:
         if d.np_type not in (None, object) and np.dtype(d.np_type) == npd:
             return d
     raise TypeError(f"unsupported numpy dtype {npd}")
+
+
+def dtype_of(value) -> DType:
+    """The DType of an array: ``as_dtype`` of its numpy dtype, except that a 0-d object array
+    holding something other than a string is a variant (a TensorList)."""
+    dt = as_dtype(value.dtype)
+    if dt is string and value.ndim == 0 and not isinstance(value.item(), (bytes, str)):
+        return variant
+    return dt
 
 
 def dtype_names() -> list[str]:

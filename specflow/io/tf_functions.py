@@ -37,9 +37,13 @@ import specflow.ops  # noqa: F401  (registers every op: has_op must see them all
 from specflow.errors import GraphError, OpError
 from specflow.graph.graph_def import GraphDef, NodeDef, canonical_tensor, parse_input
 from specflow.graph.names import check_library_names
+from specflow.io.tf_control_flow import LOWERED_OPS, lower
 from specflow.ops.registry import get_op, has_op
 
 CALL_OPS = frozenset({"PartitionedCall", "StatefulPartitionedCall"})
+# TF ops a loaded graph never holds: calls are inlined, If/While lowered (tf_control_flow.py).
+# They have no OpDef here; op coverage counts them as supported.
+LOAD_TIME_OPS = CALL_OPS | LOWERED_OPS
 FUNCTION_ATTR = "_tf_function"  # the library function an inlined node comes from
 CALL_ATTR = "_tf_call"  # the name the call it was inlined for got (its prefix)
 
@@ -59,12 +63,16 @@ def inline_functions(graph: graph_pb2.GraphDef) -> list[InlinedNode]:
     lib = {f.signature.name: f for f in graph.library.function}
     out: list[InlinedNode] = []
     for node in graph.node:
-        if _callee(node, lib, None) is None:
+        lowered = node.op in LOWERED_OPS
+        if not lowered and _callee(node, lib, None) is None:
             out.append(InlinedNode(node))
             continue
         data = [i for i in node.input if not i.startswith("^")]
         controls = [i[1:] for i in node.input if i.startswith("^")]
-        _Inliner(lib, out).call(node, node.name, data, controls, node.device, None, ())
+        if lowered:  # If/While: to Switch/Merge/Enter/Exit/NextIteration (tf_control_flow.py)
+            lower(_Inliner(lib, out), node, node.name, data, controls, node.device, None, ())
+        else:
+            _Inliner(lib, out).call(node, node.name, data, controls, node.device, None, ())
     return out
 
 
@@ -129,7 +137,11 @@ class _Inliner:
             new.name, new.device = f"{path}/{name}", n.device or device
             del new.input[:]
             _rename_colocation(new, path, body)
-            if _callee(new, self.lib, fname) is not None:
+            if new.op in LOWERED_OPS:
+                d = [i for i in inputs if not i.startswith("^")]
+                c = [i[1:] for i in inputs if i.startswith("^")]
+                lower(self, new, new.name, d, c, new.device, fname, (*stack, fname))
+            elif _callee(new, self.lib, fname) is not None:
                 d = [i for i in inputs if not i.startswith("^")]
                 c = [i[1:] for i in inputs if i.startswith("^")]
                 self.call(new, new.name, d, c, new.device, fname, (*stack, fname))

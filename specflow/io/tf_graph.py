@@ -319,7 +319,7 @@ def tensor_from_proto(proto: tensor_pb2.TensorProto) -> np.ndarray:
     shape repeats its last value, and an empty one means zeros.
     """
     dt = dtype_from_enum(proto.dtype)
-    if dt.np_type is None:
+    if dt.np_type is None or dt.name not in _VALUE_FIELD:  # resource, variant
         raise GraphError(f"a {dt.name} tensor cannot be stored in a graph")
     shape = shape_from_proto(proto.tensor_shape)
     if not shape.is_fully_defined:

@@ -10,7 +10,9 @@ graph instead, and so does :func:`restore_object_graph`:
 - the MetaGraphDef's ``object_graph_def`` lists the saved objects; a ``variable`` node holds the
   variable's name, which is the ``shared_name`` of the ``VarHandleOp`` the functions capture;
 - the checkpoint's ``_CHECKPOINTABLE_OBJECT_GRAPH`` tensor (a ``TrackableObjectGraph``) lists
-  the same objects in the same order, with each variable's ``VARIABLE_VALUE`` checkpoint key.
+  the checkpointed objects with each variable's ``VARIABLE_VALUE`` checkpoint key. It lacks what
+  the SavedModel alone holds (``captured_tensor``s, constants, functions), so objects are matched
+  by walking both graphs from the root through children of the same name, not by position.
 
 Each value is assigned to its variable by ``AssignVariableOp`` nodes added to the session.
 """
@@ -50,14 +52,15 @@ def object_graph_variables(meta_graph, tensors: Mapping[str, np.ndarray], where:
         trackable.ParseFromString(bytes(np.asarray(tensors[OBJECT_GRAPH_KEY], dtype=object).item()))
     except (DecodeError, ValueError, TypeError) as e:
         raise CheckpointError(f"{where}: corrupted {OBJECT_GRAPH_KEY} ({e})") from None
-    if len(trackable.nodes) != len(saved):
-        raise CheckpointError(f"{where}: the checkpoint's object graph has {len(trackable.nodes)} objects, "
-                              f"the SavedModel's {len(saved)}")
+    matched = _match_objects(saved, trackable.nodes)
     values = {}
-    for node, entry in zip(saved, trackable.nodes):
+    for i, node in enumerate(saved):
         if node.WhichOneof("kind") != "variable":
             continue
         var = node.variable
+        if i not in matched:
+            raise CheckpointError(f"{where}: variable '{var.name}' is not in the checkpoint's object graph")
+        entry = trackable.nodes[matched[i]]
         keys = [a.checkpoint_key for a in entry.attributes if a.name == VALUE_ATTRIBUTE]
         if not keys:
             raise CheckpointError(f"{where}: variable '{var.name}' has no saved value")
@@ -71,6 +74,25 @@ def object_graph_variables(meta_graph, tensors: Mapping[str, np.ndarray], where:
                                   f"holds {value.dtype}{list(value.shape)}")
         values[var.name] = value
     return values
+
+
+def _match_objects(saved, checkpointed) -> dict[int, int]:
+    """SavedModel object id -> checkpoint object id, found by walking both graphs from the root
+    through children of the same name, as TF's checkpoint restore does. The SavedModel may hold
+    objects the checkpoint lacks (``captured_tensor``s, constants, functions), so ids differ."""
+    matched = {0: 0}
+    todo = [0]
+    while todo:
+        s_id = todo.pop()
+        c_id = matched[s_id]
+        if c_id >= len(checkpointed) or s_id >= len(saved):
+            continue
+        by_name = {c.local_name: c.node_id for c in checkpointed[c_id].children}
+        for child in saved[s_id].children:
+            if child.node_id not in matched and child.local_name in by_name:
+                matched[child.node_id] = by_name[child.local_name]
+                todo.append(child.node_id)
+    return matched
 
 
 def restore_object_graph(session, meta_graph, prefix: str) -> list[str]:

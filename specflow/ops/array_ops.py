@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from specflow.graph import dtypes
 from specflow.graph.shapes import Shape, as_shape, broadcast_shapes
 from specflow.ops import grad_util as gu
 from specflow.ops.inference import InferenceContext, no_outputs, scalar_shape, unchanged_shape
@@ -109,7 +110,7 @@ register_op(
 )
 
 
-@kernel("Identity")
+@kernel("Identity", T=dtypes.ALL_DTYPES)  # resource handles too: TF2 loops carry them
 def _identity(ctx, x):
     return x
 
@@ -309,6 +310,8 @@ register_op(
 
 @kernel("ZerosLike")
 def _zeros_like(ctx, x):
+    if x.dtype == object and ctx.attrs["T"] == dtypes.variant:  # a TensorList (ops/list_ops.py)
+        return x.item().zeros_like()
     if x.dtype == object:  # strings: numpy's zero would be the integer 0
         return np.full(x.shape, b"", dtype=object)
     return ctx.xp.zeros_like(x)

@@ -20,7 +20,7 @@ from specflow.graph import dtypes
 from specflow.graph.graph_def import parse_input
 from specflow.graph.shapes import Shape
 from specflow.ops import grad_util as gu
-from specflow.ops.inference import InferenceContext, no_outputs, unchanged_shape
+from specflow.ops.inference import InferenceContext, no_outputs
 from specflow.ops.registry import gradient, kernel, not_differentiable, register_op
 from specflow.runtime.rendezvous import DEAD
 
@@ -127,12 +127,21 @@ def _merge_grad(b, node, dys):
 # --- Enter / Exit / NextIteration / LoopCond -----------------------------------------------------
 
 
+def _forward_shape(ic: InferenceContext) -> list[Shape]:
+    """The input's shape; a resource keeps pointing at its variable (a loop reading a captured
+    variable through a constant Enter knows the value's shape)."""
+    spec = ic.handle_data(0)
+    if spec is not None:
+        ic.output_handle_data[0] = spec
+    return [ic.shape(0)]
+
+
 register_op(
     "Enter",
     inputs=["data: T"],
     outputs=["output: T"],
     attrs=["T: type", "frame_name: string", "is_constant: bool = false", "parallel_iterations: int = 10"],
-    shape=unchanged_shape,
+    shape=_forward_shape,
     doc=(
         "Makes `data` available in the child frame `frame_name` (a loop). A constant Enter "
         "(is_constant) gives the same value to every iteration; parallel_iterations bounds how "
@@ -145,7 +154,7 @@ register_op(
     inputs=["data: T"],
     outputs=["output: T"],
     attrs=["T: type"],
-    shape=unchanged_shape,
+    shape=_forward_shape,
     doc="Takes `data` out of the current frame into its parent (a loop's result).",
 )
 
@@ -154,7 +163,7 @@ register_op(
     inputs=["data: T"],
     outputs=["output: T"],
     attrs=["T: type"],
-    shape=unchanged_shape,
+    shape=_forward_shape,
     doc="Passes `data` to the next iteration of the current frame (a loop's back edge, into a Merge).",
 )
 

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from specflow.errors import OpError
-from specflow.graph.dtypes import as_dtype
+from specflow.graph.dtypes import dtype_of
 from specflow.graph.graph_def import NodeDef
 from specflow.ops.registry import (
     KernelContext,
@@ -64,6 +64,6 @@ def evaluate_op(op: str, inputs: Sequence = (), name: str = "eval", **attrs) -> 
     """Bind attrs from the inputs' dtypes and run the CPU kernel: ``evaluate_op("Add", [a, b])``."""
     opdef = get_op(op)
     arrays = [np.asarray(x) if not isinstance(x, np.ndarray) else x for x in inputs]
-    bound = bind_attrs(opdef, [as_dtype(a.dtype) for a in arrays], attrs, node=name)
+    bound = bind_attrs(opdef, [dtype_of(a) for a in arrays], attrs, node=name)
     node = NodeDef(name=name, op=op, inputs=[f"in{i}" for i in range(len(arrays))], attrs=bound)
     return run_kernel(node, arrays, bound)

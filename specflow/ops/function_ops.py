@@ -6,6 +6,7 @@ call node ``C`` becomes an IdentityN of the function's results, so ``C:k`` still
 
 from __future__ import annotations
 
+from specflow.graph import dtypes
 from specflow.graph.shapes import Shape
 from specflow.ops.inference import InferenceContext
 from specflow.ops.registry import gradient, kernel, register_op
@@ -29,7 +30,7 @@ register_op(
 )
 
 
-@kernel("IdentityN")
+@kernel("IdentityN", T=dtypes.ALL_DTYPES)  # a lowered While returns its resource loop vars too
 def _identity_n(ctx, *xs):
     return tuple(xs)
 

@@ -396,9 +396,10 @@ register_op(
     "AddN",
     inputs=["inputs: N * T"],
     outputs=["sum: T"],
-    attrs=["N: int >= 1", "T: {numeric}"],
+    attrs=["N: int >= 1", "T: {numeric, variant}"],
     shape=same_shape_inputs,
-    doc="The elementwise sum of N tensors of the same shape (no broadcasting).",
+    doc="The elementwise sum of N tensors of the same shape (no broadcasting); of TensorLists, "
+        "element by element (gradients of a list meet here).",
 )
 
 

@@ -194,7 +194,7 @@ def kernel(op_name: str, devices: Sequence[str] = DEVICE_TYPES, host_inputs: Seq
                 if allowed is None:
                     allowed = dtypes.ALL
                 if dev == "GPU":
-                    allowed = allowed - {dtypes.string}
+                    allowed = allowed - {dtypes.string, dtypes.variant}
                 cons[aname] = frozenset(allowed)
             _KERNELS.setdefault(op_name, []).append(
                 KernelDef(op_name, dev, cons, fn, frozenset(host_inputs))

@@ -7,6 +7,9 @@ Spec forms (Keras' names and formulas)::
     {random_normal: {mean: 0.0, stddev: 0.05, seed: 1}}
     {truncated_normal: {mean: 0.0, stddev: 0.05, seed: 1}}
     glorot_uniform | glorot_normal | he_normal | he_uniform   (each also {name: {seed: N}})
+    {checkpoint: model.ckpt} | {checkpoint: {prefix: model.ckpt, key: dense/kernel}}
+        the value stored in a TF checkpoint bundle (``specflow import`` writes one beside the
+        spec; the prefix is relative to the spec file, the key defaults to the variable's name)
 
 ``emit_initializer`` builds the initial value as ops (RandomUniform + Mul + Add, TruncatedNormal
 * stddev, Fill / Const), so the graph alone says how a variable starts, as in TensorFlow.
@@ -37,6 +40,7 @@ _PARAMS: dict[str, dict[str, Any]] = {
     "glorot_normal": {"seed": None},
     "he_normal": {"seed": None},
     "he_uniform": {"seed": None},
+    "checkpoint": {"prefix": None, "key": None},
 }
 INITIALIZER_NAMES = tuple(_PARAMS)
 
@@ -86,6 +90,8 @@ def parse_initializer(value: Any) -> Initializer:
     if kind not in _PARAMS:
         raise _fail(f"unknown initializer '{kind}'" + did_you_mean(str(kind), _PARAMS))
     params = dict(_PARAMS[kind])
+    if kind == "checkpoint":
+        return _checkpoint_initializer(raw, params)
     if kind == "constant":
         if isinstance(raw, dict):
             raw = raw.get("value", raw)
@@ -114,6 +120,23 @@ def parse_initializer(value: Any) -> Initializer:
     if kind == "random_uniform" and params["maxval"] < params["minval"]:
         raise _fail(f"initializer 'random_uniform' needs minval <= maxval, got {params['minval']} > {params['maxval']}")
     return Initializer(kind=kind, params=params)
+
+
+def _checkpoint_initializer(raw: Any, params: dict) -> Initializer:
+    if isinstance(raw, str):
+        raw = {"prefix": raw}
+    if not isinstance(raw, dict):
+        raise _fail(f"checkpoint initializer needs a prefix (a path) or {{prefix: ..., key: ...}}, got {raw!r}")
+    for key, v in raw.items():
+        if key not in params:
+            raise _fail(f"initializer 'checkpoint' has no parameter '{key}'" + did_you_mean(str(key), params)
+                        + "; allowed: prefix, key")
+        if not isinstance(v, str) or not v:
+            raise _fail(f"'{key}' of initializer 'checkpoint' must be a non-empty string, got {v!r}")
+        params[key] = v
+    if params["prefix"] is None:
+        raise _fail("checkpoint initializer needs a prefix")
+    return Initializer(kind="checkpoint", params=params)
 
 
 def _validate(value: Any, handler) -> Initializer:
@@ -189,6 +212,8 @@ def emit_initializer(
     if kind in ("zeros", "ones", "constant"):
         value = {"zeros": 0, "ones": 1}.get(kind, p.get("value"))
         return _fill(builder, value, dims, dtype)
+    if kind == "checkpoint":
+        return builder.const(checkpoint_value(p["prefix"], p["key"], dims, dtype), dtype, name="Const")
     if not dtype.is_floating:
         raise SpecError(f"initializer '{kind}' needs a floating dtype, got {dtype.name}")
     op_seed = init.seed if init.seed is not None else seed
@@ -209,6 +234,41 @@ def emit_initializer(
         return _uniform(builder, dims, dtype, -limit, limit, seeds)
     stddev = math.sqrt(scale / n) / _TRUNC_STDDEV
     return _normal(builder, "TruncatedNormal", dims, dtype, 0.0, stddev, seeds)
+
+
+def checkpoint_value(prefix: str, key: str | None, dims: list[int], dtype: DType) -> np.ndarray:
+    """Tensor ``key`` of the bundle at ``prefix``, checked against the variable's dtype and shape.
+    The bundle is read once per lowering of a spec (its tensors cached by path and mtime)."""
+    from specflow.io.tensor_bundle import read_bundle
+
+    if key is None:
+        raise SpecError("a checkpoint initializer outside the variables: section needs a key")
+    tensors = _read_cached(prefix, read_bundle)
+    if key not in tensors:
+        raise SpecError(f"checkpoint {prefix} has no tensor '{key}'" + did_you_mean(key, list(tensors)))
+    value = tensors[key]
+    if value.dtype != dtype.numpy or list(value.shape) != dims:
+        raise SpecError(f"checkpoint {prefix} holds '{key}' as {value.dtype}{list(value.shape)}, "
+                        f"the variable is {dtype.name}{dims}")
+    return value
+
+
+_BUNDLES: dict[tuple[str, float], dict] = {}
+
+
+def _read_cached(prefix: str, read) -> dict:
+    import os
+
+    from specflow.io.tensor_bundle import index_filename
+
+    try:
+        stamp = os.path.getmtime(index_filename(prefix))
+    except OSError:
+        raise SpecError(f"checkpoint {prefix}: no such checkpoint ({index_filename(prefix)} is missing)") from None
+    if (prefix, stamp) not in _BUNDLES:
+        _BUNDLES.clear()  # one bundle at a time: a big checkpoint is not kept twice
+        _BUNDLES[(prefix, stamp)] = read(prefix)
+    return _BUNDLES[(prefix, stamp)]
 
 
 def _fill(builder, value, dims: list[int], dtype: DType) -> str:

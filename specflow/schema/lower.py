@@ -24,6 +24,7 @@ from specflow.graph.shapes import Shape
 from specflow.ops.array_ops import const_value
 from specflow.ops.registry import ArgDef, OpDef, TensorSpec, get_op
 from specflow.schema.control_flow import is_control_flow, lower_cond, lower_while, node_refs
+from specflow.schema.file_values import checkpoint_initializer, read_file_value
 from specflow.schema.layers import TRAINING_FLAG, LayerContext, VariableInfo, create_variable, expand_layer
 from specflow.schema.layers.common import ensure_training_flag
 from specflow.schema.namespace import Namespace, Skip, split_ref
@@ -165,10 +166,11 @@ class Lowerer:
         for name, spec in self.model.variables.items():
             path = ("variables", name)
             try:
+                init = spec.initializer
+                if init.kind == "checkpoint":
+                    init = checkpoint_initializer(self.filename, init, name)
                 with b.location(self.source.key_location(path)), b.device(spec.device or ""):
-                    info = create_variable(
-                        b, name, spec.shape, spec.dtype, spec.initializer, spec.trainable, self.model.seed
-                    )
+                    info = create_variable(b, name, spec.shape, spec.dtype, init, spec.trainable, self.model.seed)
                 ns.add_variable(name, info)
             except SpecflowError as e:
                 self.record(e, path)
@@ -283,8 +285,13 @@ class Lowerer:
         except SpecflowError as e:
             raise self.error(e.message, path + ("op",)) from None
         attrs, keywords = self._split_params(opdef, spec.params, path)
-        if opdef.name == "Const" and "value" in attrs and "dtype" in attrs:
-            attrs["value"] = self._const_value(attrs["value"], attrs["dtype"], path)
+        if opdef.name == "Const":
+            try:
+                read_file_value(self.filename, attrs)  # value: {npy: file} (what `import` writes)
+            except SpecError as e:
+                raise self.error(e.message, path + ("value",)) from None
+            if "value" in attrs and "dtype" in attrs:
+                attrs["value"] = self._const_value(attrs["value"], attrs["dtype"], path)
         assigned = self._assign_positional(opdef, spec, keywords, path)
         tensors: dict[str, list[str]] = {}
         with b.name_scope(name):

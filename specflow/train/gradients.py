@@ -24,7 +24,8 @@ from specflow.train.loop_structure import analyze_loops
 
 
 def _carries_gradient(dtype) -> bool:
-    return dtype.is_floating or dtype.is_complex or dtype == dtypes.resource
+    # A TensorList (variant) carries its elements' gradients as a list of them.
+    return dtype.is_floating or dtype.is_complex or dtype in (dtypes.resource, dtypes.variant)
 
 
 @contextmanager
@@ -160,7 +161,7 @@ def _node_gradient(b, node: NodeDef, grads: dict[str, list[str]], ys, accept) ->
             t = _tensor(node.name, k)
             if t in grads:
                 dys.append(_aggregate(b, grads[t]))
-            elif _carries_gradient(dt) and dt != dtypes.resource:
+            elif _carries_gradient(dt) and dt not in (dtypes.resource, dtypes.variant):
                 dys.append(b.add_op("ZerosLike", [t]).name)
             else:
                 dys.append(None)

@@ -59,7 +59,7 @@ def backprop_loop(b, loop: Loop, info: LoopInfo, grads: dict[str, list[str]], be
     contributions for the tensors entering the loop (Enter inputs). ``b`` is the builder of the
     frame around the loop: the graph's, or the outer backward loop's :class:`_FrameBuilder` for a
     nested loop."""
-    gvars = [v for v in loop.vars if v.exit is not None and b.spec(v.exit.name).dtype.is_floating
+    gvars = [v for v in loop.vars if v.exit is not None and _differentiable(b.spec(v.exit.name).dtype)
              and (v.merge.name in between or f"{v.exit.name}:0" in grads)]  # fmt: skip
     if not any(f"{v.exit.name}:0" in grads for v in gvars):
         return {}
@@ -89,7 +89,32 @@ def backprop_loop(b, loop: Loop, info: LoopInfo, grads: dict[str, list[str]], be
                 if t in body_grads:
                     total = state.accumulate(inv, _sum(fb, body_grads[t]))
                     result.setdefault(canonical_tensor(inv.data_inputs[0]), []).append(total)
+            # A variable a TF2 loop carries as a loop var it passes on unchanged is an invariant
+            # too: what its reads give summed over the iterations (TF2 lowers While this way).
+            for v in loop.vars:
+                if v.body_value in body_grads and b.spec(v.enter.name).dtype == dtypes.resource \
+                        and _passes_through(state.b.graph_def.node_map(), v):
+                    total = state.accumulate(v.enter, _sum(fb, body_grads[v.body_value]))
+                    result.setdefault(canonical_tensor(v.enter.data_inputs[0]), []).append(total)
     return result
+
+
+def _passes_through(nodes, v) -> bool:
+    """Whether the body hands ``v``'s value to the next iteration unchanged (through Identity or
+    IdentityN only)."""
+    t = parse_input(v.next_value)
+    while True:
+        if canonical_tensor(f"{t.node}:{t.index}") == canonical_tensor(v.body_value):
+            return True
+        node = nodes.get(t.node)
+        if node is None or node.op not in ("Identity", "IdentityN"):
+            return False
+        t = parse_input(node.data_inputs[t.index if node.op == "IdentityN" else 0])
+
+
+def _differentiable(dtype) -> bool:
+    """Loop vars with a gradient: floats, and TensorLists (TF2 loops carry their values in them)."""
+    return dtype.is_floating or dtype == dtypes.variant
 
 
 def _sum(b, contributions: list[str]) -> str:

@@ -24,6 +24,13 @@ def ops_table() -> Table:
 
 
 def op_detail(name: str) -> Group:
+    from specflow.io.tf_functions import CALL_OPS, LOAD_TIME_OPS
+
+    if name in LOAD_TIME_OPS:  # TF ops a loaded graph never holds: no OpDef, nothing to list
+        how = ("inlined: the called function's nodes replace the call" if name in CALL_OPS else
+               "lowered to Switch/Merge/Enter/Exit/NextIteration, run in loop frames, with gradients")
+        return Group(Text(name, style="bold cyan"),
+                     Text(f"TensorFlow op handled when a TF graph is loaded (io/tf_functions.py): {how}."))
     od = get_op(name)
     parts = [Text(od.signature(), style="bold cyan")]
     if od.doc:

@@ -14,6 +14,7 @@ from rich.text import Text
 
 from specflow.errors import CheckpointError, ExportError
 from specflow.export.loader import (
+    DEFAULT_SIGNATURE,
     find_meta_graph,
     meta_graphs,
     read_saved_model,
@@ -23,8 +24,42 @@ from specflow.export.loader import (
 from specflow.graph.dtypes import as_dtype
 from specflow.graph.graph_def import GraphDef, NodeDef
 from specflow.graph.names import check_graph_proto_names, check_library_names, check_reference
+from specflow.io.graph_loader import graph_io, is_graph_def_file, read_graph_def, read_graph_def_proto
 from specflow.io.tensor_bundle import index_filename, read_bundle_index
 from specflow.views.graph_view import graph_table
+
+
+def _signature_info(sig) -> dict:
+    return {part: {alias: {"tensor": t, "dtype": s.dtype.name, "shape": s.shape.as_list()}
+                   for alias, (t, s) in getattr(sig, part).items()}
+            for part in ("inputs", "outputs")}
+
+
+def describe_model(path: str, tags=("serve",)) -> dict:
+    """``describe_saved_model`` or, for a GraphDef file, ``describe_graph_def``."""
+    return describe_graph_def(path) if is_graph_def_file(path) else describe_saved_model(path, tags)
+
+
+def describe_graph_def(path: str) -> dict:
+    """What ``inspect GRAPH.pb`` shows: the same fields as a SavedModel's, its one signature being
+    the graph's Placeholders and sink nodes (see io/graph_loader.py)."""
+    from specflow.export.serving import SignatureIO
+
+    proto = read_graph_def_proto(path)
+    check_graph_proto_names(proto)  # names are shown as they are: the load rules first
+    check_library_names(proto.library)
+    inputs, outputs = graph_io(read_graph_def(path))
+    return {
+        "kind": "GraphDef",
+        "export_dir": path,
+        "tag_sets": [],
+        "tags": [],
+        "signatures": {DEFAULT_SIGNATURE: _signature_info(SignatureIO(inputs, outputs))},
+        "variables": {},
+        "saver": None,
+        "nodes": [{"name": n.name, "op": n.op, "inputs": list(n.input), "device": n.device} for n in proto.node],
+        "functions": sorted(f.signature.name for f in proto.library.function),
+    }
 
 
 def describe_saved_model(export_dir: str, tags=("serve",)) -> dict:
@@ -38,13 +73,9 @@ def describe_saved_model(export_dir: str, tags=("serve",)) -> dict:
     for ref in (mg.saver_def.filename_tensor_name, mg.saver_def.restore_op_name):
         if ref:
             check_reference(ref, "saver_def: ")
-    sigs = {
-        name: {part: {alias: {"tensor": t, "dtype": s.dtype.name, "shape": s.shape.as_list()}
-                      for alias, (t, s) in getattr(sig, part).items()}
-               for part in ("inputs", "outputs")}
-        for name, sig in signatures_of(mg).items()
-    }
+    sigs = {name: _signature_info(sig) for name, sig in signatures_of(mg).items()}
     return {
+        "kind": "SavedModel",
         "export_dir": export_dir,
         "tag_sets": [list(m.meta_info_def.tags) for m in meta_graphs(proto)],
         "tags": list(mg.meta_info_def.tags),
@@ -85,8 +116,11 @@ def saved_model_json(info: dict) -> str:
 
 
 def saved_model_renderable(info: dict) -> Group:
-    tag_sets = "; ".join(",".join(t) for t in info["tag_sets"])
-    head = Text(f"{info['export_dir']}: SavedModel, tag sets: {tag_sets}; showing '{','.join(info['tags'])}'")
+    if info.get("kind") == "GraphDef":
+        head = Text(f"{info['export_dir']}: frozen GraphDef (inputs: its Placeholders, outputs: its sink nodes)")
+    else:
+        tag_sets = "; ".join(",".join(t) for t in info["tag_sets"])
+        head = Text(f"{info['export_dir']}: SavedModel, tag sets: {tag_sets}; showing '{','.join(info['tags'])}'")
     sigs = Table(title="signatures", header_style="bold")
     for col in ("signature", "", "alias", "dtype", "shape", "tensor"):
         sigs.add_column(col)
@@ -134,3 +168,18 @@ def predictions_json(outputs: dict[str, np.ndarray]) -> str:
 
     return json.dumps({alias: {"dtype": str(v.dtype), "shape": list(v.shape), "value": plain(v)}
                        for alias, v in outputs.items()}, indent=2)
+
+
+def import_summary(result, diffs: dict[str, float]) -> Table:
+    t = Table(header_style="bold", show_header=False)
+    t.add_column("", style="bold")
+    t.add_column("")
+    t.add_row("spec", Text(f"{result.spec} ({result.nodes} nodes, {len(result.inputs)} inputs)"))
+    if result.checkpoint is not None:
+        n = sum(int(np.prod(s)) for _, s in result.variables.values())
+        t.add_row("variables", Text(f"{len(result.variables)} ({n:,} values) in {result.checkpoint}"))
+    if result.constant_files:
+        t.add_row("constants", Text(f"{len(result.constant_files)} .npy file(s) in {result.constant_files[0].parent}"))
+    for name, diff in diffs.items():
+        t.add_row("verified", Text(f"{name}: the spec reproduces the model (max |diff| {diff:.3g})"))
+    return t

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from specflow.graph.dtypes import as_dtype
+from specflow.graph.dtypes import dtype_of
 from specflow.graph.graph_def import NodeDef
 from specflow.ops.eval import evaluate_op, run_kernel
 from specflow.ops.registry import KernelContext, bind_attrs, find_kernel, get_op
@@ -19,7 +19,7 @@ def test_gpu_kernel_matches_cpu(case):
     import cupy
 
     opdef = get_op(case.op)
-    attrs = bind_attrs(opdef, [as_dtype(x.dtype) for x in case.inputs], dict(case.attrs), node="gpu")
+    attrs = bind_attrs(opdef, [dtype_of(x) for x in case.inputs], dict(case.attrs), node="gpu")
     if find_kernel(case.op, "GPU", attrs) is None:
         pytest.skip(f"{case.op} has no GPU kernel for these types")
     node = NodeDef("gpu", case.op, [f"in{i}" for i in range(len(case.inputs))], attrs=attrs)

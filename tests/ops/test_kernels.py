@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from specflow.graph.builder import GraphBuilder
-from specflow.graph.dtypes import as_dtype
+from specflow.graph.dtypes import as_dtype, dtype_of
 from specflow.graph.shapes import Shape
 from specflow.ops import all_ops
 from specflow.ops.eval import evaluate_op
@@ -61,7 +61,7 @@ def _build(case: Case, partial: bool):
             names.append(b.const(x, dtype=as_dtype(x.dtype), name=f"c{i}"))
         else:
             shape = [None] * x.ndim if partial else list(x.shape)
-            names.append(b.add_op("Placeholder", attrs={"dtype": as_dtype(x.dtype), "shape": shape}, name=f"p{i}").name)
+            names.append(b.add_op("Placeholder", attrs={"dtype": dtype_of(x), "shape": shape}, name=f"p{i}").name)
     node = b.add_op(case.op, names, dict(case.attrs), name="op")
     return b, node
 
@@ -75,7 +75,7 @@ def test_shape_function_matches_kernel(case: Case):
         assert len(specs) == len(outs)
         for spec, got in zip(specs, outs):
             got = np.asarray(got)
-            assert spec.dtype == as_dtype(got.dtype), f"{case.op}: inferred {spec.dtype}, kernel gave {got.dtype}"
+            assert spec.dtype == dtype_of(got), f"{case.op}: inferred {spec.dtype}, kernel gave {got.dtype}"
             assert spec.shape.is_compatible_with(Shape(got.shape)), (
                 f"{case.op}: inferred {spec.shape} incompatible with actual {got.shape} (partial={partial})"
             )

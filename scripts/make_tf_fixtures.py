@@ -1,0 +1,171 @@
+"""Writes the TF2 fixtures of tests/io/data/tf2/ with a scratch TensorFlow (never a dependency of
+specflow)::
+
+    python -m venv /work/scratch/tfvenv && /work/scratch/tfvenv/bin/pip install tensorflow-cpu
+    /work/scratch/tfvenv/bin/python scripts/make_tf_fixtures.py [--out OUT_DIR] [NAME ...]
+
+Each SavedModel fixture is ``<name>/`` (``tf.saved_model.save`` of a small Keras model, without
+fingerprint/assets) plus ``<name>.npz``: the signature's input (``in_<arg>``) and TensorFlow's
+outputs (``out_<key>``) from ``tf.saved_model.load(...).signatures["serving_default"]``. The frozen
+graph fixtures are ``frozen_cnn.pb`` / ``frozen_cnn.pbtxt`` (conv_swish's forward function with its
+variables folded to constants) and ``frozen_lstm.pb``, each with ``<name>.npz`` (``in_<placeholder
+tensor>``, ``out_<output tensor>``). ``cond_loop/`` is a tf.Module whose function holds a tf.cond
+with a while loop and another tf.cond inside (TF2 If/While), with ``cond_loop.npz``: its outputs
+for both branches and TensorFlow's gradients (GradientTape) w.r.t. the input and the variable.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+import keras  # noqa: E402
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+from tensorflow.python.framework.convert_to_constants import (  # noqa: E402
+    convert_variables_to_constants_v2,
+)
+
+L = keras.layers
+ARGS = sys.argv[1:]
+OUT = Path(ARGS[ARGS.index("--out") + 1]) if "--out" in ARGS else \
+    Path(__file__).resolve().parents[1] / "tests" / "io" / "data" / "tf2"
+ONLY = [a for i, a in enumerate(ARGS) if a != "--out" and (i == 0 or ARGS[i - 1] != "--out")]
+
+
+def lstm():  # TF2 While + TensorList ops; the output sequence and the last state
+    x = keras.Input((5, 3))
+    seq = L.LSTM(4, return_sequences=True)(x)
+    return keras.Model(x, L.LSTM(3)(seq))
+
+
+def gru():
+    return keras.Sequential([keras.Input((6, 2)), L.GRU(4), L.Dense(2)])
+
+
+def bidirectional():  # a forward and a reversed loop, concatenated
+    return keras.Sequential([keras.Input((4, 3)), L.Bidirectional(L.LSTM(3)), L.Dense(2)])
+
+
+class Standardize(L.Layer):
+    """Holds eager constants its call reads: the SavedModel's object graph gets
+    ``captured_tensor`` nodes for them."""
+
+    def __init__(self, n, **kw):
+        super().__init__(**kw)
+        self.mean = tf.constant(np.linspace(-0.2, 0.2, n).astype("float32"))
+        self.scale = tf.constant(np.linspace(0.5, 1.5, n).astype("float32"))
+
+    def call(self, x):
+        return (x - self.mean) * self.scale
+
+
+def conv_swish():  # swish activations and captured constants
+    return keras.Sequential([
+        keras.Input((6, 6, 2)),
+        Standardize(2),
+        L.Conv2D(4, 3, padding="same", activation="swish"),
+        L.GlobalAveragePooling2D(),
+        L.Dense(3, activation="swish"),
+    ])
+
+
+FIXTURES = {"lstm": (lstm, (2, 5, 3)), "gru": (gru, (2, 6, 2)), "bidirectional": (bidirectional, (2, 4, 3)),
+            "conv_swish": (conv_swish, (2, 6, 6, 2))}
+
+
+def save(name: str, build, input_shape) -> None:
+    keras.utils.set_random_seed(0)
+    model = build()
+    out_dir = OUT / name
+    shutil.rmtree(out_dir, ignore_errors=True)
+    tf.saved_model.save(model, str(out_dir))
+    for extra in ("fingerprint.pb", "assets"):  # not part of what a loader reads
+        path = out_dir / extra
+        shutil.rmtree(path) if path.is_dir() else path.unlink(missing_ok=True)
+    serving = tf.saved_model.load(str(out_dir)).signatures["serving_default"]
+    (arg,) = serving.structured_input_signature[1]
+    x = np.random.default_rng(1).standard_normal(input_shape).astype("float32")
+    outputs = serving(**{arg: tf.constant(x)})
+    np.savez(OUT / f"{name}.npz", **{f"in_{arg}": x}, **{f"out_{k}": v.numpy() for k, v in outputs.items()})
+    size = sum(p.stat().st_size for p in out_dir.rglob("*") if p.is_file())
+    print(f"{name}: {size} bytes, input {arg} {x.shape}, outputs {sorted(outputs)}")
+
+
+def frozen(name: str, build, input_shape, text: bool = True) -> None:
+    """The model's forward function with variables folded to constants, as .pb and .pbtxt."""
+    keras.utils.set_random_seed(0)
+    model = build()
+    fn = tf.function(lambda x: model(x, training=False))
+    concrete = fn.get_concrete_function(tf.TensorSpec((None, *input_shape[1:]), tf.float32, name="x"))
+    frozen_fn = convert_variables_to_constants_v2(concrete)
+    graph_def = frozen_fn.graph.as_graph_def()
+    (OUT / f"{name}.pb").write_bytes(graph_def.SerializeToString())
+    if text:
+        (OUT / f"{name}.pbtxt").write_text(str(graph_def))
+    x = np.random.default_rng(2).standard_normal(input_shape).astype("float32")
+    (out,) = frozen_fn(tf.constant(x))
+    (inp,) = [t.name for t in frozen_fn.inputs]
+    (res,) = [t.name for t in frozen_fn.outputs]
+    np.savez(OUT / f"{name}.npz", **{f"in_{inp}": x, f"out_{res}": out.numpy()})
+    print(f"{name}: {len(graph_def.SerializeToString())} bytes, {inp} -> {res}")
+
+
+class CondLoop(tf.Module):
+    """y = cond(flag, while_loop(tanh(y) * 1.5, 3 times) of x @ w, sin(x @ w) + cond(sum(x) > 0, 1, -1))."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = tf.Variable(np.linspace(-1, 1, 6).reshape(2, 3).astype("float32"))
+
+    @tf.function(input_signature=[tf.TensorSpec([None, 2], tf.float32), tf.TensorSpec([], tf.bool)])
+    def __call__(self, x, flag):
+        def then():
+            _, y = tf.while_loop(lambda i, y: i < 3, lambda i, y: (i + 1, tf.tanh(y) * 1.5),
+                                 [tf.constant(0), tf.matmul(x, self.w)])
+            return y
+
+        def else_():
+            return tf.sin(tf.matmul(x, self.w)) + tf.cond(tf.reduce_sum(x) > 0, lambda: 1.0, lambda: -1.0)
+
+        return {"y": tf.cond(flag, then, else_)}
+
+
+def cond_loop() -> None:
+    module = CondLoop()
+    out_dir = OUT / "cond_loop"
+    shutil.rmtree(out_dir, ignore_errors=True)
+    tf.saved_model.save(module, str(out_dir))
+    (out_dir / "fingerprint.pb").unlink(missing_ok=True)
+    shutil.rmtree(out_dir / "assets", ignore_errors=True)
+    serving = tf.saved_model.load(str(out_dir)).signatures["serving_default"]
+    x = np.random.default_rng(0).standard_normal((4, 2)).astype("float32")
+    weights = np.linspace(0.5, 1.5, 12).reshape(4, 3).astype("float32")  # loss = sum(y * weights)
+    saved = {"in_x": x, "weights": weights}
+    for flag in (True, False):
+        saved[f"out_y_{flag}"] = serving(x=tf.constant(x), flag=tf.constant(flag))["y"].numpy()
+        xv = tf.constant(x)
+        with tf.GradientTape() as tape:
+            tape.watch(xv)
+            loss = tf.reduce_sum(module(xv, tf.constant(flag))["y"] * weights)
+        gx, gw = tape.gradient(loss, [xv, module.w])
+        saved[f"grad_x_{flag}"], saved[f"grad_w_{flag}"] = gx.numpy(), gw.numpy()
+    np.savez(OUT / "cond_loop.npz", **saved)
+    print(f"cond_loop: {sum(p.stat().st_size for p in out_dir.rglob('*') if p.is_file())} bytes")
+
+
+if __name__ == "__main__":
+    OUT.mkdir(parents=True, exist_ok=True)
+    for name, (build, shape) in FIXTURES.items():
+        if not ONLY or name in ONLY:
+            save(name, build, shape)
+    if not ONLY or "frozen_cnn" in ONLY:
+        frozen("frozen_cnn", conv_swish, (3, 6, 6, 2))
+    if not ONLY or "frozen_lstm" in ONLY:
+        frozen("frozen_lstm", lstm, (2, 5, 3), text=False)  # a While at the top level of a frozen graph
+    if not ONLY or "cond_loop" in ONLY:
+        cond_loop()

@@ -1,0 +1,389 @@
+"""``specflow import SAVEDMODEL|GRAPH.pb --out model.yaml``: a TensorFlow model as an editable
+op-level spec.
+
+The model is loaded with ``load_model`` (functions inlined, variables restored) and the part its
+signatures need is written back as a spec:
+
+- Placeholders become ``inputs:``; variables (``VarHandleOp``) become ``variables:`` whose
+  ``initializer: {checkpoint: <stem>_checkpoint/model.ckpt-0}`` reads the value the model had,
+  from a checkpoint written beside the spec as training writes one (so ``specflow export
+  model.yaml --logdir <stem>_checkpoint`` exports it again);
+- every other node is one op node, its name kept with ``/`` written as ``.`` (a spec name has no
+  ``/``); a node inlined from a function is named as it is inside that function when that name
+  is free (``sequential.dense.MatMul``, not ``StatefulPartitionedCall.StatefulPartitionedCall...``);
+- a Const with more than ``INLINE_LIMIT`` elements is folded to ``<stem>_constants/NAME.npy``;
+- attrs the spec infers again (type attrs bound by inputs, list lengths, defaults) are left out;
+  control inputs become ``after:``; the signatures keep their aliases.
+
+A TF2 While or If (lowered at load time) is written back as a ``while:`` or ``cond:`` node
+(``import_control_flow.py``); other control flow (the TF1 loops a frozen graph holds) is refused,
+naming the node.
+``verify_import`` loads the written spec and compares every signature with the source model on
+random inputs; ``specflow import`` reports success only after it.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+
+from specflow.errors import ExportError, SpecflowError
+from specflow.export.import_control_flow import Block, check_control_flow, construct_node, find_constructs
+from specflow.graph.dtypes import DType
+from specflow.graph.graph_def import FuncRef, GraphDef, NodeDef, parse_input
+from specflow.graph.shapes import Shape
+from specflow.io.checkpoint import CheckpointManager
+from specflow.io.tf_functions import CALL_ATTR, check_supported
+from specflow.ops.registry import get_op
+
+INLINE_LIMIT = 16  # Const elements written inline; more go to an .npy file
+CHECKPOINT_PREFIX = "model.ckpt"  # as training writes it: <stem>_checkpoint/model.ckpt-0
+_BAD_CHARS = re.compile(r"[^A-Za-z0-9_.-]")
+
+
+@dataclass
+class ImportResult:
+    spec: Path
+    nodes: int
+    inputs: list[str]
+    variables: dict[str, tuple[str, list[int]]]  # spec name -> (dtype, shape)
+    constant_files: list[Path] = field(default_factory=list)
+    checkpoint: Path | None = None
+    signatures: list[str] = field(default_factory=list)
+
+
+def import_model(source, out, overwrite: bool = False) -> ImportResult:
+    """Write ``source`` (a SavedModel or GraphDef file) as the spec ``out`` (see the module doc)."""
+    from specflow.export.loader import load_model
+
+    out = Path(out)
+    if out.suffix not in (".yaml", ".yml"):
+        raise ExportError(f"--out {out}: the spec must be a .yaml file")
+    stem = out.stem
+    ckpt_dir = out.with_name(f"{stem}_checkpoint")  # a training logdir: export/train --logdir take it
+    ckpt = ckpt_dir / f"{CHECKPOINT_PREFIX}-0"
+    const_dir = out.with_name(f"{stem}_constants")
+    if out.exists() and not overwrite:
+        raise ExportError(f"{out} exists; pass --overwrite to replace it")
+    with load_model(str(source)) as model:
+        sigs = {n: s for n, s in model.signatures.items()}
+        if not sigs:
+            raise ExportError(f"{source} has no signature to import")
+        roots = [t for s in sigs.values() for t, _ in s.outputs.values()]
+        feeds = [t for s in sigs.values() for t, _ in s.inputs.values()]
+        check_supported(model.graph_def, roots, feeds)
+        graph = _closure(model.graph_def, roots, {parse_input(f).node for f in feeds})
+        check_control_flow(graph, source)
+        names = _spec_names(graph)
+        variables = _variable_values(model, graph, names)
+        trainable = _trainable(model.meta_graph)
+    writer = _SpecWriter(names, const_dir, f"{ckpt_dir.name}/{ckpt.name}", trainable)
+    body = writer.write(graph, variables, sigs, _ident(stem), source)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    if variables:
+        CheckpointManager(str(ckpt_dir), prefix=CHECKPOINT_PREFIX).save({names[n]: v for n, v in variables.items()}, 0)
+    out.write_text(body)
+    return ImportResult(out, len(writer.nodes), list(writer.inputs), {
+        names[n]: (str(v.dtype), list(v.shape)) for n, v in variables.items()}, writer.files,
+        ckpt if variables else None, list(sigs))
+
+
+def _closure(graph: GraphDef, roots: list[str], inputs: set[str]) -> GraphDef:
+    """The nodes ``roots`` need (control inputs included), in graph order, not looking past inputs."""
+    nodes = graph.node_map()
+    seen: set[str] = set()
+    stack = [parse_input(r).node for r in roots]
+    while stack:
+        name = stack.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        if name not in inputs:
+            stack.extend(parse_input(i).node for i in nodes[name].inputs)
+    return GraphDef([n for n in graph.nodes if n.name in seen])
+
+
+def _sanitize(name: str) -> str:
+    s = _BAD_CHARS.sub("_", name.replace("/", "."))
+    return s if re.match(r"[A-Za-z_]", s) else f"_{s}"
+
+
+def _ident(stem: str) -> str:
+    s = re.sub(r"[^A-Za-z0-9_]", "_", stem)
+    return s if re.match(r"[A-Za-z_]", s) else f"m_{s}"
+
+
+def _spec_names(graph: GraphDef) -> dict[str, str]:
+    """TF node name -> spec name: the name inside its function where that is free, else the full
+    name; ``/`` as ``.``. VarHandleOps are named by their variable (``shared_name``)."""
+    names: dict[str, str] = {}
+    taken: set[str] = {"init"}  # the spec's own init op
+    calls = {c for n in graph.nodes if (c := n.attrs.get(CALL_ATTR))}
+    for n in graph.nodes:
+        full = n.attrs.get("shared_name") or n.name if n.op == "VarHandleOp" else n.name
+        call = n.attrs.get(CALL_ATTR)
+        if call is None:  # a call's result or a lowered loop's node: inside the call that holds it
+            call = max((c for c in calls if n.name.startswith(c + "/")), key=len, default=None)
+        local = n.name[len(call) + 1:] if call and n.name.startswith(call + "/") and n.op != "VarHandleOp" else full
+        for candidate in (_sanitize(local), _sanitize(full), _sanitize(n.name)):
+            if candidate not in taken:
+                break
+        else:
+            k = 1
+            while f"{candidate}_{k}" in taken:
+                k += 1
+            candidate = f"{candidate}_{k}"
+        taken.add(candidate)
+        names[n.name] = candidate
+    return names
+
+
+def _trainable(meta_graph) -> dict[str, bool]:
+    """Variable name -> trainable, from a TF2 SavedModel's object graph (Keras marks batch-norm
+    statistics not trainable); empty for a TF1 model or a GraphDef."""
+    if meta_graph is None:
+        return {}
+    return {n.variable.name: bool(n.variable.trainable) for n in meta_graph.object_graph_def.nodes
+            if n.WhichOneof("kind") == "variable"}
+
+
+def _variable_values(model, graph: GraphDef, names: dict[str, str]) -> dict[str, np.ndarray]:
+    """Each VarHandleOp's current value in the loaded model (read through ReadVariableOp)."""
+    handles = [n for n in graph.nodes if n.op == "VarHandleOp"]
+    if not handles:
+        return {}
+    reads = [NodeDef(f"_import_read/{i}", "ReadVariableOp", [h.name], h.device, {"dtype": h.attrs["dtype"]})
+             for i, h in enumerate(handles)]
+    model.session.extend(GraphDef(reads))
+    try:
+        values = model.session.run([r.name for r in reads])
+    except SpecflowError as e:
+        raise ExportError(f"cannot read the model's variables: {e.format()}") from None
+    return {h.name: np.asarray(v) for h, v in zip(handles, values)}
+
+
+class _SpecWriter:
+    def __init__(self, names: dict[str, str], const_dir: Path, checkpoint: str, trainable: dict[str, bool]):
+        self.names = names
+        self.trainable = trainable
+        self.checkpoint = checkpoint
+        self.const_dir = const_dir
+        self.inputs: dict[str, dict] = {}
+        self.nodes: dict[str, dict] = {}
+        self.files: list[Path] = []
+        self.loop_refs: dict = {}  # a While's/If's node -> index -> reference to its spec node's output
+
+    def ref(self, tensor: str) -> str:
+        """A top-level tensor as a spec reference (a loop's results are its while node's outputs)."""
+        t = parse_input(tensor)
+        if t.node in self.loop_refs:
+            return self.loop_refs[t.node](t.index)
+        name = self.names[t.node]
+        return name if t.index == 0 else f"{name}:{t.index}"
+
+    def control(self, name: str) -> str | None:
+        return self.names[name]
+
+    def write(self, graph: GraphDef, variables: dict, sigs, name: str, source) -> str:
+        var_specs = {}
+        loops = find_constructs(graph.nodes)
+        members = {m.name for loop in loops.values() for m in loop.members}
+        for loop in loops.values():
+            self.loop_refs.update(loop.outer_refs(self.names[loop.name], self.ref))
+        for n in graph.nodes:
+            spec_name = self.names[n.name]
+            if n.name in loops:
+                self.nodes[spec_name] = construct_node(self, loops[n.name], self.ref)
+            elif n.name in members:
+                continue
+            elif n.op == "Placeholder":
+                shape = n.attrs.get("shape")
+                self.inputs[spec_name] = {"dtype": n.attrs["dtype"].name,
+                                          "shape": None if shape is None or shape.rank is None else list(shape.dims)}
+            elif n.op == "VarHandleOp":
+                v = variables[n.name]
+                var_specs[spec_name] = {"shape": list(v.shape), "dtype": str(n.attrs["dtype"]),
+                                        "initializer": {"checkpoint": self.checkpoint},
+                                        "trainable": self.trainable.get(n.attrs.get("shared_name") or n.name, True)}
+            else:
+                self.nodes[spec_name] = self.node(n, spec_name)
+        signatures = {}
+        for sig_name, sig in sigs.items():
+            signatures[sig_name] = {"inputs": {a: self.ref(t) for a, (t, _) in sig.inputs.items()},
+                                    "outputs": {a: self.ref(t) for a, (t, _) in sig.outputs.items()}}
+        lines = [f"# Imported from {source} by `specflow import`: TF node names kept, '/' written as '.'.",
+                 "specflow: 1", f"name: {name}"]
+        for section, items in (("inputs", self.inputs), ("variables", var_specs), ("nodes", self.nodes)):
+            if items:
+                lines.append(f"{section}:")
+                for k, v in items.items():
+                    lines += _entry(k, v, 2)
+        lines.append("signatures:")
+        for sig_name, sig in signatures.items():
+            lines.append(f"  {_flow(sig_name)}:")
+            lines += [f"    {part}: {_flow(sig[part])}" for part in ("inputs", "outputs")]
+        return "\n".join(lines) + "\n"
+
+    def node(self, n: NodeDef, spec_name: str, ref=None, control=None) -> dict:
+        """Op node ``n`` in spec form; ``ref``/``control`` map its inputs in the node's scope."""
+        ref, control = ref or self.ref, control or self.control
+        opdef = get_op(n.op)
+        out: dict[str, Any] = {"op": n.op}
+        data = n.data_inputs
+        if data:
+            if any(a.is_list for a in opdef.inputs):  # keywords: a list arg's length is then explicit
+                i = 0
+                for arg in opdef.inputs:
+                    k = _arg_length(arg, n.attrs)
+                    refs = [ref(t) for t in data[i:i + k]]
+                    out[arg.name] = refs if arg.is_list else refs[0]
+                    i += k
+            else:
+                out["inputs"] = [ref(t) for t in data]
+        inferred = {a.type_attr for a in opdef.inputs if a.type_attr} | {
+            a.number_attr for a in opdef.inputs if a.number_attr} | {
+            a.type_list_attr for a in opdef.inputs if a.type_list_attr}
+        for key, value in n.attrs.items():
+            adef = opdef.attrs.get(key)
+            if key.startswith("_") or adef is None or key in inferred:
+                continue
+            if n.op == "Const" and key == "value":
+                out[key] = self.const(value, spec_name)
+                continue
+            if adef.has_default and _same(adef.default, value):
+                continue
+            out[key] = _plain(value, f"attr '{key}' of node '{n.name}'")
+        after = [c for c in (control(c) for c in n.control_inputs) if c is not None]
+        if after:
+            out["after"] = after
+        return out
+
+    def const(self, value: np.ndarray, spec_name: str):
+        if value.size <= INLINE_LIMIT or value.dtype == object:
+            return _plain(value, f"Const '{spec_name}'")
+        self.const_dir.mkdir(parents=True, exist_ok=True)
+        path = self.const_dir / f"{spec_name}.npy"
+        np.save(path, value, allow_pickle=False)
+        self.files.append(path)
+        return {"npy": f"{self.const_dir.name}/{path.name}"}
+
+
+def _arg_length(arg, attrs: dict) -> int:
+    if arg.number_attr:
+        return int(attrs[arg.number_attr])
+    if arg.type_list_attr:
+        return len(attrs[arg.type_list_attr])
+    return 1
+
+
+def _same(default, value) -> bool:
+    try:
+        return bool(default == value) if not isinstance(value, np.ndarray) else False
+    except Exception:
+        return False
+
+
+def _plain(value: Any, where: str) -> Any:
+    """An attr value as YAML-ready data."""
+    if isinstance(value, DType):
+        return value.name
+    if isinstance(value, Shape):
+        return None if value.rank is None else list(value.dims)
+    if isinstance(value, np.ndarray):
+        if value.dtype == object:
+            return [_plain(x, where) for x in value.ravel().tolist()] if value.ndim else _plain(value.item(), where)
+        if value.dtype in (np.float32, np.float16):  # shortest text that reads back to the same bits
+            short = np.array([float(str(x)) for x in value.ravel()], dtype=object)
+            return short.reshape(value.shape).tolist()
+        return value.tolist()
+    if isinstance(value, (list, tuple)):
+        return [_plain(v, where) for v in value]
+    if isinstance(value, bytes):
+        try:
+            return value.decode("utf-8")
+        except UnicodeDecodeError:
+            raise ExportError(f"{where} holds binary bytes, which a spec cannot hold") from None
+    if isinstance(value, FuncRef):
+        raise ExportError(f"{where} names function '{value.name}', which an op-level spec cannot hold")
+    if isinstance(value, float) and not math.isfinite(value):
+        return value  # YAML writes .inf / .nan
+    return value
+
+
+def _entry(key: str, value: Any, indent: int) -> list[str]:
+    """YAML lines for ``key: value``: one flow line, or a block for a ``Block`` (a loop's parts)."""
+    pad = " " * indent
+    if not isinstance(value, Block):
+        return [f"{pad}{_flow(key)}: {_flow(value)}"]
+    lines = [f"{pad}{_flow(key)}:"]
+    for k, v in value.items():
+        lines += _entry(k, v, indent + 2)
+    return lines
+
+
+def _flow(value: Any) -> str:
+    """One YAML flow-style line (a node per line reads like a graph listing)."""
+    text = yaml.safe_dump(value, default_flow_style=True, width=math.inf, sort_keys=False).strip()
+    return text[:-4].strip() if text.endswith("\n...") else text.removesuffix("...").strip()
+
+
+
+def verify_import(source, result: ImportResult, batch: int = 2, atol: float = 1e-4) -> dict[str, float]:
+    """Load the written spec, run every signature on the same random inputs as ``source``, and
+    return ``signature/output -> max |difference|``; ExportError past ``atol`` (relative to the
+    output's scale)."""
+    from specflow.export.loader import load_model
+    from specflow.runtime.session import Session
+    from specflow.schema.loader import load_spec
+
+    spec = load_spec(str(result.spec))
+    rng = np.random.default_rng(0)
+    diffs: dict[str, float] = {}
+    with load_model(str(source)) as model, Session(spec.graph_def) as sess:
+        if spec.variables:
+            sess.run([], targets=[spec.lowered.init_op])
+        for sig_name, sig in model.signatures.items():
+            for trial in range(2):  # bool inputs all true, then all false: both branches of a cond
+                feeds = {a: _sample(s, batch, rng, trial == 0) for a, (_, s) in sig.inputs.items()}
+                _compare(sess, spec, model, sig_name, feeds, atol, diffs)
+    return diffs
+
+
+def _compare(sess, spec, model, sig_name: str, feeds: dict, atol: float, diffs: dict[str, float]) -> None:
+    want = model.run(sig_name, feeds)
+    mine = spec.signatures[sig_name]
+    aliases = list(mine["outputs"])
+    got = sess.run([mine["outputs"][a][0] for a in aliases], {mine["inputs"][a][0]: v for a, v in feeds.items()})
+    for alias, g in zip(aliases, got):
+        w = want[alias]
+        if np.shape(g) != np.shape(w):
+            raise ExportError(f"the imported spec's {sig_name}/{alias} has shape {list(np.shape(g))}, "
+                              f"the model's {list(np.shape(w))}")
+        numeric = np.size(w) and w.dtype.kind in "fc"
+        diff = float(np.max(np.abs(np.asarray(g, np.float64) - w))) if numeric else float(not np.array_equal(g, w))
+        scale = max(1.0, float(np.max(np.abs(w)))) if numeric else 1.0
+        if diff > atol * scale:
+            raise ExportError(f"the imported spec's {sig_name}/{alias} differs from the model's by {diff:.3g}")
+        key = f"{sig_name}/{alias}"
+        diffs[key] = max(diff, diffs.get(key, 0.0))
+
+
+def _sample(spec, batch: int, rng, flag: bool) -> np.ndarray:
+    dims = spec.shape.dims
+    if dims is None:
+        raise ExportError("a signature input of unknown rank cannot be sampled to check the import")
+    shape = [batch if d is None else d for d in dims]
+    dt = spec.dtype
+    if dt.is_floating:
+        return rng.standard_normal(shape).astype(dt.numpy)
+    if dt.is_bool:
+        return np.full(shape, flag)
+    if dt.is_integer:
+        return rng.integers(0, 3, shape).astype(dt.numpy)
+    raise ExportError(f"a {dt.name} signature input cannot be sampled to check the import")

@@ -1,0 +1,172 @@
+"""``specflow import`` (specflow/export/importer.py): TensorFlow-written models become op-level specs
+that validate, keep TF's names, keep variables in a checkpoint and large constants in .npy files
+beside them, and reproduce TensorFlow's recorded outputs when the spec itself is run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from specflow.cli import app
+from specflow.errors import ExportError, SpecflowError
+from specflow.export.importer import INLINE_LIMIT, import_model, verify_import
+from specflow.runtime.session import Session
+from specflow.schema.loader import load_spec
+
+DATA = Path(__file__).resolve().parents[1] / "io" / "data"
+TF2, KERAS = DATA / "tf2", DATA / "keras"
+
+
+def run_spec(path: Path, signature: str, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The spec's signature run the way `specflow run` runs a spec: init op, then the outputs."""
+    spec = load_spec(str(path))
+    sig = spec.signatures[signature]
+    aliases = list(sig["outputs"])
+    with Session(spec.graph_def) as s:
+        if spec.variables:
+            s.run([], targets=[spec.lowered.init_op])
+        values = s.run([sig["outputs"][a][0] for a in aliases], {sig["inputs"][a][0]: v for a, v in feeds.items()})
+    return dict(zip(aliases, values))
+
+
+def recorded(path: Path):
+    saved = np.load(path)
+    return ({k[3:]: saved[k] for k in saved.files if k.startswith("in_")},
+            {k[4:]: saved[k] for k in saved.files if k.startswith("out_")})
+
+
+def test_a_keras_savedmodel_imports_to_a_spec_with_a_checkpoint(tmp_path):
+    """conv_swish: variables (to conv_swish.ckpt), captured constants (inline), swish's IdentityN."""
+    out = tmp_path / "conv_swish.yaml"
+    result = import_model(TF2 / "conv_swish", out)
+    ckpt = tmp_path / "conv_swish_checkpoint" / "model.ckpt-0"  # as training writes one
+    assert result.checkpoint == ckpt and Path(f"{ckpt}.index").is_file()
+    assert sorted(result.variables) == ["sequential_2.conv2d.bias", "sequential_2.conv2d.kernel",
+                                        "sequential_2.dense_2.bias", "sequential_2.dense_2.kernel"]
+    tree = yaml.safe_load(out.read_text())
+    assert tree["variables"]["sequential_2.conv2d.kernel"] == {
+        "shape": [3, 3, 2, 4], "dtype": "float32", "initializer": {"checkpoint": "conv_swish_checkpoint/model.ckpt-0"},
+        "trainable": True}
+    assert tree["inputs"] == {"serving_default_inputs": {"dtype": "float32", "shape": [None, 6, 6, 2]}}
+    conv = tree["nodes"]["sequential_2_1.conv2d_1.convolution"]  # the name inside the serving function
+    assert conv["op"] == "Conv2D" and conv["padding"] == "SAME" and "T" not in conv  # T is inferred again
+    inputs, want = recorded(TF2 / "conv_swish.npz")
+    got = run_spec(out, "serving_default", inputs)
+    np.testing.assert_allclose(got["output_0"], want["output_0"], rtol=0, atol=1e-4)
+    assert max(verify_import(TF2 / "conv_swish", result).values()) <= 1e-5
+
+
+@pytest.mark.parametrize("file", ["frozen_cnn.pb", "frozen_cnn.pbtxt"])
+def test_a_frozen_graph_imports_with_large_constants_in_npy_files(file, tmp_path):
+    out = tmp_path / "cnn.yaml"
+    result = import_model(TF2 / file, out)
+    assert result.checkpoint is None and not result.variables
+    tree = yaml.safe_load(out.read_text())
+    files = [n["value"]["npy"] for n in tree["nodes"].values() if n["op"] == "Const" and isinstance(n["value"], dict)]
+    assert files == ["cnn_constants/sequential_3_1.conv2d_1_1.convolution.ReadVariableOp.resource.npy"]
+    kernel = np.load(tmp_path / files[0])
+    assert kernel.shape == (3, 3, 2, 4) and kernel.dtype == np.float32 and kernel.size > INLINE_LIMIT
+    small = tree["nodes"]["sequential_3_1.standardize_1_1.mul.y"]
+    assert small == {"op": "Const", "dtype": "float32", "value": [0.5, 1.5]}  # float32 written shortest
+    inputs, want = recorded(TF2 / "frozen_cnn.npz")
+    got = run_spec(out, "serving_default", {"x": inputs["x:0"]})
+    np.testing.assert_allclose(got["Identity"], want["Identity:0"], rtol=0, atol=1e-4)
+
+
+def test_batch_norm_and_dropout_model_round_trips(tmp_path):
+    result = import_model(KERAS / "cnn_extras", tmp_path / "extras.yaml")
+    variables = yaml.safe_load(result.spec.read_text())["variables"]
+    frozen = sorted(k for k, v in variables.items() if not v["trainable"])  # from the object graph
+    assert frozen == ["sequential_2.batch_normalization.moving_mean", "sequential_2.batch_normalization.moving_variance"]
+    inputs, want = recorded(KERAS / "cnn_extras.npz")
+    got = run_spec(result.spec, "serving_default", inputs)
+    np.testing.assert_allclose(got["output_0"], want["output_0"], rtol=0, atol=1e-4)
+
+
+@pytest.mark.parametrize("name", ["lstm", "gru"])
+def test_keras_rnns_import_with_their_loops_as_while_nodes(name, tmp_path):
+    """A lowered TF2 While becomes a spec `while:` node (TensorList vars included); the variables the
+    loop reads are the spec's variables, read inside the body."""
+    out = tmp_path / f"{name}.yaml"
+    result = import_model(TF2 / name, out)
+    tree = yaml.safe_load(out.read_text())
+    loops = {k: v["while"] for k, v in tree["nodes"].items() if "while" in v}
+    assert len(loops) == {"lstm": 2, "gru": 1}[name]
+    for loop in loops.values():
+        assert set(loop) >= {"vars", "cond", "body"} and all(v in loop["body"] for v in loop["vars"])
+        assert not any(isinstance(v, dict) and v.get("op") in ("Enter", "Merge", "Switch", "NextIteration")
+                       for v in loop["body"].values())
+    inputs, want = recorded(TF2 / f"{name}.npz")
+    got = run_spec(out, "serving_default", inputs)
+    np.testing.assert_allclose(got["output_0"], want["output_0"], rtol=0, atol=1e-4)
+    assert result.variables
+
+
+@pytest.mark.parametrize("flag", [True, False])
+def test_an_if_imports_as_a_cond_node_with_its_loop_inside(flag, tmp_path):
+    """cond_loop: If(flag, then: a While, else: another If) -> cond: / while: nodes nested as in TF;
+    the variable the branches read stays a spec variable (not a cond input)."""
+    out = tmp_path / "cl.yaml"
+    import_model(TF2 / "cond_loop", out)
+    cond = yaml.safe_load(out.read_text())["nodes"]["cond"]["cond"]
+    assert cond["pred"] == "serving_default_flag" and cond["inputs"] == {"in1": "serving_default_x"}
+    assert any("while" in n for n in cond["then"]["nodes"].values())
+    assert any("cond" in n for n in cond["else"]["nodes"].values())
+    saved = np.load(TF2 / "cond_loop.npz")
+    got = run_spec(out, "serving_default", {"x": saved["in_x"], "flag": np.array(flag)})
+    np.testing.assert_allclose(got["y"], saved[f"out_y_{flag}"], rtol=0, atol=1e-4)
+
+
+def test_what_import_refuses_is_one_clear_error(tmp_path):
+    # Freezing lowers TF2 loops itself, to TF1 primitives with its own names: no spec form.
+    with pytest.raises(ExportError, match=r"node '.*while/enter/_\d+' \(Enter\) is control flow specflow import "
+                                          "cannot write"):
+        import_model(TF2 / "frozen_lstm.pb", tmp_path / "lstm.yaml")
+    with pytest.raises(ExportError, match=r"must be a \.yaml file"):
+        import_model(TF2 / "gru", tmp_path / "gru.json")
+    (tmp_path / "taken.yaml").write_text("x")
+    with pytest.raises(ExportError, match="exists; pass --overwrite"):
+        import_model(TF2 / "frozen_cnn.pb", tmp_path / "taken.yaml")
+
+
+def test_checkpoint_initializer_names_a_missing_key(tmp_path):
+    import_model(KERAS / "mlp", tmp_path / "mlp.yaml")
+    text = (tmp_path / "mlp.yaml").read_text().replace(
+        "{checkpoint: mlp_checkpoint/model.ckpt-0}", "{checkpoint: {prefix: mlp_checkpoint/model.ckpt-0, key: nope}}", 1)
+    (tmp_path / "bad.yaml").write_text(text)
+    with pytest.raises(SpecflowError, match="checkpoint .*model.ckpt-0 has no tensor .nope."):
+        load_spec(str(tmp_path / "bad.yaml"))
+
+
+def test_cli_import_then_run_the_spec(tmp_path):
+    r = CliRunner().invoke(app, ["import", str(TF2 / "frozen_cnn.pb"), "--out", str(tmp_path / "m.yaml")])
+    assert r.exit_code == 0, r.output
+    assert "the spec reproduces the model" in r.output
+    inputs, want = recorded(TF2 / "frozen_cnn.npz")
+    np.save(tmp_path / "x.npy", inputs["x:0"])
+    r = CliRunner().invoke(app, ["run", str(tmp_path / "m.yaml"), "--fetch", "Identity", "--feed",
+                                 f"x={tmp_path / 'x.npy'}", "-o", str(tmp_path / "o.npz")])
+    assert r.exit_code == 0, r.output
+    np.testing.assert_allclose(np.load(tmp_path / "o.npz")["Identity"], want["Identity:0"], rtol=0, atol=1e-4)
+    r = CliRunner().invoke(app, ["validate", str(tmp_path / "m.yaml")])
+    assert r.exit_code == 0 and "ok" in r.output
+
+
+def test_an_imported_spec_exports_again(tmp_path):
+    """TF SavedModel -> spec -> `specflow export --logdir <stem>_checkpoint` -> a SavedModel that
+    computes TensorFlow's recorded outputs (TensorFlow itself loads it too: checked by hand)."""
+    import_model(TF2 / "lstm", tmp_path / "lstm.yaml")
+    r = CliRunner().invoke(app, ["export", str(tmp_path / "lstm.yaml"), "--logdir", str(tmp_path / "lstm_checkpoint"),
+                                 "--out", str(tmp_path / "export")])
+    assert r.exit_code == 0, r.output
+    from specflow.export.loader import load_model
+
+    inputs, want = recorded(TF2 / "lstm.npz")
+    with load_model(tmp_path / "export") as model:
+        (alias,) = model.signatures["serving_default"].inputs
+        got = model.run("serving_default", {alias: inputs["inputs"]})
+    np.testing.assert_allclose(got["output_0"], want["output_0"], rtol=0, atol=1e-4)
