@@ -98,24 +98,27 @@ def test_if_is_lowered_to_switch_and_merge_and_takes_one_branch(op):
 
 
 def _check_gradient(g, loss_of, feeds, wrt, eps=1e-6):
-    """d sum(out * w) / d wrt from the gradient graph vs central differences."""
+    """d sum(out * w) / d wrt from the gradient graph vs central differences, optimized (the
+    default: folding must keep the untaken branch's zeros dead) and not."""
     b = GraphBuilder(g)
     weights = b.const(np.linspace(0.5, 1.5, np.size(loss_of)).reshape(np.shape(loss_of)), name="weights")
     loss = b.add_op("Sum", [b.add_op("Mul", ["out", weights]).name, b.const(np.array([0, 1], np.int32))]).name
     (grad,) = gradients(b, [loss], [wrt])
-    # optimize=False: issue 14's first defect (the optimizer loses a cond gradient's deadness)
-    # is another change's; these check the lowering, which that bug is not about.
-    with Session(b.graph_def, SessionConfig(optimize=False)) as s:
-        got = s.run(grad, feeds)
-        x = feeds[wrt]
-        want = np.zeros_like(x)
-        for idx in np.ndindex(x.shape):
-            hi, lo = x.copy(), x.copy()
-            hi[idx] += eps
-            lo[idx] -= eps
-            want[idx] = (s.run(loss, {**feeds, wrt: hi}) - s.run(loss, {**feeds, wrt: lo})) / (2 * eps)
-    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-8)
-    return got
+    results = []
+    for optimize in (True, False):
+        with Session(b.graph_def, SessionConfig(optimize=optimize)) as s:
+            got = s.run(grad, feeds)
+            x = feeds[wrt]
+            want = np.zeros_like(x)
+            for idx in np.ndindex(x.shape):
+                hi, lo = x.copy(), x.copy()
+                hi[idx] += eps
+                lo[idx] -= eps
+                want[idx] = (s.run(loss, {**feeds, wrt: hi}) - s.run(loss, {**feeds, wrt: lo})) / (2 * eps)
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-8, err_msg=f"optimize={optimize}")
+        results.append(got)
+    np.testing.assert_array_equal(results[0], results[1])
+    return results[0]
 
 
 def test_gradients_flow_through_a_lowered_if_in_either_branch():
