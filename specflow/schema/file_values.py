@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 from typing import Any
 
-
 from specflow.errors import SpecError
 from specflow.io.npy import NpyError, load_array_file
 
