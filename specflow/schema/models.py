@@ -245,6 +245,7 @@ class LayerNodeSpec(_NodeCommon):
 
     model_config = ConfigDict(extra="allow", strict=True)
     layer: str
+    inputs: CallInputs = []  # a list, or a mapping by the layer's input names (LAYER_INPUTS)
     _config: BaseModel | None = PrivateAttr(default=None)
 
     @property
