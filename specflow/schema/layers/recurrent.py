@@ -268,7 +268,7 @@ def bidirectional(e: Emitter, inputs: dict[str, str], cfg):
         sub_cfg = inner.model_copy(update={"go_backwards": backwards})
         ctx = LayerContext(name=e.b.scoped(sub), graph_seed=e.ctx.graph_seed, training=e.ctx.training)
         with e.b.name_scope(sub):
-            outs[sub] = run_rnn(Emitter(e.b, ctx), kind, inputs, sub_cfg, reverse_output=inner.return_sequences)
+            outs[sub] = run_rnn(Emitter(e.b, ctx), kind, inputs, sub_cfg, reverse_output=backwards)
     fw, bw = outs[fw_name], outs[bw_name]
     y_f, y_b = fw[0], bw[0]
     if inner.return_sequences and inputs.get("mask") is not None:
