@@ -70,6 +70,7 @@ class Lowerer:
     builder: GraphBuilder = field(default_factory=GraphBuilder)
     errors: list[SpecflowError] = field(default_factory=list)
     call_stack: list[str] = field(default_factory=list)
+    calls: dict[str, str] = field(default_factory=dict)  # a call node's scope -> its function
 
     def run(self) -> Lowered:
         b = self.builder

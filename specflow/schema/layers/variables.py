@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from specflow.errors import SpecError
 from specflow.graph.dtypes import DType, as_dtype
 from specflow.graph.shapes import Shape
 from specflow.schema.initializers import Initializer, derive_seed, emit_initializer, parse_initializer
@@ -43,6 +44,9 @@ def create_variable(
     init = initializer if isinstance(initializer, Initializer) else parse_initializer(initializer)
     dims = Shape([int(d) for d in shape])
     full = builder.scoped(name)
+    shared = _shared(builder, full, dims, dtype)
+    if shared is not None:
+        return shared
     handle = builder.add_op(
         "VarHandleOp", [], {"dtype": dtype, "shape": dims, "shared_name": full}, name=full, exact_name=True
     ).name
@@ -61,3 +65,19 @@ def create_variable(
         builder.add_to_collection("trainable_variables", info)
     builder.add_to_collection("init_ops", assign)
     return info
+
+
+def _shared(builder, full: str, dims: Shape, dtype: DType) -> VariableInfo | None:
+    """The variable ``full`` reuses under the builder's sharing rules (innermost first), or None."""
+    for prefix, target in reversed(builder.variable_sharing):
+        if not full.startswith(prefix):
+            continue
+        want = target + full[len(prefix):]
+        for v in builder.collections.get("variables", []):
+            if v.name == want:
+                if v.shape != dims or v.dtype != dtype:
+                    raise SpecError(f"variable '{full}' shares '{want}' but is {dtype.name}{dims}, "
+                                    f"not {v.dtype.name}{v.shape}")
+                return v
+        raise SpecError(f"variable '{full}' shares with '{target.rstrip('/')}', which has no variable '{want}'")
+    return None
