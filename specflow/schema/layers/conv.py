@@ -112,7 +112,10 @@ def conv2d_transpose(e: Emitter, x: str, cfg) -> str:
     sizes = e.concat([e.dims(x, 0, 1, "batch"), e.i32([oh, ow, cfg.filters], "output_dims")], 0, "output_shape")
     attrs = {"strides": [1, sh, sw, 1], "padding": cfg.padding.upper(), "data_format": "NHWC"}
     linear = is_linear(cfg.activation)
-    y = e.op("Conv2DBackpropInput", [sizes, kernel.read, x], attrs, name="conv2d_transpose",
+    y = e.op("Conv2DBackpropInput", [sizes, kernel.read, x], attrs, name="conv2d_transpose")
+    # The op's shape function cannot read sizes whose batch is known only at run time; this
+    # Reshape (no data moves) gives the output its static height, width and channels.
+    y = e.op("Reshape", [y, e.i32([-1, oh, ow, cfg.filters], "static_shape/shape")], name="static_shape",
              final=not cfg.use_bias and linear)  # fmt: skip
     if cfg.use_bias:
         bias = create_variable(e.b, "bias", [cfg.filters], dt, cfg.bias_initializer, True, e.ctx.graph_seed)

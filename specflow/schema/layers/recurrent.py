@@ -199,7 +199,9 @@ def run_rnn(e: Emitter, kind: str, inputs: dict[str, str], cfg, reverse_output: 
                       var_names=["t", *cell.states, *(["outputs"] if collect else [])], shape_invariants=invariants)
     finals = loop.outputs[1: 1 + len(cell.states)]
     if collect:
-        last = e.op("Transpose", [loop.outputs[-1], e.i32([1, 0, 2], "outputs/perm")],
+        seq = e.op("Transpose", [loop.outputs[-1], e.i32([1, 0, 2], "outputs/perm")], name="outputs/batch_major")
+        # The loop grows the outputs, so their length is unknown to shape inference; the input's is not.
+        last = e.op("Reshape", [seq, e.lead_shape(x, 2, [u], "outputs/shape")],
                     name=None if cfg.return_state else "outputs", final=not cfg.return_state)  # fmt: skip
     else:
         last = e.op("Identity", [finals[0]], name="output", final=not cfg.return_state)
