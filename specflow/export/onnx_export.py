@@ -22,7 +22,7 @@ import numpy as np
 
 from specflow import __version__
 from specflow.errors import ExportError, SpecflowError
-from specflow.export import onnx_ops_nn  # noqa: F401  (registers the NN mappings)
+from specflow.export import onnx_ops_image, onnx_ops_nn  # noqa: F401  (register the NN and image mappings)
 from specflow.export.onnx_ops import MAPPINGS, Mapping
 from specflow.graph.dtypes import DType, as_dtype
 from specflow.graph.graph_def import NodeDef, canonical_tensor, parse_input

@@ -21,24 +21,25 @@ def _softmax(cx):
     cx.op(cx.node.op, [cx.inp(0)], out=cx.out(), axis=-1)
 
 
-def _spatial(values, data_format: str) -> list[int]:
-    """The H and W entries of a 4-entry NHWC/NCHW attr (strides, ksize, dilations)."""
-    values = [int(v) for v in values]
-    return values[1:3] if data_format == "NHWC" else values[2:4]
+def _spatial(values, data_format: str) -> list:
+    """The spatial entries of a per-dimension attr or shape (strides, ksize, dilations): H, W of
+    NHWC / NCHW, D, H, W of NDHWC / NCDHW."""
+    values = [None if v is None else int(v) for v in values]
+    return values[2:] if data_format.startswith("NC") else values[1:-1]
 
 
 def _padding(cx, kernel: list[int], strides: list[int], dilations: list[int]) -> dict:
     """ONNX pad attrs ([h_begin, w_begin, h_end, w_end] or auto_pad) for TF's padding attr."""
-    padding, fmt = cx.attr("padding"), cx.attr("data_format")
+    padding, fmt = cx.attr("padding"), cx.attr("data_format", "NHWC")  # MaxPoolWithArgmax: NHWC only
     if padding == "VALID":
-        return {"pads": [0, 0, 0, 0]}
+        return {"pads": [0] * 2 * len(kernel)}
     if padding == "EXPLICIT":
         pairs = [int(p) for p in cx.attr("explicit_paddings")]
         h, w = (pairs[2:4], pairs[4:6]) if fmt == "NHWC" else (pairs[4:6], pairs[6:8])
         return {"pads": [h[0], w[0], h[1], w[1]]}
     spec = cx.spec(0)
-    dims = spec.shape.as_list() if spec is not None and spec.shape.rank == 4 else None
-    sizes = (dims[1:3] if fmt == "NHWC" else dims[2:4]) if dims else None
+    dims = spec.shape.as_list() if spec is not None and spec.shape.rank == len(fmt) else None
+    sizes = _spatial(dims, fmt) if dims else None
     if sizes is None or None in sizes:
         return {"auto_pad": "SAME_UPPER"}
     begins, ends = [], []
@@ -51,13 +52,16 @@ def _padding(cx, kernel: list[int], strides: list[int], dilations: list[int]) ->
 
 
 def _nchw(cx, onnx_op: str, inputs: list[str], **attrs) -> None:
-    """Run ``onnx_op`` on input 0 (and ``inputs``) in NCHW, transposing an NHWC node around it."""
-    if cx.attr("data_format") == "NCHW":
+    """Run ``onnx_op`` on input 0 (and ``inputs``) channels-first, transposing a channels-last
+    (NHWC, NDHWC) node around it."""
+    fmt = cx.attr("data_format")
+    if fmt.startswith("NC"):
         cx.op(onnx_op, [cx.inp(0), *inputs], out=cx.out(), **attrs)
         return
-    x = cx.op("Transpose", [cx.inp(0)], perm=TO_NCHW)
+    first, last = (TO_NCHW, TO_NHWC) if len(fmt) == 4 else ([0, 4, 1, 2, 3], [0, 2, 3, 4, 1])
+    x = cx.op("Transpose", [cx.inp(0)], perm=first)
     y = cx.op(onnx_op, [x, *inputs], **attrs)
-    cx.op("Transpose", [y], out=cx.out(), perm=TO_NHWC)
+    cx.op("Transpose", [y], out=cx.out(), perm=last)
 
 
 @maps("Conv2D")
@@ -78,18 +82,88 @@ def _conv2d(cx):
     _nchw(cx, "Conv", [weights], **attrs)
 
 
-@maps("MaxPool", "AvgPool")
-def _pool(cx):
+@maps("DepthwiseConv2dNative")
+def _depthwise_conv2d(cx):
+    # A grouped Conv with one group per input channel: filter [KH, KW, C, M] -> [C * M, 1, KH, KW]
+    # (output channel c * M + m, as TF orders them).
     fmt = cx.attr("data_format")
-    ksize, strides = [int(k) for k in cx.attr("ksize")], [int(s) for s in cx.attr("strides")]
-    batch_and_channel = (0, 3) if fmt == "NHWC" else (0, 1)
+    strides, dilations = _spatial(cx.attr("strides"), fmt), _spatial(cx.attr("dilations"), fmt)
+    fspec = cx.spec(1)
+    if fspec is None or not fspec.shape.is_fully_defined:
+        raise cx.fail("DepthwiseConv2dNative needs a filter of static shape for ONNX export")
+    kh, kw, c, m = fspec.shape.as_list()
+    flat = cx.op("Reshape", [cx.inp(1), cx.tensor(np.array([kh, kw, 1, c * m], np.int64))])
+    weights = cx.op("Transpose", [flat], perm=[3, 2, 0, 1])
+    attrs = {"strides": strides, "dilations": dilations, "kernel_shape": [kh, kw], "group": c,
+             **_padding(cx, [kh, kw], strides, dilations)}  # fmt: skip
+    _nchw(cx, "Conv", [weights], **attrs)
+
+
+@maps("Conv3D")
+def _conv3d(cx):
+    fmt = cx.attr("data_format")
+    strides, dilations = _spatial(cx.attr("strides"), fmt), _spatial(cx.attr("dilations"), fmt)
+    fspec = cx.spec(1)
+    if fspec is None or fspec.shape.rank != 5 or None in fspec.shape.as_list()[:3]:
+        raise cx.fail("Conv3D needs a filter of static spatial size for ONNX export")
+    kernel = fspec.shape.as_list()[:3]
+    attrs = {"strides": strides, "dilations": dilations, "kernel_shape": kernel,
+             **_padding(cx, kernel, strides, dilations)}  # fmt: skip
+    weights = cx.op("Transpose", [cx.inp(1)], perm=[4, 3, 0, 1, 2])  # DHWIO -> OIDHW
+    _nchw(cx, "Conv", [weights], **attrs)
+
+
+def _pool_nd(cx, onnx_op: str, ksize, strides) -> None:
+    fmt = cx.attr("data_format")
+    ksize, strides = [int(k) for k in ksize], [int(s) for s in strides]
+    batch_and_channel = (0, 1) if fmt.startswith("NC") else (0, len(fmt) - 1)
     if any(ksize[i] != 1 or strides[i] != 1 for i in batch_and_channel):
         raise cx.fail(f"{cx.node.op} over the batch or channel dim has no ONNX mapping")
     kernel, strides = _spatial(ksize, fmt), _spatial(strides, fmt)
-    attrs = {"kernel_shape": kernel, "strides": strides, **_padding(cx, kernel, strides, [1, 1])}
-    if cx.node.op == "AvgPool":  # TF averages over the valid (unpadded) pixels only
+    attrs = {"kernel_shape": kernel, "strides": strides, **_padding(cx, kernel, strides, [1] * len(kernel))}
+    if onnx_op == "AveragePool":  # TF averages over the valid (unpadded) pixels only
         attrs["count_include_pad"] = 0
-    _nchw(cx, "MaxPool" if cx.node.op == "MaxPool" else "AveragePool", [], **attrs)
+    _nchw(cx, onnx_op, [], **attrs)
+
+
+@maps("MaxPool", "AvgPool", "AvgPool3D")
+def _pool(cx):
+    _pool_nd(cx, "MaxPool" if cx.node.op == "MaxPool" else "AveragePool", cx.attr("ksize"), cx.attr("strides"))
+
+
+@maps("MaxPoolWithArgmax")
+def _max_pool_with_argmax(cx):
+    # ONNX MaxPool's Indices flatten the NCHW input, batch included; TF's flatten one NHWC image
+    # (batch added with include_batch_in_index). Converting needs the static H, W and C.
+    spec = cx.spec(0)
+    dims = spec.shape.as_list() if spec is not None and spec.shape.rank == 4 else None
+    if dims is None or None in dims[1:]:
+        raise cx.fail("MaxPoolWithArgmax needs an input of static height, width and channels for ONNX export")
+    _, h, w, c = dims
+    ksize, strides = [int(k) for k in cx.attr("ksize")], [int(s) for s in cx.attr("strides")]
+    if ksize[0] != 1 or ksize[3] != 1 or strides[0] != 1 or strides[3] != 1:
+        raise cx.fail("MaxPoolWithArgmax over the batch or channel dim has no ONNX mapping")
+    kernel, strides = ksize[1:3], strides[1:3]
+    attrs = {"kernel_shape": kernel, "strides": strides, **_padding(cx, kernel, strides, [1, 1])}
+    x = cx.op("Transpose", [cx.inp(0)], perm=TO_NCHW)
+    y, idx = cx.op("MaxPool", [x], out=2, **attrs)
+    cx.op("Transpose", [y], out=cx.out(0), perm=TO_NHWC)
+
+    def i64(v):
+        return cx.tensor(np.array(v, np.int64))
+
+    pixel = cx.op("Mod", [idx, i64(h * w)])
+    channel = cx.op("Mod", [cx.op("Div", [idx, i64(h * w)]), i64(c)])
+    index = cx.op("Add", [cx.op("Mul", [pixel, i64(c)]), channel])
+    if cx.attr("include_batch_in_index"):
+        index = cx.op("Add", [index, cx.op("Mul", [cx.op("Div", [idx, i64(c * h * w)]), i64(h * w * c)])])
+    index = cx.op("Transpose", [index], perm=TO_NHWC)
+    cx.cast_to(index, cx.attr("Targmax"), cx.out(1))
+
+
+@maps("MaxPoolV2", consts=(1, 2))
+def _max_pool_v2(cx):
+    _pool_nd(cx, "MaxPool", cx.const(1).ravel(), cx.const(2).ravel())
 
 
 @maps("FusedBatchNorm", "FusedBatchNormV2", "FusedBatchNormV3")
@@ -164,4 +238,23 @@ def _conv2d_backprop_input(cx):
         return
     x = cx.op("Transpose", [cx.inp(2)], perm=TO_NCHW)
     y = cx.op("ConvTranspose", [x, weights], **attrs)
+    cx.op("Transpose", [y], out=cx.out(), perm=TO_NHWC)
+
+
+@maps("SpaceToDepth", "DepthToSpace")
+def _space_depth(cx):
+    # ONNX's (NCHW) SpaceToDepth and DCR-mode DepthToSpace order depth as TF does.
+    attrs = {"blocksize": int(cx.attr("block_size"))}
+    if cx.node.op == "DepthToSpace":
+        attrs["mode"] = "DCR"
+    _nchw(cx, cx.node.op, [], **attrs)
+
+
+@maps("LRN")
+def _lrn(cx):
+    # ONNX divides alpha by the window size (2 * depth_radius + 1); TF does not. NHWC only in TF.
+    size = 2 * int(cx.attr("depth_radius", 5)) + 1
+    x = cx.op("Transpose", [cx.inp(0)], perm=TO_NCHW)
+    y = cx.op("LRN", [x], size=size, alpha=float(cx.attr("alpha", 1.0)) * size, beta=float(cx.attr("beta", 0.5)),
+              bias=float(cx.attr("bias", 1.0)))  # fmt: skip
     cx.op("Transpose", [y], out=cx.out(), perm=TO_NHWC)

@@ -99,13 +99,14 @@ def _sizes_value(ic: InferenceContext, i: int, what: str) -> Shape:
 
 @dataclass(frozen=True)
 class _Window:
-    """A 2-D sliding window over an NHWC input; each pair is (rows, cols)."""
+    """A sliding window over a channels-last input; one entry per spatial dim ((rows, cols) for
+    the 2-D ops, (depth, rows, cols) for the 3-D ones in conv3d_ops)."""
 
-    ksize: tuple[int | None, int | None]
-    strides: tuple[int, int]
-    dilations: tuple[int, int]
-    out: tuple[int | None, int | None]  # None where the input size is unknown
-    pads: tuple[tuple[int, int], tuple[int, int]]  # (before, after) per spatial dim
+    ksize: tuple[int | None, ...]
+    strides: tuple[int, ...]
+    dilations: tuple[int, ...]
+    out: tuple[int | None, ...]  # None where the input size is unknown
+    pads: tuple[tuple[int, int], ...]  # (before, after) per spatial dim
 
 
 def _spatial_attr(c, name: str) -> tuple[int, int]:
@@ -151,12 +152,16 @@ def _out_size(c, size, k, stride, dilation, explicit) -> tuple[int | None, tuple
         total = max((out - 1) * stride + span - size, 0)
         return out, (total // 2, total - total // 2)  # the odd one goes after (bottom/right)
     before, after = explicit or (0, 0)
-    if size + before + after < span:
+    # TF's formula, in C++ integer division (truncating toward zero): a window up to
+    # stride - 1 wider than the padded input gives an empty (0-sized) output, not an error.
+    num = size + before + after - span + stride
+    out = abs(num) // stride * (1 if num >= 0 else -1)
+    if out < 0:
         raise c.fail(
             f"the window ({span} wide after dilation) is larger than the padded input "
-            f"({size} + {before} + {after}); the output size would be negative"
+            f"({size} + {before} + {after}) by {stride} or more; the output size would be negative"
         )
-    return (size + before + after - span) // stride + 1, (before, after)
+    return out, (before, after)
 
 
 def _window(c, in_hw: Dims, ksize: Dims, dilations=(1, 1)) -> _Window:
@@ -169,29 +174,30 @@ def _window(c, in_hw: Dims, ksize: Dims, dilations=(1, 1)) -> _Window:
 
 
 def _offsets(win: _Window) -> Iterator[tuple]:
-    """For each window offset, row-major: the strided slice of the padded NHWC input that holds,
-    at every output position, the element the window sees at that offset."""
-    (kh, kw), (sh, sw), (dh, dw), (oh, ow) = win.ksize, win.strides, win.dilations, win.out
-    for i, j in itertools.product(range(kh), range(kw)):
-        rows = slice(i * dh, i * dh + (oh - 1) * sh + 1, sh)
-        cols = slice(j * dw, j * dw + (ow - 1) * sw + 1, sw)
-        yield (slice(None), rows, cols, slice(None))
+    """For each window offset, row-major: the strided slice of the padded channels-last input
+    that holds, at every output position, the element the window sees at that offset."""
+    dims = list(zip(win.strides, win.dilations, win.out))
+    for offset in itertools.product(*(range(k) for k in win.ksize)):
+        # An empty output dim needs an empty slice: its stop would be negative, and wrap.
+        yield (
+            slice(None),
+            *(slice(i * d, i * d + (o - 1) * s + 1, s) if o else slice(0, 0) for i, (s, d, o) in zip(offset, dims)),
+            slice(None),
+        )
 
 
 def _pad(xp, x, win: _Window, value=0):
-    (top, bottom), (left, right) = win.pads
-    return xp.pad(x, ((0, 0), (top, bottom), (left, right), (0, 0)), constant_values=value)
+    return xp.pad(x, ((0, 0), *win.pads, (0, 0)), constant_values=value)
 
 
 def _scatter(xp, shape: Dims, win: _Window, dtype, parts: Iterable):
-    """The gradient w.r.t. an NHWC input of ``shape``: the k-th of ``parts`` is added where the
-    k-th window offset reads, then the padding is cropped off."""
-    n, h, w, c = shape
-    (top, bottom), (left, right) = win.pads
-    grad = xp.zeros((n, h + top + bottom, w + left + right, c), dtype=dtype)
+    """The gradient w.r.t. a channels-last input of ``shape``: the k-th of ``parts`` is added
+    where the k-th window offset reads, then the padding is cropped off."""
+    padded = [d + a + z for d, (a, z) in zip(shape[1:-1], win.pads)]
+    grad = xp.zeros((shape[0], *padded, shape[-1]), dtype=dtype)
     for s, part in zip(_offsets(win), parts, strict=False):  # parts may be endless
         grad[s] += part
-    return grad[:, top : top + h, left : left + w, :]
+    return grad[(slice(None), *(slice(a, a + d) for d, (a, _) in zip(shape[1:-1], win.pads)))]
 
 
 def _lowest(dtype) -> float | int:
@@ -200,9 +206,9 @@ def _lowest(dtype) -> float | int:
     return -np.inf if dtype.kind == "f" else np.iinfo(dtype).min
 
 
-def _window_counts(xp, h: int, w: int, win: _Window, dtype):
-    """[1, OH, OW, 1]: how many real (unpadded) input elements each window covers."""
-    ones = _pad(xp, xp.ones((1, h, w, 1), dtype=dtype), win)
+def _window_counts(xp, spatial: Dims, win: _Window, dtype):
+    """[1, *output spatial dims, 1]: how many real (unpadded) input elements each window covers."""
+    ones = _pad(xp, xp.ones((1, *spatial, 1), dtype=dtype), win)
     return functools.reduce(operator.add, (ones[s] for s in _offsets(win)))
 
 
@@ -219,8 +225,9 @@ def _window_attrs(node) -> dict:
 # --- Conv2D and its gradients -----------------------------------------------------------------
 
 
-def _conv_window(c, x_shape, f_shape) -> tuple[_Window, tuple]:
-    """Check input against filter; the window and the output dims (in data_format order)."""
+def _conv_window(c, x_shape, f_shape, layout="out_channels") -> tuple[_Window, tuple]:
+    """Check input against filter; the window and the output dims (in data_format order).
+    ``layout`` names the filter's last dim in messages."""
     fmt = c.attrs["data_format"]
     x = _rank4(c, x_shape, "input")
     f = _rank4(c, f_shape, "filter")
@@ -228,7 +235,7 @@ def _conv_window(c, x_shape, f_shape) -> tuple[_Window, tuple]:
     if ch is not None and f[2] is not None and ch != f[2]:
         raise c.fail(
             f"input has {ch} channels (input shape {Shape(x)}, {fmt}) but the filter expects "
-            f"{f[2]} in_channels (filter shape {Shape(f)}, [height, width, in_channels, out_channels])"
+            f"{f[2]} in_channels (filter shape {Shape(f)}, [height, width, in_channels, {layout}])"
         )
     win = _window(c, (h, w), f[:2], _spatial_attr(c, "dilations"))
     return win, _format_dims(fmt, n, *win.out, f[3])
@@ -296,7 +303,7 @@ def _conv2d_backprop_input(ctx, input_sizes, f, dy):
     dy = _to_nhwc(dy, fmt)
     n, oh, ow, o = dy.shape
     kh, kw, cin, _ = f.shape
-    dcols = xp.matmul(dy.reshape(n * oh * ow, o), f.reshape(kh * kw * cin, o).T).reshape(n, oh, ow, -1)
+    dcols = xp.matmul(dy.reshape(n * oh * ow, o), f.reshape(kh * kw * cin, o).T).reshape(n, oh, ow, kh * kw * cin)
     parts = (dcols[..., k * cin : (k + 1) * cin] for k in itertools.count())  # one per offset
     return _from_nhwc(_scatter(xp, _nhwc_dims(sizes, fmt), win, dy.dtype, parts), fmt)
 
@@ -435,7 +442,7 @@ def _avg_pool(ctx, x):
     x = _to_nhwc(x, fmt)
     xpad = _pad(xp, x, win)
     total = functools.reduce(operator.add, (xpad[s] for s in _offsets(win)))
-    return _from_nhwc(total / _window_counts(xp, x.shape[1], x.shape[2], win, x.dtype), fmt)
+    return _from_nhwc(total / _window_counts(xp, x.shape[1:3], win, x.dtype), fmt)
 
 
 @gradient("AvgPool")
@@ -564,7 +571,7 @@ def _avg_pool_grad(ctx, orig_input_shape, dy):
     sizes = _sizes_input(ctx, orig_input_shape, "orig_input_shape")
     win = _pool_grad_window(ctx, sizes, grad=dy.shape)
     n, h, w, c = _nhwc_dims(sizes, fmt)
-    share = _to_nhwc(dy, fmt) / _window_counts(xp, h, w, win, dy.dtype)
+    share = _to_nhwc(dy, fmt) / _window_counts(xp, (h, w), win, dy.dtype)
     return _from_nhwc(_scatter(xp, (n, h, w, c), win, dy.dtype, itertools.repeat(share)), fmt)
 
 

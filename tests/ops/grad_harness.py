@@ -36,6 +36,7 @@ class GradCase:
     rtol: float = 1e-4
     atol: float = 1e-6
     keep_float32: bool = False  # ops without a float64 kernel
+    outputs: Sequence[int] | None = None  # outputs in the loss; default: every float output
     id: str = ""
 
     def __post_init__(self):
@@ -79,7 +80,7 @@ def _build(case: GradCase):
     node = b.add_op(case.op, names, dict(case.attrs), name="op")
     terms = []
     for k, dt in enumerate(output_dtypes(get_op(case.op), node.attrs)):
-        if not (dt.is_floating or dt.is_complex):
+        if not (dt.is_floating or dt.is_complex) or (case.outputs is not None and k not in case.outputs):
             continue
         out = node.name if k == 0 else f"{node.name}:{k}"
         shape = b.spec(out).shape

@@ -1,0 +1,299 @@
+"""3-D convolution and average pooling: Conv3D, Conv3DBackpropInputV2, Conv3DBackpropFilterV2,
+AvgPool3D, AvgPool3DGrad, with their gradients.
+
+Names, inputs, attrs and semantics are TensorFlow's (nn_ops.cc). Inputs are
+[batch, depth, height, width, channels] (NDHWC) or NCDHW; filters [KD, KH, KW, in, out]. The
+window machinery is conv_ops' own, over three spatial dims: TF's output sizes and SAME padding
+(conv_ops._out_size), one strided slice of the padded input per window offset, im2col and one
+matmul for the convolution, sums of the slices for the pool, scatter-adds for the gradients.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import operator
+
+from specflow.graph.shapes import Shape, as_shape
+from specflow.ops import conv_ops as cv
+from specflow.ops import grad_util as gu
+from specflow.ops.inference import InferenceContext
+from specflow.ops.registry import gradient, kernel, register_op
+
+_FORMAT = "data_format: {'NDHWC', 'NCDHW'} = 'NDHWC'"
+_PADDING = "padding: {'SAME', 'VALID'}"
+_CONV_ATTRS = ["T: {float}", "strides: list(int) >= 5", _PADDING, _FORMAT, "dilations: list(int) = [1, 1, 1, 1, 1]"]
+_POOL_ATTRS = ["ksize: list(int) >= 5", "strides: list(int) >= 5", _PADDING, _FORMAT, "T: {float}"]
+
+
+def _to_last(x, fmt: str):
+    return x if fmt == "NDHWC" else x.transpose(0, 2, 3, 4, 1)
+
+
+def _from_last(x, fmt: str):
+    return x if fmt == "NDHWC" else x.transpose(0, 4, 1, 2, 3)
+
+
+def _last_dims(dims, fmt: str) -> tuple:
+    return tuple(dims) if fmt == "NDHWC" else (dims[0], *dims[2:], dims[1])
+
+
+def _format_dims(fmt: str, dims) -> tuple:
+    return tuple(dims) if fmt == "NDHWC" else (dims[0], dims[4], *dims[1:4])
+
+
+def _rank5(c, shape, what: str) -> tuple:
+    s = shape if isinstance(shape, Shape) else Shape(shape)
+    if s.rank is None:
+        return (None,) * 5
+    if s.rank != 5:
+        raise c.fail(f"{what} must be 5-D, got shape {s}")
+    return s.dims
+
+
+def _spatial_attr(c, name: str) -> tuple[int, int, int]:
+    fmt = c.attrs["data_format"]
+    vals = [int(v) for v in c.attrs[name]]
+    if len(vals) != 5:
+        raise c.fail(f"{name} must have 5 entries, one per dimension of {fmt}, got {vals}")
+    n, *spatial, ch = _last_dims(vals, fmt)
+    if n != 1 or ch != 1:
+        raise c.fail(f"{name} {vals}: only the spatial dimensions of {fmt} may differ from 1")
+    if min(vals) < 1:
+        raise c.fail(f"{name} must be positive, got {vals}")
+    return tuple(spatial)
+
+
+def _window(c, spatial, ksize, dilations=(1, 1, 1)) -> cv._Window:
+    strides = _spatial_attr(c, "strides")
+    sizes = [cv._out_size(c, *args, None) for args in zip(spatial, ksize, strides, dilations)]
+    return cv._Window(tuple(ksize), strides, tuple(dilations), tuple(o for o, _ in sizes), tuple(p for _, p in sizes))
+
+
+def _sizes_input(ctx, sizes, what: str) -> tuple[int, ...]:
+    host = ctx.host(sizes)
+    dims = tuple(int(v) for v in host.ravel())
+    if host.ndim != 1 or len(dims) != 5 or min(dims) < 0:
+        raise ctx.fail(f"{what} must hold 5 non-negative sizes, got {list(dims)}")
+    return dims
+
+
+def _sizes_value(ic: InferenceContext, i: int, what: str) -> Shape:
+    s = ic.shape_from_value(i)
+    if s.rank is None:
+        return Shape.unknown_of_rank(5)
+    if s.rank != 5:
+        raise ic.fail(f"{what} must hold 5 sizes, got {s}")
+    return s
+
+
+def _check_shape(c, what: str, got, want, how: str) -> None:
+    if not as_shape(got).is_compatible_with(as_shape(want)):
+        raise c.fail(f"{what} has shape {as_shape(got)}, but {how} gives {as_shape(want)}")
+
+
+# --- Conv3D and its gradients -----------------------------------------------------------------
+
+
+def _conv_window(c, x_shape, f_shape) -> tuple[cv._Window, tuple]:
+    fmt = c.attrs["data_format"]
+    x, f = _rank5(c, x_shape, "input"), _rank5(c, f_shape, "filter")
+    n, *spatial, ch = _last_dims(x, fmt)
+    if ch is not None and f[3] is not None and ch != f[3]:
+        raise c.fail(
+            f"input has {ch} channels (input shape {Shape(x)}, {fmt}) but the filter expects {f[3]} in_channels "
+            f"(filter shape {Shape(f)}, [depth, height, width, in_channels, out_channels])"
+        )
+    win = _window(c, spatial, f[:3], _spatial_attr(c, "dilations"))
+    return win, _format_dims(fmt, (n, *win.out, f[4]))
+
+
+def _backprop_window(c, x_shape, f_shape, dy_shape) -> cv._Window:
+    win, out = _conv_window(c, x_shape, f_shape)
+    how = f"Conv3D of input {as_shape(x_shape)} with filter {as_shape(f_shape)}"
+    _check_shape(c, "out_backprop", _rank5(c, dy_shape, "out_backprop"), out, how)
+    return win
+
+
+register_op(
+    "Conv3D",
+    inputs=["input: T", "filter: T"],
+    outputs=["output: T"],
+    attrs=_CONV_ATTRS,
+    shape=lambda ic: [Shape(_conv_window(ic, ic.shape(0), ic.shape(1))[1])],
+    doc="3-D convolution (cross-correlation) of input [batch, depth, height, width, in_channels] "
+    "(data_format order) with filter [depth, height, width, in_channels, out_channels].",
+)
+
+
+@kernel("Conv3D")
+def _conv3d(ctx, x, f):
+    xp, fmt = ctx.xp, ctx.attrs["data_format"]
+    win, _ = _conv_window(ctx, x.shape, f.shape)
+    cols = cv._im2col(xp, _to_last(x, fmt), win)
+    k, o = cols.shape[-1], f.shape[4]
+    out = xp.matmul(cols.reshape(-1, k), f.reshape(k, o))
+    return _from_last(out.reshape(*cols.shape[:4], o), fmt)
+
+
+def _backprop_input_shape(ic: InferenceContext) -> list[Shape]:
+    sizes = _sizes_value(ic, 0, "input_sizes")
+    _backprop_window(ic, sizes, ic.shape(1), ic.shape(2))
+    return [sizes]
+
+
+register_op(
+    "Conv3DBackpropInputV2",
+    inputs=["input_sizes: Tshape", "filter: T", "out_backprop: T"],
+    outputs=["output: T"],
+    attrs=[*_CONV_ATTRS, "Tshape: {int32, int64} = int32"],
+    shape=_backprop_input_shape,
+    doc="The gradient of Conv3D with respect to its input, whose shape is input_sizes.",
+)
+
+
+@kernel("Conv3DBackpropInputV2", host_inputs=[0])
+def _conv3d_backprop_input(ctx, input_sizes, f, dy):
+    xp, fmt = ctx.xp, ctx.attrs["data_format"]
+    sizes = _sizes_input(ctx, input_sizes, "input_sizes")
+    win = _backprop_window(ctx, sizes, f.shape, dy.shape)
+    dy = _to_last(dy, fmt)
+    cin, o = f.shape[3], f.shape[4]
+    k = f.size // o
+    dcols = xp.matmul(dy.reshape(-1, o), f.reshape(k, o).T).reshape(*dy.shape[:4], k)
+    parts = (dcols[..., i * cin : (i + 1) * cin] for i in itertools.count())  # one per offset
+    return _from_last(cv._scatter(xp, _last_dims(sizes, fmt), win, dy.dtype, parts), fmt)
+
+
+def _backprop_filter_shape(ic: InferenceContext) -> list[Shape]:
+    sizes = _sizes_value(ic, 1, "filter_sizes")
+    _backprop_window(ic, ic.shape(0), sizes, ic.shape(2))
+    return [sizes]
+
+
+register_op(
+    "Conv3DBackpropFilterV2",
+    inputs=["input: T", "filter_sizes: int32", "out_backprop: T"],
+    outputs=["output: T"],
+    attrs=_CONV_ATTRS,
+    shape=_backprop_filter_shape,
+    doc="The gradient of Conv3D with respect to its filter, whose shape is filter_sizes.",
+)
+
+
+@kernel("Conv3DBackpropFilterV2", host_inputs=[1])
+def _conv3d_backprop_filter(ctx, x, filter_sizes, dy):
+    xp, fmt = ctx.xp, ctx.attrs["data_format"]
+    sizes = _sizes_input(ctx, filter_sizes, "filter_sizes")
+    win = _backprop_window(ctx, x.shape, sizes, dy.shape)
+    cols = cv._im2col(xp, _to_last(x, fmt), win)
+    k = cols.shape[-1]
+    return xp.matmul(cols.reshape(-1, k).T, _to_last(dy, fmt).reshape(-1, sizes[4])).reshape(sizes)
+
+
+def _attrs(node, drop=()) -> dict:
+    return {k: v for k, v in node.attrs.items() if k not in ("T", *drop) and not k.startswith("_")}
+
+
+@gradient("Conv3D")
+def _conv3d_grad(b, node, dys):
+    x, f = node.data_inputs
+    attrs = _attrs(node)
+    return [
+        gu.emit(b, "Conv3DBackpropInputV2", gu.shape_of(b, x), f, dys[0], **attrs),
+        gu.emit(b, "Conv3DBackpropFilterV2", x, gu.shape_of(b, f), dys[0], **attrs),
+    ]
+
+
+@gradient("Conv3DBackpropInputV2")
+def _conv3d_backprop_input_grad(b, node, dys):
+    _, f, dy = node.data_inputs
+    attrs = _attrs(node, ("Tshape",))
+    return [
+        None,
+        gu.emit(b, "Conv3DBackpropFilterV2", dys[0], gu.shape_of(b, f), dy, **attrs),
+        gu.emit(b, "Conv3D", dys[0], f, **attrs),
+    ]
+
+
+@gradient("Conv3DBackpropFilterV2")
+def _conv3d_backprop_filter_grad(b, node, dys):
+    x, _, dy = node.data_inputs
+    attrs = _attrs(node)
+    return [
+        gu.emit(b, "Conv3DBackpropInputV2", gu.shape_of(b, x), dys[0], dy, **attrs),
+        None,
+        gu.emit(b, "Conv3D", x, dys[0], **attrs),
+    ]
+
+
+# --- AvgPool3D and its gradient ---------------------------------------------------------------
+
+
+def _pool_window(c, x_shape, what: str) -> tuple[cv._Window, tuple]:
+    fmt = c.attrs["data_format"]
+    n, *spatial, ch = _last_dims(_rank5(c, x_shape, what), fmt)
+    win = _window(c, spatial, _spatial_attr(c, "ksize"))
+    return win, _format_dims(fmt, (n, *win.out, ch))
+
+
+register_op(
+    "AvgPool3D",
+    inputs=["input: T"],
+    outputs=["output: T"],
+    attrs=_POOL_ATTRS,
+    shape=lambda ic: [Shape(_pool_window(ic, ic.shape(0), "input")[1])],
+    doc="The mean of each ksize window of a 5-D input; with SAME padding only the real "
+    "(unpadded) elements are counted.",
+)
+
+
+@kernel("AvgPool3D")
+def _avg_pool3d(ctx, x):
+    xp, fmt = ctx.xp, ctx.attrs["data_format"]
+    win, _ = _pool_window(ctx, x.shape, "input")
+    x = _to_last(x, fmt)
+    xpad = cv._pad(xp, x, win)
+    total = functools.reduce(operator.add, (xpad[s] for s in cv._offsets(win)))
+    return _from_last(total / cv._window_counts(xp, x.shape[1:4], win, x.dtype), fmt)
+
+
+@gradient("AvgPool3D")
+def _avg_pool3d_gradient(b, node, dys):
+    x = node.data_inputs[0]
+    return [gu.emit(b, "AvgPool3DGrad", gu.shape_of(b, x), dys[0], **_attrs(node))]
+
+
+def _avg_pool3d_grad_shape(ic: InferenceContext) -> list[Shape]:
+    sizes = _sizes_value(ic, 0, "orig_input_shape")
+    _, out = _pool_window(ic, sizes, "orig_input_shape")
+    _check_shape(ic, "grad", _rank5(ic, ic.shape(1), "grad"), out, f"AvgPool3D of an input of shape {sizes}")
+    return [sizes]
+
+
+register_op(
+    "AvgPool3DGrad",
+    inputs=["orig_input_shape: int32", "grad: T"],
+    outputs=["output: T"],
+    attrs=_POOL_ATTRS,
+    shape=_avg_pool3d_grad_shape,
+    doc="The gradient of AvgPool3D: each window's grad, divided by the window's element count, "
+    "spread over the window's real elements.",
+)
+
+
+@kernel("AvgPool3DGrad", host_inputs=[0])
+def _avg_pool3d_grad(ctx, orig_input_shape, dy):
+    xp, fmt = ctx.xp, ctx.attrs["data_format"]
+    sizes = _sizes_input(ctx, orig_input_shape, "orig_input_shape")
+    win, out = _pool_window(ctx, sizes, "orig_input_shape")
+    _check_shape(ctx, "grad", dy.shape, out, f"AvgPool3D of an input of shape {list(sizes)}")
+    shape = _last_dims(sizes, fmt)
+    share = _to_last(dy, fmt) / cv._window_counts(xp, shape[1:4], win, dy.dtype)
+    return _from_last(cv._scatter(xp, shape, win, dy.dtype, itertools.repeat(share)), fmt)
+
+
+@gradient("AvgPool3DGrad")
+def _avg_pool3d_grad_grad(b, node, dys):
+    # Linear in grad; its transpose is AvgPool3D.
+    return [None, gu.emit(b, "AvgPool3D", dys[0], **_attrs(node))]

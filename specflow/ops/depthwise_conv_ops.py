@@ -1,0 +1,169 @@
+"""Depthwise convolution: DepthwiseConv2dNative and its two backprop ops, with their gradients.
+
+Names, inputs, attrs and semantics are TensorFlow's (nn_ops.cc). The filter is
+[height, width, in_channels, channel_multiplier]; input channel c, convolved with
+filter[:, :, c, m], gives output channel c * channel_multiplier + m. Window geometry (strides,
+dilations, SAME/VALID/EXPLICIT padding, NHWC/NCHW) is conv_ops' own: the same strided slice per
+window offset, each multiplied by that offset's [in_channels, multiplier] filter slice and added
+up (one vectorized step per window offset, none per pixel).
+"""
+
+from __future__ import annotations
+
+from specflow.graph.shapes import Shape
+from specflow.ops import conv_ops as cv
+from specflow.ops import grad_util as gu
+from specflow.ops.inference import InferenceContext
+from specflow.ops.registry import gradient, kernel, register_op
+
+_ATTRS = [
+    "T: {float}",
+    "strides: list(int)",
+    cv._PADDING,
+    cv._EXPLICIT,
+    cv._FORMAT,
+    "dilations: list(int) = [1, 1, 1, 1]",
+]
+
+
+def _depthwise_window(c, x_shape, f_shape) -> tuple[cv._Window, tuple]:
+    """Check input against filter; the window and the output dims (data_format order)."""
+    win, out = cv._conv_window(c, x_shape, f_shape, "channel_multiplier")  # checks in_channels
+    f = cv._rank4(c, f_shape, "filter")
+    n, oh, ow, _ = cv._nhwc_dims(out, c.attrs["data_format"])
+    channels = None if f[2] is None or f[3] is None else f[2] * f[3]
+    return win, cv._format_dims(c.attrs["data_format"], n, oh, ow, channels)
+
+
+def _backprop_window(c, x_shape, f_shape, dy_shape) -> cv._Window:
+    win, out = _depthwise_window(c, x_shape, f_shape)
+    dy = cv._rank4(c, dy_shape, "out_backprop")
+    cv._check_shape(
+        c, "out_backprop", dy, out,
+        f"DepthwiseConv2dNative of input {Shape(x_shape)} with filter {Shape(f_shape)}",
+    )  # fmt: skip
+    return win
+
+
+def _slices(xp, x, win: cv._Window):
+    """Per window offset (row-major): the [N, OH, OW, C] slice of the padded input it reads."""
+    xpad = cv._pad(xp, x, win)
+    return (xpad[s] for s in cv._offsets(win))
+
+
+register_op(
+    "DepthwiseConv2dNative",
+    inputs=["input: T", "filter: T"],
+    outputs=["output: T"],
+    attrs=_ATTRS,
+    shape=lambda ic: [Shape(_depthwise_window(ic, ic.shape(0), ic.shape(1))[1])],
+    doc="Depthwise 2-D convolution: each input channel convolved with its own channel_multiplier "
+    "filters (filter [height, width, in_channels, channel_multiplier]); output channel "
+    "c * channel_multiplier + m.",
+)
+
+
+@kernel("DepthwiseConv2dNative")
+def _depthwise(ctx, x, f):
+    xp, fmt = ctx.xp, ctx.attrs["data_format"]
+    win, _ = _depthwise_window(ctx, x.shape, f.shape)
+    x = cv._to_nhwc(x, fmt)
+    kh, kw, c, m = f.shape
+    n, (oh, ow) = x.shape[0], win.out
+    out = xp.zeros((n, oh, ow, c, m), dtype=x.dtype)
+    for k, part in enumerate(_slices(xp, x, win)):
+        out += part[..., None] * f[k // kw, k % kw]
+    return cv._from_nhwc(out.reshape(n, oh, ow, c * m), fmt)
+
+
+def _backprop_input_shape(ic: InferenceContext) -> list[Shape]:
+    sizes = cv._sizes_value(ic, 0, "input_sizes")
+    _backprop_window(ic, sizes, ic.shape(1), ic.shape(2))
+    return [sizes]
+
+
+register_op(
+    "DepthwiseConv2dNativeBackpropInput",
+    inputs=["input_sizes: int32", "filter: T", "out_backprop: T"],
+    outputs=["output: T"],
+    attrs=_ATTRS,
+    shape=_backprop_input_shape,
+    doc="The gradient of DepthwiseConv2dNative with respect to its input, whose shape is input_sizes.",
+)
+
+
+@kernel("DepthwiseConv2dNativeBackpropInput", host_inputs=[0])
+def _depthwise_backprop_input(ctx, input_sizes, f, dy):
+    xp, fmt = ctx.xp, ctx.attrs["data_format"]
+    sizes = cv._sizes_input(ctx, input_sizes, "input_sizes")
+    win = _backprop_window(ctx, sizes, f.shape, dy.shape)
+    kh, kw, c, m = f.shape
+    dy = cv._to_nhwc(dy, fmt)
+    dy = dy.reshape(*dy.shape[:3], c, m)
+    parts = ((dy * f[k // kw, k % kw]).sum(axis=-1) for k in range(kh * kw))
+    return cv._from_nhwc(cv._scatter(xp, cv._nhwc_dims(sizes, fmt), win, dy.dtype, parts), fmt)
+
+
+def _backprop_filter_shape(ic: InferenceContext) -> list[Shape]:
+    sizes = cv._sizes_value(ic, 1, "filter_sizes")
+    _backprop_window(ic, ic.shape(0), sizes, ic.shape(2))
+    return [sizes]
+
+
+register_op(
+    "DepthwiseConv2dNativeBackpropFilter",
+    inputs=["input: T", "filter_sizes: int32", "out_backprop: T"],
+    outputs=["output: T"],
+    attrs=_ATTRS,
+    shape=_backprop_filter_shape,
+    doc="The gradient of DepthwiseConv2dNative with respect to its filter, whose shape is filter_sizes.",
+)
+
+
+@kernel("DepthwiseConv2dNativeBackpropFilter", host_inputs=[1])
+def _depthwise_backprop_filter(ctx, x, filter_sizes, dy):
+    xp, fmt = ctx.xp, ctx.attrs["data_format"]
+    sizes = cv._sizes_input(ctx, filter_sizes, "filter_sizes")
+    win = _backprop_window(ctx, x.shape, sizes, dy.shape)
+    kh, kw, c, m = sizes
+    dy = cv._to_nhwc(dy, fmt)
+    n, oh, ow, _ = dy.shape
+    # Per offset: sum over (n, oh, ow) of x[..., c] * dy[..., c, m].
+    dy = dy.reshape(n * oh * ow, c, m)
+    parts = [(part.reshape(n * oh * ow, c, 1) * dy).sum(axis=0) for part in _slices(xp, cv._to_nhwc(x, fmt), win)]
+    return xp.stack(parts).reshape(kh, kw, c, m)
+
+
+# Bilinear in (input, filter), as Conv2D: each op's gradient is one of the other two.
+
+
+@gradient("DepthwiseConv2dNative")
+def _depthwise_grad(b, node, dys):
+    x, f = node.data_inputs
+    attrs = cv._window_attrs(node)
+    return [
+        gu.emit(b, "DepthwiseConv2dNativeBackpropInput", gu.shape_of(b, x), f, dys[0], **attrs),
+        gu.emit(b, "DepthwiseConv2dNativeBackpropFilter", x, gu.shape_of(b, f), dys[0], **attrs),
+    ]
+
+
+@gradient("DepthwiseConv2dNativeBackpropInput")
+def _depthwise_backprop_input_grad(b, node, dys):
+    _, f, dy = node.data_inputs
+    attrs = cv._window_attrs(node)
+    return [
+        None,
+        gu.emit(b, "DepthwiseConv2dNativeBackpropFilter", dys[0], gu.shape_of(b, f), dy, **attrs),
+        gu.emit(b, "DepthwiseConv2dNative", dys[0], f, **attrs),
+    ]
+
+
+@gradient("DepthwiseConv2dNativeBackpropFilter")
+def _depthwise_backprop_filter_grad(b, node, dys):
+    x, _, dy = node.data_inputs
+    attrs = cv._window_attrs(node)
+    return [
+        gu.emit(b, "DepthwiseConv2dNativeBackpropInput", gu.shape_of(b, x), dys[0], dy, **attrs),
+        None,
+        gu.emit(b, "DepthwiseConv2dNative", x, dys[0], **attrs),
+    ]

@@ -1,0 +1,261 @@
+"""Image resizing: ResizeBilinear, ResizeNearestNeighbor and their gradient ops.
+
+Names, inputs, attrs and the sampling arithmetic are TensorFlow's (resize_bilinear_op.cc,
+resize_nearest_neighbor_op.cc, image_resizer_state.h), computed in float32 as TF does so that
+sample positions (and so results) match it exactly:
+
+- scale = (in - 1) / (out - 1) with ``align_corners`` (and out > 1), else in / out;
+- bilinear: source = (o + 0.5) * scale - 0.5 with ``half_pixel_centers``, else o * scale; rows
+  floor(source) and ceil(source) clamped to the image, weight source - floor(source);
+  top + (bottom - top) * y_lerp of the two rows' left + (right - left) * x_lerp;
+- nearest: source = (o + 0.5) * scale with ``half_pixel_centers``, else o * scale; then
+  round (half away from zero) with ``align_corners``, else floor; clamped to the image.
+
+Images are [batch, height, width, channels]. Each kernel gathers whole rows and columns
+(no loop per pixel); the gradients are the transposed sampling as two matrix products.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from specflow.graph.shapes import Shape
+from specflow.ops import grad_util as gu
+from specflow.ops.inference import InferenceContext
+from specflow.ops.registry import gradient, kernel, register_op
+
+_FLAGS = ["align_corners: bool = false", "half_pixel_centers: bool = false"]
+_IMAGE_TYPES = "{int8, uint8, int16, uint16, int32, int64, float16, float32, float64}"
+
+
+def _image_dims(c, shape, what: str) -> tuple:
+    s = shape if isinstance(shape, Shape) else Shape(shape)
+    if s.rank is None:
+        return (None,) * 4
+    if s.rank != 4:
+        raise c.fail(f"{what} must be 4-D [batch, height, width, channels], got shape {s}")
+    return s.dims
+
+
+def _check_flags(c) -> None:
+    if c.attrs["align_corners"] and c.attrs["half_pixel_centers"]:
+        raise c.fail("half_pixel_centers and align_corners cannot both be true (as in TensorFlow)")
+
+
+def _size_value(c, size) -> tuple[int, int]:
+    size = np.asarray(size)
+    if size.shape != (2,) or (size < 0).any():
+        raise c.fail(f"size must be a 1-D tensor of 2 non-negative sizes (height, width), got {size.tolist()}")
+    return int(size[0]), int(size[1])
+
+
+def _resize_shape(ic: InferenceContext) -> list[Shape]:
+    _check_flags(ic)
+    n, _, _, ch = _image_dims(ic, ic.shape(0), "images")
+    size = ic.value(1)
+    oh, ow = (None, None) if size is None else _size_value(ic, size)
+    return [Shape([n, oh, ow, ch])]
+
+
+def _scale(in_size: int, out_size: int, align_corners: bool) -> np.float32:
+    if align_corners and out_size > 1:
+        return np.float32(in_size - 1) / np.float32(out_size - 1)
+    return np.float32(in_size) / np.float32(max(out_size, 1))
+
+
+def _bilinear_taps(in_size: int, out_size: int, align: bool, half: bool):
+    """Per output position: the lower and upper source index and the upper one's weight."""
+    scale = _scale(in_size, out_size, align)
+    o = np.arange(out_size, dtype=np.float32)
+    src = (o + np.float32(0.5)) * scale - np.float32(0.5) if half else o * scale
+    floor = np.floor(src)
+    lower = np.maximum(floor.astype(np.int64), 0)
+    upper = np.minimum(np.ceil(src).astype(np.int64), in_size - 1)
+    return lower, upper, (src - floor).astype(np.float32)
+
+
+def _nearest_index(in_size: int, out_size: int, align: bool, half: bool) -> np.ndarray:
+    scale = _scale(in_size, out_size, align)
+    o = np.arange(out_size, dtype=np.float32)
+    src = (o + np.float32(0.5)) * scale if half else o * scale
+    floor = np.floor(src)
+    # roundf (half away from zero; src >= 0 here), without the float32 rounding of src + 0.5.
+    idx = (floor + (src - floor >= np.float32(0.5)) if align else floor).astype(np.int64)
+    return np.clip(idx, 0, max(in_size - 1, 0))
+
+
+def _tap_matrix(xp, lower, upper, lerp, in_size: int, dtype):
+    """[out, in]: each output position's weights over the input positions (their sum is 1)."""
+    m = np.zeros((len(lower), in_size), dtype=np.float64)
+    rows = np.arange(len(lower))
+    np.add.at(m, (rows, lower), 1 - lerp.astype(np.float64))
+    np.add.at(m, (rows, upper), lerp.astype(np.float64))
+    return xp.asarray(m.astype(dtype))
+
+
+def _one_hot(xp, index, in_size: int, dtype):
+    m = np.zeros((len(index), in_size), dtype=dtype)
+    m[np.arange(len(index)), index] = 1
+    return xp.asarray(m)
+
+
+def _transposed_sampling(xp, rows, cols, grads):
+    """sum over (oh, ow) of rows[oh, h] * grads[n, oh, ow, c] * cols[ow, w]: [N, H, W, C]."""
+    # Two tensordots: each one large matrix product (a batched matmul of small ones is slow).
+    by_rows = xp.tensordot(rows, grads, axes=([0], [1]))  # [H, N, OW, C]
+    out = xp.tensordot(by_rows, cols, axes=([2], [0]))  # [H, N, C, W]
+    return xp.ascontiguousarray(out.transpose(1, 0, 3, 2))
+
+
+# --- ResizeBilinear ---------------------------------------------------------------------------
+
+register_op(
+    "ResizeBilinear",
+    inputs=["images: T", "size: int32"],
+    outputs=["resized_images: float32"],
+    attrs=[f"T: {_IMAGE_TYPES}", *_FLAGS],
+    shape=_resize_shape,
+    doc="Resizes images [batch, height, width, channels] to size (new_height, new_width) by "
+    "bilinear interpolation, in float32; sample positions as TF's align_corners / half_pixel_centers.",
+)
+
+
+@kernel("ResizeBilinear", host_inputs=[1])
+def _resize_bilinear(ctx, images, size):
+    xp = ctx.xp
+    _check_flags(ctx)
+    _image_dims(ctx, images.shape, "images")
+    oh, ow = _size_value(ctx, ctx.host(size))
+    n, h, w, c = images.shape
+    if (h == 0 or w == 0) and oh * ow:
+        raise ctx.fail(f"cannot resize an empty image (shape {list(images.shape)}) to {oh}x{ow}")
+    align, half = ctx.attrs["align_corners"], ctx.attrs["half_pixel_centers"]
+    if oh * ow == 0 or n * c == 0:
+        return xp.zeros((n, oh, ow, c), dtype=np.float32)
+    ylo, yhi, ylerp = _bilinear_taps(h, oh, align, half)
+    xlo, xhi, xlerp = _bilinear_taps(w, ow, align, half)
+    x = images.astype(np.float32, copy=False)
+    top, bottom = x[:, xp.asarray(ylo)], x[:, xp.asarray(yhi)]  # [N, OH, W, C]
+    xl, xh = xp.asarray(xlo), xp.asarray(xhi)
+    xlerp = xp.asarray(xlerp)[:, None]
+    top = top[:, :, xl] + (top[:, :, xh] - top[:, :, xl]) * xlerp
+    bottom = bottom[:, :, xl] + (bottom[:, :, xh] - bottom[:, :, xl]) * xlerp
+    return top + (bottom - top) * xp.asarray(ylerp)[:, None, None]
+
+
+@gradient("ResizeBilinear")
+def _resize_bilinear_gradient(b, node, dys):
+    images, _ = node.data_inputs
+    attrs = {k: node.attrs[k] for k in ("align_corners", "half_pixel_centers")}
+    return [gu.emit(b, "ResizeBilinearGrad", dys[0], images, **attrs), None]
+
+
+def _bilinear_grad_shape(ic: InferenceContext) -> list[Shape]:
+    _check_flags(ic)
+    g = _image_dims(ic, ic.shape(0), "grads")
+    x = _image_dims(ic, ic.shape(1), "original_image")
+    for what, a, z in (("batch", g[0], x[0]), ("channels", g[3], x[3])):
+        if a is not None and z is not None and a != z:
+            raise ic.fail(f"grads has {a} {what} but original_image has {z}")
+    return [ic.shape(1)]
+
+
+register_op(
+    "ResizeBilinearGrad",
+    inputs=["grads: float32", "original_image: T"],
+    outputs=["output: T"],
+    attrs=["T: {float16, float32, float64}", *_FLAGS],
+    shape=_bilinear_grad_shape,
+    doc="The gradient of ResizeBilinear: each grads element spread over the (up to four) pixels "
+    "of original_image it was interpolated from, with the same weights.",
+)
+
+
+@kernel("ResizeBilinearGrad")
+def _resize_bilinear_grad(ctx, grads, image):
+    xp = ctx.xp
+    _check_flags(ctx)
+    _image_dims(ctx, grads.shape, "grads")
+    n, h, w, c = _image_dims(ctx, image.shape, "original_image")
+    _, oh, ow, _ = grads.shape
+    if grads.shape[0] != n or grads.shape[3] != c:
+        raise ctx.fail(f"grads of shape {list(grads.shape)} does not match original_image {list(image.shape)}")
+    align, half = ctx.attrs["align_corners"], ctx.attrs["half_pixel_centers"]
+    rows = _tap_matrix(xp, *_bilinear_taps(h, oh, align, half), h, np.float32)
+    cols = _tap_matrix(xp, *_bilinear_taps(w, ow, align, half), w, np.float32)
+    return _transposed_sampling(xp, rows, cols, grads.astype(np.float32, copy=False)).astype(image.dtype)
+
+
+# --- ResizeNearestNeighbor --------------------------------------------------------------------
+
+register_op(
+    "ResizeNearestNeighbor",
+    inputs=["images: T", "size: int32"],
+    outputs=["resized_images: T"],
+    attrs=[f"T: {_IMAGE_TYPES}", *_FLAGS],
+    shape=_resize_shape,
+    doc="Resizes images [batch, height, width, channels] to size (new_height, new_width), each "
+    "output pixel a copy of its nearest source pixel (TF's rounding rules).",
+)
+
+
+@kernel("ResizeNearestNeighbor", host_inputs=[1])
+def _resize_nearest(ctx, images, size):
+    xp = ctx.xp
+    _check_flags(ctx)
+    _image_dims(ctx, images.shape, "images")
+    oh, ow = _size_value(ctx, ctx.host(size))
+    n, h, w, c = images.shape
+    if (h == 0 or w == 0) and oh * ow:
+        raise ctx.fail(f"cannot resize an empty image (shape {list(images.shape)}) to {oh}x{ow}")
+    align, half = ctx.attrs["align_corners"], ctx.attrs["half_pixel_centers"]
+    rows = xp.asarray(_nearest_index(h, oh, align, half))
+    cols = xp.asarray(_nearest_index(w, ow, align, half))
+    return xp.ascontiguousarray(images[:, rows][:, :, cols])
+
+
+@gradient("ResizeNearestNeighbor")
+def _resize_nearest_gradient(b, node, dys):
+    images, _ = node.data_inputs
+    s = b.spec(images).shape
+    if s.rank == 4 and s[1] is not None and s[2] is not None:
+        size = gu.const(b, np.array([s[1], s[2]], np.int32))
+    else:
+        begin, length = gu.const(b, np.array([1], np.int32)), gu.const(b, np.array([2], np.int32))
+        size = gu.emit(b, "Slice", gu.shape_of(b, images), begin, length)
+    attrs = {k: node.attrs[k] for k in ("align_corners", "half_pixel_centers")}
+    return [gu.emit(b, "ResizeNearestNeighborGrad", dys[0], size, **attrs), None]
+
+
+def _nearest_grad_shape(ic: InferenceContext) -> list[Shape]:
+    _check_flags(ic)
+    n, _, _, ch = _image_dims(ic, ic.shape(0), "grads")
+    size = ic.value(1)
+    oh, ow = (None, None) if size is None else _size_value(ic, size)
+    return [Shape([n, oh, ow, ch])]
+
+
+register_op(
+    "ResizeNearestNeighborGrad",
+    inputs=["grads: T", "size: int32"],
+    outputs=["output: T"],
+    attrs=["T: {int8, uint8, int32, float16, float32, float64}", *_FLAGS],
+    shape=_nearest_grad_shape,
+    doc="The gradient of ResizeNearestNeighbor: grads summed into the source pixel each came "
+    "from, in an image of size (height, width).",
+)
+
+
+@kernel("ResizeNearestNeighborGrad", host_inputs=[1])
+def _resize_nearest_grad(ctx, grads, size):
+    xp = ctx.xp
+    _check_flags(ctx)
+    _image_dims(ctx, grads.shape, "grads")
+    h, w = _size_value(ctx, ctx.host(size))
+    _, oh, ow, _ = grads.shape
+    align, half = ctx.attrs["align_corners"], ctx.attrs["half_pixel_centers"]
+    dt = grads.dtype
+    acc = np.float64 if dt.kind == "f" else np.int64  # exact sums, then TF's dtype
+    rows = _one_hot(xp, _nearest_index(h, oh, align, half), h, acc)
+    cols = _one_hot(xp, _nearest_index(w, ow, align, half), w, acc)
+    return _transposed_sampling(xp, rows, cols, grads.astype(acc)).astype(dt)
