@@ -29,6 +29,8 @@ LAYER_NODES = {
     "conv2d_transpose_same": "{layer: conv2d_transpose, inputs: [img], filters: 3, kernel_size: [3, 2], strides: [1, 2], "
                              "padding: same}",
     "upsampling": "{layer: upsampling2d, inputs: [img]}",
+    "separable_conv2d": "{layer: separable_conv2d, inputs: [img], filters: 3, kernel_size: 2, depth_multiplier: 2, "
+                        "padding: same}",
 }
 
 

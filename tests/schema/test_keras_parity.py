@@ -76,6 +76,10 @@ def test_norms_convs_and_activations():
         compare("conv2d_transpose", keras.layers.Conv2DTranspose(3, 3, strides=2, padding=padding), [img], {},
                 {"x": img}, filters=3, kernel_size=3, strides=2, padding=padding)
     compare("upsampling2d", keras.layers.UpSampling2D((2, 3)), [img], {}, {"x": img}, size=[2, 3])
+    compare("depthwise_conv2d", keras.layers.DepthwiseConv2D(3, depth_multiplier=2, padding="same"), [img], {},
+            {"x": img}, kernel_size=3, depth_multiplier=2, padding="same")
+    compare("separable_conv2d", keras.layers.SeparableConv2D(3, 2, strides=2), [img], {}, {"x": img},
+            filters=3, kernel_size=2, strides=2)
     for name, fn in [("silu", "silu"), ("hard_sigmoid", "hard_sigmoid"), ("softplus", "softplus")]:
         want = np.asarray(getattr(keras.activations, fn)(X))
         np.testing.assert_allclose(LayerRun(name, {"x": X}).run()[0], want, rtol=1e-5, atol=1e-6)

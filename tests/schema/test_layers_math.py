@@ -259,3 +259,42 @@ def test_conv2d_transpose(padding, strides):
     np.testing.assert_allclose(run.run()[0], want, rtol=1e-10)
     if padding == "valid":
         run.check_gradients(["x", "kernel"])
+
+
+def np_depthwise(x, k, stride, padding):
+    kh, kw, c, m = k.shape
+    if padding == "same":
+        pads = []
+        for size, kk in zip(x.shape[1:3], (kh, kw)):
+            out = -(-size // stride)
+            total = max((out - 1) * stride + kk - size, 0)
+            pads.append((total // 2, total - total // 2))
+        x = np.pad(x, [(0, 0), *pads, (0, 0)])
+    oh, ow = (x.shape[1] - kh) // stride + 1, (x.shape[2] - kw) // stride + 1
+    out = np.zeros((x.shape[0], oh, ow, c, m))
+    for i in range(oh):
+        for j in range(ow):
+            patch = x[:, i * stride:i * stride + kh, j * stride:j * stride + kw]  # n, kh, kw, c
+            out[:, i, j] = np.einsum("nabc,abcm->ncm", patch, k)
+    return out.reshape(x.shape[0], oh, ow, c * m)
+
+
+@pytest.mark.parametrize("padding, stride", [("valid", 1), ("same", 2)])
+def test_depthwise_and_separable_conv2d(padding, stride):
+    if not has_op("DepthwiseConv2dNative"):
+        pytest.skip("DepthwiseConv2dNative is not in this build")
+    x = normal(2, 5, 5, 3)
+    run = LayerRun("depthwise_conv2d", {"x": x}, kernel_size=3, depth_multiplier=2, strides=stride, padding=padding)
+    w = perturbed(run)
+    assert w["depthwise_kernel"].shape == (3, 3, 3, 2)
+    want = np_depthwise(x, w["depthwise_kernel"], stride, padding) + w["bias"]
+    np.testing.assert_allclose(run.run()[0], want, rtol=1e-10)
+    run = LayerRun("separable_conv2d", {"x": x}, filters=4, kernel_size=3, strides=stride, padding=padding,
+                   activation="relu")
+    w = perturbed(run)
+    assert w["pointwise_kernel"].shape == (1, 1, 3, 4)
+    deep = np_depthwise(x, w["depthwise_kernel"], stride, padding)
+    want = np.maximum(deep @ w["pointwise_kernel"][0, 0] + w["bias"], 0)
+    np.testing.assert_allclose(run.run()[0], want, rtol=1e-10)
+    if padding == "valid":
+        run.check_gradients(["x", "depthwise_kernel", "pointwise_kernel"])

@@ -21,7 +21,15 @@ from specflow.schema.layers.common import (  # noqa: F401  (re-exported)
     LayerContext,
     ensure_training_flag,
 )
-from specflow.schema.layers.conv import avg_pool2d, conv1d, conv2d, conv2d_transpose, max_pool2d
+from specflow.schema.layers.conv import (
+    avg_pool2d,
+    conv1d,
+    conv2d,
+    conv2d_transpose,
+    depthwise_conv2d,
+    max_pool2d,
+    separable_conv2d,
+)
 from specflow.schema.layers.core import (
     activation,
     dense,
@@ -40,6 +48,8 @@ LAYERS: dict[str, type[BaseModel]] = {
     "conv2d": configs.Conv2DConfig,
     "conv1d": configs.Conv1DConfig,
     "conv2d_transpose": configs.Conv2DTransposeConfig,
+    "depthwise_conv2d": configs.DepthwiseConv2DConfig,
+    "separable_conv2d": configs.SeparableConv2DConfig,
     "max_pool2d": configs.MaxPool2DConfig,
     "avg_pool2d": configs.AvgPool2DConfig,
     "global_avg_pool": configs.GlobalAvgPoolConfig,
@@ -73,6 +83,8 @@ _EXPANDERS: dict[str, Callable] = {
     "conv2d": conv2d,
     "conv1d": conv1d,
     "conv2d_transpose": conv2d_transpose,
+    "depthwise_conv2d": depthwise_conv2d,
+    "separable_conv2d": separable_conv2d,
     "max_pool2d": max_pool2d,
     "avg_pool2d": avg_pool2d,
     "global_avg_pool": global_pool("Mean"),

@@ -304,3 +304,31 @@ class BidirectionalConfig(LayerConfig):
         if raw.get("go_backwards"):
             raise ValueError("the wrapped layer must not set go_backwards (the backward copy sets it)")
         return v
+
+
+class DepthwiseConv2DConfig(LayerConfig):
+    """Keras DepthwiseConv2D: each input channel convolved with ``depth_multiplier`` filters of its
+    own (depthwise_kernel [kh, kw, in, depth_multiplier])."""
+
+    kernel_size: IntPair
+    depth_multiplier: int = Field(1, ge=1)
+    strides: IntPair = 1
+    padding: Literal["valid", "same"] = "valid"
+    dilation_rate: IntPair = 1
+    activation: Activation | None = None
+    use_bias: bool = True
+    depthwise_initializer: InitializerSpec = "glorot_uniform"
+    bias_initializer: InitializerSpec = "zeros"
+
+    @field_validator("kernel_size", "strides", "dilation_rate")
+    @classmethod
+    def _pairs(cls, v, info):
+        return _check_pair(v, info.field_name)
+
+
+class SeparableConv2DConfig(DepthwiseConv2DConfig):
+    """Keras SeparableConv2D: a depthwise convolution, then a 1x1 convolution to ``filters``
+    (pointwise_kernel [1, 1, in * depth_multiplier, filters])."""
+
+    filters: int = Field(ge=1)
+    pointwise_initializer: InitializerSpec = "glorot_uniform"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from specflow.errors import SpecError
+from specflow.ops.registry import has_op
 from specflow.schema.layers.common import Emitter, is_linear, pair
 from specflow.schema.layers.variables import create_variable
 
@@ -121,3 +122,45 @@ def conv2d_transpose(e: Emitter, x: str, cfg) -> str:
         bias = create_variable(e.b, "bias", [cfg.filters], dt, cfg.bias_initializer, True, e.ctx.graph_seed)
         y = e.op("BiasAdd", [y, bias.read], final=linear)
     return y if linear else e.activation(y, cfg.activation)
+
+
+def _depthwise(e: Emitter, x: str, cfg, what: str) -> tuple[str, int]:
+    """The depthwise stage of depthwise_conv2d / separable_conv2d; returns (output, its channels)."""
+    if not has_op("DepthwiseConv2dNative"):
+        raise SpecError(f"{what} needs the DepthwiseConv2dNative op, which this build lacks", node=e.ctx.name)
+    channels = _nhwc_channels(e, x, what)
+    if channels is None:
+        raise SpecError(f"{what} needs the input's channel dimension known, got shape {e.shape(x)}", node=e.ctx.name)
+    kh, kw = pair(cfg.kernel_size)
+    kernel = create_variable(e.b, "depthwise_kernel", [kh, kw, channels, cfg.depth_multiplier], e.dtype(x),
+                             cfg.depthwise_initializer, True, e.ctx.graph_seed)  # fmt: skip
+    attrs = {"strides": [1, *pair(cfg.strides), 1], "padding": cfg.padding.upper(),
+             "dilations": [1, *pair(cfg.dilation_rate), 1], "data_format": "NHWC"}  # fmt: skip
+    return e.op("DepthwiseConv2dNative", [x, kernel.read], attrs, name="depthwise"), channels * cfg.depth_multiplier
+
+
+def _bias_activation(e: Emitter, y: str, cfg, width: int) -> str:
+    linear = is_linear(cfg.activation)
+    if cfg.use_bias:
+        bias = create_variable(e.b, "bias", [width], e.dtype(y), cfg.bias_initializer, True, e.ctx.graph_seed)
+        y = e.op("BiasAdd", [y, bias.read], final=linear)
+    elif linear:
+        y = e.op("Identity", [y], final=True)
+    return y if linear else e.activation(y, cfg.activation)
+
+
+def depthwise_conv2d(e: Emitter, x: str, cfg) -> str:
+    """DepthwiseConv2dNative (+ BiasAdd) (+ activation), Keras's DepthwiseConv2D."""
+    y, width = _depthwise(e, x, cfg, "depthwise_conv2d")
+    return _bias_activation(e, y, cfg, width)
+
+
+def separable_conv2d(e: Emitter, x: str, cfg) -> str:
+    """Depthwise, then a 1x1 Conv2D to ``filters`` (+ BiasAdd) (+ activation), as
+    tf.nn.separable_conv2d."""
+    y, width = _depthwise(e, x, cfg, "separable_conv2d")
+    pointwise = create_variable(e.b, "pointwise_kernel", [1, 1, width, cfg.filters], e.dtype(x),
+                                cfg.pointwise_initializer, True, e.ctx.graph_seed)  # fmt: skip
+    attrs = {"strides": [1, 1, 1, 1], "padding": "VALID", "dilations": [1, 1, 1, 1], "data_format": "NHWC"}
+    y = e.op("Conv2D", [y, pointwise.read], attrs, name="pointwise")
+    return _bias_activation(e, y, cfg, cfg.filters)
