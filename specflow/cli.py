@@ -418,10 +418,22 @@ def predict(
 
 @app.command()
 @handle_errors
-def ops(op: str | None = typer.Argument(None, help="Show one op in detail.")):
+def ops(
+    op: str | None = typer.Argument(None, help="Show one op in detail."),
+    missing_from: str | None = typer.Option(
+        None, "--missing-from", help="List the ops of a reference list that specflow lacks, with the "
+        "coverage: 'tf' (the most common TF ops) or a file of op names, one a line."),
+):
     """List the op registry, or one op's signature, attrs, kernels and documentation."""
-    from specflow.views.ops_view import op_detail, ops_table
+    from specflow.views.ops_view import coverage_renderable, op_detail, ops_table
 
+    if missing_from is not None:
+        if op is not None:
+            raise UserError("give either an op or --missing-from, not both")
+        from specflow.ops.coverage import coverage
+
+        out.print(coverage_renderable(coverage(missing_from)))
+        return
     if op is None:
         out.print(ops_table())
     else:

@@ -7,7 +7,8 @@ symbolic dims: ``batch`` for the first); variables and constants become initiali
 Conversion walks the part of the graph the signature's outputs need, in topological order:
 constants (including small subgraphs the shape inferencer folded), variable reads, placeholders
 and identities are resolved here; every other op goes through the mapping table in
-:mod:`specflow.export.onnx_ops` and :mod:`specflow.export.onnx_ops_nn`. An op without a mapping
+:mod:`specflow.export.onnx_ops`, :mod:`specflow.export.onnx_ops_math` and
+:mod:`specflow.export.onnx_ops_nn`. An op without a mapping
 stops the export with an :class:`ExportError` naming the node, the op and the spec location.
 """
 
@@ -22,7 +23,7 @@ import numpy as np
 
 from specflow import __version__
 from specflow.errors import ExportError, SpecflowError
-from specflow.export import onnx_ops_image, onnx_ops_nn  # noqa: F401  (register the NN and image mappings)
+from specflow.export import onnx_ops_image, onnx_ops_math, onnx_ops_nn  # noqa: F401  (register the math, NN and image mappings)
 from specflow.export.onnx_ops import MAPPINGS, Mapping
 from specflow.graph.dtypes import DType, as_dtype
 from specflow.graph.graph_def import NodeDef, canonical_tensor, parse_input

@@ -28,6 +28,7 @@ from specflow.ops import (  # noqa: F401,E402  (importing registers the ops)
     registry,  # noqa: F401
     runtime_ops,
     space_depth_ops,
+    special_math_ops,
     stack_ops,
     state_ops,
     training_ops,

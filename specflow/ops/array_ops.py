@@ -5,8 +5,6 @@ Shape-manipulating ops (Reshape, Concat, Slice, Gather, Pad, ...) live in ``mani
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from specflow.graph.shapes import Shape, as_shape, broadcast_shapes
@@ -18,7 +16,46 @@ from specflow.ops.registry import gradient, kernel, not_differentiable, register
 
 
 def _const_shape(ic: InferenceContext) -> list[Shape]:
-    return [Shape(ic.attr("value").shape)]
+    value, dtype = ic.attr("value"), ic.attr("dtype")
+    if value.dtype != dtype.numpy and not (value.dtype.kind in "OSU" and dtype.name == "string"):
+        # The kernel hands the value out as it is: a mismatch would only fail at run time.
+        raise ic.fail(f"value has dtype {value.dtype.name}, but dtype is {dtype.name}")
+    return [Shape(value.shape)]
+
+
+def const_value(value, dtype) -> np.ndarray:
+    """A Const's ``value`` (a literal from a spec) as an array of ``dtype``, as TF converts it:
+    integers take only whole numbers in range, floats any finite number that fits, bool only
+    booleans. Raises ValueError saying what is wrong."""
+    np_dt = dtype.numpy
+    try:
+        raw = np.asarray(value)
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"bad value {value!r} ({e})") from None
+    kind = raw.dtype.kind
+    if dtype.name == "string":
+        if kind not in "SUO" or (kind == "O" and not all(isinstance(v, (str, bytes)) for v in raw.flat)):
+            raise ValueError(f"expected strings for dtype string, got {value!r}")
+        return np.asarray([v.encode() if isinstance(v, str) else v for v in raw.flat], dtype=object).reshape(raw.shape)
+    if kind not in "biufc" or (kind == "b") != (np_dt.kind == "b"):
+        raise ValueError(f"expected {'booleans' if np_dt.kind == 'b' else 'numbers'} for dtype {dtype.name}, "
+                         f"got {value!r}")
+    if np_dt.kind in "iu":
+        if kind in "fc":
+            raise ValueError(f"expected integers for dtype {dtype.name}, got {value!r}")
+        info = np.iinfo(np_dt)
+        if raw.size and (int(raw.min()) < info.min or int(raw.max()) > info.max):
+            bad = next(int(v) for v in raw.flat if not info.min <= int(v) <= info.max)
+            raise ValueError(f"{bad} is out of range for {dtype.name} [{info.min}, {info.max}]")
+    elif np_dt.kind == "f" and kind == "c":
+        raise ValueError(f"expected real numbers for dtype {dtype.name}, got {value!r}")
+    with np.errstate(all="ignore"):
+        arr = raw.astype(np_dt)
+    if np_dt.kind in "fc" and raw.dtype.kind in "iuf":
+        overflow = np.isinf(arr) & np.isfinite(raw)
+        if overflow.any():
+            raise ValueError(f"{raw[overflow].flat[0].item()!r} is out of range for {dtype.name}")
+    return arr
 
 
 register_op(
@@ -342,14 +379,20 @@ def _range_size(fail, start, limit, delta) -> int:
         raise fail(f"requires start >= limit when delta < 0: {start}/{limit}")
     if isinstance(start, (int, np.integer)):
         return (abs(int(limit) - int(start)) + abs(int(delta)) - 1) // abs(int(delta))
-    return int(math.ceil(abs((float(limit) - float(start)) / float(delta))))
+    # TF counts in the element type: float32 (0.7 - 3.7) / -0.2 is exactly 15, in float64 15.0000002.
+    with np.errstate(all="ignore"):
+        n = np.ceil(np.abs((limit - start) / delta))
+    if not np.isfinite(n):
+        raise fail(f"requires a finite number of elements: {start}/{limit}/{delta}")
+    return int(n)
 
 
 def _range_scalars(fail, *values):
     for name, v in zip(("start", "limit", "delta"), values, strict=True):
         if np.ndim(v) != 0:
             raise fail(f"{name} must be a scalar, got shape {list(np.shape(v))}")
-    return [np.asarray(v).item() for v in values]
+    # Numpy scalars, not Python numbers: the length and the values are computed in the type.
+    return [np.asarray(v)[()] for v in values]
 
 
 def _range_shape(ic: InferenceContext) -> list[Shape]:
@@ -376,8 +419,14 @@ register_op(
 def _range(ctx, start, limit, delta):
     start, limit, delta = _range_scalars(ctx.fail, *(ctx.host(v) for v in (start, limit, delta)))
     n = _range_size(ctx.fail, start, limit, delta)
-    out = ctx.xp.arange(n, dtype=np.float64 if isinstance(start, float) else np.int64) * delta + start
-    return out.astype(ctx.attrs["Tidx"].numpy)
+    dt = ctx.attrs["Tidx"].numpy
+    if dt.kind != "f":
+        return (ctx.xp.arange(n, dtype=np.int64) * int(delta) + int(start)).astype(dt)
+    # TF adds delta to a running value of type T: a cumulative sum in T is that sum, rounding and all.
+    steps = ctx.xp.full(n, delta, dtype=dt)
+    if n:
+        steps[0] = start
+    return ctx.xp.cumsum(steps, dtype=dt)
 
 
 not_differentiable("Range")  # as in TensorFlow, even for float start/limit/delta

@@ -105,17 +105,22 @@ register_op(
 
 
 def broadcast_reduction_axes(s0, s1) -> tuple[np.ndarray, np.ndarray]:
-    """For shapes s0 and s1 broadcast together: the output axes each must be summed over."""
+    """For shapes s0 and s1 broadcast together: the output axes each must be summed over.
+
+    TF's rule (BCast): equal shapes need no reduction; otherwise an input reduces over every
+    output axis where it has (or is padded to) size 1, even where the other input has 1 too."""
     s0, s1 = [int(d) for d in s0], [int(d) for d in s1]
+    if s0 == s1:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
     rank = max(len(s0), len(s1))
     p0, p1 = [1] * (rank - len(s0)) + s0, [1] * (rank - len(s1)) + s1
     r0, r1 = [], []
     for i, (a, c) in enumerate(zip(p0, p1)):
         if a != c and a != 1 and c != 1:
             raise ValueError(f"incompatible shapes {s0} and {s1}")
-        if a == 1 and (c != 1 or i < rank - len(s0)):
+        if a == 1:
             r0.append(i)
-        if c == 1 and (a != 1 or i < rank - len(s1)):
+        if c == 1:
             r1.append(i)
     return np.array(r0, dtype=np.int64), np.array(r1, dtype=np.int64)
 

@@ -17,7 +17,6 @@ from specflow.ops.math_ops import (
     check_broadcast,
     check_nonzero_divisor,
     quiet_fp,
-    require_real,
     scalar,
     trunc_div,
 )
@@ -57,12 +56,42 @@ def _squared_difference(ctx, x, y):
     return d * ctx.xp.conj(d) if _is_complex(d) else d * d
 
 
+def _div_no_nan(ctx, x, y):
+    # 0 wherever y is 0, even for x = 0, inf or nan (the divisor is swapped out before dividing).
+    zero = y == 0
+    return ctx.xp.where(zero, 0, x / ctx.xp.where(zero, 1, y))
+
+
+def _mul_no_nan(ctx, x, y):
+    return ctx.xp.where(y == 0, 0, x * y)  # 0 wherever y is 0, even for x = inf or nan
+
+
+def _xlogy(ctx, x, y):
+    return ctx.xp.where(x == 0, 0, x * ctx.xp.log(y))  # 0 wherever x is 0, even for y = 0
+
+
+def _xdivy(ctx, x, y):
+    return ctx.xp.where(x == 0, 0, x / y)  # 0 wherever x is 0, even for y = 0
+
+
+def _truncate_div(ctx, x, y):
+    check_nonzero_divisor(ctx, y)
+    return trunc_div(ctx.xp, x, y)
+
+
+def _truncate_mod(ctx, x, y):
+    # C's % and fmod: the remainder takes the dividend's sign (numpy's fmod is exactly that).
+    check_nonzero_divisor(ctx, y)
+    return ctx.xp.fmod(x, y)
+
+
 def _xp(name):
     """A binary kernel body that is just ``xp.<name>(x, y)``."""
     return lambda ctx, x, y: getattr(ctx.xp, name)(x, y)
 
 
 _FLOAT_INT_COMPLEX = "float, int32, int64, complex"  # TF's BINARY_FEWER
+_ALL_DIV = "float, int8, int16, int32, int64, uint8, uint16, uint32, uint64, complex"  # TF's BINARY_MORE
 
 # name, allowed T, body(ctx, x, y), kernel-only type restriction, doc
 _BINARY = [
@@ -84,10 +113,21 @@ _BINARY = [
         None,
         "(x - y) * conj(x - y) elementwise.",
     ),
+    ("Atan2", "float", _xp("arctan2"), None, "The angle of the point (x, y) with x the second input: atan(y / x) "
+     "in the right quadrant (the first input is y)."),
+    ("DivNoNan", "float, complex", _div_no_nan, None, "x / y elementwise, 0 wherever y is 0."),
+    ("MulNoNan", "float, complex", _mul_no_nan, None, "x * y elementwise, 0 wherever y is 0 (even if x is inf or nan)."),
+    ("Xlogy", "float, complex", _xlogy, None, "x * log(y) elementwise, 0 wherever x is 0."),
+    ("Xdivy", "float, complex", _xdivy, None, "x / y elementwise, 0 wherever x is 0."),
+    # TF registers TruncateDiv kernels for integers only, though its OpDef allows every number.
+    ("TruncateDiv", _ALL_DIV, _truncate_div, dtypes.INTEGER, "x / y elementwise for integers, rounded toward "
+     "zero (C semantics)."),
+    ("TruncateMod", "int32, int64, float", _truncate_mod, None, "The remainder of x / y rounded toward zero: "
+     "the sign follows x (C's % and fmod)."),
 ]
 
 
-_DIVISIONS = {"Div", "RealDiv", "FloorDiv", "FloorMod", "Pow"}
+_DIVISIONS = {"Div", "RealDiv", "FloorDiv", "FloorMod", "Pow", "TruncateDiv", "TruncateMod"}
 
 
 def _register_binary(name, types, body, kernel_types, doc):
@@ -133,10 +173,12 @@ def _pow_grads(b, x, y, z, dy):
 
 
 def _pow_dy(b, x, y, z, dy):
-    # d(x**y)/dy = z * log(x), taken as 0 where x <= 0 (log undefined; TF does the same).
-    pos = gu.emit(b, "Greater", x, scalar(b, 0, x))
-    safe_x = gu.emit(b, "SelectV2", pos, x, gu.emit(b, "OnesLike", x))
-    log_x = gu.emit(b, "SelectV2", pos, gu.emit(b, "Log", safe_x), gu.zeros_like(b, x))
+    # d(x**y)/dy = z * log(x), taken as 0 where log is undefined: x <= 0 for real x (as TF does),
+    # x == 0 for complex x.
+    zero = scalar(b, 0, x)
+    ok = gu.emit(b, "NotEqual", x, zero) if b.spec(x).dtype.is_complex else gu.emit(b, "Greater", x, zero)
+    safe_x = gu.emit(b, "SelectV2", ok, x, gu.emit(b, "OnesLike", x))
+    log_x = gu.emit(b, "SelectV2", ok, gu.emit(b, "Log", safe_x), gu.zeros_like(b, x))
     return gu.emit(b, "Mul", dy, gu.emit(b, "Mul", z, log_x))
 
 
@@ -151,44 +193,80 @@ def _select_by(compare):
 
 
 def _squared_difference_grads(b, x, y, z, dy):
+    # TF's formula, without conj even for complex: 2 * dz * (x - y).
     dx = gu.emit(b, "Mul", gu.emit(b, "Mul", scalar(b, 2, dy), dy), gu.emit(b, "Sub", x, y))
     return dx, gu.emit(b, "Neg", dx)
 
 
-def _div_grads(b, x, y, z, dy):
-    neg_x_over_y2 = gu.emit(b, "RealDiv", gu.emit(b, "RealDiv", gu.emit(b, "Neg", x), y), y)
-    return gu.emit(b, "RealDiv", dy, y), gu.emit(b, "Mul", dy, neg_x_over_y2)
+def _div_grads(div):
+    def grads(b, x, y, z, dy):
+        neg_x_over_y2 = gu.emit(b, div, gu.emit(b, div, gu.emit(b, "Neg", x), y), y)
+        return gu.emit(b, div, dy, y), gu.emit(b, "Mul", dy, neg_x_over_y2)
+
+    return grads
 
 
-# op -> (fn(b, x, y, z, dz) -> (dx, dy) at the broadcast shape, linear in complex too)
+def _nonzero(b, x):
+    """1 where x != 0, else 0, in x's dtype."""
+    return gu.emit(b, "Cast", gu.emit(b, "NotEqual", x, scalar(b, 0, x)), DstT=b.spec(x).dtype)
+
+
+def _xlogy_grads(b, x, y, z, dy):
+    dx = gu.emit(b, "Xlogy", _nonzero(b, x), y)
+    return gu.emit(b, "Mul", dx, dy), gu.emit(b, "Mul", gu.emit(b, "Xdivy", x, y), dy)
+
+
+def _xdivy_grads(b, x, y, z, dy):
+    dx = gu.emit(b, "Xdivy", _nonzero(b, x), y)
+    dy_ = gu.emit(b, "Xdivy", gu.emit(b, "Neg", x), gu.emit(b, "Square", y))
+    return gu.emit(b, "Mul", dx, dy), gu.emit(b, "Mul", dy_, dy)
+
+
+def _atan2_grads(b, y, x, z, dz):
+    # Inputs are (y, x): d/dy = x / (x^2 + y^2), d/dx = -y / (x^2 + y^2).
+    inv = gu.emit(b, "RealDiv", dz, gu.emit(b, "AddV2", gu.emit(b, "Square", x), gu.emit(b, "Square", y)))
+    return gu.emit(b, "Mul", x, inv), gu.emit(b, "Mul", gu.emit(b, "Neg", y), inv)
+
+
+# op -> (fn(b, x, y, z, dz) -> (dx, dy) at the broadcast shape, conj): with conj, complex x, y
+# and z are conjugated before fn sees them, as TF's math_grad.py does for these ops (its
+# convention: the gradient of a holomorphic f is dz * conj(f'(x))); the others take them as they
+# are, also as in TF (linear ops need nothing; SquaredDifference, MulNoNan, Xlogy, Xdivy have no conj).
 _BINARY_GRADS = {
-    "Add": (lambda b, x, y, z, dy: (dy, dy), True),
-    "AddV2": (lambda b, x, y, z, dy: (dy, dy), True),
-    "Sub": (lambda b, x, y, z, dy: (dy, gu.emit(b, "Neg", dy)), True),
-    "Mul": (lambda b, x, y, z, dy: (gu.emit(b, "Mul", dy, y), gu.emit(b, "Mul", x, dy)), False),
-    "Div": (_div_grads, False),
-    "RealDiv": (_div_grads, False),
+    "Add": (lambda b, x, y, z, dy: (dy, dy), False),
+    "AddV2": (lambda b, x, y, z, dy: (dy, dy), False),
+    "Sub": (lambda b, x, y, z, dy: (dy, gu.emit(b, "Neg", dy)), False),
+    "Mul": (lambda b, x, y, z, dy: (gu.emit(b, "Mul", dy, y), gu.emit(b, "Mul", x, dy)), True),
+    "Div": (_div_grads("Div"), True),
+    "RealDiv": (_div_grads("RealDiv"), True),
+    "DivNoNan": (_div_grads("DivNoNan"), True),
+    "MulNoNan": (lambda b, x, y, z, dy: (gu.emit(b, "MulNoNan", dy, y), gu.emit(b, "MulNoNan", x, dy)), False),
     "FloorMod": (
         lambda b, x, y, z, dy: (dy, gu.emit(b, "Mul", dy, gu.emit(b, "Neg", gu.emit(b, "FloorDiv", x, y)))),
         False,
     ),
-    "Pow": (_pow_grads, False),
+    "Pow": (_pow_grads, True),
     "Maximum": (_select_by("GreaterEqual"), False),
     "Minimum": (_select_by("LessEqual"), False),
     "SquaredDifference": (_squared_difference_grads, False),
+    "Xlogy": (_xlogy_grads, False),
+    "Xdivy": (_xdivy_grads, False),
+    "Atan2": (_atan2_grads, False),
 }
 
 
-def _register_binary_gradient(name, fn, linear):
+def _register_binary_gradient(name, fn, conj):
     @gradient(name)
     def grad(b, node, dys):
-        if not linear:
-            require_real(node)
         x, y = node.data_inputs
-        dx, dy = fn(b, x, y, node.name, dys[0])
+        ax, ay, z = x, y, node.name
+        if conj and b.spec(x).dtype.is_complex:
+            ax, ay, z = (gu.emit(b, "Conj", t) for t in (x, y, z))
+        dx, dy = fn(b, ax, ay, z, dys[0])
         return [gu.sum_to(b, dx, x), gu.sum_to(b, dy, y)]  # undo broadcasting
 
 
-for _name, (_fn, _linear) in _BINARY_GRADS.items():
-    _register_binary_gradient(_name, _fn, _linear)
-not_differentiable("FloorDiv")  # piecewise constant (TF returns None for both inputs)
+for _name, (_fn, _conj) in _BINARY_GRADS.items():
+    _register_binary_gradient(_name, _fn, _conj)
+# Piecewise constant (TF returns None for both inputs); TruncateMod has no gradient in TF either.
+not_differentiable("FloorDiv", "TruncateDiv", "TruncateMod")

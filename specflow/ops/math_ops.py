@@ -150,7 +150,8 @@ def trunc_div(xp, x, y):
 
 
 def require_real(node) -> None:
-    """Gradients that TF writes with conj() (no Conj op here) refuse complex inputs by name."""
+    """Gradients not written for complex inputs yet (MatMul's, the reductions' products) refuse
+    them by name; the elementwise ops' gradients take complex inputs with TF's conj."""
     dt = node.attrs.get("T")
     if dt is not None and dt.is_complex:
         raise GraphError(

@@ -17,7 +17,6 @@ from specflow.ops.math_ops import (
     _out,
     check_nonzero_divisor,
     quiet_fp,
-    require_real,
     scalar,
     trunc_div,
 )
@@ -54,6 +53,20 @@ def _round(ctx, x):
     return x if _is_int(x) else ctx.xp.around(x)
 
 
+def _special(ctx, name):
+    """scipy.special's (or on GPU cupyx.scipy.special's) ``name``, imported when first used."""
+    if ctx.xp is np:
+        from scipy import special
+    else:  # pragma: no cover - needs a GPU
+        from cupyx.scipy import special
+    return getattr(special, name)
+
+
+def _sp(name):
+    """A unary kernel body that is ``special.<name>(x)``."""
+    return lambda ctx, x: _special(ctx, name)(x)
+
+
 def _u(name):
     """A unary kernel body that is just ``xp.<name>(x)``."""
     return lambda ctx, x: getattr(ctx.xp, name)(x)
@@ -61,6 +74,7 @@ def _u(name):
 
 _UNARY_ALL = "float, signed, complex"  # TF's UNARY
 _UNARY_FC = "float, complex"  # TF's UNARY_COMPLEX
+_FLOAT_COMPLEX = dtypes.FLOATING | dtypes.COMPLEX
 _REAL_ROUNDABLE = dtypes.FLOATING | dtypes.SIGNED_INTEGER
 
 # name, allowed T, body(ctx, x), output dtype (None: T), kernel-only type restriction, doc
@@ -84,11 +98,27 @@ _UNARY = [
     ("Reciprocal", _UNARY_ALL, _reciprocal, None, None, "1 / x elementwise (integers truncate)."),
     ("IsNan", "float", _u("isnan"), np.bool_, None, "Whether each element is NaN."),
     ("IsFinite", "float", _u("isfinite"), np.bool_, None, "Whether each element is finite."),
+    ("IsInf", "float", _u("isinf"), np.bool_, None, "Whether each element is +inf or -inf."),
+    ("Rint", "float", _u("rint"), None, None, "Nearest integer, halves to even."),
+    ("Conj", "complex", _u("conj"), None, None, "The complex conjugate elementwise."),
+    ("Tan", _UNARY_FC, _u("tan"), None, None, "tan(x) elementwise."),
+    # TF's OpDefs allow integers (UNARY) but it registers float and complex kernels only.
+    ("Asin", _UNARY_ALL, _u("arcsin"), None, _FLOAT_COMPLEX, "The inverse sine elementwise."),
+    ("Acos", _UNARY_ALL, _u("arccos"), None, _FLOAT_COMPLEX, "The inverse cosine elementwise."),
+    ("Atan", _UNARY_ALL, _u("arctan"), None, _FLOAT_COMPLEX, "The inverse tangent elementwise."),
+    ("Sinh", _UNARY_FC, _u("sinh"), None, None, "Hyperbolic sine elementwise."),
+    ("Cosh", _UNARY_FC, _u("cosh"), None, None, "Hyperbolic cosine elementwise."),
+    ("Asinh", _UNARY_FC, _u("arcsinh"), None, None, "Inverse hyperbolic sine elementwise."),
+    ("Acosh", _UNARY_FC, _u("arccosh"), None, None, "Inverse hyperbolic cosine elementwise (nan below 1)."),
+    ("Atanh", _UNARY_FC, _u("arctanh"), None, None, "Inverse hyperbolic tangent elementwise."),
+    ("Erf", "float", _sp("erf"), None, None, "The Gauss error function elementwise."),
+    ("Erfc", "float", _sp("erfc"), None, None, "1 - erf(x) elementwise, accurate for large x."),
+    ("Expm1", _UNARY_FC, _u("expm1"), None, None, "exp(x) - 1 elementwise, accurate near 0."),
 ]
 
 
 # Unary ops that never overflow or leave their domain, on any type.
-_NEVER_WARN = {"Neg", "Floor", "Ceil", "IsNan", "IsFinite"}
+_NEVER_WARN = {"Neg", "Floor", "Ceil", "IsNan", "IsFinite", "IsInf", "Rint", "Conj"}
 
 
 def _register_unary(name, types, body, out_dtype, kernel_types, doc):
@@ -96,7 +126,7 @@ def _register_unary(name, types, body, out_dtype, kernel_types, doc):
         name,
         inputs=["x: T"],
         outputs=["y: bool" if out_dtype is np.bool_ else "y: T"],
-        attrs=[f"T: {{{types}}}"],
+        attrs=[f"T: {{{types}}}" + (" = complex64" if name == "Conj" else "")],
         shape=unchanged_shape,
         doc=doc,
     )
@@ -121,7 +151,15 @@ def _mul(b, *ts):
     return gu.emit(b, "Mul", *ts)
 
 
-# op -> fn(b, x, y, dy) -> dx, where y is the op's output (TF's math_grad.py, real inputs)
+def _one_minus_square(b, x):
+    return gu.emit(b, "Sub", scalar(b, 1, x), gu.emit(b, "Square", x))
+
+
+_TWO_OVER_ROOT_PI = 2 / np.sqrt(np.pi)
+
+# op -> fn(b, x, y, dy) -> dx, where y is the op's output (TF's math_grad.py). For complex x the
+# gradient function sees conj(x) and conj(y): TF's convention, the gradient of a holomorphic f is
+# dy * conj(f'(x)), and f'(conj(x)) = conj(f'(x)) for these functions.
 _UNARY_GRADS = {
     "Abs": lambda b, x, y, dy: _mul(b, dy, gu.emit(b, "Sign", x)),
     "Square": lambda b, x, y, dy: _mul(b, dy, _mul(b, x, scalar(b, 2, x))),
@@ -135,14 +173,37 @@ _UNARY_GRADS = {
     "Sin": lambda b, x, y, dy: _mul(b, dy, gu.emit(b, "Cos", x)),
     "Cos": lambda b, x, y, dy: _mul(b, gu.emit(b, "Neg", dy), gu.emit(b, "Sin", x)),
     "Reciprocal": lambda b, x, y, dy: _mul(b, dy, gu.emit(b, "Neg", gu.emit(b, "Square", y))),
+    "Tan": lambda b, x, y, dy: _mul(b, dy, gu.emit(b, "Square", gu.emit(b, "Reciprocal", gu.emit(b, "Cos", x)))),
+    "Asin": lambda b, x, y, dy: _mul(b, dy, gu.emit(b, "Rsqrt", _one_minus_square(b, x))),
+    "Acos": lambda b, x, y, dy: _mul(b, gu.emit(b, "Neg", dy), gu.emit(b, "Rsqrt", _one_minus_square(b, x))),
+    "Atan": lambda b, x, y, dy: _mul(
+        b, dy, gu.emit(b, "Reciprocal", gu.emit(b, "AddV2", scalar(b, 1, x), gu.emit(b, "Square", x)))
+    ),
+    "Sinh": lambda b, x, y, dy: _mul(b, dy, gu.emit(b, "Cosh", x)),
+    "Cosh": lambda b, x, y, dy: _mul(b, dy, gu.emit(b, "Sinh", x)),
+    "Asinh": lambda b, x, y, dy: gu.emit(b, "RealDiv", dy, gu.emit(b, "Cosh", y)),
+    "Acosh": lambda b, x, y, dy: gu.emit(b, "RealDiv", dy, gu.emit(b, "Sinh", y)),
+    "Atanh": lambda b, x, y, dy: _mul(b, dy, gu.emit(b, "Reciprocal", _one_minus_square(b, x))),
+    "Erf": lambda b, x, y, dy: _mul(
+        b, dy, _mul(b, scalar(b, _TWO_OVER_ROOT_PI, x), gu.emit(b, "Exp", gu.emit(b, "Neg", gu.emit(b, "Square", x))))
+    ),
+    "Erfc": lambda b, x, y, dy: _mul(
+        b, dy, _mul(b, scalar(b, -_TWO_OVER_ROOT_PI, x), gu.emit(b, "Exp", gu.emit(b, "Neg", gu.emit(b, "Square", x))))
+    ),
+    "Expm1": lambda b, x, y, dy: _mul(b, dy, gu.emit(b, "Exp", x)),
 }
+
+# TanhGrad and SigmoidGrad conjugate inside their kernels: these get y as it is.
+_CONJ_IN_KERNEL = {"Tanh", "Sigmoid"}
 
 
 def _register_unary_gradient(name, fn):
     @gradient(name)
     def grad(b, node, dys):
-        require_real(node)
-        return [fn(b, node.data_inputs[0], node.name, dys[0])]
+        x, y = node.data_inputs[0], node.name
+        if name not in _CONJ_IN_KERNEL and b.spec(x).dtype.is_complex:
+            x, y = gu.emit(b, "Conj", x), gu.emit(b, "Conj", y)
+        return [fn(b, x, y, dys[0])]
 
 
 for _name, _fn in _UNARY_GRADS.items():
@@ -154,10 +215,15 @@ def _neg_grad(b, node, dys):
     return [gu.emit(b, "Neg", dys[0])]
 
 
+@gradient("Conj")
+def _conj_grad(b, node, dys):
+    return [gu.emit(b, "Conj", dys[0])]
+
+
 @gradient("Sign")
 def _sign_grad(b, node, dys):
     return [gu.zeros_like(b, node.data_inputs[0])]  # piecewise constant: zeros, as in TF
 
 
 # Piecewise constant or boolean results: no gradient flows (TF returns None for these too).
-not_differentiable("Floor", "Ceil", "Round", "IsNan", "IsFinite")
+not_differentiable("Floor", "Ceil", "Round", "Rint", "IsNan", "IsFinite", "IsInf")

@@ -7,7 +7,7 @@ import numpy as np
 from specflow.graph.shapes import Shape, broadcast_shapes
 from specflow.ops import grad_util as gu
 from specflow.ops.inference import InferenceContext
-from specflow.ops.math_ops import _fmt, _is_complex, _out, require_real
+from specflow.ops.math_ops import _fmt, _is_complex, _out
 from specflow.ops.registry import gradient, kernel, register_op
 
 # --- MatMul / BatchMatMulV2 -------------------------------------------------------------------
@@ -133,8 +133,10 @@ def _product_grads(b, op, grad, a, c, ta, tb, flag_a, flag_b):
 
 @gradient("MatMul")
 def _matmul_grad(b, node, dys):
-    require_real(node)  # complex needs conj(a), conj(b)
+    # MatMul transposes without conjugating: for complex inputs TF's formulas take conj(a), conj(b).
     a, c = node.data_inputs
+    if b.spec(a).dtype.is_complex:
+        a, c = gu.emit(b, "Conj", a), gu.emit(b, "Conj", c)
     ta, tb = node.attrs["transpose_a"], node.attrs["transpose_b"]
     return list(_product_grads(b, "MatMul", dys[0], a, c, ta, tb, "transpose_a", "transpose_b"))
 

@@ -78,6 +78,12 @@ _GRAD = ("gradients", "features")
 _GRAD_OUT = ("gradients", "outputs")
 _LEAKY = ("alpha: float = 0.2",)
 
+
+def _leaky_alpha(attrs, x):
+    """alpha as TF's kernels use it: the attr is a float32, cast to T (so 0.2 on float64 is
+    0.2000000029802322)."""
+    return x.dtype.type(np.float32(attrs["alpha"]))
+
 _ELEMENTWISE: dict[str, _Elementwise] = {
     "Relu": _Elementwise(
         _UNARY, "activations", "real", "max(features, 0).",
@@ -99,7 +105,7 @@ _ELEMENTWISE: dict[str, _Elementwise] = {
     ),
     "LeakyRelu": _Elementwise(
         _UNARY, "activations", "float", "features if > 0, else alpha * features.",
-        lambda xp, a, x: xp.where(x > 0, x, a["alpha"] * x), _LEAKY,
+        lambda xp, a, x: xp.where(x > 0, x, _leaky_alpha(a, x) * x), _LEAKY,
     ),
     "Softplus": _Elementwise(
         _UNARY, "activations", "float", "log(exp(features) + 1), computed without overflow.",
@@ -129,7 +135,7 @@ _ELEMENTWISE: dict[str, _Elementwise] = {
     ),
     "LeakyReluGrad": _Elementwise(
         _GRAD, "backprops", "float", "gradients where features > 0, else alpha * gradients.",
-        lambda xp, a, g, f: xp.where(f > 0, g, a["alpha"] * g), _LEAKY,
+        lambda xp, a, g, f: xp.where(f > 0, g, _leaky_alpha(a, g) * g), _LEAKY,
     ),
     "SoftplusGrad": _Elementwise(
         _GRAD, "backprops", "float", "gradients / (1 + exp(-features)).",

@@ -21,6 +21,7 @@ from specflow.graph.builder import GraphBuilder
 from specflow.graph.dtypes import as_dtype
 from specflow.graph.graph_def import GraphDef, canonical_tensor
 from specflow.graph.shapes import Shape
+from specflow.ops.array_ops import const_value
 from specflow.ops.registry import ArgDef, OpDef, TensorSpec, get_op
 from specflow.schema.control_flow import is_control_flow, lower_cond, lower_while, node_refs
 from specflow.schema.layers import (
@@ -298,6 +299,8 @@ class Lowerer:
         except SpecflowError as e:
             raise self.error(e.message, path + ("op",)) from None
         attrs, keywords = self._split_params(opdef, spec.params, path)
+        if opdef.name == "Const" and "value" in attrs and "dtype" in attrs:
+            attrs["value"] = self._const_value(attrs["value"], attrs["dtype"], path)
         assigned = self._assign_positional(opdef, spec, keywords, path)
         tensors: dict[str, list[str]] = {}
         with b.name_scope(name):
@@ -390,6 +393,17 @@ class Lowerer:
                 out[arg.name] = [nxt]
         return out
 
+    def _const_value(self, value, dtype, path: tuple) -> np.ndarray:
+        """A Const's value cast to its dtype here, so a bad one fails at its line, not at run time."""
+        try:
+            dt = as_dtype(dtype)
+        except Exception:  # noqa: BLE001 - a bad dtype is reported with the attrs, where it is checked
+            return value
+        try:
+            return const_value(value, dt)
+        except (TypeError, ValueError) as e:
+            raise self.error(f"Const value: {e}", path + ("value",)) from None
+
     def _keyword_ref(self, ns, arg: ArgDef, value, path, parent, chain) -> list[str] | None:
         """Tensors for a keyword input that references tensors (or inline nodes); None for a
         literal."""
@@ -462,6 +476,10 @@ class Lowerer:
 def _default_dtype(arr: np.ndarray, arg: ArgDef, opdef: OpDef):
     """TensorFlow's Python defaults (float32, int32 unless too big) within what the arg allows."""
     dt = as_dtype(arr.dtype) if arr.dtype != object else dtypes.string
+    adef = opdef.attrs.get(arg.type_attr) if arg.type_attr else None
+    if arr.size == 0 and arr.dtype == np.float64 and adef is not None and adef.has_default:
+        # An empty list has no element type: TF takes the type attr's default (axis: [] is int32).
+        return as_dtype(adef.default)
     if dt == dtypes.float64:
         dt = dtypes.float32
     elif dt == dtypes.int64 and (arr.size == 0 or np.abs(arr).max() < 2**31):

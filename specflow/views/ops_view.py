@@ -40,3 +40,12 @@ def op_detail(name: str) -> Group:
     parts.append(Text("stateful" if od.is_stateful else "stateless", style="dim"))
     parts.append(Text("gradient: " + ("registered" if od.gradient else "none"), style="dim"))
     return Group(*parts)
+
+
+def coverage_renderable(cov) -> Group:
+    """``specflow ops --missing-from``: the missing ops, one a line (easy to pipe), then the
+    coverage line."""
+    parts = [Text(f"{len(cov.missing)} op(s) of {cov.source.name} missing:", style="bold")]
+    parts += [Text(f"  {name}", style="cyan") for name in cov.missing]
+    parts.append(Text(f"coverage: {cov.covered}/{len(cov.listed)} ({cov.percent:.1f}%) of {cov.source}"))
+    return Group(*parts)

@@ -75,6 +75,39 @@ def test_ops_list_and_detail():
     assert r.exit_code == 1 and "did you mean 'MatMul'" in r.output
 
 
+def test_ops_missing_from_tf_lists_the_gap_and_the_coverage():
+    r = run("ops", "--missing-from", "tf")
+    assert r.exit_code == 0, r.output
+    assert "/178 (" in r.output and "%) of " in r.output and "tf_common_ops.txt" in r.output
+    missing = [line.strip() for line in r.output.split("coverage:")[0].splitlines()[1:]]
+    assert r.output.splitlines()[0] == f"{len(missing)} op(s) of tf_common_ops.txt missing:"
+    assert f"coverage: {178 - len(missing)}/178 (" in r.output
+    for op in ("Erf", "Tan", "LinSpace", "ClipByValue", "CumulativeLogsumexp", "MatMul"):
+        assert op not in missing, op  # registered: not listed as missing
+
+
+def test_ops_missing_from_a_file(tmp_path):
+    names = tmp_path / "ops.txt"
+    names.write_text("# a comment\nMatMul\nNoSuchOp  # trailing comment\n\nMatMul\nErf\n")
+    r = run("ops", "--missing-from", str(names))
+    assert r.exit_code == 0, r.output
+    assert r.output.splitlines()[:3] == ["1 op(s) of ops.txt missing:", "  NoSuchOp", f"coverage: 2/3 (66.7%) of {names}"]
+    r = run("ops", "--missing-from", str(tmp_path / "nope.txt"))
+    assert r.exit_code == 1 and "takes tf or a file of op names" in r.output and "Traceback" not in r.output
+    r = run("ops", "MatMul", "--missing-from", "tf")
+    assert r.exit_code == 1 and "either an op or --missing-from" in r.output
+
+
+def test_shipped_tf_op_list_is_the_shared_one():
+    from specflow.ops.coverage import read_op_list
+
+    shipped = ROOT / "specflow" / "data" / "tf_common_ops.txt"
+    assert len(read_op_list(shipped)) == 178
+    shared = ROOT.parent / "shared" / "tf_common_ops.txt"
+    if shared.is_file():  # beside a checkout: the copy must not drift from the list
+        assert read_op_list(shipped) == read_op_list(shared)
+
+
 def test_schema_is_json_schema(tmp_path):
     r = run("schema")
     assert r.exit_code == 0

@@ -24,6 +24,7 @@ LAYER_NODES = {
     "conv1d": "{layer: conv1d, inputs: [x], filters: 2, kernel_size: 3, padding: causal}",
     "activations": "{layer: dense, inputs: [x], units: 3, activation: gelu_tanh}",
     "hard_sigmoid": "{layer: hard_sigmoid, inputs: [x]}",
+    "gelu_exact": "{layer: dense, inputs: [x], units: 3, activation: gelu}",
     "pool_pad_concat": "{layer: global_max_pool, inputs: [{op: Pad, inputs: [x], paddings: [[0, 0], [1, 1], [0, 0]]}]}",
     "conv2d_transpose": "{layer: conv2d_transpose, inputs: [img], filters: 2, kernel_size: 3, strides: 2}",
     "conv2d_transpose_same": "{layer: conv2d_transpose, inputs: [img], filters: 3, kernel_size: [3, 2], strides: [1, 2], "

@@ -119,6 +119,32 @@ CASES: dict[str, Case] = {
     "AddN": Case(lambda b, p: op(b, "AddN", [p["x"], p["y"], p["x"]]), {"x": X4, "y": rand(3, 4)}),
     "Cast-float-int": Case(lambda b, p: op(b, "Cast", [p["x"]], DstT=as_dtype("int32")), {"x": X4 * 3}),
     "Cast-bool-float": Case(lambda b, p: op(b, "Cast", [p["x"]], DstT=F32), {"x": X4 > 0}),
+    # trigonometric, hyperbolic and special functions (onnx_ops_math)
+    **{u: unary(u, lo, hi) for u, lo, hi in [
+        ("Tan", -1.2, 1.2), ("Asin", -0.9, 0.9), ("Acos", -0.9, 0.9), ("Atan", -8.0, 8.0), ("Sinh", -3.0, 3.0),
+        ("Cosh", -3.0, 3.0), ("Asinh", -8.0, 8.0), ("Acosh", 1.1, 8.0), ("Atanh", -0.9, 0.9), ("Erf", -3.0, 3.0),
+        ("Erfc", -3.0, 3.0), ("Expm1", -3.0, 3.0)]},
+    "Rint-halves": Case(lambda b, p: op(b, "Rint", [p["x"]]), {"x": np.array([[0.5, 1.5, 2.5, -0.5, -1.5, 2.4]], np.float32)}),
+    "IsInf": Case(lambda b, p: op(b, "IsInf", [p["x"]]), {"x": np.array([[0.0, np.inf, -np.inf, np.nan]], np.float32)}),
+    "Atan2-quadrants": binary("Atan2", np.array([[1.0, 1.0, -1.0, -1.0, 0.5, -0.5, 0.0]], np.float32),
+                              np.array([1.0, -1.0, 1.0, -1.0, 0.0, 0.0, -2.0], np.float32)),
+    "DivNoNan-zeros": binary("DivNoNan", np.array([[1.0, 0.0, 6.0], [np.inf, np.nan, -3.0]], np.float32),
+                             np.array([0.0, 0.0, 3.0], np.float32)),
+    "MulNoNan-zeros": binary("MulNoNan", np.array([[np.inf, np.nan, 2.0]], np.float32), np.array([0.0, 0.0, 4.0], np.float32)),
+    "Xlogy-zeros": binary("Xlogy", np.array([[0.0, 0.0, 2.0], [1.0, -1.0, 3.0]], np.float32), np.array([0.0, 5.0, 2.5], np.float32)),
+    "Xdivy-zeros": binary("Xdivy", np.array([[0.0, 0.0, 2.0]], np.float32), np.array([0.0, 5.0, 2.5], np.float32)),
+    "TruncateDiv-int": binary("TruncateDiv", np.array([[7, -7, 7, -7]], np.int32), np.array([2, 2, -2, -2], np.int32)),
+    "TruncateMod-int": binary("TruncateMod", np.array([[7, -7, 7, -7]], np.int32), np.array([2, 2, -2, -2], np.int32)),
+    "TruncateMod-float": binary("TruncateMod", np.array([[7.5, -7.5, 7.5, -7.5]], np.float32),
+                                np.array([2.0, 2.0, -2.0, -2.0], np.float32)),
+    "ClipByValue-scalars": Case(lambda b, p: op(b, "ClipByValue", [p["x"], c(b, np.float32(-0.5)), c(b, np.float32(0.5))]),
+                                {"x": X4}),
+    "ClipByValue-elementwise": Case(lambda b, p: op(b, "ClipByValue", [p["x"], p["lo"], p["hi"]]),
+                                    {"x": X4, "lo": rand(3, 4, lo=-2, hi=0), "hi": rand(3, 4, lo=-1, hi=2)}),
+    "LinSpace": Case(lambda b, p: op(b, "LinSpace", [p["a"], p["z"], c(b, np.int32(7))]),
+                     {"a": np.array(-1.5, np.float32), "z": np.array(2.0, np.float32)}),
+    "LinSpace-one": Case(lambda b, p: op(b, "LinSpace", [p["a"], p["z"], c(b, np.int64(1))]),
+                         {"a": np.array(3.0, np.float32), "z": np.array(2.0, np.float32)}),
     # matrix products
     **{f"MatMul-{ta:d}{tb:d}": Case(
         lambda b, p, ta=ta, tb=tb: op(b, "MatMul", [p["x"], c(b, rand(*((5, 4) if tb else (4, 5))))],
@@ -210,6 +236,20 @@ CASES: dict[str, Case] = {
     "Conv2D-EXPLICIT": Case(lambda b, p: op(b, "Conv2D", [p["x"], c(b, rand(2, 2, 3, 2))], strides=[1, 1, 1, 1],
                                             padding="EXPLICIT", explicit_paddings=[0, 0, 1, 2, 0, 1, 0, 0]),
                             {"x": rand(2, 4, 4, 3)}),
+    # Transposed convolution: constant sizes, and a run-time batch with constant trailing sizes
+    # (as the conv2d_transpose layer builds them); SAME with stride 2 (odd and even sizes), VALID k < s.
+    **{f"Conv2DBackpropInput-{pad}-s{s}-{size}{'-dynbatch' if dyn else ''}": Case(
+        lambda b, p, pad=pad, s=s, size=size, k=k, dyn=dyn: op(
+            b, "Conv2DBackpropInput",
+            [op(b, "ConcatV2", [op(b, "StridedSlice", [op(b, "Shape", [p["x"]], out_type=as_dtype("int32")),
+                                                      c(b, np.array([0], np.int32)), c(b, np.array([1], np.int32)),
+                                                      c(b, np.array([1], np.int32))]),
+                                c(b, np.array([size, size, 2], np.int32)), c(b, np.int32(0))])
+             if dyn else c(b, np.array([2, size, size, 2], np.int32)),
+             c(b, rand(k, k, 2, 3)), p["x"]], strides=[1, s, s, 1], padding=pad),
+        {"x": rand(2, 3, 3, 3)})
+       for pad, s, size, k, dyn in [("SAME", 2, 5, 3, False), ("SAME", 2, 6, 3, True), ("VALID", 2, 7, 3, False),
+                                    ("VALID", 3, 9, 2, True)]},
     **{f"DepthwiseConv2dNative-{pad}-s{s}-d{d}{'-NCHW' if fmt == 'NCHW' else ''}": Case(
         lambda b, p, pad=pad, s=s, d=d, fmt=fmt: op(
             b, "DepthwiseConv2dNative", [p["x"], c(b, rand(3, 2, 3, 2))], padding=pad, data_format=fmt,

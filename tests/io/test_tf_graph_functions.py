@@ -173,33 +173,33 @@ def test_a_function_returning_its_argument_and_a_constant():
 
 
 def test_unsupported_ops_matter_only_where_a_run_needs_them():
-    with_erf = function(
-        "with_erf", [("x", F32)], [("y", F32), ("e", F32)],
-        [node("y", "Neg", ["x"], T=dtypes.float32), node("e", "Erfc", ["x"], T=dtypes.float32)],
+    with_digamma = function(
+        "with_digamma", [("x", F32)], [("y", F32), ("e", F32)],
+        [node("y", "Neg", ["x"], T=dtypes.float32), node("e", "Digamma", ["x"], T=dtypes.float32)],
         {"y": "y:y:0", "e": "e:y:0"},
     )
     g = graph_pb2.GraphDef()
-    g.node.extend([placeholder("x"), call("f", "with_erf", ["x"], [F32], [F32, F32]),
+    g.node.extend([placeholder("x"), call("f", "with_digamma", ["x"], [F32], [F32, F32]),
                    node("neg", "Identity", ["f:0"], T=dtypes.float32),
-                   node("erfc", "Identity", ["f:1"], T=dtypes.float32)])
-    g.library.function.append(with_erf)
-    graph = from_tf_graph_def(g)  # converting is fine: Erfc is kept as it is
-    # The body's Neg alone needs no Erfc; the call node (an IdentityN of both results) does.
+                   node("dg", "Identity", ["f:1"], T=dtypes.float32)])
+    g.library.function.append(with_digamma)
+    graph = from_tf_graph_def(g)  # converting is fine: Digamma (which specflow lacks) is kept as it is
+    # The body's Neg alone needs no Digamma; the call node (an IdentityN of both results) does.
     check_supported(graph, ["f/y:0"], ["x:0"])
     with pytest.raises(OpError) as info:
-        check_supported(graph, ["erfc"], ["x:0"])
+        check_supported(graph, ["dg"], ["x:0"])
     message = str(info.value)
-    assert "op 'Erfc'" in message and "node 'e' in function 'with_erf'" in message and "'f/e'" in message
+    assert "op 'Digamma'" in message and "node 'e' in function 'with_digamma'" in message and "'f/e'" in message
     assert "does not support" in message
-    check_supported(graph, ["erfc"], ["f:1"])  # a fed tensor cuts its producer off
+    check_supported(graph, ["dg"], ["f:1"])  # a fed tensor cuts its producer off
     assert Session(graph).run("f/y:0", {"x:0": np.float32(2)}) == -2
 
 
 def test_top_level_unsupported_op_is_named_without_function():
     g = graph_pb2.GraphDef()
-    g.node.extend([placeholder("x"), node("bad", "Erfc", ["x"], T=dtypes.float32)])
+    g.node.extend([placeholder("x"), node("bad", "Digamma", ["x"], T=dtypes.float32)])
     g.library.function.append(function("unused", [], [], [], {}))
-    with pytest.raises(OpError, match=r"op 'Erfc' \(node 'bad'\)"):
+    with pytest.raises(OpError, match=r"op 'Digamma' \(node 'bad'\)"):
         check_supported(from_tf_graph_def(g), ["bad:0"])
 
 

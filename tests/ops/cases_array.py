@@ -42,6 +42,18 @@ CASES = [
          ref=lambda a, b, c: np.arange(0.5, 2.0, 0.25, dtype=np.float32), const_inputs=[0, 1, 2], id="Range-float"),
     Case("Range", [np.int32(0), np.int32(5), np.int32(1)], ref=lambda a, b, c: np.arange(5, dtype=np.int32),
          exact_shape=False, id="Range-unknown-limit"),
+    # TF counts a float range in its element type: float32 (0.7 - 3.7) / -0.2 is exactly 15 (in
+    # float64 it is 15.0000002, one element more), and adds delta to a running float32 value.
+    Case("Range", [np.float32(3.7), np.float32(0.7), np.float32(-0.2)],
+         ref=lambda a, b, c: np.array([3.7, 3.5, 3.3, 3.1, 2.8999999, 2.6999998, 2.4999998, 2.2999997,
+                                       2.0999997, 1.8999996, 1.6999996, 1.4999995, 1.2999995, 1.0999994,
+                                       0.89999944], np.float32),
+         const_inputs=[0, 1, 2], rtol=0, atol=0, id="Range-float32-length-negative-delta"),
+    Case("Range", [np.float32(0.7), np.float32(3.7), np.float32(0.2)],
+         ref=lambda a, b, c: np.array([0.7, 0.9, 1.1, 1.3000001, 1.5000001, 1.7000002, 1.9000002, 2.1000001,
+                                       2.3000002, 2.5000002, 2.7000003, 2.9000003, 3.1000004, 3.3000004,
+                                       3.5000005], np.float32),
+         const_inputs=[0, 1, 2], rtol=0, atol=0, id="Range-float32-length-positive-delta"),
     Case("OneHot", [np.array([0, 2, -1, 5], np.int64), np.int32(4), np.float32(1.0), np.float32(0.0)],
          ref=_one_hot, const_inputs=[1]),
     Case("OneHot", [np.array([[1, 0], [3, 2]], np.int32), np.int32(3), np.float64(5.0), np.float64(-1.0)],

@@ -91,6 +91,13 @@ CASES = [
     Case("Selu", [_x], ref=_cast_like(lambda x: SELU_SCALE * np.where(x < 0, SELU_ALPHA * (np.exp(x) - 1), x)), rtol=1e-5),
     Case("LeakyRelu", [_x], ref=lambda x: np.where(x < 0, np.float32(0.2) * x, x)),
     Case("LeakyRelu", [f64(3, 4)], attrs={"alpha": 0.5}, ref=lambda x: np.where(x < 0, 0.5 * x, x), id="LeakyRelu-alpha"),
+    # TF's alpha attr is a float32: on float64 the slope is float32(0.2), not 0.2 (differs at 3e-9).
+    Case("LeakyRelu", [np.array([-1.0, 2.0, -3.0])],
+         ref=lambda x: np.array([-0.20000000298023224, 2.0, -0.6000000089406967]), rtol=0, atol=1e-16,
+         id="LeakyRelu-float64-alpha-is-float32"),
+    Case("LeakyReluGrad", [np.array([1.0, 1.0]), np.array([-1.0, 1.0])],
+         ref=lambda g, x: np.array([0.20000000298023224, 1.0]), rtol=0, atol=1e-17,
+         id="LeakyReluGrad-float64-alpha-is-float32"),
     Case("Softplus", [_x], ref=_cast_like(lambda x: np.log(np.exp(x) + 1)), rtol=1e-5),
     Case("Softplus", [np.array([-200.0, 200.0], np.float32)], ref=lambda x: np.array([0.0, 200.0], np.float32),
          id="Softplus-no-overflow"),

@@ -83,5 +83,7 @@ def test_norms_convs_and_activations():
     for name, fn in [("silu", "silu"), ("hard_sigmoid", "hard_sigmoid"), ("softplus", "softplus")]:
         want = np.asarray(getattr(keras.activations, fn)(X))
         np.testing.assert_allclose(LayerRun(name, {"x": X}).run()[0], want, rtol=1e-5, atol=1e-6)
-    want = np.asarray(keras.activations.gelu(X, approximate=True))
-    np.testing.assert_allclose(LayerRun("gelu", {"x": X}, approximate=True).run()[0], want, rtol=1e-5, atol=1e-6)
+    for approximate in (True, False):
+        want = np.asarray(keras.activations.gelu(X, approximate=approximate))
+        got = LayerRun("gelu", {"x": X}, approximate=approximate).run()[0]
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)

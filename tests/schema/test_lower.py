@@ -194,3 +194,65 @@ def test_incompatible_shapes_name_both():
     errs = errors_of("variables:\n  w: {shape: [3, 2], initializer: zeros}\nnodes:\n  y: {op: MatMul, inputs: [x, w]}\n")
     assert len(errs) == 1 and errs[0].startswith("m.yaml:9:3: nodes.y: MatMul: ")
     assert "[?, 4]" in errs[0] and "[3, 2]" in errs[0]
+
+
+def test_empty_axis_list_is_an_int32_const_and_reduces_nothing():
+    spec = lower("""\
+        nodes:
+          s: {op: Sum, inputs: [x], axis: []}
+          m: {op: Max, inputs: [x], axis: [], keep_dims: true}
+        """)
+    g = spec.graph_def
+    assert g.node("s/reduction_indices").attrs["dtype"].name == "int32"
+    assert g.node("s/reduction_indices").attrs["value"].shape == (0,)
+    assert spec.tensor_spec("s").shape == Shape([None, 4])
+    from specflow.runtime.session import Session
+
+    x = np.arange(8, dtype=np.float32).reshape(2, 4)
+    with Session(g) as sess:
+        s, m = sess.run(["s", "m"], {"x": x})
+    np.testing.assert_array_equal(s, x)
+    np.testing.assert_array_equal(m, x)
+
+
+def test_const_value_is_cast_to_its_dtype_at_validation():
+    spec = lower("""\
+        nodes:
+          k: {op: Const, value: 32, dtype: int32}
+          f: {op: Const, value: [1, 2.5], dtype: float64}
+          h: {op: Const, value: 65504, dtype: float16}
+        """)
+    g = spec.graph_def
+    assert g.node("k").attrs["value"].dtype == np.int32 and g.node("k").attrs["value"] == 32
+    assert g.node("f").attrs["value"].dtype == np.float64
+    assert g.node("h").attrs["value"].dtype == np.float16
+    from specflow.runtime.session import Session
+
+    with Session(g) as sess:
+        k = sess.run("k")
+    assert k.dtype == np.int32 and k == 32
+
+
+@pytest.mark.parametrize(
+    "value, expected",
+    [
+        ("3000000000, dtype: int32", "3000000000 is out of range for int32 [-2147483648, 2147483647]"),
+        ("[0, -1], dtype: uint8", "-1 is out of range for uint8 [0, 255]"),
+        ("70000, dtype: float16", "70000 is out of range for float16"),
+        ("1.5, dtype: int64", "expected integers for dtype int64, got 1.5"),
+        ("1, dtype: bool", "expected booleans for dtype bool, got 1"),
+        ("[true], dtype: float32", "expected numbers for dtype float32, got [True]"),
+    ],
+)
+def test_const_value_out_of_range_or_wrong_kind_is_a_located_error(value, expected):
+    errs = errors_of(f"nodes:\n  k: {{op: Const, value: {value}}}\n")
+    assert errs == [f"m.yaml:7:25: nodes.k.value: Const value: {expected}"], errs
+
+
+def test_const_whose_value_does_not_match_its_dtype_fails_in_the_builder():
+    from specflow.errors import SpecflowError as Err
+    from specflow.graph.builder import GraphBuilder
+
+    b = GraphBuilder()
+    with pytest.raises(Err, match="value has dtype int64, but dtype is int32"):
+        b.add_op("Const", [], {"value": np.array(32, np.int64), "dtype": "int32"}, name="k")

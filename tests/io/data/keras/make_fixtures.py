@@ -49,7 +49,7 @@ def cnn_extras():  # "same" padding, batch norm (inference), avg pooling, dropou
     ])
 
 
-def gelu():  # exact GELU lowers to Erf, which specflow does not support
+def gelu():  # exact GELU lowers to Erfc (the tests also hide Erfc to check the unsupported-op error)
     return keras.Sequential([keras.Input((4,)), L.Dense(3, activation=keras.activations.gelu), L.Dense(2)])
 
 

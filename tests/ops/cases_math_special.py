@@ -1,0 +1,124 @@
+"""Cases for the trigonometric, hyperbolic and special-function ops, the NaN-safe and truncating
+binary ops, and special_math_ops (ClipByValue, CheckNumerics, CumulativeLogsumexp, LinSpace).
+
+References are plain numpy (or Python's math module for erf/erfc, which the kernels take from
+scipy); the cases pinning TF's semantics (truncation toward zero, 0 where NaN-safe ops say so,
+halves to even) carry literal expected values.
+"""
+
+import math
+
+import numpy as np
+
+from tests.ops.harness import Case, f32, f64, pos32
+
+
+def _c128(*shape):
+    return f64(*shape) + 1j * f64(*shape)
+
+
+def _unit(*shape):
+    return f64(*shape, low=-0.9, high=0.9)
+
+
+_erf = np.vectorize(math.erf, otypes=[np.float64])
+_erfc = np.vectorize(math.erfc, otypes=[np.float64])
+
+
+def _as(dtype, fn):
+    return lambda *xs: fn(*xs).astype(dtype)
+
+
+def _logcumsumexp(x, axis=0, exclusive=False, reverse=False):
+    x = np.flip(x, axis) if reverse else x
+    out = np.log(np.cumsum(np.exp(x.astype(np.float64)), axis=axis))
+    if exclusive:
+        out = np.concatenate([np.full_like(np.take(out, [0], axis), -np.inf), np.delete(out, -1, axis)], axis)
+    return (np.flip(out, axis) if reverse else out).astype(x.dtype)
+
+
+_UNARY = [
+    Case("Tan", [f32(2, 3, low=-1.2, high=1.2)], ref=np.tan, rtol=1e-5),
+    Case("Tan", [_c128(4)], ref=np.tan, id="Tan-complex"),
+    Case("Asin", [_unit(5)], ref=np.arcsin),
+    Case("Acos", [_unit(5).astype(np.float32)], ref=np.arccos, rtol=1e-5),
+    Case("Atan", [f64(2, 3, low=-9, high=9)], ref=np.arctan),
+    Case("Asin", [_c128(3)], ref=np.arcsin, id="Asin-complex"),
+    Case("Sinh", [f32(4)], ref=np.sinh, rtol=1e-5),
+    Case("Cosh", [f64(4)], ref=np.cosh),
+    Case("Asinh", [f64(2, 2, low=-9, high=9)], ref=np.arcsinh),
+    Case("Acosh", [np.array([1.0, 1.5, 10.0, 0.5])],
+         ref=lambda x: np.array([0.0, 0.9624236501192069, 2.993222846126381, np.nan]), id="Acosh-nan-below-1"),
+    Case("Atanh", [_unit(6)], ref=np.arctanh),
+    Case("Erf", [f64(3, 2, low=-3, high=3)], ref=_erf, rtol=1e-12),
+    Case("Erf", [f32(5)], ref=_as(np.float32, _erf), rtol=1e-6, id="Erf-float32"),
+    Case("Erfc", [f64(6, low=-3, high=8)], ref=_erfc, rtol=1e-12),
+    Case("Erfc", [np.array([10.0, 26.0])], ref=lambda x: np.array([2.088487583762545e-45, 5.663192408856143e-296]),
+         rtol=1e-12, atol=0, id="Erfc-tail-literal"),
+    Case("Expm1", [np.array([1e-10, -1e-8, 0.5, -3.0], np.float32)], ref=np.expm1, rtol=1e-6, atol=0),
+    Case("Expm1", [_c128(3)], ref=np.expm1, id="Expm1-complex"),
+    Case("Rint", [np.array([0.5, 1.5, 2.5, -0.5, -1.5, 2.4, -2.6], np.float32)],
+         ref=lambda x: np.array([0.0, 2.0, 2.0, -0.0, -2.0, 2.0, -3.0], np.float32), id="Rint-halves-to-even"),
+    Case("IsInf", [np.array([0.0, np.inf, -np.inf, np.nan, 1e38], np.float32)],
+         ref=lambda x: np.array([False, True, True, False, False])),
+    Case("Conj", [np.array([1 + 2j, -3 - 0.5j], np.complex64)], ref=lambda x: np.array([1 - 2j, -3 + 0.5j], np.complex64)),
+    Case("Conj", [_c128(2, 2)], ref=np.conj, id="Conj-complex128"),
+]
+
+_NUM = np.array([7, -7, 7, -7, 6, -6, 0, 1], dtype=np.int32)
+_DEN = np.array([2, 2, -2, -2, 4, 4, 5, -3], dtype=np.int32)
+
+_BINARY = [
+    Case("Atan2", [f32(2, 3), f32(3)], ref=np.arctan2, rtol=1e-6),
+    Case("Atan2", [np.array([1.0, 1.0, -1.0, -1.0, 0.0]), np.array([1.0, -1.0, 1.0, -1.0, -1.0])],
+         ref=lambda y, x: np.array([np.pi / 4, 3 * np.pi / 4, -np.pi / 4, -3 * np.pi / 4, np.pi]),
+         id="Atan2-quadrants-literal"),
+    Case("DivNoNan", [np.array([1.0, 0.0, np.inf, np.nan, 6.0], np.float32), np.array([0.0, 0.0, 0.0, 0.0, 3.0], np.float32)],
+         ref=lambda x, y: np.array([0.0, 0.0, 0.0, 0.0, 2.0], np.float32), id="DivNoNan-literal"),
+    Case("DivNoNan", [f64(2, 3), pos32(3).astype(np.float64)], ref=np.divide, id="DivNoNan-broadcast"),
+    Case("DivNoNan", [_c128(3), np.array([0j, 1 + 1j, 2j])],
+         ref=lambda x, y: np.where(y == 0, 0, x / np.where(y == 0, 1, y)), id="DivNoNan-complex"),
+    Case("MulNoNan", [np.array([np.inf, np.nan, 2.0, 3.0]), np.array([0.0, 0.0, 4.0, -1.0])],
+         ref=lambda x, y: np.array([0.0, 0.0, 8.0, -3.0]), id="MulNoNan-literal"),
+    Case("MulNoNan", [f32(3, 1), f32(4)], ref=np.multiply, id="MulNoNan-broadcast"),
+    Case("Xlogy", [np.array([0.0, 0.0, 2.0, 3.0]), np.array([0.0, 5.0, np.e, 1.0])],
+         ref=lambda x, y: np.array([0.0, 0.0, 2.0, 0.0]), id="Xlogy-literal"),
+    Case("Xlogy", [f32(2, 3), pos32(3)], ref=lambda x, y: x * np.log(y), rtol=1e-5, id="Xlogy-broadcast"),
+    Case("Xdivy", [np.array([0.0, 0.0, 3.0]), np.array([0.0, 2.0, 4.0])],
+         ref=lambda x, y: np.array([0.0, 0.0, 0.75]), id="Xdivy-literal"),
+    Case("Xdivy", [_c128(3), _c128(3)], ref=lambda x, y: x / y, id="Xdivy-complex"),
+    Case("TruncateDiv", [_NUM, _DEN], ref=lambda x, y: np.array([3, -3, -3, 3, 1, -1, 0, 0], np.int32),
+         id="TruncateDiv-literal"),
+    Case("TruncateDiv", [np.array([-9, 9], np.int64), np.array(4, np.int64)],
+         ref=lambda x, y: np.array([-2, 2], np.int64), id="TruncateDiv-int64-scalar"),
+    Case("TruncateMod", [_NUM, _DEN], ref=lambda x, y: np.array([1, -1, 1, -1, 2, -2, 0, 1], np.int32),
+         id="TruncateMod-literal"),
+    Case("TruncateMod", [np.array([7.5, -7.5, 7.5, -7.5], np.float32), np.array([2.0, 2.0, -2.0, -2.0], np.float32)],
+         ref=lambda x, y: np.array([1.5, -1.5, 1.5, -1.5], np.float32), id="TruncateMod-float-literal"),
+]
+
+_OTHER = [
+    Case("ClipByValue", [f32(3, 4), np.float32(-0.5), np.float32(0.5)], ref=lambda t, a, b: np.clip(t, a, b)),
+    Case("ClipByValue", [f64(2, 3), f64(2, 3, low=-2, high=0), f64(2, 3, low=0, high=2)],
+         ref=lambda t, a, b: np.minimum(np.maximum(t, a), b), id="ClipByValue-elementwise-bounds"),
+    Case("ClipByValue", [np.array([-5, 0, 3, 9], np.int32), np.int32(4), np.int32(2)],
+         ref=lambda t, a, b: np.array([4, 4, 4, 4], np.int32), id="ClipByValue-min-above-max-literal"),
+    Case("CheckNumerics", [f32(2, 3)], attrs={"message": "m"}, ref=lambda x: x),
+    Case("CumulativeLogsumexp", [f64(3, 4), np.int32(1)], ref=lambda x, a: _logcumsumexp(x, 1), const_inputs=[1]),
+    Case("CumulativeLogsumexp", [f32(5, 2), np.int32(0)], attrs={"exclusive": True, "reverse": True},
+         ref=lambda x, a: _logcumsumexp(x, 0, True, True), rtol=1e-5, const_inputs=[1], id="CumulativeLogsumexp-excl-rev"),
+    # No overflow: exp(1000) is inf in float64, the running log-sum is not.
+    Case("CumulativeLogsumexp", [np.array([1000.0, 1000.0, -1000.0]), np.int64(-1)],
+         ref=lambda x, a: np.array([1000.0, 1000.0 + np.log(2.0), 1000.0 + np.log(2.0)]), const_inputs=[1],
+         id="CumulativeLogsumexp-large-literal"),
+    Case("LinSpace", [np.float32(-1.0), np.float32(1.0), np.int32(5)],
+         ref=lambda a, b, n: np.array([-1.0, -0.5, 0.0, 0.5, 1.0], np.float32), const_inputs=[2]),
+    # The step is computed in float32 and the last value is stop exactly.
+    Case("LinSpace", [np.float32(0.0), np.float32(1.0), np.int64(4)],
+         ref=lambda a, b, n: np.array([0.0, 0.33333334, 0.6666667, 1.0], np.float32), rtol=0, atol=0,
+         const_inputs=[2], id="LinSpace-float32-literal"),
+    Case("LinSpace", [np.float64(3.0), np.float64(-3.0), np.int32(1)], ref=lambda a, b, n: np.array([3.0]),
+         id="LinSpace-one", exact_shape=False),
+]
+
+CASES = _UNARY + _BINARY + _OTHER
