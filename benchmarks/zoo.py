@@ -65,8 +65,8 @@ def keras_model(name: str, keras):
         x = L.Reshape((8, 8, 1))(images)
         if name == "lenet5":
             x = L.ZeroPadding2D(2)(x)
-            x = L.AveragePooling2D()(L.Conv2D(6, 5, activation="tanh")(x))
-            x = L.AveragePooling2D()(L.Conv2D(16, 3, padding="same", activation="tanh")(x))
+            x = L.AveragePooling2D(2)(L.Conv2D(6, 5, activation="tanh")(x))
+            x = L.AveragePooling2D(2)(L.Conv2D(16, 3, padding="same", activation="tanh")(x))
             x = L.Dense(84, activation="tanh")(L.Dense(120, activation="tanh")(L.Flatten()(x)))
             return keras.Model(images, L.Dense(10)(x))
         if name == "resnet_digits":
