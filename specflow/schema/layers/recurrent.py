@@ -169,7 +169,7 @@ def run_rnn(e: Emitter, kind: str, inputs: dict[str, str], cfg, reverse_output: 
         empty = e.concat([e.i32([0], "outputs/none"), e.dims(x, 0, 1, "outputs/batch"), e.i32([u], "outputs/units")],
                          0, "outputs/shape")  # fmt: skip
         seq0 = [e.op("Fill", [empty, e.scalar(0.0, x, "outputs/zero")], name="outputs/empty")]
-    last = n_steps_minus_one = None
+    n_steps_minus_one = None
     if cfg.go_backwards:
         n_steps_minus_one = e.op("Sub", [n_steps, e.i32(1, "one")], name="last_step")
 
