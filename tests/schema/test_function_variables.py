@@ -135,3 +135,33 @@ def test_bad_variable_in_function_is_located():
         load_spec_text(text, "f.yaml")
     assert "functions.norm.variables.beta.initializer" in e.value.format()
     assert "did you mean 'zeros'" in e.value.format()
+
+
+def test_share_ties_layers_nested_scopes_too():
+    """An encoder with attention (query/kernel, ...) and a GRU, applied to two inputs with one set
+    of weights (a siamese network): the second call creates no variable."""
+    spec = load_spec_text("""\
+specflow: 1
+name: siamese
+inputs:
+  a: {dtype: float32, shape: [null, 5, 4]}
+  b: {dtype: float32, shape: [null, 5, 4]}
+functions:
+  encode:
+    inputs: {x: {dtype: float32, shape: [null, T, 4]}}
+    nodes:
+      att: {layer: multi_head_attention, inputs: [x], num_heads: 2, key_dim: 2}
+      rnn: {layer: gru, inputs: [att], units: 3}
+    outputs: {y: rnn}
+nodes:
+  left: {call: encode, inputs: [a]}
+  right: {call: encode, inputs: [b], share: left}
+  distance: {op: Sum, inputs: [{op: SquaredDifference, inputs: [left, right]}], axis: 1}
+""", "s.yaml")
+    names = [v.name for v in spec.variables]
+    assert names and all(n.startswith("left/") for n in names)
+    x = np.random.default_rng(1).normal(size=(2, 5, 4)).astype(np.float32)
+    with Session(spec.graph_def) as s:
+        s.run([], targets=["init"])
+        np.testing.assert_allclose(s.run("distance", {"a": x, "b": x}), 0, atol=1e-10)
+        assert s.run("distance", {"a": x, "b": x + 1}).min() > 0
