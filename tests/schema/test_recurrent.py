@@ -201,3 +201,15 @@ def test_errors():
     with pytest.raises(SpecError, match="mask must be"):
         LayerRun("gru", {"x": np.zeros((2, 3, 1)), "m": np.zeros((2, 3, 1), bool)},
                  roles={"sequence": "x", "mask": "m"}, units=2)
+
+
+def test_bidirectional_sequence_lengths_equal_the_mask():
+    x = RNG.normal(size=(2, 4, 3))
+    mask = np.array([[1, 1, 1, 1], [1, 1, 0, 0]], bool)
+    cfg = {"rnn": {"lstm": {"units": 2, "return_sequences": True}}}
+    by_mask = LayerRun("bidirectional", {"x": x, "m": mask}, roles={"sequence": "x", "mask": "m"}, **cfg)
+    by_len = LayerRun("bidirectional", {"x": x, "n": mask.sum(1).astype(np.int32)}, roles={"sequence": "x", "mask": "n"},
+                      **cfg)
+    by_len.set_weights(randomize(by_mask))
+    np.testing.assert_allclose(by_len.run()[0], by_mask.run()[0], rtol=1e-12)
+    assert np.all(by_mask.run()[0][1, 2:] == 0)
