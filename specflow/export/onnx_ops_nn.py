@@ -181,6 +181,66 @@ def _fused_batch_norm(cx):
             cx.op("Identity", [cx.inp(k + 2)], out=cx.out(k))
 
 
+def _known_sizes(cx) -> list | None:
+    """input_sizes as far as known: its value, else the output's inferred shape, else a ConcatV2
+    of a run-time batch and constant trailing sizes (a layer's dynamic batch) read part by part."""
+    if cx.is_const(0):
+        return [int(v) for v in cx.const(0)]
+    out = cx.conv.spec(f"{cx.node.name}:0")
+    dims = out.shape.as_list() if out is not None and out.shape.rank == 4 else None
+    if dims is not None and None not in dims[1:]:
+        return dims
+    producer = cx.conv.nodes.get(cx.inputs[0].split(":")[0])
+    if producer is None or producer.op != "ConcatV2":
+        return dims
+    sizes: list = []
+    for t in producer.data_inputs[:-1]:
+        value = cx.conv.const_value(t)
+        spec = cx.conv.spec(t)
+        n = spec.shape.as_list()[0] if spec is not None and spec.shape.rank == 1 else None
+        if value is not None:
+            sizes += [int(v) for v in np.ravel(value)]
+        elif n is not None:
+            sizes += [None] * n
+        else:
+            return dims
+    return sizes if len(sizes) == 4 else dims
+
+
+@maps("Conv2DBackpropInput")
+def _conv2d_backprop_input(cx):
+    """A transposed convolution: ONNX ConvTranspose with explicit pads and output_padding, the
+    filter [kh, kw, out, in] as ONNX's [in, out, kh, kw]. Needs static spatial sizes."""
+    fmt = cx.attr("data_format")
+    strides, dilations = _spatial(cx.attr("strides"), fmt), _spatial(cx.attr("dilations"), fmt)
+    fspec, xspec = cx.spec(1), cx.spec(2)
+    dims = [s.shape.as_list() if s is not None and s.shape.rank == 4 else None for s in (fspec, xspec)]
+    dims.append(_known_sizes(cx))
+    h_w = (lambda d: d[1:3]) if fmt == "NHWC" else (lambda d: d[2:4])
+    if None in dims or None in dims[0][:2] or None in h_w(dims[1]) or None in h_w(dims[2]):
+        raise cx.fail("Conv2DBackpropInput needs static filter, input and output sizes for ONNX export")
+    if cx.attr("padding") not in ("SAME", "VALID"):
+        raise cx.fail(f"Conv2DBackpropInput padding {cx.attr('padding')} has no ONNX mapping")
+    kernel = dims[0][:2]
+    begins, ends, extra = [], [], []
+    for size, out_size, k, s, d in zip(h_w(dims[1]), h_w(dims[2]), kernel, strides, dilations):
+        span = (k - 1) * d + 1
+        # The forward convolution's padding (out_size -> size), begin = total // 2 as TF's SAME.
+        total = max((size - 1) * s + span - out_size, 0) if cx.attr("padding") == "SAME" else 0
+        begins.append(total // 2)
+        ends.append(total - total // 2)
+        extra.append(out_size - ((size - 1) * s + span - total))
+    weights = cx.op("Transpose", [cx.inp(1)], perm=[3, 2, 0, 1])  # [kh, kw, out, in] -> [in, out, kh, kw]
+    attrs = {"strides": strides, "dilations": dilations, "kernel_shape": kernel, "pads": begins + ends,
+             "output_padding": extra}  # fmt: skip
+    if fmt == "NCHW":
+        cx.op("ConvTranspose", [cx.inp(2), weights], out=cx.out(), **attrs)
+        return
+    x = cx.op("Transpose", [cx.inp(2)], perm=TO_NCHW)
+    y = cx.op("ConvTranspose", [x, weights], **attrs)
+    cx.op("Transpose", [y], out=cx.out(), perm=TO_NHWC)
+
+
 @maps("SpaceToDepth", "DepthToSpace")
 def _space_depth(cx):
     # ONNX's (NCHW) SpaceToDepth and DCR-mode DepthToSpace order depth as TF does.

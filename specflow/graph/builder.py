@@ -35,6 +35,9 @@ class GraphBuilder:
         self._control: list[str] = []
         # TensorFlow-style collections: "variables", "trainable_variables", "init_ops", ...
         self.collections: dict[str, list] = {}
+        # (scope prefix, shared prefix): a variable created under the first reuses the one of the
+        # same relative name under the second (a call with `share:`; see create_variable).
+        self.variable_sharing: list[tuple[str, str]] = []
         if graph_def is not None:
             from specflow.graph.topo import LOOP_BACK_EDGES, topological_order
 

@@ -83,7 +83,10 @@ def node_refs(spec, body: dict) -> list[str]:
         add([v.init for v in w.vars.values()] + common)
         add([w.cond], var_names)
         if isinstance(w.body, dict):
-            add(list(w.body.values()), var_names | set(w.body))
+            local = var_names | set(w.body)
+            add(list(w.body.values()), local)
+            if w.next is not None:
+                add(list(w.next.values()), local)
     else:
         c = spec.cond
         mapped = set(c.inputs) if isinstance(c.inputs, dict) else set()
@@ -121,20 +124,20 @@ def lower_while(lw, ns: Namespace, name: str, spec: WhileNodeSpec, path: tuple, 
                 raise lw.error(f"function '{w.body}' returns {len(outs)} output(s) for {len(var_names)} loop "
                                f"var(s) ({', '.join(var_names)})", bpath)
             return outs
-        inner = {k: v for k, v in w.body.items() if k not in w.vars}
-        if lw.lower_body(local, inner, bpath):
+        if lw.lower_body(local, w.intermediates, bpath):
             raise Skip
         outs = []
+        npath = wpath + ("next",) if w.next is not None else bpath
         for v in var_names:
-            entry = w.body[v]
+            entry = w.next_values[v]
             if isinstance(entry, str):
-                outs.append(local.resolve(entry, bpath + (v,), lw))
+                outs.append(local.resolve(entry, npath + (v,), lw))
             else:
                 # Each var's next value in a scratch namespace: inside the body, `v` stays the
                 # var's current value.
                 scratch = LocalNamespace(local, local.prefix, {})
-                lw.lower_node(scratch, v, entry, bpath + (v,), None)
-                outs.append(scratch.resolve(v, bpath + (v,), lw))
+                lw.lower_node(scratch, v, entry, npath + (v,), None)
+                outs.append(scratch.resolve(v, npath + (v,), lw))
         return outs
 
     try:

@@ -17,6 +17,7 @@ from pydantic_core import PydanticCustomError
 
 from specflow.errors import SpecflowError, did_you_mean
 from specflow.graph.dtypes import as_dtype
+from specflow.schema.layers.variables import create_variable
 from specflow.schema.lower import Chain, Lowerer, add_control_inputs, compute_nodes
 from specflow.schema.namespace import Namespace, Skip
 
@@ -47,14 +48,21 @@ def inline_call(lw: Lowerer, ns: Namespace, name: str, spec, path: tuple, device
     body = Namespace(b, prefix=b.scoped(name) + "/", captured=ns)
     for arg, t in tensors.items():
         body.add_tensors(arg, [t])
+    sharing = _share_rule(lw, ns, spec, name, path)
+    lw.calls[b.scoped(name)] = fn_name
     start = len(b.graph_def.nodes)
     lw.call_stack.append(fn_name)
     n_errors = len(lw.errors)
+    if sharing:
+        b.variable_sharing.append(sharing)
     try:
         with b.name_scope(name), (b.device(device) if device else nullcontext()):
+            _create_variables(lw, body, fn, values, fpath)
             failed = lw.lower_body(body, fn.nodes, fpath + ("nodes",), chain=Chain(), parse=parse)
     finally:
         lw.call_stack.pop()
+        if sharing:
+            b.variable_sharing.pop()
     for e in lw.errors[n_errors:]:
         e.message += f" (in call '{b.scoped(name)}')"
     if failed:
@@ -64,6 +72,46 @@ def inline_call(lw: Lowerer, ns: Namespace, name: str, spec, path: tuple, device
     for alias, ref in fn.outputs.items():
         outputs.append(body.resolve(ref, fpath + ("outputs", alias), lw))
     return outputs
+
+
+def _share_rule(lw: Lowerer, ns: Namespace, spec, name: str, path: tuple) -> tuple[str, str] | None:
+    """(this call's scope, the shared call's scope) for ``share: OTHER``: OTHER must be a call of
+    the same function lowered in the same body (the dependency order puts it first)."""
+    other = getattr(spec, "share", None)
+    if other is None:
+        return None
+    b = lw.builder
+    target = b.scoped(other)
+    called = lw.calls.get(target)
+    if called is None:
+        scope = b.scoped(name).rpartition("/")[0]
+        calls = [c.rpartition("/")[2] for c in lw.calls if c.rpartition("/")[0] == scope]
+        raise lw.error(f"share: '{other}' names no call of a function" + did_you_mean(other, calls), path + ("share",))
+    if called != spec.call:
+        raise lw.error(f"share: '{other}' calls '{called}', not '{spec.call}'; only calls of one function share "
+                       "variables", path + ("share",))
+    return b.scoped(name) + "/", target + "/"
+
+
+def _create_variables(lw: Lowerer, body: Namespace, fn, values: dict, fpath: tuple) -> None:
+    """The function's own variables, one set per call under the call's scope (or the shared
+    call's, through the builder's sharing rule)."""
+    from specflow.schema.models import VariableSpec, substitute_attrs
+
+    b = lw.builder
+    for vname, raw in fn.variables.items():
+        vpath = fpath + ("variables", vname)
+        try:
+            spec = VariableSpec.model_validate(substitute_attrs(raw, values))
+        except Exception as e:  # a $attr made it invalid: a pydantic ValidationError
+            raise lw.error(f"variable '{vname}': {str(e).splitlines()[-1].strip()}", vpath) from None
+        with b.location(lw.source.key_location(vpath)), (b.device(spec.device) if spec.device else nullcontext()):
+            try:
+                info = create_variable(b, vname, spec.shape, spec.dtype, spec.initializer, spec.trainable,
+                                       lw.model.seed)  # fmt: skip
+            except SpecflowError as e:
+                raise lw.error(e.message, vpath, key=True) from None
+        body.add_variable(vname, info)
 
 
 def _bind_attrs(lw: Lowerer, fn, spec, fn_name: str, path: tuple) -> dict[str, Any]:

@@ -108,7 +108,9 @@ def _layer_node_schema(common: dict, defs: dict) -> dict:
         "title": "LayerNodeSpec",
         "description": "A layer node: `layer`, `inputs`, and the layer's config keys.",
         "type": "object",
-        "properties": {"layer": {"enum": list(LAYERS), "description": "a layer name"}, **common},
+        # A layer's inputs: a list, or a mapping by the layer's input names (as a call's).
+        "properties": {"layer": {"enum": list(LAYERS), "description": "a layer name"}, **common,
+                       "inputs": defs["CallNodeSpec"]["properties"]["inputs"]},
         "required": ["layer"],
         "allOf": branches,
         "unevaluatedProperties": False,

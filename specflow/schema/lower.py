@@ -25,7 +25,14 @@ from specflow.ops.array_ops import const_value
 from specflow.ops.registry import ArgDef, OpDef, TensorSpec, get_op
 from specflow.schema.control_flow import is_control_flow, lower_cond, lower_while, node_refs
 from specflow.schema.file_values import checkpoint_initializer, read_file_value
-from specflow.schema.layers import TRAINING_FLAG, LayerContext, VariableInfo, create_variable, expand_layer
+from specflow.schema.layers import (
+    TRAINING_FLAG,
+    LayerContext,
+    VariableInfo,
+    bind_inputs,
+    create_variable,
+    expand_layer,
+)
 from specflow.schema.layers.common import ensure_training_flag
 from specflow.schema.namespace import Namespace, Skip, split_ref
 from specflow.schema.source import SourceMap, dotted
@@ -65,6 +72,7 @@ class Lowerer:
     builder: GraphBuilder = field(default_factory=GraphBuilder)
     errors: list[SpecflowError] = field(default_factory=list)
     call_stack: list[str] = field(default_factory=list)
+    calls: dict[str, str] = field(default_factory=dict)  # a call node's scope -> its function
 
     def run(self) -> Lowered:
         b = self.builder
@@ -248,7 +256,11 @@ class Lowerer:
                 node = self.lower_op(ns, spec, name, path, chain, device, control, coloc)
                 ns.add_node(name, node)
             elif hasattr(spec, "layer"):
-                ns.add_node(name, self._lower_layer(ns, spec, name, path, device, control, coloc))
+                out = self._lower_layer(ns, spec, name, path, device, control, coloc)
+                if isinstance(out, list):
+                    ns.add_tensors(name, out)
+                else:
+                    ns.add_node(name, out)
             elif is_control_flow(spec):
                 lower = lower_while if hasattr(spec, "while_") else lower_cond
                 with (b.device(device) if device else nullcontext()):
@@ -258,20 +270,24 @@ class Lowerer:
 
                 ns.add_tensors(name, inline_call(self, ns, name, spec, path, device, control))
 
-    def _lower_layer(self, ns, spec, name, path, device, control, coloc) -> str:
+    def _lower_layer(self, ns, spec, name, path, device, control, coloc) -> str | list[str]:
         b = self.builder
-        if len(spec.inputs) != 1:
-            raise self.error(f"layer {spec.layer} takes 1 input, got {len(spec.inputs)}", path + ("inputs",))
+        items = spec.inputs.items() if isinstance(spec.inputs, dict) else enumerate(spec.inputs)
         with b.name_scope(name):
-            x = self.resolve_item(ns, spec.inputs[0], path + ("inputs", 0), name)
+            resolved = {k: self.resolve_item(ns, item, path + ("inputs", k), name) for k, item in items}
+        inputs = resolved if isinstance(spec.inputs, dict) else list(resolved.values())
         ctx = LayerContext(name=b.scoped(name), graph_seed=self.model.seed, training=lambda: ensure_training_flag(b))
+        try:
+            bind_inputs(spec.layer, inputs, ctx.name)
+        except SpecError as e:
+            raise self.error(e.message, path + ("inputs",)) from None
         start = len(b.graph_def.nodes)
         with (b.device(device) if device else nullcontext()):
-            out = expand_layer(b, name, [x], spec.config, ctx, kind=spec.layer)
+            out = expand_layer(b, name, inputs, spec.config, ctx, kind=spec.layer)
         created = b.graph_def.nodes[start:]
         add_control_inputs(compute_nodes(created, b), control)
         if coloc:
-            b.graph_def.node(out).attrs["_class"] = [f"loc:@{c}" for c in coloc]
+            b.graph_def.node(out[0] if isinstance(out, list) else out).attrs["_class"] = [f"loc:@{c}" for c in coloc]
         return out
 
     # --- op nodes ---------------------------------------------------------------------------

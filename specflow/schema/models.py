@@ -248,6 +248,7 @@ class LayerNodeSpec(_NodeCommon):
 
     model_config = ConfigDict(extra="allow", strict=True)
     layer: str
+    inputs: CallInputs = []  # a list, or a mapping by the layer's input names (LAYER_INPUTS)
     _config: BaseModel | None = PrivateAttr(default=None)
 
     @property
@@ -261,6 +262,7 @@ class CallNodeSpec(StrictModel):
     call: Ident
     inputs: CallInputs = []
     attrs: dict[str, Any] = {}
+    share: Name | None = None  # another call of the same function whose variables this one uses
     device: Device | None = None
     colocate_with: NameList = []
     after: NameList = []
@@ -447,6 +449,7 @@ class FunctionSpec(StrictModel):
 
     attrs: dict[Ident, FunctionAttrSpec] = {}
     inputs: dict[Ident, FunctionInputSpec] = {}
+    variables: dict[Ident, dict[str, Any]] = {}  # per call site (VariableSpec after $attr substitution)
     nodes: dict[Name, dict[str, Any]] = {}
     outputs: dict[Ident, Reference]
     doc: str | None = None
@@ -478,6 +481,17 @@ class FunctionSpec(StrictModel):
                         errors.append({**err, "loc": ("nodes", name) + tuple(err["loc"])})
             except PydanticCustomError as e:
                 errors.append({"type": e, "loc": ("nodes", name), "input": raw})
+        for name, raw in self.variables.items():
+            unresolved = [path for path, ref in _attr_refs(raw) if ref not in defaults]
+            try:
+                VariableSpec.model_validate(substitute_attrs(raw, defaults))
+            except ValidationError as e:
+                for err in line_errors(e):
+                    if not any(tuple(err["loc"][: len(p)]) == p for p in unresolved):
+                        errors.append({**err, "loc": ("variables", name) + tuple(err["loc"])})
+            if name in self.nodes or name in self.inputs:
+                errors.append(custom_error("duplicate_name", f"name '{name}' is used twice in the function",
+                                           ("variables", name, "[key]"), name))
         raise_errors("FunctionSpec", errors)
         return self
 

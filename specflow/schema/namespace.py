@@ -132,6 +132,8 @@ def refs_of_node(spec, body: dict) -> list[str]:
         add(list(node.inputs.values()) if isinstance(node.inputs, dict) else node.inputs)
         add(list(getattr(node, "after", [])))
         add(list(getattr(node, "colocate_with", [])))
+        if getattr(node, "share", None):
+            add([node.share])
         if hasattr(node, "op"):
             try:
                 opdef = get_op(node.op)

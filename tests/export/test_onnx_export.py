@@ -50,10 +50,18 @@ def specflow_outputs(model, signature, feeds) -> dict[str, np.ndarray]:
     """The signature's outputs from specflow's runtime (variable reads replaced by their values)."""
     graph = model.graph_def.copy()
     handles = graph.node_map()
+    extra = []
     for i, node in enumerate(graph.nodes):
         if node.op == "ReadVariableOp":
             value = model.variables[handles[node.inputs[0]].attrs["shared_name"]]
             graph.nodes[i] = NodeDef(node.name, "Const", [], "", {"value": value, "dtype": as_dtype(value.dtype)})
+        elif node.op == "ResourceGather":  # an embedding lookup reads its table through the handle
+            value = model.variables[handles[node.inputs[0]].attrs["shared_name"]]
+            table, axis = f"{node.name}/table_value", f"{node.name}/gather_axis"
+            extra += [NodeDef(table, "Const", [], "", {"value": value, "dtype": as_dtype(value.dtype)}),
+                      NodeDef(axis, "Const", [], "", {"value": np.array(0, np.int32), "dtype": as_dtype("int32")})]
+            graph.nodes[i] = NodeDef(node.name, "GatherV2", [table, node.inputs[1], axis], "", {})
+    graph.nodes.extend(extra)
     sig = model.signatures[signature]
     with Session(graph, SessionConfig(devices="cpu:2")) as sess:
         return sess.run({a: t for a, (t, _) in sig.outputs.items()}, {sig.inputs[a][0]: v for a, v in feeds.items()})

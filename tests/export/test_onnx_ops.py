@@ -236,6 +236,20 @@ CASES: dict[str, Case] = {
     "Conv2D-EXPLICIT": Case(lambda b, p: op(b, "Conv2D", [p["x"], c(b, rand(2, 2, 3, 2))], strides=[1, 1, 1, 1],
                                             padding="EXPLICIT", explicit_paddings=[0, 0, 1, 2, 0, 1, 0, 0]),
                             {"x": rand(2, 4, 4, 3)}),
+    # Transposed convolution: constant sizes, and a run-time batch with constant trailing sizes
+    # (as the conv2d_transpose layer builds them); SAME with stride 2 (odd and even sizes), VALID k < s.
+    **{f"Conv2DBackpropInput-{pad}-s{s}-{size}{'-dynbatch' if dyn else ''}": Case(
+        lambda b, p, pad=pad, s=s, size=size, k=k, dyn=dyn: op(
+            b, "Conv2DBackpropInput",
+            [op(b, "ConcatV2", [op(b, "StridedSlice", [op(b, "Shape", [p["x"]], out_type=as_dtype("int32")),
+                                                      c(b, np.array([0], np.int32)), c(b, np.array([1], np.int32)),
+                                                      c(b, np.array([1], np.int32))]),
+                                c(b, np.array([size, size, 2], np.int32)), c(b, np.int32(0))])
+             if dyn else c(b, np.array([2, size, size, 2], np.int32)),
+             c(b, rand(k, k, 2, 3)), p["x"]], strides=[1, s, s, 1], padding=pad),
+        {"x": rand(2, 3, 3, 3)})
+       for pad, s, size, k, dyn in [("SAME", 2, 5, 3, False), ("SAME", 2, 6, 3, True), ("VALID", 2, 7, 3, False),
+                                    ("VALID", 3, 9, 2, True)]},
     **{f"DepthwiseConv2dNative-{pad}-s{s}-d{d}{'-NCHW' if fmt == 'NCHW' else ''}": Case(
         lambda b, p, pad=pad, s=s, d=d, fmt=fmt: op(
             b, "DepthwiseConv2dNative", [p["x"], c(b, rand(3, 2, 3, 2))], padding=pad, data_format=fmt,

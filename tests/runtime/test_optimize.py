@@ -199,7 +199,8 @@ def _feeds(spec, rng, batch=6):
         if inp.has_default:
             continue
         shape = [batch if d is None else d for d in inp.shape]
-        out[name] = (rng.integers(0, 10, shape) if inp.dtype.startswith("int") else rng.standard_normal(shape)).astype(inp.dtype)
+        # ints in [0, 2): a valid class label and token id for every model, 2-class ones included
+        out[name] = (rng.integers(0, 2, shape) if inp.dtype.startswith("int") else rng.standard_normal(shape)).astype(inp.dtype)
     return out
 
 

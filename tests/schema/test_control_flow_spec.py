@@ -39,15 +39,17 @@ nodes:
       vars: {i: 1, acc: {value: 1, dtype: int64}}
       cond: {op: LessEqual, inputs: [i, n]}
       body:
+        wide: {op: Cast, inputs: [i], DstT: int64}   # `i` is the current value, in body and next alike
+      next:
         i: {op: AddV2, inputs: [i], y: 1}
-        acc: {op: Mul, inputs: [acc, wide]}    # `i` here is the current value, not the node above
-        wide: {op: Cast, inputs: [i], DstT: int64}
+        acc: {op: Mul, inputs: [acc, wide]}
       max_iterations: 100
   fib:
     while:
       vars: {k: 0, a: {value: 0, dtype: int64}, b: {value: 1, dtype: int64}}
       cond: {nodes: {more: {op: Less, inputs: [k, n]}}, outputs: more}
-      body: {k: {op: AddV2, inputs: [k], y: 1}, a: {call: step, inputs: [a, b]}, b: "b_next:1", b_next: {call: step, inputs: [a, b]}}
+      body: {b_next: {call: step, inputs: [a, b]}}
+      next: {k: {op: AddV2, inputs: [k], y: 1}, a: {call: step, inputs: [a, b]}, b: "b_next:1"}
   choose:
     cond: {pred: flag, inputs: [x], then: square, else: {op: Neg, inputs: [x]}}
   mapped:
@@ -135,17 +137,18 @@ nodes:
       vars: {i: 0, total: 0}
       cond: {op: Less, inputs: [i, n]}
       body:
-        i: {op: AddV2, inputs: [i], y: 1}
         inner:
           while:
             vars: {j: 0, s: 0}
             cond: {op: Less, inputs: [j, i]}
-            body: {j: {op: AddV2, inputs: [j], y: 1}, s: {op: AddV2, inputs: [s, j]}}
+            next: {j: {op: AddV2, inputs: [j], y: 1}, s: {op: AddV2, inputs: [s, j]}}
         signed:
           cond:
             pred: {op: Equal, inputs: [{op: FloorMod, inputs: [i], y: 2}], y: 1}
             then: {op: Neg, inputs: ["inner:1"]}
             else: {op: Identity, inputs: ["inner:1"]}
+      next:
+        i: {op: AddV2, inputs: [i], y: 1}
         total: {op: AddV2, inputs: [total, signed]}
       max_iterations: 50
 """, "nested.yaml")
@@ -180,3 +183,49 @@ def test_validate_and_inspect_show_the_primitives(tmp_path):
     r = runner.invoke(app, ["validate", str(broken)], env={"COLUMNS": "220"})
     assert r.exit_code == 1
     assert "broken.yaml:19:5: nodes.fact.while: loop 'fact': the condition must be a bool scalar, got int32 []" in r.output
+
+
+@needs_loops
+def test_next_block_reads_current_values_and_named_new_values():
+    """An LSTM-style update written naturally: the new c gets its own name, and h's next value
+    reads it; `c` alone is the current value everywhere."""
+    s = load_spec_text("""\
+specflow: 1
+name: cell
+inputs:
+  x: {dtype: float32, shape: [3]}
+nodes:
+  cell:
+    while:
+      vars: {t: 0, c: x, h: x, prev: x}
+      cond: {op: Less, inputs: [t], y: 4}
+      body:
+        c_next: {op: AddV2, inputs: [{op: Mul, inputs: [c], y: 0.5}], y: 1.0}
+      next:
+        t: {op: AddV2, inputs: [t], y: 1}
+        c: c_next
+        h: {op: Tanh, inputs: [c_next]}
+        prev: c
+""", "cell.yaml")
+    x = np.array([0.5, -1.0, 2.0], np.float32)
+    c = h = prev = x
+    for _ in range(4):
+        c, h, prev = c * 0.5 + 1, np.tanh(c * 0.5 + 1), c
+    with Session(s.graph_def) as sess:
+        got = sess.run([s.resolve(f"cell:{k}") for k in (1, 2, 3)], {"x": x}, timeout_s=30)
+    for g, w in zip(got, (c, h, prev)):
+        np.testing.assert_allclose(g, w, rtol=1e-6)
+
+
+def test_the_legacy_body_form_stays_valid_when_unambiguous():
+    s = load_spec_text("""\
+specflow: 1
+name: legacy
+nodes:
+  count:
+    while:
+      vars: {i: 0, acc: 1.0}
+      cond: {op: Less, inputs: [i], y: 3}
+      body: {i: {op: AddV2, inputs: [i], y: 1}, acc: {op: Mul, inputs: [acc], y: 2.0}}
+""", "legacy.yaml")
+    assert s.graph_def.node("count/body/acc").inputs[0] == "count/acc/Identity"

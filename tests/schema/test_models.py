@@ -94,7 +94,8 @@ def test_many_errors_collected_in_order():
         "m.yaml:12:11: nodes.hidden: missing required field 'units'",
         "m.yaml:12:44: nodes.hidden.unit: unknown field (did you mean 'units'?)",
         "m.yaml:12:66: nodes.hidden.activation: expected one of 'relu', 'relu6', 'elu', 'selu', 'sigmoid', 'tanh', "
-        "'softmax', 'softplus', 'softsign', 'leaky_relu' or 'linear', got 'relux'",
+        "'softmax', 'softplus', 'softsign', 'leaky_relu', 'linear', 'gelu', 'gelu_tanh', 'silu', 'swish' or "
+        "'hard_sigmoid', got 'relux'",
     ]
 
 

@@ -11,10 +11,12 @@ import numpy as np
 from specflow.errors import SpecError
 from specflow.graph import dtypes
 from specflow.graph.shapes import Shape
+from specflow.schema.layers.activations import COMPOSITE
 
 Activation = Literal[
     "relu", "relu6", "elu", "selu", "sigmoid", "tanh", "softmax",
     "softplus", "softsign", "leaky_relu", "linear",
+    "gelu", "gelu_tanh", "silu", "swish", "hard_sigmoid",
 ]  # fmt: skip
 
 # Activation name -> op (None: identity).
@@ -31,6 +33,7 @@ ACTIVATION_OPS: dict[str, str | None] = {
     "leaky_relu": "LeakyRelu",
     "linear": None,
 }
+# The others are built from several ops (activations.py).
 
 TRAINING_FLAG = "training"
 
@@ -90,9 +93,48 @@ class Emitter:
     def const(self, value, dtype, name: str) -> str:
         return self.b.const(value, dtype, name=name)
 
-    def activation(self, x: str, activation: str | None) -> str:
-        """Apply a non-linear ``activation`` as the layer's final op."""
-        return self.op(ACTIVATION_OPS[activation], [x], final=True)
+    def activation(self, x: str, activation: str | None, final: bool = True) -> str:
+        """Apply a non-linear ``activation``, by default as the layer's final op."""
+        if activation in COMPOSITE:
+            return COMPOSITE[activation](self, x, final)
+        op = ACTIVATION_OPS[activation]
+        if op is None:
+            return x
+        return self.op(op, [x], final=final, name=None if final else op)
+
+    def i32(self, values, name: str) -> str:
+        """An int32 constant (shapes, axes, permutations)."""
+        return self.b.const(np.asarray(values, np.int32), dtypes.int32, name=name)
+
+    def scalar(self, value: float, like: str, name: str) -> str:
+        """A scalar of ``like``'s dtype."""
+        dt = self.dtype(like)
+        return self.b.const(np.asarray(value, dt.numpy), dt, name=name)
+
+    def dims(self, x: str, start: int, stop: int | None, name: str) -> str:
+        """``shape(x)[start:stop]`` as a 1-D int32 tensor: a constant where those dims are
+        known, else sliced from Shape(x) at run time (the batch dim usually is not)."""
+        shape = self.shape(x)
+        if shape.rank is not None:
+            part = shape.dims[start:stop]
+            if all(d is not None for d in part):
+                return self.i32([int(d) for d in part], name)
+        full = self.op("Shape", [x], {"out_type": dtypes.int32}, name=f"{name}/Shape")
+        end = [stop] if stop is not None else [0]
+        attrs = {"end_mask": 0 if stop is not None else 1}
+        return self.op("StridedSlice", [full, self.i32([start], f"{name}/begin"), self.i32(end, f"{name}/end"),
+                                        self.i32([1], f"{name}/strides")], attrs, name=name)
+
+    def lead_shape(self, x: str, n: int, tail: Sequence[int], name: str) -> str:
+        """A Reshape target: ``shape(x)[:n] + tail``, as a constant with -1 for the batch dim when
+        ``x``'s dims 1..n-1 are known (so shape inference keeps them), else computed at run time."""
+        shape = self.shape(x)
+        if shape.rank is not None and all(d is not None for d in shape.dims[1:n]):
+            return self.i32([-1, *[int(d) for d in shape.dims[1:n]], *tail], name)
+        return self.concat([self.dims(x, 0, n, f"{name}/lead"), self.i32(list(tail), f"{name}/tail")], 0, name)
+
+    def concat(self, parts: Sequence[str], axis: int, name: str) -> str:
+        return self.op("ConcatV2", [*parts, self.i32(axis, f"{name}/axis")], name=name)
 
     def shape(self, x: str) -> Shape:
         return self.b.spec(x).shape
@@ -102,7 +144,7 @@ class Emitter:
 
 
 def is_linear(activation: str | None) -> bool:
-    return ACTIVATION_OPS.get(activation or "linear") is None
+    return activation in (None, "linear")
 
 
 def static_dims(shape: Shape, what: str, node: str, first: int = 1) -> list[int]:

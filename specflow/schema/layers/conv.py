@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from specflow.errors import SpecError
+from specflow.ops.registry import has_op
 from specflow.schema.layers.common import Emitter, is_linear, pair
 from specflow.schema.layers.variables import create_variable
 
@@ -59,3 +60,107 @@ def _pool(op: str):
 
 max_pool2d = _pool("MaxPool")
 avg_pool2d = _pool("AvgPool")
+
+
+def conv1d(e: Emitter, x: str, cfg) -> str:
+    """Keras Conv1D on [batch, steps, channels] as a Conv2D over [batch, 1, steps, channels];
+    ``causal`` padding pads (kernel_size - 1) * dilation steps on the left."""
+    shape = e.shape(x)
+    if shape.rank is not None and shape.rank != 3:
+        raise SpecError(f"conv1d needs a 3-D [batch, steps, channels] input, got shape {shape}", node=e.ctx.name)
+    channels = None if shape.rank is None else shape.dims[2]
+    if channels is None:
+        raise SpecError(f"conv1d needs the input's channel dimension known, got shape {shape}", node=e.ctx.name)
+    dt, k = e.dtype(x), cfg.kernel_size
+    kernel = create_variable(e.b, "kernel", [k, channels, cfg.filters], dt, cfg.kernel_initializer, True,
+                             e.ctx.graph_seed)  # fmt: skip
+    padding = cfg.padding
+    if padding == "causal":
+        x = e.op("Pad", [x, e.i32([[0, 0], [(k - 1) * cfg.dilation_rate, 0], [0, 0]], "causal/paddings")],
+                 name="causal_pad")  # fmt: skip
+        padding = "valid"
+    x4 = e.op("ExpandDims", [x, e.i32(1, "ExpandDims/dim")])
+    k4 = e.op("ExpandDims", [kernel.read, e.i32(0, "ExpandDims_1/dim")], name="ExpandDims_1")
+    attrs = {"strides": [1, 1, cfg.strides, 1], "padding": padding.upper(),
+             "dilations": [1, 1, cfg.dilation_rate, 1], "data_format": "NHWC"}  # fmt: skip
+    y = e.op("Conv2D", [x4, k4], attrs)
+    linear = is_linear(cfg.activation)
+    y = e.op("Squeeze", [y], {"squeeze_dims": [1]}, final=not cfg.use_bias and linear)
+    if cfg.use_bias:
+        bias = create_variable(e.b, "bias", [cfg.filters], dt, cfg.bias_initializer, True, e.ctx.graph_seed)
+        y = e.op("BiasAdd", [y, bias.read], final=linear)
+    return y if linear else e.activation(y, cfg.activation)
+
+
+def conv2d_transpose(e: Emitter, x: str, cfg) -> str:
+    """Keras Conv2DTranspose as Conv2DBackpropInput (the gradient of a Conv2D with respect to its
+    input); kernel [kh, kw, filters, in]; output size (in - 1) * stride + k (valid) or
+    in * stride (same)."""
+    channels = _nhwc_channels(e, x, "conv2d_transpose")
+    shape = e.shape(x)
+    if channels is None or shape.dims[1] is None or shape.dims[2] is None:
+        raise SpecError(f"conv2d_transpose needs height, width and channels known, got shape {shape}",
+                        node=e.ctx.name)
+    dt = e.dtype(x)
+    (kh, kw), (sh, sw) = pair(cfg.kernel_size), pair(cfg.strides)
+    kernel = create_variable(e.b, "kernel", [kh, kw, cfg.filters, channels], dt, cfg.kernel_initializer, True,
+                             e.ctx.graph_seed)  # fmt: skip
+    h, w = int(shape.dims[1]), int(shape.dims[2])
+    if cfg.padding == "valid":
+        oh, ow = (h - 1) * sh + max(kh, sh), (w - 1) * sw + max(kw, sw)
+    else:
+        oh, ow = h * sh, w * sw
+    sizes = e.concat([e.dims(x, 0, 1, "batch"), e.i32([oh, ow, cfg.filters], "output_dims")], 0, "output_shape")
+    attrs = {"strides": [1, sh, sw, 1], "padding": cfg.padding.upper(), "data_format": "NHWC"}
+    linear = is_linear(cfg.activation)
+    y = e.op("Conv2DBackpropInput", [sizes, kernel.read, x], attrs, name="conv2d_transpose")
+    # The op's shape function cannot read sizes whose batch is known only at run time; this
+    # Reshape (no data moves) gives the output its static height, width and channels.
+    y = e.op("Reshape", [y, e.i32([-1, oh, ow, cfg.filters], "static_shape/shape")], name="static_shape",
+             final=not cfg.use_bias and linear)  # fmt: skip
+    if cfg.use_bias:
+        bias = create_variable(e.b, "bias", [cfg.filters], dt, cfg.bias_initializer, True, e.ctx.graph_seed)
+        y = e.op("BiasAdd", [y, bias.read], final=linear)
+    return y if linear else e.activation(y, cfg.activation)
+
+
+def _depthwise(e: Emitter, x: str, cfg, what: str) -> tuple[str, int]:
+    """The depthwise stage of depthwise_conv2d / separable_conv2d; returns (output, its channels)."""
+    if not has_op("DepthwiseConv2dNative"):
+        raise SpecError(f"{what} needs the DepthwiseConv2dNative op, which this build lacks", node=e.ctx.name)
+    channels = _nhwc_channels(e, x, what)
+    if channels is None:
+        raise SpecError(f"{what} needs the input's channel dimension known, got shape {e.shape(x)}", node=e.ctx.name)
+    kh, kw = pair(cfg.kernel_size)
+    kernel = create_variable(e.b, "depthwise_kernel", [kh, kw, channels, cfg.depth_multiplier], e.dtype(x),
+                             cfg.depthwise_initializer, True, e.ctx.graph_seed)  # fmt: skip
+    attrs = {"strides": [1, *pair(cfg.strides), 1], "padding": cfg.padding.upper(),
+             "dilations": [1, *pair(cfg.dilation_rate), 1], "data_format": "NHWC"}  # fmt: skip
+    return e.op("DepthwiseConv2dNative", [x, kernel.read], attrs, name="depthwise"), channels * cfg.depth_multiplier
+
+
+def _bias_activation(e: Emitter, y: str, cfg, width: int) -> str:
+    linear = is_linear(cfg.activation)
+    if cfg.use_bias:
+        bias = create_variable(e.b, "bias", [width], e.dtype(y), cfg.bias_initializer, True, e.ctx.graph_seed)
+        y = e.op("BiasAdd", [y, bias.read], final=linear)
+    elif linear:
+        y = e.op("Identity", [y], final=True)
+    return y if linear else e.activation(y, cfg.activation)
+
+
+def depthwise_conv2d(e: Emitter, x: str, cfg) -> str:
+    """DepthwiseConv2dNative (+ BiasAdd) (+ activation), Keras's DepthwiseConv2D."""
+    y, width = _depthwise(e, x, cfg, "depthwise_conv2d")
+    return _bias_activation(e, y, cfg, width)
+
+
+def separable_conv2d(e: Emitter, x: str, cfg) -> str:
+    """Depthwise, then a 1x1 Conv2D to ``filters`` (+ BiasAdd) (+ activation), as
+    tf.nn.separable_conv2d."""
+    y, width = _depthwise(e, x, cfg, "separable_conv2d")
+    pointwise = create_variable(e.b, "pointwise_kernel", [1, 1, width, cfg.filters], e.dtype(x),
+                                cfg.pointwise_initializer, True, e.ctx.graph_seed)  # fmt: skip
+    attrs = {"strides": [1, 1, 1, 1], "padding": "VALID", "dilations": [1, 1, 1, 1], "data_format": "NHWC"}
+    y = e.op("Conv2D", [y, pointwise.read], attrs, name="pointwise")
+    return _bias_activation(e, y, cfg, cfg.filters)

@@ -43,6 +43,20 @@ def activation(e: Emitter, x: str, cfg) -> str:
     return e.activation(x, cfg.activation)
 
 
+def gelu_layer(e: Emitter, x: str, cfg) -> str:
+    return e.activation(x, "gelu_tanh" if cfg.approximate else "gelu")
+
+
+def named_activation(name: str):
+    """A layer that is just activation ``name`` (``{layer: silu}``)."""
+
+    def layer(e: Emitter, x: str, cfg) -> str:
+        return e.activation(x, name)
+
+    layer.__doc__ = f"The {name} activation as a layer."
+    return layer
+
+
 def flatten(e: Emitter, x: str, cfg) -> str:
     """Reshape to [-1, prod(rest)]; the non-batch dims must be known."""
     rest = static_dims(e.shape(x), "flatten", e.ctx.name)
@@ -54,25 +68,32 @@ def dropout(e: Emitter, x: str, cfg) -> str:
     """SelectV2(training, x * mask / keep, x) with mask = RandomUniform(shape(x)) >= rate."""
     if cfg.rate == 0.0:
         return e.op("Identity", [x], final=True)
+    return apply_dropout(e, x, cfg.rate, cfg.seed, final=True)
+
+
+def apply_dropout(e: Emitter, x: str, rate: float, seed: int | None, final: bool = False, scope: str = "") -> str:
+    """Dropout of ``x`` in training mode (the ``training`` flag), identity otherwise; ops under
+    ``scope`` (a prefix such as ``"dropout/"``)."""
     training = e.ctx.training_flag(e.b)
     dt = e.dtype(x)
-    seed = cfg.seed
     if seed is None and e.ctx.graph_seed is not None:
-        seed = derive_seed(e.ctx.name)
-    shape = e.op("Shape", [x], {"out_type": dtypes.int32})
-    rnd = e.op("RandomUniform", [shape], {"dtype": dt, **random_seed_attrs(seed, e.ctx.graph_seed)})
-    rate = e.const(np.asarray(cfg.rate, dt.numpy), dt, name="rate")
-    keep = e.op("GreaterEqual", [rnd, rate])
-    mask = e.op("Cast", [keep], {"DstT": dt})
-    scale = e.const(np.asarray(1.0 / (1.0 - cfg.rate), dt.numpy), dt, name="scale")
-    scaled = e.op("Mul", [x, scale])
-    dropped = e.op("Mul", [scaled, mask], name="mul_1")
-    return e.op("SelectV2", [training, dropped, x], final=True)
+        seed = derive_seed(e.ctx.name + ("/" + scope if scope else ""))
+    shape = e.op("Shape", [x], {"out_type": dtypes.int32}, name=f"{scope}Shape")
+    rnd = e.op("RandomUniform", [shape], {"dtype": dt, **random_seed_attrs(seed, e.ctx.graph_seed)},
+               name=f"{scope}RandomUniform")  # fmt: skip
+    keep = e.op("GreaterEqual", [rnd, e.scalar(rate, x, f"{scope}rate")], name=f"{scope}GreaterEqual")
+    mask = e.op("Cast", [keep], {"DstT": dt}, name=f"{scope}Cast")
+    scaled = e.op("Mul", [x, e.scalar(1.0 / (1.0 - rate), x, f"{scope}scale")], name=f"{scope}Mul")
+    dropped = e.op("Mul", [scaled, mask], name=f"{scope}mul_1")
+    return e.op("SelectV2", [training, dropped, x], name=f"{scope}SelectV2", final=final)
 
 
-def embedding(e: Emitter, ids: str, cfg) -> str:
-    """ResourceGather(embeddings, ids): ids of any integer type (others cast to int32)."""
+def embedding(e: Emitter, ids: str, cfg) -> str | list[str]:
+    """ResourceGather(embeddings, ids): ids of any integer type (others cast to int32).
+    With ``mask_zero`` a second output ``<name>:1`` is the bool mask ids != 0 (Keras's
+    mask_zero, made explicit: pass it as an RNN's or attention's ``mask`` input)."""
     dt = e.dtype(ids)
+    raw = ids
     if dt not in (dtypes.int32, dtypes.int64):
         if not (dt.is_integer or dt.is_floating):
             raise SpecError(f"embedding needs integer ids, got {dt.name}", node=e.ctx.name)
@@ -81,4 +102,8 @@ def embedding(e: Emitter, ids: str, cfg) -> str:
         e.b, "embeddings", [cfg.input_dim, cfg.output_dim], dtypes.float32,
         cfg.embeddings_initializer, True, e.ctx.graph_seed,
     )  # fmt: skip
-    return e.op("ResourceGather", [table.handle, ids], {"dtype": dtypes.float32}, final=True)
+    out = e.op("ResourceGather", [table.handle, ids], {"dtype": dtypes.float32}, final=True)
+    if not cfg.mask_zero:
+        return out
+    zero = e.const(np.zeros((), e.dtype(raw).numpy), e.dtype(raw), name="mask/zero")
+    return [out, e.op("NotEqual", [raw, zero], name="mask")]

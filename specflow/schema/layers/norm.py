@@ -80,3 +80,78 @@ def _bcast(e: Emitter, t: str, axis: int, rank: int, name: str) -> str:
     shape[axis] = -1
     s = e.const(np.array(shape, np.int32), dtypes.int32, f"{name}/shape")
     return e.op("Reshape", [t, s], name=name)
+
+
+def _axes(e: Emitter, cfg_axis, rank: int, what: str) -> list[int]:
+    try:
+        return sorted({normalize_axis(a, rank) for a in (cfg_axis if isinstance(cfg_axis, list) else [cfg_axis])})
+    except ValueError as err:
+        raise SpecError(f"{what}: {err}", node=e.ctx.name) from None
+
+
+def _normalize(e: Emitter, x: str, axes: str, eps: float) -> tuple[str, str]:
+    """(mean, rsqrt(variance + eps)) over ``axes`` (kept, so they broadcast against ``x``)."""
+    mean = e.op("Mean", [x, axes], {"keep_dims": True}, name="moments/mean")
+    var = e.op("Mean", [e.op("SquaredDifference", [x, mean], name="moments/SquaredDifference"), axes],
+               {"keep_dims": True}, name="moments/variance")  # fmt: skip
+    inv = e.op("Rsqrt", [e.op("AddV2", [var, e.scalar(eps, x, "epsilon")], name="add")])
+    return mean, inv
+
+
+def _affine(e: Emitter, y: str, gamma, beta, final: bool) -> str:
+    if gamma is not None:
+        y = e.op("Mul", [y, gamma], name="mul_gamma", final=final and beta is None)
+    if beta is not None:
+        y = e.op("AddV2", [y, beta], name="add_beta", final=final)
+    return y
+
+
+def layer_norm(e: Emitter, x: str, cfg) -> str:
+    """Keras LayerNormalization: per sample, moments over ``axis``; gamma and beta shaped like
+    those axes."""
+    shape, dt = e.shape(x), e.dtype(x)
+    if shape.rank is None:
+        raise SpecError("layer_norm needs an input of known rank", node=e.ctx.name)
+    axes = _axes(e, cfg.axis, shape.rank, "layer_norm")
+    if any(shape.dims[a] is None for a in axes):
+        raise SpecError(f"layer_norm needs the normalized axes {axes} known, got shape {shape}", node=e.ctx.name)
+    param = [int(shape.dims[a]) for a in axes]
+    bshape = [int(shape.dims[i]) if i in axes else 1 for i in range(shape.rank)]
+    params = {}
+    for key, init, wanted in (("gamma", "ones", cfg.scale), ("beta", "zeros", cfg.center)):
+        if wanted:
+            v = create_variable(e.b, key, param, dt, init, True, e.ctx.graph_seed).read
+            if axes != list(range(axes[0], shape.rank)):  # not trailing: reshape to broadcast
+                v = e.op("Reshape", [v, e.i32(bshape, f"{key}_b/shape")], name=f"{key}_b")
+            params[key] = v
+    mean, inv = _normalize(e, x, e.i32(axes, "moments/axes"), cfg.epsilon)
+    y = e.op("Mul", [e.op("Sub", [x, mean]), inv], final=not params)
+    return _affine(e, y, params.get("gamma"), params.get("beta"), final=True) if params else y
+
+
+def group_norm(e: Emitter, x: str, cfg) -> str:
+    """Keras GroupNormalization (channels last): channels split into ``groups``; moments per
+    sample and group over the spatial axes and the group's channels; gamma, beta per channel."""
+    shape, dt = e.shape(x), e.dtype(x)
+    name = e.ctx.name
+    if shape.rank is None or shape.rank < 2:
+        raise SpecError(f"group_norm needs an input of rank >= 2, got shape {shape}", node=name)
+    if cfg.axis not in (-1, shape.rank - 1):
+        raise SpecError(f"group_norm supports the channels-last axis (-1) only, got axis {cfg.axis}", node=name)
+    channels = shape.dims[-1]
+    if channels is None:
+        raise SpecError(f"group_norm needs the channel dimension known, got shape {shape}", node=name)
+    if channels % cfg.groups:
+        raise SpecError(f"group_norm: {channels} channels do not split into {cfg.groups} groups", node=name)
+    params = {
+        key: create_variable(e.b, key, [channels], dt, init, True, e.ctx.graph_seed).read
+        for key, init, wanted in (("gamma", "ones", cfg.scale), ("beta", "zeros", cfg.center)) if wanted
+    }
+    grouped = e.op("Reshape", [x, e.lead_shape(x, shape.rank - 1, [cfg.groups, channels // cfg.groups],
+                                               "grouped_shape")], name="grouped")  # fmt: skip
+    axes = [i for i in range(1, shape.rank + 1) if i != shape.rank - 1]  # all but batch and group
+    mean, inv = _normalize(e, grouped, e.i32(axes, "moments/axes"), cfg.epsilon)
+    y = e.op("Mul", [e.op("Sub", [grouped, mean]), inv])
+    y = e.op("Reshape", [y, e.lead_shape(x, shape.rank - 1, [channels], "input_shape")], name="ungrouped",
+             final=not params)  # fmt: skip
+    return _affine(e, y, params.get("gamma"), params.get("beta"), final=True) if params else y

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from specflow.errors import SpecError
 from specflow.graph.dtypes import DType, as_dtype
 from specflow.graph.limits import check_tensor_size
 from specflow.graph.shapes import Shape
@@ -44,6 +45,9 @@ def create_variable(
     init = initializer if isinstance(initializer, Initializer) else parse_initializer(initializer)
     dims = Shape([int(d) for d in shape])
     full = builder.scoped(name)
+    shared = _shared(builder, full, dims, dtype)
+    if shared is not None:
+        return shared
     # Before any node is made: the initializer would allocate it all at the first run.
     check_tensor_size(dims.dims, dtype.itemsize or 1, f"variable '{full}' of {dtype.name}{list(dims.dims)}")
     handle = builder.add_op(
@@ -64,3 +68,19 @@ def create_variable(
         builder.add_to_collection("trainable_variables", info)
     builder.add_to_collection("init_ops", assign)
     return info
+
+
+def _shared(builder, full: str, dims: Shape, dtype: DType) -> VariableInfo | None:
+    """The variable ``full`` reuses under the builder's sharing rules (innermost first), or None."""
+    for prefix, target in reversed(builder.variable_sharing):
+        if not full.startswith(prefix):
+            continue
+        want = target + full[len(prefix):]
+        for v in builder.collections.get("variables", []):
+            if v.name == want:
+                if v.shape != dims or v.dtype != dtype:
+                    raise SpecError(f"variable '{full}' shares '{want}' but is {dtype.name}{dims}, "
+                                    f"not {v.dtype.name}{v.shape}")
+                return v
+        raise SpecError(f"variable '{full}' shares with '{target.rstrip('/')}', which has no variable '{want}'")
+    return None
