@@ -6,7 +6,7 @@ The lowering names every part, so the parts are found by name. While ``W``: ``W/
 the body's under ``W/body/`` (its results ``W/body``), ``W/exit_k`` and ``W`` (the results)::
 
     W: {while: {vars: {lv<k>: <what W/enter_k reads>}, cond: {nodes: ..., outputs: [...]},
-                body: {lv<k>: <W/body's k-th input>, <the body's nodes>...}}}
+                body: {<the body's nodes>...}, next: {lv<k>: <W/body's k-th input>}}}
 
 inside which ``W/merge_k`` and ``W/identity_k`` are the var ``lv<k>``. If ``C``: ``C/switch_pred``
 (on the condition), ``C/input_i`` (Switches of the inputs), the branches under ``C/then/`` and
@@ -158,8 +158,8 @@ def _while_node(writer, c: Construct, outer_ref) -> Block:
     parts["cond"] = Block(nodes=Block(nodes), outputs=[ref(c.node("cond").data_inputs[0])])
     nodes, ref = _scope(writer, c, "body", inner, set(var.values()), outer_ref)
     nexts = c.node("body").data_inputs
-    parts["body"] = Block({var[k]: ref(nexts[k]) for k in var})
-    parts["body"].update(nodes)
+    parts["body"] = Block(nodes)  # intermediate nodes; in them a var's name is its current value
+    parts["next"] = Block({var[k]: ref(nexts[k]) for k in var})
     return Block({"while": parts})
 
 

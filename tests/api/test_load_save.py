@@ -33,14 +33,22 @@ def test_load_spec_signatures_match_session_run(path):
     m = sf.load(path)
     spec = sf.load_spec(path)
     named = m.named_variables()
-    # The reference: the spec's graph in its own Session, each variable read fed the module's value.
-    reads = {v.read: named[v.name].numpy() for v in spec.variables}
-    with Session(spec.graph_def, SessionConfig(devices=devices_needed(spec.graph_def))) as session:
+    # The reference: the spec's graph in its own Session, its variables assigned the module's
+    # values (ops such as ResourceGather read the variable itself, not a fed read).
+    b = GraphBuilder(spec.graph_def)
+    assigns, values = [], {}
+    for v in spec.variables:
+        ph = b.add_op("Placeholder", attrs={"dtype": v.dtype, "shape": v.shape}, name=f"ref_value/{v.name}").name
+        assigns.append(b.add_op("AssignVariableOp", [v.handle, ph], name=f"ref_assign/{v.name}").name)
+        values[ph] = named[v.name].numpy()
+    with Session(b.graph_def, SessionConfig(devices=devices_needed(spec.graph_def))) as session:
+        if assigns:
+            session.run([], values, targets=assigns)
         for name, sig in spec.signatures.items():
             feeds = {alias: sample(s) for alias, (_, s) in sig["inputs"].items()}
             got = m.signatures[name](**feeds)
             want = session.run({a: t for a, (t, _) in sig["outputs"].items()},
-                               {**reads, **{t: feeds[a] for a, (t, _) in sig["inputs"].items()}})
+                               {t: feeds[a] for a, (t, _) in sig["inputs"].items()})
             assert set(got) == set(want)
             for alias in want:
                 np.testing.assert_allclose(got[alias].numpy(), want[alias], rtol=1e-5, atol=1e-6)

@@ -97,7 +97,7 @@ def test_keras_rnns_import_with_their_loops_as_while_nodes(name, tmp_path):
     loops = {k: v["while"] for k, v in tree["nodes"].items() if "while" in v}
     assert len(loops) == {"lstm": 2, "gru": 1}[name]
     for loop in loops.values():
-        assert set(loop) >= {"vars", "cond", "body"} and all(v in loop["body"] for v in loop["vars"])
+        assert set(loop) >= {"vars", "cond", "body", "next"} and all(v in loop["next"] for v in loop["vars"])
         assert not any(isinstance(v, dict) and v.get("op") in ("Enter", "Merge", "Switch", "NextIteration")
                        for v in loop["body"].values())
     inputs, want = recorded(TF2 / f"{name}.npz")
