@@ -1,0 +1,119 @@
+"""One task's rendezvous for one step, with the other tasks behind it.
+
+Same-task edges use the local table exactly as a local step does. A ``_Send`` whose receiving
+device is on another task is kept in an outbox per destination task; the outbox is flushed (one
+Ray call per destination, whatever accumulated) whenever one of this task's partitions goes
+quiet or ends — the same signal the local deadlock watch uses (``set_quiet``). A partition only
+goes quiet when all it has left is waiting, so nothing it sent can be needed sooner: a step's
+tensors travel batched per task pair, one message per quiet point rather than one per tensor.
+
+The receiving task puts a delivered batch into its own rendezvous (``deliver``), where the
+waiting ``_Recv`` picks each value up by its key (which carries frame and iteration).
+
+Abort: the first error on any task aborts this rendezvous (``Rendezvous.abort``, the one abort
+path, as for timeouts) and is forwarded to every other task of the step, which aborts its own
+rendezvous with it (``abort_from_peer``, not forwarded again).
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from specflow import errors as _errors
+from specflow.errors import Location, RuntimeFailure, SpecflowError
+from specflow.runtime.rendezvous import Rendezvous
+
+
+def pack_error(error: BaseException) -> tuple:
+    """An error as plain data (exceptions with keyword fields do not survive pickling)."""
+    if isinstance(error, SpecflowError):
+        loc = error.location
+        return (type(error).__module__, type(error).__name__, error.message, error.node,
+                None if loc is None else (loc.file, loc.line, loc.col), error.path)  # fmt: skip
+    return ("", "", f"{type(error).__name__}: {error}", None, None, None)
+
+
+def unpack_error(packed: tuple) -> SpecflowError:
+    module, name, message, node, loc, path = packed
+    cls = RuntimeFailure
+    if module:
+        import importlib
+
+        found = getattr(importlib.import_module(module), name, None)
+        if isinstance(found, type) and issubclass(found, SpecflowError):
+            cls = found
+    try:
+        return cls(message, node=node, location=None if loc is None else Location(*loc), path=path)
+    except TypeError:  # a subclass with another signature
+        return _errors.RuntimeFailure(message, node=node, location=None if loc is None else Location(*loc))
+
+
+class RemoteRendezvous(Rendezvous):
+    __slots__ = ("step_id", "route", "peers", "tasks", "task", "_outbox", "_out_lock", "sent", "from_peer")
+
+    def __init__(self, step_id: int, task: str, route: dict[str, str | None], peers: dict[str, Any],
+                 partitions: int = 1) -> None:  # fmt: skip
+        # partitions > 0 turns on the quiet signal (the flush points); see set_quiet.
+        super().__init__(partitions=max(1, partitions))
+        self.step_id = step_id
+        self.task = task
+        self.route = route  # receiving device -> its task when that is another task, else None
+        self.peers = peers  # task -> actor handle
+        self.tasks: list[str] = []  # the step's tasks (set by RunGraph; aborts go to these)
+        self._outbox: dict[str, list] = {}
+        self._out_lock = threading.Lock()
+        self.sent = 0  # batches sent (for tests and stats)
+        self.from_peer = False  # the abort came from another task (its error is the root cause)
+
+    def set_partitions(self, n: int) -> None:
+        with self._lock:
+            self._busy = max(1, n)
+
+    def send(self, key: str, value: Any, is_dead: bool = False) -> None:
+        dst = self.route.get(key.split(";", 3)[2])
+        if dst is None:
+            super().send(key, value, is_dead)
+            return
+        if self.error is not None:
+            raise self.error
+        with self._out_lock:
+            self._outbox.setdefault(dst, []).append((key, value, is_dead))
+
+    def set_quiet(self, quiet: bool) -> bool:
+        """A partition went quiet or ended: send what it left in the outbox. Never reports a
+        deadlock: a value may still come from another task (step timeouts cover a hung step)."""
+        if quiet:
+            self.flush()
+        return False
+
+    def flush(self) -> None:
+        with self._out_lock:
+            if not self._outbox:
+                return
+            batches, self._outbox = self._outbox, {}
+        for task, items in batches.items():
+            self.peers[task].deliver.remote(self.step_id, items)
+            self.sent += 1
+
+    def deliver(self, items: list) -> None:
+        for key, value, is_dead in items:
+            try:
+                super().send(key, value, is_dead)
+            except SpecflowError:  # aborted meanwhile: the values are not needed
+                return
+
+    def abort(self, error: BaseException) -> None:
+        if self.error is not None:
+            return
+        super().abort(error)
+        if self.error is error:  # this task's own failure (or its timeout): tell the others
+            packed = pack_error(error)
+            for task in self.tasks:
+                if task != self.task:
+                    self.peers[task].abort_step.remote(self.step_id, packed, self.task)
+
+    def abort_from_peer(self, error: BaseException) -> None:
+        if self.error is None:
+            self.from_peer = True
+        Rendezvous.abort(self, error)
