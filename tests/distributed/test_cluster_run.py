@@ -1,0 +1,190 @@
+"""Graphs run on a local Ray cluster give what they give locally (one Ray instance for the module)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from specflow.distributed import Cluster, ClusterSpec, cluster_from_section
+from specflow.errors import RuntimeFailure
+from specflow.runtime.session import Session, SessionConfig
+from specflow.schema.loader import load_spec, load_spec_text
+
+MODELS = sorted((Path(__file__).resolve().parents[2] / "models").glob("*.yaml"))
+SPREAD = ClusterSpec({"ps": 1, "worker": 2}, task_devices={"ps": "cpu:2", "worker": "cpu:2"}, placement="round_robin")
+
+
+def _feeds(spec, names, rng):
+    out = {}
+    for name in names:
+        node = spec.graph_def.node(name)
+        if node.op != "Placeholder":
+            continue
+        shape = [4 if d is None else d for d in node.attrs["shape"].dims]
+        dtype = node.attrs["dtype"].numpy
+        out[name] = rng.integers(0, 10, shape).astype(dtype) if dtype.kind in "iu" else rng.standard_normal(shape).astype(dtype)
+    return out
+
+
+def _fetches(spec):
+    outs = [t for sig in spec.signatures.values() for (t, _) in sig["outputs"].values()]
+    if "loss" in spec.graph_def.node_map():
+        outs.append("loss")
+    return list(dict.fromkeys(outs))
+
+
+def _tasks_used(sess):
+    plans = [p for p in sess._plans.values()]
+    return {t for p in plans for t in p.tasks}
+
+
+@pytest.mark.parametrize("path", MODELS, ids=lambda p: p.stem)
+def test_model_matches_local_on_three_tasks(ray_local, path):
+    spec = load_spec(path)
+    # The spec's own cluster section where it has one; else every node spread round-robin.
+    cluster = cluster_from_section(spec.model.cluster, spec.source, spec.graph_def) if spec.model.cluster else SPREAD
+    assert len(cluster.tasks) == 3
+    fetches = _fetches(spec)
+    feeds = _feeds(spec, spec.model.inputs, np.random.default_rng(0))
+    config = SessionConfig(devices="cpu:2", graph_seed=7)
+    with Session(spec.graph_def, config) as local:
+        if spec.variables:
+            local.run([], targets=[spec.lowered.init_op])
+        want = local.run(fetches, feeds)
+    with Session(spec.graph_def, SessionConfig(graph_seed=7), cluster=cluster) as sess:
+        if spec.variables:
+            sess.run([], targets=[spec.lowered.init_op])
+        before = sess.cross_task_batches
+        got = sess.run(fetches, feeds)
+        assert sess.cross_task_batches > before  # tensors crossed tasks in this very step
+        step = next(p for p in sess._plans.values() if p.fetches == [f if ":" in f else f + ":0" for f in fetches])
+        assert len(step.tasks) >= 2 and step.step.cross
+        again = sess.run(fetches, feeds)  # cached plan, variables still on their tasks
+    for name, a, b, c in zip(fetches, want, got, again):
+        np.testing.assert_allclose(b, a, rtol=1e-6, atol=1e-6, err_msg=name)
+        np.testing.assert_array_equal(c, b)
+
+
+def test_variables_live_on_ps_and_compute_on_workers(ray_local):
+    spec = load_spec(MODELS[[p.stem for p in MODELS].index("digits_mlp")])
+    with Session(spec.graph_def, SessionConfig(graph_seed=1), cluster={"ps": 2, "worker": 1}) as sess:
+        sess.run([], targets=[spec.lowered.init_op])
+        x = np.random.default_rng(1).standard_normal((3, 64)).astype(np.float32)
+        sess.run("probs", {"images": x})
+        import ray
+
+        held = ray.get([a.resources.remote() for a in sess.cluster.actors.values()])
+        by_task = dict(zip(sess.cluster.actors, held))
+        ps = [v for t, r in by_task.items() if "/job:ps/" in t for v in r.values()]
+        worker = [v for t, r in by_task.items() if "/job:worker/" in t for v in r.values()]
+        # Spread by bytes: the big kernel alone on one ps task, the three small variables on the other.
+        assert sorted(map(sorted, ps)) == [["/hidden/bias", "/logits/bias", "/logits/kernel"], ["/hidden/kernel"]]
+        assert worker == [[]]
+        plan = next(p for p in sess._plans.values() if p.fetches == ["probs:0"])
+        compute = [n for g in plan.partitions.values() for n in g.nodes if n.op == "_FusedMatMul"]
+        assert compute and all("/job:worker/" in n.device for n in compute)
+
+
+def test_rnn_loop_split_across_tasks(ray_local):
+    """Every node of the loop, its control ops included, spread round-robin over 3 tasks."""
+    spec = load_spec(MODELS[[p.stem for p in MODELS].index("rnn_sequence_sum")])
+    x = np.random.default_rng(2).uniform(-1, 1, (5, 8, 1)).astype(np.float32)
+    with Session(spec.graph_def, SessionConfig(graph_seed=3)) as local:
+        local.run([], targets=[spec.lowered.init_op])
+        want = local.run("prediction", {"x": x})
+    with Session(spec.graph_def, SessionConfig(graph_seed=3), cluster=SPREAD) as sess:
+        sess.run([], targets=[spec.lowered.init_op])
+        got = sess.run("prediction", {"x": x})
+        plan = next(p for p in sess._plans.values() if p.fetches == ["prediction:0"])
+        loop_tasks = {d.rsplit("/device", 1)[0] for d, g in plan.partitions.items()
+                      for n in g.nodes if n.op in ("Enter", "Merge", "NextIteration") and n.name.startswith("rnn/")}
+        assert len(loop_tasks) >= 2, loop_tasks
+        loop_sends = [t for t in plan.step.cross if t.tensor.startswith("rnn/")]
+        assert loop_sends
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+
+
+FAILING = """
+specflow: 1
+name: failing
+inputs:
+  x: {dtype: float32, shape: [4]}
+  n: {dtype: int32, shape: [null]}
+nodes:
+  slow: {op: Square, inputs: [x], device: /job:worker/task:0}
+  bad: {op: Reshape, inputs: [slow, n], device: /job:worker/task:1}
+  out: {op: AddV2, inputs: [bad, slow], device: /job:worker/task:0}
+"""
+
+
+def test_first_error_aborts_the_step_on_every_task(ray_local):
+    spec = load_spec_text(FAILING, "failing.yaml")
+    x = np.arange(4, dtype=np.float32)
+    with Session(spec.graph_def, cluster={"worker": 2}) as sess:
+        np.testing.assert_array_equal(sess.run("out", {"x": x, "n": np.array([4], np.int32)}), 2 * x * x)
+        # worker:0 waits for 'bad' from worker:1, whose Reshape fails: without the abort
+        # reaching worker:0 the step would hang until the timeout.
+        t0 = time.perf_counter()
+        with pytest.raises(RuntimeFailure) as e:
+            sess.run("out", {"x": x, "n": np.array([3, 3], np.int32)}, timeout_s=20)
+        took = time.perf_counter() - t0
+        msg = str(e.value)
+        assert took < 1.0, took
+        assert msg.startswith("failing.yaml:9:")  # the spec line of 'bad'
+        assert e.value.node == "bad"
+        assert "Reshape on /job:worker/replica:0/task:1/device:CPU:0" in msg
+        assert "timed out" not in msg
+        # The tasks are fine afterwards.
+        assert sess.run("out", {"x": x, "n": np.array([4], np.int32)}).shape == (4,)
+
+
+QUEUE = """
+specflow: 1
+name: waits
+inputs:
+  x: {dtype: float32, shape: [2]}
+nodes:
+  q: {op: FIFOQueueV2, component_types: [float32], shapes: [[2]], device: /job:worker/task:1}
+  item: {op: QueueDequeueV2, inputs: [q], component_types: [float32], device: /job:worker/task:1}
+  out: {op: AddV2, inputs: [item, x], device: /job:worker/task:0}
+"""
+
+
+def test_step_timeout_across_tasks(ray_local):
+    spec = load_spec_text(QUEUE, "waits.yaml")
+    with Session(spec.graph_def, cluster={"worker": 2}) as sess:
+        t0 = time.perf_counter()
+        with pytest.raises(RuntimeFailure, match="timed out after 0.5s"):
+            sess.run("out", {"x": np.ones(2, np.float32)}, timeout_s=0.5)
+        assert time.perf_counter() - t0 < 2.0
+
+
+def test_extend_and_shared_cluster(ray_local):
+    spec = load_spec_text(FAILING, "f.yaml")
+    with Cluster({"worker": 2}) as cluster:
+        with Session(spec.graph_def, cluster=cluster) as a:
+            x = np.ones(4, np.float32)
+            a.run("out", {"x": x, "n": np.array([4], np.int32)})
+            extra = load_spec_text(FAILING.replace("out:", "out2:").replace("bad:", "bad2:")
+                                   .replace("[bad,", "[bad2,").replace("slow:", "slow2:")
+                                   .replace("[slow", "[slow2").replace("slow]", "slow2]"), "g.yaml")
+            a.extend(type(spec.graph_def)([n for n in extra.graph_def.nodes if n.name.endswith("2")]))
+            assert a.run("out2", {"x": x, "n": np.array([4], np.int32)}).tolist() == [2.0] * 4
+        assert cluster.connected  # a session does not stop a cluster it was given
+        with Session(spec.graph_def, cluster=cluster) as b:
+            assert b.run("out", {"x": x, "n": np.array([4], np.int32)}).tolist() == [2.0] * 4
+    assert not cluster.connected
+
+
+def test_tasks_import_this_worktree(ray_local):
+    import specflow
+
+    with Cluster({"worker": 1}) as cluster:
+        (info,) = cluster.infos.values()
+    assert info["specflow"] == specflow.__file__
+    import os
+
+    assert info["pid"] != os.getpid()
