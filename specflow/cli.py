@@ -128,9 +128,13 @@ def inspect(
     batch_size: int | None = typer.Option(None, "--batch-size", help="Size of unknown leading dims (for bytes/step)."),
     soft_placement: bool = typer.Option(False, "--soft-placement", help="Relax device constraints that cannot be met."),
     optimize: bool = typer.Option(False, "--optimize", help="With --placed: show the graph after the optimizer (folding, fusion)."),
+    cluster: str | None = typer.Option(None, "--cluster", help="Place on a cluster, e.g. local:ps=1,worker=2 (Ray is not started)."),
+    task_devices: list[str] | None = typer.Option(None, "--task-devices", help="Devices of each task of a job, e.g. worker=cpu:2."),
+    placement: str | None = typer.Option(None, "--placement", help="On a cluster: ps or round_robin."),
     set_: list[str] | None = SetOpt,
 ):
-    """Print the lowered graph, or with --placed the pruned, placed and partitioned graph.
+    """Print the lowered graph, or with --placed the pruned, placed and partitioned graph
+    (with --cluster: per task and device, and the tensors crossing tasks; Ray is not started).
     Given a SavedModel directory: its tags, signatures, variables and graph."""
     _check_format(fmt)
     if spec.is_dir():
@@ -158,6 +162,18 @@ def inspect(
             print(graph_dot(s.graph_def, spec_of))
         else:
             out.print(graph_table(s.graph_def, spec_of, title=f"{s.model.name}: {len(s.graph_def.nodes)} nodes"))
+        return
+    cspec = _cluster_spec(s, cluster, None, task_devices, placement)
+    if cspec is not None:
+        from specflow.views.cluster_view import cluster_dot, cluster_json, cluster_renderable
+
+        cstep = _compile(s, devices, fetch, feed, batch_size, soft_placement, optimize, cluster=cspec)
+        if fmt == "json":
+            print(cluster_json(cstep, cspec))
+        elif fmt == "dot":
+            print(cluster_dot(cstep))
+        else:
+            out.print(cluster_renderable(cstep, cspec, title=s.model.name))
         return
     from specflow.views.placement_view import placement_dot, placement_json, placement_renderable
 
@@ -187,7 +203,7 @@ def _default_fetches(s) -> list[str]:
     return [n.name for n in s.graph_def.nodes if n.name not in consumed and n.op != "NoOp"]
 
 
-def _compile(s, devices, fetch, feed, batch_size, soft_placement, optimize=False):
+def _compile(s, devices, fetch, feed, batch_size, soft_placement, optimize=False, cluster=None):
     from specflow.runtime.pipeline import compile_step
 
     graph = s.graph_def
@@ -197,6 +213,12 @@ def _compile(s, devices, fetch, feed, batch_size, soft_placement, optimize=False
     targets = [f for f in fetches if graph.node_map().get(f) is not None and graph.node(f).op == "NoOp"]
     fetches = [f for f in fetches if f not in targets]
     feeds = list(feed) if feed else [n for n in s.model.inputs if graph.node(n).op == "Placeholder"]
+    if cluster is not None:
+        from specflow.distributed.placement import TaskAssignment, compile_cluster_step
+
+        graph = cluster.constrained(graph)
+        return compile_cluster_step(graph, cluster, TaskAssignment(cluster), feeds=feeds, fetches=fetches,
+                                    targets=targets, soft_placement=soft_placement, optimize_graph=optimize)
     return compile_step(graph, _device_names(devices), feeds=feeds, fetches=fetches, targets=targets,
                         soft_placement=soft_placement, optimize_graph=optimize)
 
@@ -226,9 +248,14 @@ def run(
     trace: Path | None = typer.Option(None, "--trace", help="Write a Chrome trace (open in Perfetto)."),
     devices: str | None = DevicesOpt,
     seed: int | None = typer.Option(None, "--seed", help="Graph-level random seed."),
+    cluster: str | None = typer.Option(None, "--cluster", help="Run on Ray tasks: local:ps=1,worker=2 (local alone: the spec's cluster section)."),
+    address: str | None = typer.Option(None, "--address", help="Attach to a running Ray cluster (host:port or auto) instead of starting a private one."),
+    task_devices: list[str] | None = typer.Option(None, "--task-devices", help="Devices of each task of a job, e.g. worker=cpu:2 (repeatable)."),
+    placement: str | None = typer.Option(None, "--placement", help="On a cluster: ps (variables on ps tasks, compute on workers) or round_robin."),
     set_: list[str] | None = SetOpt,
 ):
-    """Run one step: initialize the variables, feed the inputs and print or save the fetches."""
+    """Run one step: initialize the variables, feed the inputs and print or save the fetches.
+    With --cluster (or --address) the step runs on Ray tasks, one process each."""
     import numpy as np
 
     from specflow.runtime.session import Session, SessionConfig
@@ -237,7 +264,16 @@ def run(
     s = _load(spec, set_)
     feeds = dict(_read_feed(f) for f in feed or [])
     graph_seed = seed if seed is not None else s.model.seed
-    with Session(s.graph_def, SessionConfig(devices=devices, graph_seed=graph_seed)) as sess:
+    cspec = _cluster_spec(s, cluster, address, task_devices, placement)
+    where = None
+    if cspec is not None:
+        from specflow.distributed.engine import Cluster, require_ray
+
+        require_ray()
+        if trace:
+            raise UserError("--trace is not supported with --cluster yet")
+        where = Cluster(cspec, address=address)
+    with Session(s.graph_def, SessionConfig(devices=devices, graph_seed=graph_seed), cluster=where) as sess:
         if s.variables:
             sess.run([], targets=[s.lowered.init_op])
         stats = StepStats() if trace else None
@@ -254,6 +290,43 @@ def run(
     from specflow.views.values_view import values_renderable
 
     out.print(values_renderable(list(fetch), values))
+
+
+def _cluster_spec(s, cluster: str | None, address: str | None, task_devices, placement):
+    """The cluster a command runs on: --cluster's jobs over the spec's cluster section (which
+    gives the rest), or None for a local run."""
+    if cluster is None and address is None:
+        if task_devices or placement:
+            raise UserError("--task-devices and --placement need --cluster")
+        return None
+    from specflow.distributed.cluster_spec import (
+        PLACEMENTS,
+        ClusterSpec,
+        cluster_from_section,
+        parse_cli,
+        parse_task_devices,
+    )
+
+    jobs = parse_cli(cluster) if cluster else None
+    section = s.model.cluster
+    if jobs is None and section is None:
+        raise UserError(f"{s.path} has no cluster: section; give the jobs, e.g. --cluster local:ps=1,worker=2")
+    spec = cluster_from_section(section, s.source, s.graph_def) if section is not None else ClusterSpec(jobs)
+    if jobs is not None:
+        spec = spec.with_jobs(jobs)
+    if task_devices:
+        spec.task_devices.update(parse_task_devices(task_devices))
+        unknown = [j for j in spec.task_devices if j not in spec.jobs]
+        if unknown:
+            raise UserError(f"--task-devices names job '{unknown[0]}', which the cluster lacks (jobs: {', '.join(spec.jobs)})")
+    if placement is not None:
+        if placement not in PLACEMENTS:
+            raise UserError(f"--placement: expected one of {', '.join(PLACEMENTS)}, got '{placement}'")
+        spec.placement = placement
+    spec.constrained(s.graph_def)  # every device constraint must exist on this cluster
+    for notice in spec.notices:
+        err.print(f"note: {_escape(notice)}")
+    return spec
 
 
 def _read_feed(text: str, option: str = "--feed"):

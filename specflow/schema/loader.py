@@ -102,4 +102,9 @@ def load_spec_text(text: str, filename: str = "<string>", overrides: Overrides =
         raise
     spec = Spec(path=filename, model=model, source=source, lowered=lowered, inferencer=inferencer)
     check_train(spec)
+    if model.cluster is not None:
+        # The cluster section's own checks (Ray-free; distributed/cluster_spec imports only graph/).
+        from specflow.distributed.cluster_spec import cluster_from_section
+
+        cluster_from_section(model.cluster, source, lowered.graph_def)
     return spec
