@@ -24,7 +24,7 @@ from typing import Any
 from specflow.errors import RuntimeFailure, SpecflowError
 from specflow.graph.graph_def import GraphDef
 from specflow.runtime.executor import CallFrame
-from specflow.runtime.session import Session, SessionConfig, _fetched, _feed_specs, _Plan
+from specflow.runtime.session import Session, SessionConfig, _feed_specs, _fetched, _Plan
 
 from .engine import Cluster, ensure_ray
 from .placement import ClusterStep, TaskAssignment, compile_cluster_step

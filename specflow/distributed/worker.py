@@ -161,6 +161,10 @@ class TaskWorker:
         """Forget an aborted step's state (a late delivery for it is then dropped)."""
         self._finish(step_id)
 
+    def running_steps(self) -> list[int]:
+        with self.lock:
+            return sorted(self.steps)
+
     def resources(self) -> dict[str, list[str]]:
         """Per device, the resources its manager holds (what lives on this task)."""
         return {d.name: sorted(f"{c}/{n}" for (c, n), _ in d.resource_mgr.items()) for d in self.devices}

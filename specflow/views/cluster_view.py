@@ -9,7 +9,13 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from specflow.views.placement_view import _fmt_bytes, _total, placement_dot, placement_json, placement_renderable
+from specflow.views.placement_view import (
+    _fmt_bytes,
+    _total,
+    placement_dot,
+    placement_json,
+    placement_renderable,
+)
 
 
 def _cross_rows(cstep) -> list[dict]:
