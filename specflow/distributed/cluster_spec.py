@@ -14,6 +14,7 @@ Accepted forms (all become one :class:`ClusterSpec`):
         placement: ps                      # ps (default) or round_robin
         place: {tower_b: /job:worker/task:1}   # node or scope -> constraint, on a cluster only
         resources: {worker: {node_b: 1}}   # Ray custom resources each task of a job asks for
+        labels: {ps: {zone: a}}            # Ray node labels a job's tasks must run on
 
 Nothing here imports Ray: ``specflow inspect --cluster`` plans without starting it.
 """
@@ -29,7 +30,7 @@ from specflow.graph.device_spec import DeviceSpec
 from specflow.graph.graph_def import GraphDef
 
 PLACEMENTS = ("ps", "round_robin")
-_SECTION_KEYS = ("jobs", "task_devices", "placement", "place", "resources")
+_SECTION_KEYS = ("jobs", "task_devices", "placement", "place", "resources", "labels")
 _JOB = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 # The order jobs are listed in (tasks and devices sort by job name elsewhere; this only orders
 # what a person reads).
@@ -43,6 +44,7 @@ class ClusterSpec:
     placement: str = "ps"
     place: dict[str, str] = field(default_factory=dict)  # node or scope -> device constraint
     resources: dict[str, dict[str, float]] = field(default_factory=dict)  # job -> Ray resources
+    labels: dict[str, dict[str, str]] = field(default_factory=dict)  # job -> Ray node label selector
     notices: list[str] = field(default_factory=list)
 
     @property
@@ -65,7 +67,7 @@ class ClusterSpec:
     def with_jobs(self, jobs: dict[str, int]) -> ClusterSpec:
         """This spec (devices, placement, constraints) on other jobs (the CLI's override)."""
         return ClusterSpec(dict(jobs), dict(self.task_devices), self.placement, dict(self.place),
-                           dict(self.resources), list(self.notices))  # fmt: skip
+                           dict(self.resources), dict(self.labels), list(self.notices))  # fmt: skip
 
     def describe(self) -> str:
         return ", ".join(f"{j}={n}" for j, n in sorted(self.jobs.items(), key=lambda kv: _JOB_ORDER.get(kv[0], 3)))
@@ -234,7 +236,7 @@ def cluster_from_section(section: Any, source=None, graph: GraphDef | None = Non
             raise SpecError(f"cluster.placement: expected one of {', '.join(PLACEMENTS)}, got {placement!r}"
                             + did_you_mean(str(placement), PLACEMENTS), location=loc("placement"))  # fmt: skip
         spec.placement = placement
-        for key in ("task_devices", "place", "resources"):
+        for key in ("task_devices", "place", "resources", "labels"):
             value = section.get(key) or {}
             if not isinstance(value, dict):
                 raise SpecError(f"cluster.{key}: expected a mapping", location=loc(key))
@@ -251,6 +253,11 @@ def cluster_from_section(section: Any, source=None, graph: GraphDef | None = Non
                 raise SpecError(f"cluster.resources.{job}: expected a mapping of resource name to amount",
                                 location=loc("resources", job))  # fmt: skip
             spec.resources[job] = {str(k): float(v) for k, v in res.items()}
+        for job, labels in (section.get("labels") or {}).items():
+            if not isinstance(labels, dict) or not all(isinstance(v, str) for v in labels.values()):
+                raise SpecError(f"cluster.labels.{job}: expected a mapping of label name to value",
+                                location=loc("labels", job))  # fmt: skip
+            spec.labels[job] = {str(k): v for k, v in labels.items()}
         for key, dev in (section.get("place") or {}).items():
             if not isinstance(dev, str):
                 raise SpecError(f"cluster.place.{key}: expected a device constraint string", location=loc("place", key))

@@ -88,9 +88,11 @@ class Cluster:
         actors = {}
         for job, t in self.spec.tasks:
             task = f"/job:{job}/replica:0/task:{t}"
-            opts: dict[str, Any] = {"num_cpus": 0, "max_concurrency": 32}
+            opts: dict[str, Any] = {"num_cpus": 0, "max_concurrency": 32, "num_gpus": _gpus(self.spec, job)}
             if job in self.spec.resources:
                 opts["resources"] = dict(self.spec.resources[job])
+            if job in self.spec.labels:
+                opts["label_selector"] = dict(self.spec.labels[job])
             actors[task] = remote.options(**opts).remote(task, self.spec.task_devices.get(job), self.threads)
         try:
             ray.get([a.connect.remote(actors) for a in actors.values()])
@@ -102,6 +104,12 @@ class Cluster:
         self.actors = actors
         self.infos = dict(zip(actors, infos))
         return self
+
+    def reset(self) -> None:
+        """Clear the resources (variables, queues) of every task, as TF's ``Session.reset``."""
+        import ray
+
+        ray.get([a.reset.remote() for a in self.actors.values()])
 
     def shutdown(self) -> None:
         """Stop every task (its variables go with it)."""
@@ -121,6 +129,13 @@ class Cluster:
 
     def __exit__(self, *exc) -> None:
         self.shutdown()
+
+
+def _gpus(spec: ClusterSpec, job: str) -> int:
+    """GPUs a job's task asks Ray for (Ray then makes them visible to the actor's process)."""
+    from specflow.runtime.devices import parse_device_counts
+
+    return parse_device_counts(spec.task_devices.get(job) or "cpu:1").get("GPU", 0)
 
 
 def _first_line(e: BaseException) -> str:

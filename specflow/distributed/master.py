@@ -107,7 +107,7 @@ class ClusterSession(Session):
                                        plan.tasks)  # fmt: skip
             for t in plan.tasks
         ]
-        done, pending = ray.wait(refs, num_returns=len(refs), timeout=timeout_s)
+        pending = () if timeout_s is None else ray.wait(refs, num_returns=len(refs), timeout=timeout_s)[1]
         if pending:
             error = RuntimeFailure(f"step timed out after {timeout_s}s")
             packed = pack_error(error)

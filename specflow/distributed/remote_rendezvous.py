@@ -6,6 +6,9 @@ Ray call per destination, whatever accumulated) whenever one of this task's part
 quiet or ends — the same signal the local deadlock watch uses (``set_quiet``). A partition only
 goes quiet when all it has left is waiting, so nothing it sent can be needed sooner: a step's
 tensors travel batched per task pair, one message per quiet point rather than one per tensor.
+Only a ``_Recv`` counts as waiting there, so a partition blocked in another async kernel (a
+queue dequeue) is not quiet: the task's flusher (``worker.py``) also sends whatever has sat in
+an outbox for ``FLUSH_DELAY_S``.
 
 The receiving task puts a delivered batch into its own rendezvous (``deliver``), where the
 waiting ``_Recv`` picks each value up by its key (which carries frame and iteration).
@@ -23,6 +26,8 @@ from typing import Any
 from specflow import errors as _errors
 from specflow.errors import Location, RuntimeFailure, SpecflowError
 from specflow.runtime.rendezvous import Rendezvous
+
+FLUSH_DELAY_S = 0.002
 
 
 def pack_error(error: BaseException) -> tuple:
@@ -50,10 +55,12 @@ def unpack_error(packed: tuple) -> SpecflowError:
 
 
 class RemoteRendezvous(Rendezvous):
-    __slots__ = ("step_id", "route", "peers", "tasks", "task", "_outbox", "_out_lock", "sent", "from_peer")
+    __slots__ = (
+        "step_id", "route", "peers", "tasks", "task", "_outbox", "_out_lock", "sent", "from_peer", "later",
+    )  # fmt: skip
 
     def __init__(self, step_id: int, task: str, route: dict[str, str | None], peers: dict[str, Any],
-                 partitions: int = 1) -> None:  # fmt: skip
+                 partitions: int = 1, later=None) -> None:  # fmt: skip
         # partitions > 0 turns on the quiet signal (the flush points); see set_quiet.
         super().__init__(partitions=max(1, partitions))
         self.step_id = step_id
@@ -65,6 +72,7 @@ class RemoteRendezvous(Rendezvous):
         self._out_lock = threading.Lock()
         self.sent = 0  # batches sent (for tests and stats)
         self.from_peer = False  # the abort came from another task (its error is the root cause)
+        self.later = later  # later(rv): flush rv in FLUSH_DELAY_S unless a quiet point does first
 
     def set_partitions(self, n: int) -> None:
         with self._lock:
@@ -78,7 +86,10 @@ class RemoteRendezvous(Rendezvous):
         if self.error is not None:
             raise self.error
         with self._out_lock:
+            first = not self._outbox
             self._outbox.setdefault(dst, []).append((key, value, is_dead))
+        if first and self.later is not None:
+            self.later(self)
 
     def set_quiet(self, quiet: bool) -> bool:
         """A partition went quiet or ended: send what it left in the outbox. Never reports a

@@ -16,7 +16,9 @@ The class is plain Python; ``engine.py`` wraps it with ``ray.remote``.
 from __future__ import annotations
 
 import os
+import queue
 import threading
+import time
 from collections import deque
 from typing import Any
 
@@ -29,7 +31,7 @@ from specflow.runtime.executor import CallFrame, Executor
 from specflow.runtime.executor_types import UNSET
 
 from .placement import task_of
-from .remote_rendezvous import RemoteRendezvous, pack_error, unpack_error
+from .remote_rendezvous import FLUSH_DELAY_S, RemoteRendezvous, pack_error, unpack_error
 
 _DONE_MEMORY = 4096  # finished step ids remembered, so a late message for one is dropped
 
@@ -48,6 +50,23 @@ class TaskWorker:
         self.done: set[int] = set()
         self._done_order: deque[int] = deque()
         self.lock = threading.Lock()
+        self._flushes: queue.SimpleQueue = queue.SimpleQueue()
+        threading.Thread(target=self._flusher, name="flusher", daemon=True).start()
+
+    def _flush_later(self, rv: RemoteRendezvous) -> None:
+        self._flushes.put((time.monotonic() + FLUSH_DELAY_S, rv))
+
+    def _flusher(self) -> None:
+        """Send what sat in an outbox for FLUSH_DELAY_S (entries come in deadline order)."""
+        while True:
+            due, rv = self._flushes.get()
+            wait = due - time.monotonic()
+            if wait > 0:
+                time.sleep(wait)
+            try:
+                rv.flush()
+            except Exception:  # a peer gone: the step fails through its own receives
+                pass
 
     # --- set-up ------------------------------------------------------------------------------
 
@@ -89,6 +108,12 @@ class TaskWorker:
             for h in handles:
                 self.graphs.pop(h, None)
 
+    def reset(self) -> None:
+        """Clear every resource (variables, queues) of this task's devices (TF's Session.Reset)."""
+        for d in self.devices:
+            d.resource_mgr.clear()
+        self.kernel_state.clear()
+
     def close(self) -> None:
         with self.lock:
             self.graphs.clear()
@@ -105,7 +130,8 @@ class TaskWorker:
         with self.lock:
             rv = self.steps.get(step_id)
             if rv is None and step_id not in self.done:
-                rv = self.steps[step_id] = RemoteRendezvous(step_id, self.task, self.route, self.peers)
+                rv = self.steps[step_id] = RemoteRendezvous(step_id, self.task, self.route, self.peers,
+                                                            later=self._flush_later)  # fmt: skip
             return rv
 
     def _finish(self, step_id: int) -> None:

@@ -25,7 +25,7 @@ def two_nodes():
     if ray.is_initialized():
         ray.shutdown()
     rc = RayCluster(initialize_head=True, head_node_args={"num_cpus": 1, "resources": {"node_a": 4}})
-    rc.add_node(num_cpus=1, resources={"node_b": 4})
+    rc.add_node(num_cpus=1, resources={"node_b": 4}, labels={"zone": "b"})
     rc.wait_for_nodes()
     ray.init(address=rc.address, logging_level="ERROR", log_to_driver=False)
     yield rc
@@ -53,3 +53,13 @@ def test_tasks_run_on_both_nodes(two_nodes):
     assert "node_b" in by_resource[nodes["/job:worker/replica:0/task:0"]]
     assert len(set(nodes.values())) == 2
     np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+
+
+def test_a_node_label_places_a_job(two_nodes):
+    spec = ClusterSpec({"worker": 2}, labels={"worker": {"zone": "b"}})
+    with Cluster(spec, address=two_nodes.address) as c:
+        nodes = {info["node_id"] for info in c.infos.values()}
+    import ray
+
+    (labelled,) = [n["NodeID"] for n in ray.nodes() if n["Alive"] and n.get("Labels", {}).get("zone") == "b"]
+    assert nodes == {labelled}
