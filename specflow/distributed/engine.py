@@ -41,7 +41,8 @@ def ensure_ray(address: str | None = None):
             ray.init(address=address, **quiet)
         else:
             # Tasks reserve no CPU (num_cpus=0 per actor): the count only sizes Ray's own pool.
-            ray.init(num_cpus=max(2, os.cpu_count() or 2), **quiet)
+            # address="local": a new private instance, never one found running on this machine.
+            ray.init(address="local", num_cpus=max(2, os.cpu_count() or 2), **quiet)
             _started_here = True
             atexit.register(shutdown_ray)
     except (ConnectionError, RuntimeError, ValueError) as e:
