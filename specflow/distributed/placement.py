@@ -57,10 +57,12 @@ class TaskAssignment:
 
     @property
     def default_device(self) -> str | None:
+        # As replica_device_setter's worker_device: this client's compute on one task (spread
+        # over a job's tasks, a loop's every iteration would cross processes).
         if self.cluster.placement == "ps":
             for job in ("worker", "chief"):
                 if job in self.cluster.jobs:
-                    return f"/job:{job}"
+                    return f"/job:{job}/replica:0/task:0"
         return None
 
     def update(self, graph: GraphDef) -> None:
