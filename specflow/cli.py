@@ -164,6 +164,8 @@ def inspect(
             out.print(graph_table(s.graph_def, spec_of, title=f"{s.model.name}: {len(s.graph_def.nodes)} nodes"))
         return
     cspec = _cluster_spec(s, cluster, None, task_devices, placement)
+    if cspec is not None and devices:
+        raise UserError("--devices is for a local run; on a cluster give each job's with --task-devices worker=cpu:2")
     if cspec is not None:
         from specflow.views.cluster_view import cluster_dot, cluster_json, cluster_renderable
 
@@ -266,6 +268,8 @@ def run(
     graph_seed = seed if seed is not None else s.model.seed
     cspec = _cluster_spec(s, cluster, address, task_devices, placement)
     where = None
+    if cspec is not None and devices:
+        raise UserError("--devices is for a local run; on a cluster give each job's with --task-devices worker=cpu:2")
     if cspec is not None:
         from specflow.distributed.engine import Cluster, require_ray
 

@@ -107,16 +107,14 @@ class ClusterSession(Session):
                                        plan.tasks)  # fmt: skip
             for t in plan.tasks
         ]
-        pending = () if timeout_s is None else ray.wait(refs, num_returns=len(refs), timeout=timeout_s)[1]
-        if pending:
-            error = RuntimeFailure(f"step timed out after {timeout_s}s")
-            packed = pack_error(error)
-            for t in plan.tasks:  # each task aborts its rendezvous: pending receives fail at once
-                actors[t].abort_step.remote(step_id, packed, "master")
-                actors[t].cleanup_graph.remote(step_id)
-            raise error
         try:
+            pending = () if timeout_s is None else ray.wait(refs, num_returns=len(refs), timeout=timeout_s)[1]
+            if pending:
+                raise self._abort(plan, step_id, RuntimeFailure(f"step timed out after {timeout_s}s"))
             results = ray.get(refs)
+        except KeyboardInterrupt:  # Ctrl-C in the client stops the step on every task too
+            self._abort(plan, step_id, RuntimeFailure("the step was interrupted"))
+            raise
         except ray.exceptions.RayError as e:  # a task died
             raise RuntimeFailure(f"a task of the cluster failed: {str(e).strip().splitlines()[-1]}") from None
         frame = CallFrame((), n_ret)
@@ -130,6 +128,15 @@ class ClusterSession(Session):
         if root is not None:
             raise unpack_error(root[0])
         return _fetched(plan, frame)
+
+    def _abort(self, plan: _ClusterPlan, step_id: int, error: RuntimeFailure) -> RuntimeFailure:
+        """Abort the step on every task (each aborts its rendezvous: pending receives fail at
+        once) and forget its state there."""
+        packed = pack_error(error)
+        for t in plan.tasks:
+            self.cluster.actors[t].abort_step.remote(step_id, packed, "master")
+            self.cluster.actors[t].cleanup_graph.remote(step_id)
+        return error
 
     def _run_single(self, plan, args, stats):  # a cluster plan has no local executor
         return self._run_step(plan, args, None, stats)

@@ -131,3 +131,8 @@ def test_cli_cluster_errors():
     assert r.exit_code == 1 and "has no cluster: section" in r.output
     r = runner.invoke(app, ["inspect", str(MODELS / "towers_on_tasks.yaml"), "--cluster", "local:ps=1", "--placed"])
     assert r.exit_code == 1 and "names job 'worker', which the cluster lacks" in r.output
+    r = runner.invoke(app, ["inspect", str(MODELS / "digits_mlp.yaml"), "--cluster", "local:worker=1", "--placed",
+                            "--devices", "cpu:2"])  # fmt: skip
+    assert r.exit_code == 1 and "--task-devices" in r.output
+    r = runner.invoke(app, ["inspect", str(MODELS / "digits_mlp.yaml"), "--placed", "--placement", "round_robin"])
+    assert r.exit_code == 1 and "need --cluster" in r.output
