@@ -222,3 +222,32 @@ def test_cli_run_on_the_cluster_section(ray_local, tmp_path):
         outs.append(np.load(tmp_path / "o.npz")["out"])
     np.testing.assert_allclose(outs[1], outs[0], rtol=1e-6, atol=1e-6)
     np.testing.assert_allclose(outs[2], outs[0], rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("name, cluster", [
+    ("digits_mlp", {"ps": 1, "worker": 1}),  # variables and Adam slots on ps, gradients from the worker
+    ("rnn_sequence_sum", SPREAD),  # a loop's gradient (stacks pushed forward, popped backward) over 3 tasks
+])  # fmt: skip
+def test_training_steps_match_local(ray_local, name, cluster):
+    from specflow.train.graph import build_training_graph
+
+    spec = load_spec(MODELS[[p.stem for p in MODELS].index(name)])
+    tg = build_training_graph(spec, spec.train, None)
+    rng = np.random.default_rng(5)
+    feeds = _feeds(spec, [n for n in spec.model.inputs], rng)
+    if name == "digits_mlp":
+        feeds["images"] = rng.standard_normal((16, 64)).astype(np.float32)
+        feeds["labels"] = rng.integers(0, 10, 16)
+    reads = [v.read for v in tg.trainable]
+    runs = []
+    for where in (None, cluster):
+        with Session(tg.graph_def, SessionConfig(graph_seed=11), cluster=where) as sess:
+            sess.run([], targets=[tg.init_op])
+            losses = [sess.run([tg.loss, tg.train_op], feeds)[0] for _ in range(3)]
+            runs.append((losses, sess.run(reads)))
+            if where is not None:
+                assert sess.cross_task_batches > 0
+    (want_loss, want_vars), (got_loss, got_vars) = runs
+    np.testing.assert_allclose(got_loss, want_loss, rtol=1e-5, atol=1e-6)
+    for a, b in zip(got_vars, want_vars):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
