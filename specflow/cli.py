@@ -154,7 +154,7 @@ def inspect(
     s = _load(spec, set_)
     from specflow.views.graph_view import graph_dot, graph_json, graph_table
 
-    if not placed:
+    if not placed and cluster is None:  # --cluster implies --placed
         spec_of = _spec_of(s)
         if fmt == "json":
             print(graph_json(s.graph_def, spec_of))

@@ -157,3 +157,11 @@ class ClusterSession(Session):
             if self._owns_cluster:
                 self.cluster.shutdown()
         super().close()
+
+    def __del__(self):
+        try:
+            if not self.closed and self._owns_cluster:
+                self.cluster.shutdown()  # a session never closed: its tasks go with it
+        except Exception:  # interpreter shutdown, Ray gone: nothing left to stop
+            pass
+        super().__del__()

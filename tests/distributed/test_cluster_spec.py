@@ -114,7 +114,7 @@ def test_inspect_cluster_never_starts_ray(monkeypatch):
     assert r.exit_code == 0, r.output
     assert "tensors crossing tasks" in r.output and "/job:ps/replica:0/task:0" in r.output
     r = runner.invoke(app, ["inspect", str(MODELS / "digits_mlp.yaml"), "--cluster", "local:ps=1,worker=1",
-                            "--placed", "-f", "dot"])  # fmt: skip
+                            "-f", "dot"])  # fmt: skip (--cluster implies --placed)
     assert r.exit_code == 0 and r.output.startswith("digraph")
 
 
