@@ -106,6 +106,17 @@ class Cluster:
         self.infos = dict(zip(actors, infos))
         return self
 
+    def sharing(self, spec: Any) -> Cluster:
+        """A Cluster over these same tasks placing by another spec (its placement and ``place:``
+        constraints; jobs and task devices must be these), as TensorFlow clients with different
+        device functions share servers. Stopping it stops the shared tasks."""
+        other = as_cluster_spec(spec)
+        if other.jobs != self.spec.jobs or other.task_devices != self.spec.task_devices:
+            raise SpecflowError(f"cannot share tasks {self.spec.describe()} with a cluster of {other.describe()}")
+        view = Cluster(other, address=self.address, threads=self.threads)
+        view.actors, view.infos = self.connect().actors, self.infos
+        return view
+
     def reset(self) -> None:
         """Clear the resources (variables, queues) of every task, as TF's ``Session.reset``."""
         import ray

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from pathlib import Path
 
@@ -48,16 +49,23 @@ def spread(ray_local):
         yield cluster
 
 
+@pytest.fixture
+def ps_placed(spread):
+    """The same tasks placing as replica_device_setter: variables on ps, compute on worker 0."""
+    spread.reset()
+    return spread.sharing(dataclasses.replace(SPREAD, placement="ps"))
+
+
 @pytest.mark.parametrize("path", MODELS, ids=lambda p: p.stem)
 def test_model_matches_local_on_three_tasks(spread, path):
     spec = load_spec(path)
     # The spec's own cluster section where it has one; else every node spread round-robin.
-    if spec.model.cluster:
-        cluster = cluster_from_section(spec.model.cluster, spec.source, spec.graph_def)
-    else:
-        cluster = spread
-        spread.reset()  # the last model's variables (same names, other shapes) go
-    assert len(cluster.spec.tasks if isinstance(cluster, Cluster) else cluster.tasks) == 3
+    spread.reset()  # the last model's variables (same names, other shapes) go
+    cluster = spread
+    if spec.model.cluster:  # its placement and constraints, on the same tasks
+        section = cluster_from_section(spec.model.cluster, spec.source, spec.graph_def)
+        cluster = spread.sharing(dataclasses.replace(section, task_devices=dict(SPREAD.task_devices)))
+    assert len(cluster.spec.tasks) == 3
     fetches = _fetches(spec)
     feeds = _feeds(spec, spec.model.inputs, np.random.default_rng(0))
     config = SessionConfig(devices="cpu:2", graph_seed=7)
@@ -79,34 +87,35 @@ def test_model_matches_local_on_three_tasks(spread, path):
         np.testing.assert_array_equal(c, b)
 
 
-def test_variables_live_on_ps_and_compute_on_workers(ray_local):
+def test_variables_live_on_ps_and_compute_on_workers(ps_placed):
     spec = load_spec(MODELS[[p.stem for p in MODELS].index("digits_mlp")])
-    with Session(spec.graph_def, SessionConfig(graph_seed=1), cluster={"ps": 2, "worker": 1}) as sess:
+    with Session(spec.graph_def, SessionConfig(graph_seed=1), cluster=ps_placed) as sess:
         sess.run([], targets=[spec.lowered.init_op])
         x = np.random.default_rng(1).standard_normal((3, 64)).astype(np.float32)
         sess.run("probs", {"images": x})
         import ray
 
         held = ray.get([a.resources.remote() for a in sess.cluster.actors.values()])
-        by_task = dict(zip(sess.cluster.actors, held))
-        ps = [v for t, r in by_task.items() if "/job:ps/" in t for v in r.values()]
-        worker = [v for t, r in by_task.items() if "/job:worker/" in t for v in r.values()]
-        # Spread by bytes: the big kernel alone on one ps task, the three small variables on the other.
-        assert sorted(map(sorted, ps)) == [["/hidden/bias", "/logits/bias", "/logits/kernel"], ["/hidden/kernel"]]
-        assert worker == [[]]
+        by_task = {t: sorted(v for r in res.values() for v in r) for t, res in zip(sess.cluster.actors, held)}
+        assert by_task == {
+            "/job:ps/replica:0/task:0": ["/hidden/bias", "/hidden/kernel", "/logits/bias", "/logits/kernel"],
+            "/job:worker/replica:0/task:0": [],
+            "/job:worker/replica:0/task:1": [],
+        }
         plan = next(p for p in sess._plans.values() if p.fetches == ["probs:0"])
         compute = [n for g in plan.partitions.values() for n in g.nodes if n.op == "_FusedMatMul"]
-        assert compute and all("/job:worker/" in n.device for n in compute)
+        assert compute and all("/job:worker/replica:0/task:0/" in n.device for n in compute)
 
 
-def test_rnn_loop_split_across_tasks(ray_local):
+def test_rnn_loop_split_across_tasks(spread):
     """Every node of the loop, its control ops included, spread round-robin over 3 tasks."""
+    spread.reset()
     spec = load_spec(MODELS[[p.stem for p in MODELS].index("rnn_sequence_sum")])
     x = np.random.default_rng(2).uniform(-1, 1, (5, 8, 1)).astype(np.float32)
     with Session(spec.graph_def, SessionConfig(graph_seed=3)) as local:
         local.run([], targets=[spec.lowered.init_op])
         want = local.run("prediction", {"x": x})
-    with Session(spec.graph_def, SessionConfig(graph_seed=3), cluster=SPREAD) as sess:
+    with Session(spec.graph_def, SessionConfig(graph_seed=3), cluster=spread) as sess:
         sess.run([], targets=[spec.lowered.init_op])
         got = sess.run("prediction", {"x": x})
         plan = next(p for p in sess._plans.values() if p.fetches == ["prediction:0"])
@@ -131,10 +140,10 @@ nodes:
 """
 
 
-def test_first_error_aborts_the_step_on_every_task(ray_local):
+def test_first_error_aborts_the_step_on_every_task(spread):
     spec = load_spec_text(FAILING, "failing.yaml")
     x = np.arange(4, dtype=np.float32)
-    with Session(spec.graph_def, cluster={"worker": 2}) as sess:
+    with Session(spec.graph_def, cluster=spread) as sess:
         np.testing.assert_array_equal(sess.run("out", {"x": x, "n": np.array([4], np.int32)}), 2 * x * x)
         # worker:0 waits for 'bad' from worker:1, whose Reshape fails: without the abort
         # reaching worker:0 the step would hang until the timeout.
@@ -164,9 +173,10 @@ nodes:
 """
 
 
-def test_step_timeout_across_tasks(ray_local):
+def test_step_timeout_across_tasks(spread):
     spec = load_spec_text(QUEUE, "waits.yaml")
-    with Session(spec.graph_def, cluster={"worker": 2}) as sess:
+    spread.reset()
+    with Session(spec.graph_def, cluster=spread) as sess:
         for _ in range(2):  # the second time with the plan built and registered
             t0 = time.perf_counter()
             with pytest.raises(RuntimeFailure, match="timed out after 0.5s"):
@@ -178,59 +188,42 @@ def test_step_timeout_across_tasks(ray_local):
         assert ray.get(sess.cluster.actors["/job:worker/replica:0/task:1"].running_steps.remote()) == []
 
 
-def test_extend_and_shared_cluster(ray_local):
+def test_extend_and_shared_cluster(spread):
     spec = load_spec_text(FAILING, "f.yaml")
-    with Cluster({"worker": 2}) as cluster:
-        with Session(spec.graph_def, cluster=cluster) as a:
-            x = np.ones(4, np.float32)
-            a.run("out", {"x": x, "n": np.array([4], np.int32)})
-            extra = load_spec_text(FAILING.replace("out:", "out2:").replace("bad:", "bad2:")
-                                   .replace("[bad,", "[bad2,").replace("slow:", "slow2:")
-                                   .replace("[slow", "[slow2").replace("slow]", "slow2]"), "g.yaml")
-            a.extend(type(spec.graph_def)([n for n in extra.graph_def.nodes if n.name.endswith("2")]))
-            assert a.run("out2", {"x": x, "n": np.array([4], np.int32)}).tolist() == [2.0] * 4
-        assert cluster.connected  # a session does not stop a cluster it was given
-        with Session(spec.graph_def, cluster=cluster) as b:
-            assert b.run("out", {"x": x, "n": np.array([4], np.int32)}).tolist() == [2.0] * 4
-    assert not cluster.connected
+    x = np.ones(4, np.float32)
+    with Session(spec.graph_def, cluster=spread) as a:
+        a.run("out", {"x": x, "n": np.array([4], np.int32)})
+        extra = load_spec_text(FAILING.replace("out:", "out2:").replace("bad:", "bad2:")
+                               .replace("[bad,", "[bad2,").replace("slow:", "slow2:")
+                               .replace("[slow", "[slow2").replace("slow]", "slow2]"), "g.yaml")
+        a.extend(type(spec.graph_def)([n for n in extra.graph_def.nodes if n.name.endswith("2")]))
+        assert a.run("out2", {"x": x, "n": np.array([4], np.int32)}).tolist() == [2.0] * 4
+    assert spread.connected  # a session does not stop a cluster it was given
+    with Session(spec.graph_def, cluster=spread) as b:
+        assert b.run("out", {"x": x, "n": np.array([4], np.int32)}).tolist() == [2.0] * 4
 
 
-def test_tasks_import_this_worktree(ray_local):
-    import specflow
-
-    with Cluster({"worker": 1}) as cluster:
-        (info,) = cluster.infos.values()
-    assert info["specflow"] == specflow.__file__
+def test_tasks_import_this_worktree(spread):
     import os
 
-    assert info["pid"] != os.getpid()
+    import specflow
+
+    assert len(spread.infos) == 3
+    for info in spread.infos.values():
+        assert info["specflow"] == specflow.__file__
+        assert info["pid"] != os.getpid()
+    assert len({info["pid"] for info in spread.infos.values()}) == 3
 
 
-def test_cli_run_on_the_cluster_section(ray_local, tmp_path):
-    from typer.testing import CliRunner
-
-    from specflow.cli import app
-
-    x = np.random.default_rng(4).standard_normal((2, 32)).astype(np.float32)
-    np.save(tmp_path / "x.npy", x)
-    path = str(MODELS[[p.stem for p in MODELS].index("towers_on_tasks")])
-    outs = []
-    for extra in ([], ["--cluster", "local"], ["--cluster", "local:ps=1,worker=2", "--placement", "round_robin"]):
-        r = CliRunner().invoke(app, ["run", path, "--fetch", "out", "--feed", f"x={tmp_path / 'x.npy'}",
-                                     "-o", str(tmp_path / "o.npz"), *extra])  # fmt: skip
-        assert r.exit_code == 0, r.output
-        outs.append(np.load(tmp_path / "o.npz")["out"])
-    np.testing.assert_allclose(outs[1], outs[0], rtol=1e-6, atol=1e-6)
-    np.testing.assert_allclose(outs[2], outs[0], rtol=1e-6, atol=1e-6)
-
-
-@pytest.mark.parametrize("name, cluster", [
-    ("digits_mlp", {"ps": 1, "worker": 1}),  # variables and Adam slots on ps, gradients from the worker
-    ("rnn_sequence_sum", SPREAD),  # a loop's gradient (stacks pushed forward, popped backward) over 3 tasks
+@pytest.mark.parametrize("name, placement", [
+    ("digits_mlp", "ps"),  # variables and Adam slots on ps, gradients from the worker
+    ("rnn_sequence_sum", "round_robin"),  # a loop's gradient (stacks pushed forward, popped backward) over 3 tasks
 ])  # fmt: skip
-def test_training_steps_match_local(ray_local, name, cluster):
+def test_training_steps_match_local(spread, name, placement):
     from specflow.train.graph import build_training_graph
 
+    spread.reset()
+    cluster = spread.sharing(dataclasses.replace(SPREAD, placement=placement))
     spec = load_spec(MODELS[[p.stem for p in MODELS].index(name)])
     tg = build_training_graph(spec, spec.train, None)
     rng = np.random.default_rng(5)
