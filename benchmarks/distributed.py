@@ -101,52 +101,60 @@ class _Holder:
 
         return [ray.put(self.arr)]  # a ref in a list: the caller gets the ref, then the array
 
-
-class _Puller:
-    def pull(self, holder, repeats):
-        import ray
-
-        times = []
-        for _ in range(repeats + 2):
-            t0 = time.perf_counter()
-            ray.get(ray.get(holder.put.remote())[0])
-            times.append(time.perf_counter() - t0)
-        return statistics.median(times[2:]) * 1e3
+    def noop(self):
+        return None
 
 
-def _graph_step_ms(n: int, cluster, repeats: int) -> float:
+def _plain_once(ray, holder) -> float:
+    """One plain transfer: ask the holder to ray.put its array, ray.get it, sum it (the same
+    work the graph's Sum does on the received tensor)."""
+    t0 = time.perf_counter()
+    ray.get(ray.get(holder.put.remote())[0]).sum()
+    return time.perf_counter() - t0
+
+
+def _session(n: int, cluster):
     text = BIG.replace("[N]", f"[{n}]")
     if cluster is None:
         text = text.replace(", device: /job:ps/task:0", "").replace(", device: /job:worker/task:0", "")
     spec = load_spec_text(text, "big.yaml")
-    with Session(spec.graph_def, cluster=cluster) as sess:
-        sess.run([], targets=[spec.lowered.init_op])
-        return _median_ms(lambda: sess.run("s"), repeats)
+    sess = Session(spec.graph_def, cluster=cluster)
+    sess.run([], targets=[spec.lowered.init_op])
+    return sess
 
 
-def _plain_ms(ray, n: int, repeats: int) -> float:
-    holder = ray.remote(_Holder).options(num_cpus=0).remote(n)
-    puller = ray.remote(_Puller).options(num_cpus=0).remote()
-    ms = ray.get(puller.pull.remote(holder, repeats))
-    ray.kill(holder)
-    ray.kill(puller)
-    return ms
-
-
-def transfer_row(repeats: int) -> dict[str, float]:
-    """A 64 MiB variable on ps summed on a worker, against the same graph with a 1-element
-    variable (the step's fixed cost) and the Sum alone locally; plain Ray: one actor asks
-    another to ray.put the array and ray.gets it, against the same with a 1-element array."""
+def transfer_row(repeats: int, rounds: int = 5) -> dict[str, float]:
+    """A 64 MiB variable on ps summed on a worker, minus the same graph with a 1-element
+    variable (the step's fixed cost); plain Ray: one actor ray.puts the array, the driver
+    ray.gets and sums it, minus the same with 1 element. Both in alternating rounds (the
+    machine is shared); medians over every timing."""
     ray = ensure_ray()
     cluster = {"ps": 1, "worker": 1}
-    out = {
-        "big": _graph_step_ms(BIG_N, cluster, repeats),
-        "tiny": _graph_step_ms(1, cluster, repeats),
-        "sum": _graph_step_ms(BIG_N, None, repeats) - _graph_step_ms(1, None, repeats),
-        "plain_big": _plain_ms(ray, BIG_N, repeats),
-        "plain_tiny": _plain_ms(ray, 1, repeats),
-    }
-    out["ours"] = out["big"] - out["tiny"] - out["sum"]
+    sessions = {"big": _session(BIG_N, cluster), "tiny": _session(1, cluster)}
+    holders = {"plain_big": ray.remote(_Holder).options(num_cpus=0).remote(BIG_N),
+               "plain_tiny": ray.remote(_Holder).options(num_cpus=0).remote(1)}  # fmt: skip
+    times: dict[str, list[float]] = {k: [] for k in (*sessions, *holders, "rtt")}
+    noop = holders["plain_tiny"]
+    for _ in range(rounds):
+        for k, sess in sessions.items():
+            sess.run("s")
+            for _ in range(repeats):
+                t0 = time.perf_counter()
+                sess.run("s")
+                times[k].append(time.perf_counter() - t0)
+        for k, h in holders.items():
+            _plain_once(ray, h)
+            times[k] += [_plain_once(ray, h) for _ in range(repeats)]
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            ray.get(noop.noop.remote())
+            times["rtt"].append(time.perf_counter() - t0)
+    for sess in sessions.values():
+        sess.close()
+    for h in holders.values():
+        ray.kill(h)
+    out = {k: statistics.median(v) * 1e3 for k, v in times.items()}
+    out["ours"] = out["big"] - out["tiny"]
     out["plain"] = out["plain_big"] - out["plain_tiny"]
     return out
 
@@ -154,30 +162,32 @@ def transfer_row(repeats: int) -> dict[str, float]:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--repeats", type=int, default=30)
+    p.add_argument("--transfer-only", action="store_true", help="only the 64 MB transfer")
     args = p.parse_args(argv)
     console = Console()
     t = Table(title="a step: local vs on Ray tasks (median ms)", header_style="bold")
     for col in ("model", "local", "2 tasks", "added", "3 tasks", "added"):
         t.add_column(col, justify="right" if col != "model" else "left")
     ensure_ray()
-    digits_added = None
-    for name, local, two, three in model_rows(args.repeats):
+    digits_added = float("nan")
+    for name, local, two, three in [] if args.transfer_only else model_rows(args.repeats):
         t.add_row(name, f"{local:.2f}", f"{two:.2f}", f"{two - local:+.2f}", f"{three:.2f}", f"{three - local:+.2f}")
         if name == "digits_mlp":
             digits_added = two - local
-    console.print(t)
-    r = transfer_row(max(5, args.repeats // 3))
+    if not args.transfer_only:
+        console.print(t)
+    r = transfer_row(max(3, args.repeats // 10))
     console.print(
         f"digits_mlp on 1 ps + 1 worker adds {digits_added:.2f} ms per step "
         f"(goal <= {ADDED_GOAL_MS} ms: {'met' if digits_added <= ADDED_GOAL_MS else 'missed'}); "
-        f"one small Ray actor round trip here now: {r['plain_tiny']:.2f} ms"
+        f"one small Ray actor round trip (driver -> actor -> driver) here, same run: {r['rtt']:.2f} ms"
     )
     ratio = r["ours"] / r["plain"]
     console.print(
-        f"64 MiB ps -> worker: step {r['big']:.1f} ms - same step with 1 element {r['tiny']:.1f} ms - the Sum "
-        f"{r['sum']:.1f} ms = {r['ours']:.1f} ms ({64 * 1.048576 / r['ours'] * 1e3:.0f} MB/s); "
-        f"plain Ray put in one actor, get in another: {r['plain']:.1f} ms ({r['plain_big']:.1f} - {r['plain_tiny']:.1f}); "
-        f"{ratio:.2f}x (goal <= {TRANSFER_GOAL}x: {'met' if ratio <= TRANSFER_GOAL else 'missed'})"
+        f"64 MiB ps -> worker (+ its Sum): step {r['big']:.1f} ms - the same step with 1 element {r['tiny']:.1f} ms "
+        f"= {r['ours']:.1f} ms ({64 * 1.048576 / r['ours'] * 1e3:.0f} MB/s); plain ray.put in an actor, ray.get "
+        f"+ sum: {r['plain_big']:.1f} - {r['plain_tiny']:.1f} = {r['plain']:.1f} ms; {ratio:.2f}x "
+        f"(goal <= {TRANSFER_GOAL}x: {'met' if ratio <= TRANSFER_GOAL else 'missed'})"
     )
     shutdown_ray()
     return 0

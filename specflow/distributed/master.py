@@ -134,8 +134,7 @@ class ClusterSession(Session):
         once) and forget its state there."""
         packed = pack_error(error)
         for t in plan.tasks:
-            self.cluster.actors[t].abort_step.remote(step_id, packed, "master")
-            self.cluster.actors[t].cleanup_graph.remote(step_id)
+            self.cluster.actors[t].cleanup_graph.remote(step_id, packed)
         return error
 
     def _run_single(self, plan, args, stats):  # a cluster plan has no local executor

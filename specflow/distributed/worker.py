@@ -183,8 +183,13 @@ class TaskWorker:
         if rv is not None:
             rv.abort_from_peer(unpack_error(packed))
 
-    def cleanup_graph(self, step_id: int) -> None:
-        """Forget an aborted step's state (a late delivery for it is then dropped)."""
+    def cleanup_graph(self, step_id: int, packed: tuple | None = None) -> None:
+        """Abort the step here if it still runs (with the master's error ``packed``), then forget
+        its state (a late delivery for it is then dropped). One message, so no abort can arrive
+        after the state it was for is gone."""
+        rv = self._rendezvous(step_id)
+        if rv is not None:
+            rv.abort_from_peer(unpack_error(packed) if packed else RuntimeError(f"step {step_id} was cleaned up"))
         self._finish(step_id)
 
     def running_steps(self) -> list[int]:
