@@ -140,9 +140,13 @@ def inspect(
     batch_size: int | None = typer.Option(None, "--batch-size", help="Size of unknown leading dims (for bytes/step)."),
     soft_placement: bool = typer.Option(False, "--soft-placement", help="Relax device constraints that cannot be met."),
     optimize: bool = typer.Option(False, "--optimize", help="With --placed: show the graph after the optimizer (folding, fusion)."),
+    cluster: str | None = typer.Option(None, "--cluster", help="Place on a cluster, e.g. local:ps=1,worker=2 (Ray is not started)."),
+    task_devices: list[str] | None = typer.Option(None, "--task-devices", help="Devices of each task of a job, e.g. worker=cpu:2."),
+    placement: str | None = typer.Option(None, "--placement", help="On a cluster: ps or round_robin."),
     set_: list[str] | None = SetOpt,
 ):
-    """Print the lowered graph, or with --placed the pruned, placed and partitioned graph.
+    """Print the lowered graph, or with --placed the pruned, placed and partitioned graph
+    (with --cluster: per task and device, and the tensors crossing tasks; Ray is not started).
     Given a SavedModel directory or a GraphDef file: its signatures, variables and graph."""
     _check_format(fmt)
     if _is_model(spec):
@@ -162,7 +166,7 @@ def inspect(
     s = _load(spec, set_)
     from specflow.views.graph_view import graph_dot, graph_json, graph_table
 
-    if not placed:
+    if not placed and cluster is None:  # --cluster implies --placed
         spec_of = _spec_of(s)
         if fmt == "json":
             print(graph_json(s.graph_def, spec_of))
@@ -170,6 +174,20 @@ def inspect(
             print(graph_dot(s.graph_def, spec_of))
         else:
             out.print(graph_table(s.graph_def, spec_of, title=f"{s.model.name}: {len(s.graph_def.nodes)} nodes"))
+        return
+    cspec = _cluster_spec(s, cluster, None, task_devices, placement)
+    if cspec is not None and devices:
+        raise UserError("--devices is for a local run; on a cluster give each job's with --task-devices worker=cpu:2")
+    if cspec is not None:
+        from specflow.views.cluster_view import cluster_dot, cluster_json, cluster_renderable
+
+        cstep = _compile(s, devices, fetch, feed, batch_size, soft_placement, optimize, cluster=cspec)
+        if fmt == "json":
+            print(cluster_json(cstep, cspec))
+        elif fmt == "dot":
+            print(cluster_dot(cstep))
+        else:
+            out.print(cluster_renderable(cstep, cspec, title=s.model.name))
         return
     from specflow.views.placement_view import placement_dot, placement_json, placement_renderable
 
@@ -199,7 +217,7 @@ def _default_fetches(s) -> list[str]:
     return [n.name for n in s.graph_def.nodes if n.name not in consumed and n.op != "NoOp"]
 
 
-def _compile(s, devices, fetch, feed, batch_size, soft_placement, optimize=False):
+def _compile(s, devices, fetch, feed, batch_size, soft_placement, optimize=False, cluster=None):
     from specflow.runtime.pipeline import compile_step
 
     graph = s.graph_def
@@ -209,6 +227,12 @@ def _compile(s, devices, fetch, feed, batch_size, soft_placement, optimize=False
     targets = [f for f in fetches if graph.node_map().get(f) is not None and graph.node(f).op == "NoOp"]
     fetches = [f for f in fetches if f not in targets]
     feeds = list(feed) if feed else [n for n in s.model.inputs if graph.node(n).op == "Placeholder"]
+    if cluster is not None:
+        from specflow.distributed.placement import TaskAssignment, compile_cluster_step
+
+        graph = cluster.constrained(graph)
+        return compile_cluster_step(graph, cluster, TaskAssignment(cluster), feeds=feeds, fetches=fetches,
+                                    targets=targets, soft_placement=soft_placement, optimize_graph=optimize)
     return compile_step(graph, _device_names(devices), feeds=feeds, fetches=fetches, targets=targets,
                         soft_placement=soft_placement, optimize_graph=optimize)
 
@@ -238,21 +262,29 @@ def run(
     trace: Path | None = typer.Option(None, "--trace", help="Write a Chrome trace (open in Perfetto)."),
     devices: str | None = DevicesOpt,
     seed: int | None = typer.Option(None, "--seed", help="Graph-level random seed."),
+    cluster: str | None = typer.Option(None, "--cluster", help="Run on Ray tasks: local:ps=1,worker=2 (local alone: the spec's cluster section)."),
+    address: str | None = typer.Option(None, "--address", help="Attach to a running Ray cluster (host:port or auto) instead of starting a private one."),
+    task_devices: list[str] | None = typer.Option(None, "--task-devices", help="Devices of each task of a job, e.g. worker=cpu:2 (repeatable)."),
+    placement: str | None = typer.Option(None, "--placement", help="On a cluster: ps (variables on ps tasks, compute on workers) or round_robin."),
     set_: list[str] | None = SetOpt,
 ):
-    """Run one step: initialize the variables, feed the inputs and print or save the fetches."""
+    """Run one step: initialize the variables, feed the inputs and print or save the fetches.
+    With --cluster (or --address) the step runs on Ray tasks, one process each."""
 
     from specflow.runtime.step_stats import StepStats
 
     feeds = dict(_read_feed(f) for f in feed or [])
     stats = StepStats() if trace else None
     options = {"trace": True} if trace else None
+    on_cluster = (cluster, address, task_devices, placement)
     if _is_model(spec):  # a SavedModel or GraphDef: any tensor of its graph, variables restored
         if set_:
             raise UserError("--set changes a spec; it does not apply to a SavedModel or GraphDef")
+        if cluster or address:
+            raise UserError("--cluster runs a spec; a SavedModel or GraphDef runs in this process")
         values = _run_model(spec, list(fetch), feeds, options, stats)
     else:
-        values = _run_spec(spec, list(fetch), feeds, devices, seed, set_, options, stats)
+        values = _run_spec(spec, list(fetch), feeds, devices, seed, set_, options, stats, on_cluster)
     if trace:
         from specflow.io.atomic_write import write_atomically
 
@@ -267,12 +299,23 @@ def run(
     out.print(values_renderable(list(fetch), values))
 
 
-def _run_spec(spec, fetch, feeds, devices, seed, set_, options, stats) -> list:
+def _run_spec(spec, fetch, feeds, devices, seed, set_, options, stats, on_cluster) -> list:
     from specflow.runtime.session import Session, SessionConfig
 
     s = _load(spec, set_)
     graph_seed = seed if seed is not None else s.model.seed
-    with Session(s.graph_def, SessionConfig(devices=devices, graph_seed=graph_seed)) as sess:
+    cspec = _cluster_spec(s, *on_cluster)
+    where = None
+    if cspec is not None:
+        if devices:
+            raise UserError("--devices is for a local run; on a cluster give each job's with --task-devices worker=cpu:2")
+        from specflow.distributed.engine import Cluster, require_ray
+
+        require_ray()
+        if options:
+            raise UserError("--trace is not supported with --cluster yet")
+        where = Cluster(cspec, address=on_cluster[1])
+    with Session(s.graph_def, SessionConfig(devices=devices, graph_seed=graph_seed), cluster=where) as sess:
         if s.variables:
             sess.run([], targets=[s.lowered.init_op])
         # A variable's name fetches its value (as it does in spec inputs), not its handle.
@@ -292,6 +335,43 @@ def _run_model(path, fetch, feeds, options, stats) -> list:
                 raise UserError(f"{path} has no tensor '{name}'")
         check_supported(model.graph_def, fetch, list(feeds))
         return model.session.run(fetch, feeds, options=options, run_metadata=stats)
+
+
+def _cluster_spec(s, cluster: str | None, address: str | None, task_devices, placement):
+    """The cluster a command runs on: --cluster's jobs over the spec's cluster section (which
+    gives the rest), or None for a local run."""
+    if cluster is None and address is None:
+        if task_devices or placement:
+            raise UserError("--task-devices and --placement need --cluster")
+        return None
+    from specflow.distributed.cluster_spec import (
+        PLACEMENTS,
+        ClusterSpec,
+        cluster_from_section,
+        parse_cli,
+        parse_task_devices,
+    )
+
+    jobs = parse_cli(cluster) if cluster else None
+    section = s.model.cluster
+    if jobs is None and section is None:
+        raise UserError(f"{s.path} has no cluster: section; give the jobs, e.g. --cluster local:ps=1,worker=2")
+    spec = cluster_from_section(section, s.source, s.graph_def) if section is not None else ClusterSpec(jobs)
+    if jobs is not None:
+        spec = spec.with_jobs(jobs)
+    if task_devices:
+        spec.task_devices.update(parse_task_devices(task_devices))
+        unknown = [j for j in spec.task_devices if j not in spec.jobs]
+        if unknown:
+            raise UserError(f"--task-devices names job '{unknown[0]}', which the cluster lacks (jobs: {', '.join(spec.jobs)})")
+    if placement is not None:
+        if placement not in PLACEMENTS:
+            raise UserError(f"--placement: expected one of {', '.join(PLACEMENTS)}, got '{placement}'")
+        spec.placement = placement
+    spec.constrained(s.graph_def)  # every device constraint must exist on this cluster
+    for notice in spec.notices:
+        err.print(f"note: {_escape(notice)}")
+    return spec
 
 
 def _save_npz(output: Path, arrays: dict) -> None:

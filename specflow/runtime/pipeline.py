@@ -7,6 +7,7 @@ partitioned graph without executing.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from specflow.graph.graph_def import GraphDef
@@ -37,10 +38,14 @@ def compile_step(
     incarnations: dict[str, int] | None = None,
     optimize_graph: bool = True,
     feed_shapes: list[tuple[int, ...] | None] | None = None,
+    default_device: str | None = None,
+    constrain: Callable[[GraphDef], GraphDef] | None = None,
 ) -> CompiledStep:
     """``feed_shapes`` (per feed, None for unknown) specialises the step to those exact shapes:
     the optimizer folds the shape computations they decide, so the plan is only valid for
-    feeds of exactly those shapes. ``optimize_graph=False`` places the pruned graph as it is."""
+    feeds of exactly those shapes. ``optimize_graph=False`` places the pruned graph as it is.
+    ``constrain`` rewrites the requests of the graph about to be placed, and ``default_device``
+    is preferred for what requests nothing (both for a cluster: ``distributed/placement.py``)."""
     pruned = prune(graph_def, PruneOptions(fetches=list(fetches), feeds=list(feeds), targets=list(targets)))
     graph, optimized = pruned.graph_def, None
     if optimize_graph:
@@ -48,6 +53,8 @@ def compile_step(
         keep = {n.split(":")[0].lstrip("^") for n in targets}
         optimized = optimize(graph, OptimizeOptions(feed_shapes=shapes, keep=keep))
         graph = optimized.graph_def
+    if constrain is not None:
+        graph = constrain(graph)
     placed = place(
         graph,
         PlacementOptions(
@@ -55,6 +62,7 @@ def compile_step(
             soft_placement=soft_placement,
             cost_model=cost_model,
             measured_costs=measured_costs or None,
+            default_device=default_device,
         ),
     )
     parts = partition(placed.graph_def, PartitionOptions(incarnations=incarnations))

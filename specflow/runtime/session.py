@@ -88,7 +88,15 @@ class _Call:
 
 
 class Session:
-    def __init__(self, graph_def: GraphDef, config: SessionConfig | None = None):
+    def __new__(cls, graph_def: GraphDef | None = None, config: SessionConfig | None = None, cluster: Any = None):
+        # Session(graph, cluster=...) is the distributed master (specflow/distributed/master.py).
+        if cluster is not None and cls is Session:
+            from specflow.distributed.master import ClusterSession
+
+            return super().__new__(ClusterSession)
+        return super().__new__(cls)
+
+    def __init__(self, graph_def: GraphDef, config: SessionConfig | None = None, cluster: Any = None):
         self.config = config or SessionConfig()
         self.graph_def = GraphDef(versions=dict(graph_def.versions), library=dict(graph_def.library))
         self._node_map: dict[str, NodeDef] = {}

@@ -104,4 +104,9 @@ def load_spec_text(text: str, filename: str = "<string>", overrides: Overrides =
         raise
     spec = Spec(path=filename, model=model, source=source, lowered=lowered, inferencer=inferencer)
     check_train(spec)
+    if model.cluster is not None:
+        # The cluster section's checks (distributed/cluster_spec.py never imports Ray).
+        from specflow.distributed.cluster_spec import cluster_from_section
+
+        cluster_from_section(model.cluster, source, lowered.graph_def)
     return spec

@@ -1,0 +1,197 @@
+"""The multi-process runtime's costs: ``python -m benchmarks.distributed``.
+
+1. A step of each example model locally and on 2 tasks (ps=1, worker=1) and 3 tasks (ps=1,
+   worker=2; the spec's own cluster section where it has one), default ps placement; the cost a
+   step adds over the local run (goal: <= 1.5 ms for digits_mlp on 1 ps + 1 worker).
+2. A 64 MB tensor sent from a ps task to a worker task in a step, against a plain ray.put/ray.get of
+   the same array between two actors (goal: within 1.5x).
+Medians over timed steps after warm-up; one private local Ray instance.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import numpy as np
+from rich.console import Console
+from rich.table import Table
+
+from specflow.distributed import ClusterSpec, cluster_from_section
+from specflow.distributed.engine import ensure_ray, shutdown_ray
+from specflow.runtime.session import Session, SessionConfig
+from specflow.schema.loader import load_spec, load_spec_text
+
+MODELS = Path(__file__).resolve().parent.parent / "models"
+ADDED_GOAL_MS = 1.5
+TRANSFER_GOAL = 1.5
+
+
+def _median_ms(fn, repeats: int) -> float:
+    for _ in range(3):
+        fn()
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times) * 1e3
+
+
+def _feeds(spec, rng):
+    out = {}
+    for name in spec.model.inputs:
+        node = spec.graph_def.node(name)
+        if node.op == "Placeholder":
+            shape = [64 if d is None else d for d in node.attrs["shape"].dims]
+            out[name] = rng.standard_normal(shape).astype(node.attrs["dtype"].numpy)
+    return out
+
+
+def _step_ms(spec, cluster, repeats: int) -> float:
+    fetches = [t for sig in spec.signatures.values() for (t, _) in sig["outputs"].values()]
+    wanted = {n.split(":")[0] for sig in spec.signatures.values() for (n, _) in sig["inputs"].values()}
+    feeds = {k: v for k, v in _feeds(spec, np.random.default_rng(0)).items() if k in wanted}
+    devices = "cpu:2" if "/cpu:1" in Path(spec.path).read_text() else None
+    config = SessionConfig(graph_seed=0, devices=None if cluster else devices)
+    with Session(spec.graph_def, config, cluster=cluster) as sess:
+        if spec.variables:
+            sess.run([], targets=[spec.lowered.init_op])
+        return _median_ms(lambda: sess.run(fetches, feeds), repeats)
+
+
+def model_rows(repeats: int) -> list[tuple]:
+    rows = []
+    for path in sorted(MODELS.glob("*.yaml")):
+        spec = load_spec(path)
+        two_cpu = "/cpu:1" in path.read_text()
+        td = {"ps": "cpu:2", "worker": "cpu:2"} if two_cpu else {}
+        three = (cluster_from_section(spec.model.cluster, spec.source, spec.graph_def) if spec.model.cluster
+                 else ClusterSpec({"ps": 1, "worker": 2}, task_devices=td))  # fmt: skip
+        local = _step_ms(spec, None, repeats)
+        two = _step_ms(spec, ClusterSpec({"ps": 1, "worker": 1}, task_devices=td), repeats)
+        three_ms = _step_ms(spec, three, repeats)
+        rows.append((path.stem, local, two, three_ms))
+    return rows
+
+
+BIG = """
+specflow: 1
+name: big
+variables:
+  w: {shape: [N], initializer: ones, device: /job:ps/task:0}
+nodes:
+  s: {op: Sum, inputs: [w], axis: 0, device: /job:worker/task:0}
+"""
+BIG_N = 16 * 1024 * 1024  # float32: 64 MiB
+
+
+class _Holder:
+    def __init__(self, n):
+        self.arr = np.ones(n, np.float32)
+
+    def put(self):
+        import ray
+
+        return [ray.put(self.arr)]  # a ref in a list: the caller gets the ref, then the array
+
+    def noop(self):
+        return None
+
+
+def _plain_once(ray, holder) -> float:
+    """One plain transfer: ask the holder to ray.put its array, ray.get it, sum it (the same
+    work the graph's Sum does on the received tensor)."""
+    t0 = time.perf_counter()
+    ray.get(ray.get(holder.put.remote())[0]).sum()
+    return time.perf_counter() - t0
+
+
+def _session(n: int, cluster):
+    text = BIG.replace("[N]", f"[{n}]")
+    if cluster is None:
+        text = text.replace(", device: /job:ps/task:0", "").replace(", device: /job:worker/task:0", "")
+    spec = load_spec_text(text, "big.yaml")
+    sess = Session(spec.graph_def, cluster=cluster)
+    sess.run([], targets=[spec.lowered.init_op])
+    return sess
+
+
+def transfer_row(repeats: int, rounds: int = 5) -> dict[str, float]:
+    """A 64 MiB variable on ps summed on a worker, minus the same graph with a 1-element
+    variable (the step's fixed cost); plain Ray: one actor ray.puts the array, the driver
+    ray.gets and sums it, minus the same with 1 element. Both in alternating rounds (the
+    machine is shared); medians over every timing."""
+    ray = ensure_ray()
+    cluster = {"ps": 1, "worker": 1}
+    sessions = {"big": _session(BIG_N, cluster), "tiny": _session(1, cluster)}
+    holders = {"plain_big": ray.remote(_Holder).options(num_cpus=0).remote(BIG_N),
+               "plain_tiny": ray.remote(_Holder).options(num_cpus=0).remote(1)}  # fmt: skip
+    times: dict[str, list[float]] = {k: [] for k in (*sessions, *holders, "rtt")}
+    noop = holders["plain_tiny"]
+    for _ in range(rounds):
+        for k, sess in sessions.items():
+            sess.run("s")
+            for _ in range(repeats):
+                t0 = time.perf_counter()
+                sess.run("s")
+                times[k].append(time.perf_counter() - t0)
+        for k, h in holders.items():
+            _plain_once(ray, h)
+            times[k] += [_plain_once(ray, h) for _ in range(repeats)]
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            ray.get(noop.noop.remote())
+            times["rtt"].append(time.perf_counter() - t0)
+    for sess in sessions.values():
+        sess.close()
+    for h in holders.values():
+        ray.kill(h)
+    out = {k: statistics.median(v) * 1e3 for k, v in times.items()}
+    out["ours"] = out["big"] - out["tiny"]
+    out["plain"] = out["plain_big"] - out["plain_tiny"]
+    return out
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--repeats", type=int, default=30)
+    p.add_argument("--transfer-only", action="store_true", help="only the 64 MB transfer")
+    args = p.parse_args(argv)
+    console = Console()
+    t = Table(title="a step: local vs on Ray tasks (median ms)", header_style="bold")
+    for col in ("model", "local", "2 tasks", "added", "3 tasks", "added"):
+        t.add_column(col, justify="right" if col != "model" else "left")
+    ensure_ray()
+    digits_added = float("nan")
+    for name, local, two, three in [] if args.transfer_only else model_rows(args.repeats):
+        t.add_row(name, f"{local:.2f}", f"{two:.2f}", f"{two - local:+.2f}", f"{three:.2f}", f"{three - local:+.2f}")
+        if name == "digits_mlp":
+            digits_added = two - local
+    if not args.transfer_only:
+        console.print(t)
+    r = transfer_row(max(3, args.repeats // 10))
+    console.print(
+        f"digits_mlp on 1 ps + 1 worker adds {digits_added:.2f} ms per step "
+        f"(goal <= {ADDED_GOAL_MS} ms: {'met' if digits_added <= ADDED_GOAL_MS else 'missed'}); "
+        f"one small Ray actor round trip (driver -> actor -> driver) here, same run: {r['rtt']:.2f} ms"
+    )
+    ratio = r["ours"] / r["plain"]
+    console.print(
+        f"64 MiB ps -> worker (+ its Sum): step {r['big']:.1f} ms - the same step with 1 element {r['tiny']:.1f} ms "
+        f"= {r['ours']:.1f} ms ({64 * 1.048576 / r['ours'] * 1e3:.0f} MB/s); plain ray.put in an actor, ray.get "
+        f"+ sum: {r['plain_big']:.1f} - {r['plain_tiny']:.1f} = {r['plain']:.1f} ms; {ratio:.2f}x "
+        f"(goal <= {TRANSFER_GOAL}x: {'met' if ratio <= TRANSFER_GOAL else 'missed'})"
+    )
+    shutdown_ray()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,155 @@
+"""Ray as the engine: starting or attaching to it, and one actor per task.
+
+Embedded (no address): a private local Ray instance is started on first use, with quiet logs
+and no dashboard, and shut down when the process exits. ``address`` (``"auto"`` or
+``host:port``) attaches to a running cluster (``ray start --head`` / ``ray start --address``);
+tasks then land wherever Ray schedules them, or where a job's ``resources`` ask.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import os
+from typing import Any
+
+from specflow.errors import SpecflowError
+
+from .cluster_spec import ClusterSpec, as_cluster_spec
+
+INSTALL_HINT = "running on a cluster needs Ray: pip install 'specflow[distributed]' (or pip install 'ray>=2.40')"
+_started_here = False
+
+
+def require_ray():
+    try:
+        import ray
+    except ImportError:
+        raise SpecflowError(INSTALL_HINT) from None
+    return ray
+
+
+def ensure_ray(address: str | None = None):
+    """Ray, initialized: attached to ``address``, or a private local instance started now."""
+    global _started_here
+    ray = require_ray()
+    if ray.is_initialized():
+        return ray
+    quiet = {"logging_level": logging.ERROR, "log_to_driver": False, "include_dashboard": False}
+    try:
+        if address:
+            ray.init(address=address, **quiet)
+        else:
+            # Tasks reserve no CPU (num_cpus=0 per actor): the count only sizes Ray's own pool.
+            # address="local": a new private instance, never one found running on this machine.
+            ray.init(address="local", num_cpus=max(2, os.cpu_count() or 2), **quiet)
+            _started_here = True
+            atexit.register(shutdown_ray)
+    except (ConnectionError, RuntimeError, ValueError) as e:
+        where = f"the Ray cluster at {address}" if address else "a local Ray instance"
+        raise SpecflowError(f"cannot start or reach {where}: {str(e).splitlines()[0]}") from None
+    return ray
+
+
+def shutdown_ray() -> None:
+    global _started_here
+    if _started_here:
+        import ray
+
+        ray.shutdown()
+        _started_here = False
+
+
+class Cluster:
+    """Connected tasks: one ``TaskWorker`` actor per task of ``spec``.
+
+    ``Cluster({"ps": 1, "worker": 2})`` or ``Cluster(spec, address="auto")``; ``connect()``
+    starts them (Session does it on first use). Several sessions may share one Cluster: the
+    tasks' resources (variables) then persist across sessions, as on a TensorFlow server.
+    """
+
+    def __init__(self, spec: Any, *, address: str | None = None, threads: int | None = None):
+        self.spec: ClusterSpec = as_cluster_spec(spec)
+        self.address = address
+        self.threads = threads
+        self.actors: dict[str, Any] = {}
+        self.infos: dict[str, dict] = {}
+
+    @property
+    def connected(self) -> bool:
+        return bool(self.actors)
+
+    def connect(self) -> Cluster:
+        if self.actors:
+            return self
+        ray = ensure_ray(self.address)
+        from .worker import TaskWorker
+
+        remote = ray.remote(TaskWorker)
+        actors = {}
+        for job, t in self.spec.tasks:
+            task = f"/job:{job}/replica:0/task:{t}"
+            opts: dict[str, Any] = {"num_cpus": 0, "max_concurrency": 32, "num_gpus": _gpus(self.spec, job)}
+            if job in self.spec.resources:
+                opts["resources"] = dict(self.spec.resources[job])
+            if job in self.spec.labels:
+                opts["label_selector"] = dict(self.spec.labels[job])
+            actors[task] = remote.options(**opts).remote(task, self.spec.task_devices.get(job), self.threads)
+        try:
+            ray.get([a.connect.remote(actors) for a in actors.values()])
+            infos = ray.get([a.info.remote() for a in actors.values()])
+        except Exception as e:  # an actor failed to start (a bad device list, a missing resource)
+            for a in actors.values():
+                ray.kill(a)
+            raise SpecflowError(f"cannot start the cluster's tasks: {_first_line(e)}") from None
+        self.actors = actors
+        self.infos = dict(zip(actors, infos))
+        return self
+
+    def sharing(self, spec: Any) -> Cluster:
+        """A Cluster over these same tasks placing by another spec (its placement and ``place:``
+        constraints; jobs and task devices must be these), as TensorFlow clients with different
+        device functions share servers. Stopping it stops the shared tasks."""
+        other = as_cluster_spec(spec)
+        if other.jobs != self.spec.jobs or other.task_devices != self.spec.task_devices:
+            raise SpecflowError(f"cannot share tasks {self.spec.describe()} with a cluster of {other.describe()}")
+        view = Cluster(other, address=self.address, threads=self.threads)
+        view.actors, view.infos = self.connect().actors, self.infos
+        return view
+
+    def reset(self) -> None:
+        """Clear the resources (variables, queues) of every task, as TF's ``Session.reset``."""
+        import ray
+
+        ray.get([a.reset.remote() for a in self.actors.values()])
+
+    def shutdown(self) -> None:
+        """Stop every task (its variables go with it)."""
+        if not self.actors:
+            return
+        import ray
+
+        for a in self.actors.values():
+            try:
+                ray.kill(a)
+            except Exception:  # already gone
+                pass
+        self.actors = {}
+
+    def __enter__(self) -> Cluster:
+        return self.connect()
+
+    def __exit__(self, *exc) -> None:
+        self.shutdown()
+
+
+def _gpus(spec: ClusterSpec, job: str) -> int:
+    """GPUs a job's task asks Ray for (Ray then makes them visible to the actor's process)."""
+    from specflow.runtime.devices import parse_device_counts
+
+    return parse_device_counts(spec.task_devices.get(job) or "cpu:1").get("GPU", 0)
+
+
+def _first_line(e: BaseException) -> str:
+    text = str(e).strip().splitlines()
+    return text[-1] if text else type(e).__name__

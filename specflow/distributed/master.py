@@ -1,0 +1,166 @@
+"""The master (TensorFlow's MasterSession), in the client process: a Session on a cluster.
+
+``Session(graph_def, cluster=...)`` returns a :class:`ClusterSession`: the same ``run``,
+``extend`` and ``close``, and the same call resolution and feed checks (inherited). What differs
+is the plan and the step:
+
+- plan (once per signature): prune -> optimize -> place on every device of the cluster ->
+  partition, grouped by task (``placement.py``); each involved task gets its piece once
+  (RegisterGraph) under a handle;
+- step: RunGraph on every involved task with one step id and the feeds its ``_Arg``s read; the
+  tasks exchange cross-task tensors among themselves (``remote_rendezvous.py``); the master
+  gathers each task's ``_Retval`` values. A task's step state is freed when its RunGraph ends
+  (CleanupGraph is sent only for a step the master gave up on: a timeout);
+- close: DeregisterGraph on every task; a cluster the session started is shut down.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+from dataclasses import dataclass, field
+from typing import Any
+
+from specflow.errors import RuntimeFailure, SpecflowError
+from specflow.graph.graph_def import GraphDef
+from specflow.runtime.executor import CallFrame
+from specflow.runtime.session import Session, SessionConfig, _feed_specs, _fetched, _Plan
+
+from .engine import Cluster, ensure_ray
+from .placement import ClusterStep, TaskAssignment, compile_cluster_step
+from .remote_rendezvous import pack_error, unpack_error
+
+
+@dataclass
+class _ClusterPlan(_Plan):
+    handle: str = ""
+    step: ClusterStep | None = None
+    tasks: list[str] = field(default_factory=list)
+    args_of: dict[str, list[int]] = field(default_factory=dict)  # task -> the _Arg indices it reads
+
+
+class ClusterSession(Session):
+    def __init__(self, graph_def: GraphDef, config: SessionConfig | None = None, cluster: Any = None):
+        if isinstance(cluster, Cluster):
+            self.cluster, self._owns_cluster = cluster, False
+        else:
+            self.cluster, self._owns_cluster = Cluster(cluster), True
+        spec = self.cluster.spec
+        super().__init__(spec.constrained(graph_def), config)
+        self.assignment = TaskAssignment(spec)
+        rng = random.Random()
+        self.cluster_incarnations = {d: rng.getrandbits(63) or 1 for d in spec.all_devices}
+        # Step ids unique across the sessions sharing the tasks.
+        self._step_ids = itertools.count(rng.getrandbits(40) << 20)
+        self._handles = itertools.count()
+        self._session_id = f"{rng.getrandbits(48):x}"
+        self.cross_task_batches = 0  # batches of tensors sent between tasks, over all steps
+        self.notices = list(spec.notices)
+
+    @property
+    def device_names(self) -> list[str]:
+        return self.cluster.spec.all_devices
+
+    def extend(self, graph_def: GraphDef) -> None:
+        super().extend(self.cluster.spec.constrained(graph_def))
+
+    # --- plans -------------------------------------------------------------------------------
+
+    def compile(self, feeds, fetches, targets, shapes=None) -> ClusterStep:
+        """The signature placed and partitioned by task (no Ray needed: inspect uses it)."""
+        return compile_cluster_step(
+            self.graph_def, self.cluster.spec, self.assignment,
+            feeds=feeds, fetches=fetches, targets=targets,
+            soft_placement=self.config.soft_placement, cost_model=self.config.cost_model,
+            measured_costs=dict(self.measured_costs), incarnations=dict(self.cluster_incarnations),
+            optimize_graph=self.config.optimize, feed_shapes=shapes,
+        )  # fmt: skip
+
+    def _build_plan(self, feeds, fetches, targets, shapes) -> _ClusterPlan:
+        step = self.compile(feeds, fetches, targets, shapes)
+        ray = ensure_ray(self.cluster.address)
+        self.cluster.connect()
+        handle = f"{self._session_id}/{next(self._handles)}"
+        actors = self.cluster.actors
+        seed = self.config.graph_seed
+        ray.get([actors[t].register_graph.remote(handle, piece, seed) for t, piece in step.pieces.items()])
+        args_of = {
+            t: sorted(n.attrs["index"] for g in piece.values() for n in g.nodes if n.op == "_Arg")
+            for t, piece in step.pieces.items()
+        }
+        return _ClusterPlan(feeds, _feed_specs(self.graph_def, feeds), fetches, [],
+                            step.compiled.partitioned.partitions, handle=handle, step=step,
+                            tasks=step.tasks, args_of=args_of)  # fmt: skip
+
+    # --- a step ------------------------------------------------------------------------------
+
+    def _run_step(self, plan: _ClusterPlan, args: list, timeout_s: float | None, stats) -> list:
+        if stats is not None:
+            raise SpecflowError("tracing a step (--trace, options={'trace': True}) is not supported on a cluster yet")
+        import ray
+
+        step_id = next(self._step_ids)
+        actors = self.cluster.actors
+        n_args, n_ret = len(args), len(plan.fetches)
+        refs = [
+            actors[t].run_graph.remote(plan.handle, step_id, {i: args[i] for i in plan.args_of[t]}, n_args, n_ret,
+                                       plan.tasks)  # fmt: skip
+            for t in plan.tasks
+        ]
+        try:
+            pending = () if timeout_s is None else ray.wait(refs, num_returns=len(refs), timeout=timeout_s)[1]
+            if pending:
+                raise self._abort(plan, step_id, RuntimeFailure(f"step timed out after {timeout_s}s"))
+            results = ray.get(refs)
+        except KeyboardInterrupt:  # Ctrl-C in the client stops the step on every task too
+            self._abort(plan, step_id, RuntimeFailure("the step was interrupted"))
+            raise
+        except ray.exceptions.RayError as e:  # a task died
+            raise RuntimeFailure(f"a task of the cluster failed: {str(e).strip().splitlines()[-1]}") from None
+        frame = CallFrame((), n_ret)
+        root = None
+        for values, packed, sent, from_peer in results:
+            self.cross_task_batches += sent
+            if packed is not None and (root is None or (root[1] and not from_peer)):
+                root = (packed, from_peer)  # the task where the error began is the root cause
+            for i, v in values.items():
+                frame.retvals[i] = v
+        if root is not None:
+            raise unpack_error(root[0])
+        return _fetched(plan, frame)
+
+    def _abort(self, plan: _ClusterPlan, step_id: int, error: RuntimeFailure) -> RuntimeFailure:
+        """Abort the step on every task (each aborts its rendezvous: pending receives fail at
+        once) and forget its state there."""
+        packed = pack_error(error)
+        for t in plan.tasks:
+            self.cluster.actors[t].cleanup_graph.remote(step_id, packed)
+        return error
+
+    def _run_single(self, plan, args, stats):  # a cluster plan has no local executor
+        return self._run_step(plan, args, None, stats)
+
+    # --- lifetime ------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        handles = [p.handle for p in self._plans.values() if isinstance(p, _ClusterPlan)]
+        if self.cluster.connected:
+            import ray
+
+            try:
+                ray.get([a.deregister_graph.remote(handles) for a in self.cluster.actors.values()], timeout=10)
+            except Exception:  # a task already gone: nothing left to deregister there
+                pass
+            if self._owns_cluster:
+                self.cluster.shutdown()
+        super().close()
+
+    def __del__(self):
+        try:
+            if not self.closed and self._owns_cluster:
+                self.cluster.shutdown()  # a session never closed: its tasks go with it
+        except Exception:  # interpreter shutdown, Ray gone: nothing left to stop
+            pass
+        super().__del__()

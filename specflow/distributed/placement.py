@@ -1,0 +1,162 @@
+"""Placing a graph on a cluster and partitioning it by task.
+
+Which task a node goes to is decided once for the whole session graph (``TaskAssignment``), not
+per signature: a variable must live on the same task in the init step and in every later step.
+
+- ``ps`` (default when the cluster has a ps job): each variable (``VarHandleOp``; what uses its
+  handle follows through the placer's resource-edge colocation) goes to the ps task holding the
+  fewest bytes so far, in graph order (``replica_device_setter``'s greedy load balancing); the
+  rest prefers the worker job (the placer's ``default_device``), so compute lands on workers.
+- ``round_robin``: the colocation groups of the whole graph, in graph order, go to the tasks in
+  turn (spreads a graph over every task; tests use it to force cross-task edges).
+
+Either way a node's own request wins: only nodes that name no job and no task are assigned.
+The per-signature pipeline (prune, optimize, place, partition by device) is the local one
+(``runtime/pipeline.compile_step``) over every device of the cluster; the master then groups the
+device partitions by task, and the edges between tasks are the cross-task ``_Send``/``_Recv``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from specflow.graph.device_spec import DeviceSpec
+from specflow.graph.graph_def import GraphDef
+from specflow.runtime.partition import Transfer
+from specflow.runtime.pipeline import CompiledStep, compile_step
+from specflow.runtime.place import PlacementOptions, place
+
+from .cluster_spec import ClusterSpec
+
+
+def task_of(device: str) -> str:
+    """``/job:worker/replica:0/task:1/device:CPU:0`` -> ``/job:worker/replica:0/task:1``."""
+    s = DeviceSpec.parse(device)
+    return DeviceSpec(s.job, s.replica or 0, s.task).to_string()
+
+
+def _variable_bytes(node) -> int:
+    shape, dtype = node.attrs.get("shape"), node.attrs.get("dtype")
+    n = shape.num_elements() if shape is not None and hasattr(shape, "num_elements") else None
+    return (n or 1) * (dtype.itemsize if dtype is not None and hasattr(dtype, "itemsize") else 4)
+
+
+def _unrequested(node) -> bool:
+    s = DeviceSpec.parse(node.device)
+    return s.job is None and s.task is None
+
+
+class TaskAssignment:
+    """Node name -> task constraint (``/job:J/replica:0/task:T``) for the session graph."""
+
+    def __init__(self, cluster: ClusterSpec):
+        self.cluster = cluster
+        self.by_node: dict[str, str] = {}
+        self.ps_load: dict[str, int] = {}  # ps task -> bytes of variables placed there
+        self.seen = 0  # nodes of the session graph already assigned
+
+    @property
+    def default_device(self) -> str | None:
+        # As replica_device_setter's worker_device: this client's compute on one task (spread
+        # over a job's tasks, a loop's every iteration would cross processes).
+        if self.cluster.placement == "ps":
+            for job in ("worker", "chief"):
+                if job in self.cluster.jobs:
+                    return f"/job:{job}/replica:0/task:0"
+        return None
+
+    def update(self, graph: GraphDef) -> None:
+        """Assign the nodes the graph gained since the last call (Session.extend keeps the old
+        ones where they are)."""
+        if len(graph.nodes) == self.seen:
+            return
+        if self.cluster.placement == "round_robin":
+            self._round_robin(graph)
+        else:
+            self._ps(graph.nodes[self.seen :])
+        self.seen = len(graph.nodes)
+
+    def _ps(self, nodes) -> None:
+        n_ps = self.cluster.jobs.get("ps", 0)
+        if not n_ps:
+            return
+        for t in range(n_ps):
+            self.ps_load.setdefault(f"/job:ps/replica:0/task:{t}", 0)
+        for n in nodes:
+            if n.op == "VarHandleOp" and _unrequested(n):
+                task = min(self.ps_load, key=lambda k: (self.ps_load[k], k))  # least loaded, then lowest
+                self.ps_load[task] += _variable_bytes(n)
+                self.by_node[n.name] = task
+
+    def _round_robin(self, graph: GraphDef) -> None:
+        tasks = [f"/job:{j}/replica:0/task:{t}" for j, t in self.cluster.tasks]
+        devices = self.cluster.all_devices
+        result = place(graph, PlacementOptions(devices=devices))
+        members: dict[int, list] = {}
+        for n in graph.nodes:
+            members.setdefault(result.groups[n.name], []).append(n)
+        turn = len({self.by_node[n] for n in self.by_node})  # continue the rotation after an extend
+        for gid in sorted(members):
+            group = members[gid]
+            if any(n.name in self.by_node for n in group):  # an old group gained a node: keep its task
+                task = next(self.by_node[n.name] for n in group if n.name in self.by_node)
+            elif all(_unrequested(n) for n in group):
+                task = tasks[turn % len(tasks)]
+                turn += 1
+            else:
+                continue
+            for n in group:
+                if _unrequested(n):
+                    self.by_node[n.name] = task
+
+    def constrain(self, graph: GraphDef) -> GraphDef:
+        """A copy of the graph about to be placed with each assigned node's task in its request."""
+        out = graph.copy()
+        for n in out.nodes:
+            task = self.by_node.get(n.name)
+            if task is not None and _unrequested(n):
+                n.device = DeviceSpec.parse(task).merge(DeviceSpec.parse(n.device)).to_string()
+        return out
+
+
+@dataclass
+class ClusterStep:
+    """One signature placed on a cluster: the local pipeline's result, grouped by task."""
+
+    compiled: CompiledStep
+    pieces: dict[str, dict[str, GraphDef]]  # task -> device -> partition (tasks in device order)
+    cross: list[Transfer]  # the transfers between tasks
+
+    @property
+    def tasks(self) -> list[str]:
+        return list(self.pieces)
+
+
+def compile_cluster_step(
+    graph: GraphDef,
+    cluster: ClusterSpec,
+    assignment: TaskAssignment,
+    *,
+    feeds=(),
+    fetches=(),
+    targets=(),
+    **kw,
+) -> ClusterStep:
+    """prune -> optimize -> place (over every device of the cluster, the assignment's tasks in
+    the requests) -> partition by device; then the partitions grouped by task."""
+    assignment.update(graph)
+    compiled = compile_step(
+        graph,
+        cluster.all_devices,
+        feeds=feeds,
+        fetches=fetches,
+        targets=targets,
+        default_device=assignment.default_device,
+        constrain=assignment.constrain,
+        **kw,
+    )
+    pieces: dict[str, dict[str, GraphDef]] = {}
+    for dev, g in compiled.partitioned.partitions.items():
+        pieces.setdefault(task_of(dev), {})[dev] = g
+    cross = [t for t in compiled.partitioned.transfers if task_of(t.src_device) != task_of(t.dst_device)]
+    return ClusterStep(compiled, pieces, cross)

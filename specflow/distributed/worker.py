@@ -1,0 +1,201 @@
+"""A worker task (TensorFlow's WorkerService): one Ray actor, its own OS process.
+
+It holds the task's devices (each with its resource manager, so variables persist across
+steps), the graphs the master registered (one Executor per device partition, built once, as the
+local Session caches them) and each running step's rendezvous. The master calls:
+
+- ``register_graph(handle, partitions)``: build executors for this task's piece of a signature;
+- ``run_graph(handle, step_id, args, ...)``: run every partition with one rendezvous; returns the
+  fetches this task produced, or the error (the step's rendezvous state is freed at its end);
+- ``deregister_graph(handles)``, ``cleanup_graph(step_id)`` (after an aborted step).
+
+Other tasks call ``deliver`` (a batch of cross-task tensors for a step) and ``abort_step``.
+The class is plain Python; ``engine.py`` wraps it with ``ray.remote``.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import threading
+import time
+from collections import deque
+from typing import Any
+
+import numpy as np
+
+from specflow.graph.device_spec import DeviceSpec
+from specflow.graph.graph_def import GraphDef
+from specflow.runtime.devices import local_devices
+from specflow.runtime.executor import CallFrame, Executor
+from specflow.runtime.executor_types import UNSET
+
+from .placement import task_of
+from .remote_rendezvous import FLUSH_DELAY_S, RemoteRendezvous, pack_error, unpack_error
+
+_DONE_MEMORY = 4096  # finished step ids remembered, so a late message for one is dropped
+
+
+class TaskWorker:
+    def __init__(self, task: str, devices: str | None = None, threads: int | None = None) -> None:
+        spec = DeviceSpec.parse(task)
+        self.task = task
+        self.devices = local_devices(devices or "cpu:1", job=spec.job, task=spec.task, threads=threads)
+        self.by_name = {d.name: d for d in self.devices}
+        self.kernel_state: dict[str, dict] = {}
+        self.graphs: dict[str, list[Executor]] = {}
+        self.route: dict[str, str | None] = {}  # receiving device -> its task if not this one
+        self.peers: dict[str, Any] = {}
+        self.steps: dict[int, RemoteRendezvous] = {}
+        self.done: set[int] = set()
+        self._done_order: deque[int] = deque()
+        self.lock = threading.Lock()
+        self._flushes: queue.SimpleQueue = queue.SimpleQueue()
+        threading.Thread(target=self._flusher, name="flusher", daemon=True).start()
+
+    def _flush_later(self, rv: RemoteRendezvous) -> None:
+        self._flushes.put((time.monotonic() + FLUSH_DELAY_S, rv))
+
+    def _flusher(self) -> None:
+        """Send what sat in an outbox for FLUSH_DELAY_S (entries come in deadline order)."""
+        while True:
+            due, rv = self._flushes.get()
+            wait = due - time.monotonic()
+            if wait > 0:
+                time.sleep(wait)
+            try:
+                rv.flush()
+            except Exception:  # a peer gone: the step fails through its own receives
+                pass
+
+    # --- set-up ------------------------------------------------------------------------------
+
+    def info(self) -> dict:
+        node = ""
+        try:
+            import ray
+
+            node = ray.get_runtime_context().get_node_id()
+        except Exception:  # outside Ray (tests of the class itself)
+            pass
+        import specflow
+
+        return {"task": self.task, "pid": os.getpid(), "node_id": node,
+                "devices": [d.name for d in self.devices], "specflow": specflow.__file__}  # fmt: skip
+
+    def connect(self, peers: dict[str, Any]) -> None:
+        """The other tasks' actor handles (task -> handle)."""
+        self.peers = dict(peers)
+
+    def register_graph(self, handle: str, partitions: dict[str, GraphDef], graph_seed: int | None = None) -> int:
+        executors = []
+        for dev, g in partitions.items():
+            device = self.by_name.get(DeviceSpec.parse(dev).to_string())
+            if device is None:
+                raise RuntimeError(f"{self.task} has no device {dev} (it has {', '.join(self.by_name)})")
+            executors.append(Executor(g, device, graph_seed=graph_seed, kernel_state=self.kernel_state))
+            for n in g.nodes:
+                if n.op == "_Send":
+                    recv = DeviceSpec.parse(n.attrs["recv_device"]).to_string()
+                    t = task_of(recv)
+                    self.route[n.attrs["recv_device"]] = None if t == self.task else t
+        with self.lock:
+            self.graphs[handle] = executors
+        return len(executors)
+
+    def deregister_graph(self, handles: list[str]) -> None:
+        with self.lock:
+            for h in handles:
+                self.graphs.pop(h, None)
+
+    def reset(self) -> None:
+        """Clear every resource (variables, queues) of this task's devices (TF's Session.Reset)."""
+        for d in self.devices:
+            d.resource_mgr.clear()
+        self.kernel_state.clear()
+
+    def close(self) -> None:
+        with self.lock:
+            self.graphs.clear()
+            steps, self.steps = list(self.steps.values()), {}
+        for rv in steps:
+            rv.abort_from_peer(RuntimeError("the session was closed"))
+        for d in self.devices:
+            d.shutdown()
+            d.resource_mgr.clear()
+
+    # --- steps -------------------------------------------------------------------------------
+
+    def _rendezvous(self, step_id: int) -> RemoteRendezvous | None:
+        with self.lock:
+            rv = self.steps.get(step_id)
+            if rv is None and step_id not in self.done:
+                rv = self.steps[step_id] = RemoteRendezvous(step_id, self.task, self.route, self.peers,
+                                                            later=self._flush_later)  # fmt: skip
+            return rv
+
+    def _finish(self, step_id: int) -> None:
+        with self.lock:
+            self.steps.pop(step_id, None)
+            self.done.add(step_id)
+            self._done_order.append(step_id)
+            if len(self._done_order) > _DONE_MEMORY:
+                self.done.discard(self._done_order.popleft())
+
+    def run_graph(self, handle: str, step_id: int, args: dict[int, Any], n_args: int, n_retvals: int,
+                  tasks: list[str]) -> tuple[dict[int, Any], tuple | None, int, bool]:  # fmt: skip
+        """Run this task's partitions of a step. Returns (fetches set here by _Retval index,
+        the packed error or None, cross-task batches sent, whether the error came from another
+        task)."""
+        executors = self.graphs[handle]
+        rv = self._rendezvous(step_id)
+        if rv is None:  # cleaned up already: the master gave up on this step
+            return {}, pack_error(RuntimeError(f"step {step_id} was cleaned up before it ran on {self.task}")), 0, True
+        rv.tasks = tasks
+        rv.set_partitions(len(executors))
+        frame = CallFrame([args.get(i) for i in range(n_args)], n_retvals)
+        last = len(executors) - 1
+        handles = [
+            ex.run_async(rendezvous=rv, frame=frame, step_id=step_id, caller_runs=i == last)
+            for i, ex in enumerate(executors)
+        ]
+        for h in handles:
+            if not h.done:
+                h.wait()
+        rv.flush()
+        errors = [h.error for h in handles if h.error is not None]
+        self._finish(step_id)
+        if errors:
+            return {}, pack_error(rv.error or errors[0]), rv.sent, rv.from_peer
+        out = {}
+        for i, v in enumerate(frame.retvals):
+            if v is not UNSET:
+                out[i] = v if isinstance(v, np.ndarray) or not hasattr(v, "get") else v.get()
+        return out, None, rv.sent, False
+
+    def deliver(self, step_id: int, items: list) -> None:
+        rv = self._rendezvous(step_id)
+        if rv is not None:
+            rv.deliver(items)
+
+    def abort_step(self, step_id: int, packed: tuple, origin: str) -> None:
+        rv = self._rendezvous(step_id)
+        if rv is not None:
+            rv.abort_from_peer(unpack_error(packed))
+
+    def cleanup_graph(self, step_id: int, packed: tuple | None = None) -> None:
+        """Abort the step here if it still runs (with the master's error ``packed``), then forget
+        its state (a late delivery for it is then dropped). One message, so no abort can arrive
+        after the state it was for is gone."""
+        rv = self._rendezvous(step_id)
+        if rv is not None:
+            rv.abort_from_peer(unpack_error(packed) if packed else RuntimeError(f"step {step_id} was cleaned up"))
+        self._finish(step_id)
+
+    def running_steps(self) -> list[int]:
+        with self.lock:
+            return sorted(self.steps)
+
+    def resources(self) -> dict[str, list[str]]:
+        """Per device, the resources its manager holds (what lives on this task)."""
+        return {d.name: sorted(f"{c}/{n}" for (c, n), _ in d.resource_mgr.items()) for d in self.devices}

@@ -1,0 +1,85 @@
+"""A graph placed on a cluster (``inspect --cluster ... --placed``): per task, its devices'
+partitions, and the tensors crossing tasks with their bytes per step."""
+
+from __future__ import annotations
+
+import json
+
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+
+from specflow.views.placement_view import (
+    _fmt_bytes,
+    _total,
+    placement_dot,
+    placement_json,
+    placement_renderable,
+)
+
+
+def _cross_rows(cstep) -> list[dict]:
+    return [
+        {"tensor": t.tensor, "from": t.src_device, "to": t.dst_device, "dtype": t.dtype.name,
+         "shape": t.shape.as_list(), "bytes_per_step": t.bytes_per_step}
+        for t in cstep.cross
+    ]  # fmt: skip
+
+
+def _task_rows(cstep, cluster) -> list[dict]:
+    out = []
+    for job, t in cluster.tasks:
+        task = f"/job:{job}/replica:0/task:{t}"
+        piece = cstep.pieces.get(task, {})
+        nodes = [n for g in piece.values() for n in g.nodes]
+        out.append({
+            "task": task,
+            "devices": {dev: len(g.nodes) for dev, g in piece.items()},
+            "nodes": len(nodes),
+            "variables": sorted(n.name for n in nodes if n.op == "VarHandleOp"),
+            "sends": sum(1 for r in cstep.cross if r.src_device.startswith(task + "/")),
+            "recvs": sum(1 for r in cstep.cross if r.dst_device.startswith(task + "/")),
+        })  # fmt: skip
+    return out
+
+
+def cluster_renderable(cstep, cluster, title: str) -> Group:
+    tasks = Table(title=f"{title} on {cluster.describe()} ({cluster.placement} placement)", header_style="bold")
+    for col in ("task", "partitions (nodes)", "variables", "sends", "receives"):
+        tasks.add_column(col)
+    for r in _task_rows(cstep, cluster):
+        parts = ", ".join(f"{d.rsplit('/', 1)[-1]} ({n})" for d, n in r["devices"].items()) or "idle"
+        tasks.add_row(Text(r["task"]), Text(parts), Text(", ".join(r["variables"]) or "-"),
+                      str(r["sends"]), str(r["recvs"]))  # fmt: skip
+    rows = _cross_rows(cstep)
+    cross = Table(title="tensors crossing tasks (per step)", header_style="bold")
+    for col in ("tensor", "from", "to", "dtype & shape", "bytes"):
+        cross.add_column(col)
+    for r in rows:
+        shape = "?" if r["shape"] is None else "[" + ", ".join("?" if d is None else str(d) for d in r["shape"]) + "]"
+        cross.add_row(*(Text(x) for x in (r["tensor"], r["from"], r["to"], f"{r['dtype']}{shape}",
+                                           _fmt_bytes(r["bytes_per_step"]))))  # fmt: skip
+    total, partial = _total(rows)
+    pairs = {(r["from"].rsplit("/device", 1)[0], r["to"].rsplit("/device", 1)[0]) for r in rows}
+    summary = Text(f"{len(cstep.pieces)} task(s) involved, {len(rows)} cross-task transfer(s) over {len(pairs)} "
+                   f"task pair(s) (one message per pair per flush), {_fmt_bytes(total)}"
+                   f"{' + unknown' if partial else ''} crossing tasks per step", style="bold")  # fmt: skip
+    return Group(placement_renderable(cstep.compiled, title), tasks, cross if rows else Text("no tensors cross tasks"),
+                 summary)  # fmt: skip
+
+
+def cluster_json(cstep, cluster) -> str:
+    data = json.loads(placement_json(cstep.compiled))
+    rows = _cross_rows(cstep)
+    total, partial = _total(rows)
+    data["cluster"] = {"jobs": cluster.jobs, "task_devices": cluster.task_devices, "placement": cluster.placement}
+    data["tasks"] = _task_rows(cstep, cluster)
+    data["cross_task_transfers"] = rows
+    data["cross_task_bytes_per_step"] = total
+    data["cross_task_bytes_per_step_complete"] = not partial
+    return json.dumps(data, indent=2)
+
+
+def cluster_dot(cstep) -> str:
+    """The per-device clusters of ``placement_dot``, each labelled with its task."""
+    return placement_dot(cstep.compiled)

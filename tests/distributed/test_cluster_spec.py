@@ -1,0 +1,138 @@
+"""Cluster specs, their checks and planning on a cluster: all without Ray."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from specflow.cli import app
+from specflow.distributed import ClusterSpec, as_cluster_spec, parse_cli
+from specflow.distributed.placement import TaskAssignment, compile_cluster_step, task_of
+from specflow.errors import DeviceError, SpecError, SpecflowError
+from specflow.schema.loader import load_spec, load_spec_text
+
+MODELS = Path(__file__).resolve().parents[2] / "models"
+runner = CliRunner()
+
+
+def test_forms():
+    assert parse_cli("local:ps=1,worker=2") == {"ps": 1, "worker": 2}
+    assert parse_cli("local") is None
+    for bad in ("remote:ps=1", "local:ps=0", "local:ps", "local:ps=1,ps=2"):
+        with pytest.raises(SpecError):
+            parse_cli(bad)
+    spec = as_cluster_spec({"worker": ["a:1", "b:2"], "ps": ["c:3"]})
+    assert spec.jobs == {"worker": 2, "ps": 1}
+    assert "ignored" in spec.notices[0]
+    assert spec.tasks == [("ps", 0), ("worker", 0), ("worker", 1)]
+    spec = ClusterSpec({"chief": 1, "worker": 1}, task_devices={"worker": "cpu:2"})
+    assert spec.all_devices == [
+        "/job:chief/replica:0/task:0/device:CPU:0",
+        "/job:worker/replica:0/task:0/device:CPU:0",
+        "/job:worker/replica:0/task:0/device:CPU:1",
+    ]
+    assert task_of(spec.all_devices[2]) == "/job:worker/replica:0/task:0"
+
+
+@pytest.mark.parametrize("constraint, message", [
+    ("/job:lab", "names job 'lab', which the cluster lacks (jobs: ps, worker)"),
+    ("/job:worker/task:2", "names task 2, out of range (worker has 2 task(s))"),
+    ("/job:ps/device:CPU:1", "no task of the cluster has device CPU:1"),
+    ("/job:wroker", "(did you mean 'worker'?)"),
+])  # fmt: skip
+def test_node_constraints_checked_with_location(constraint, message):
+    text = f"""specflow: 1
+name: m
+inputs:
+  x: {{dtype: float32, shape: [2]}}
+nodes:
+  y: {{op: Neg, inputs: [x], device: "{constraint}"}}
+cluster: {{ps: 1, worker: 2}}
+"""
+    with pytest.raises(DeviceError) as e:
+        load_spec_text(text, "m.yaml")
+    assert e.value.format().startswith("m.yaml:6:3: ") and message in e.value.format()
+
+
+def test_section_errors_are_located():
+    base = "specflow: 1\nname: m\ninputs:\n  x: {dtype: float32, shape: [2]}\nnodes:\n  y: {op: Neg, inputs: [x]}\n"
+    cases = {
+        "cluster:\n  jobs: {ps: 1}\n  placement: spread\n": "m.yaml:9:14: cluster.placement: expected one of ps, round_robin",
+        "cluster:\n  jobs: {ps: 1}\n  task_devices: {worker: cpu:2}\n": "m.yaml:9:18: cluster.task_devices.worker: unknown job",
+        "cluster:\n  jobs: {ps: 1}\n  place: {z: /job:ps}\n": "m.yaml:9:11: cluster.place.z: no node or scope of that name",
+        "cluster:\n  jobs: {ps: -1}\n": "m.yaml:8:10: cluster.jobs.ps: a job needs at least one task",
+        "cluster: [ps]\n": "m.yaml:7:10: cluster: expected a mapping",
+    }
+    for section, message in cases.items():
+        with pytest.raises(SpecflowError) as e:
+            load_spec_text(base + section, "m.yaml")
+        assert message in e.value.format(), (section, e.value.format())
+
+
+def test_ps_placement_spreads_variables_by_bytes_and_keeps_them_across_signatures():
+    spec = load_spec(MODELS / "digits_mlp.yaml")
+    cluster = ClusterSpec({"ps": 2, "worker": 2})
+    assignment = TaskAssignment(cluster)
+    init = compile_cluster_step(spec.graph_def, cluster, assignment, targets=[spec.lowered.init_op])
+    step = compile_cluster_step(spec.graph_def, cluster, assignment, feeds=["images"], fetches=["probs:0"])
+    for cs in (init, step):
+        where = {n.name: task_of(n.device) for g in cs.compiled.partitioned.partitions.values() for n in g.nodes
+                 if n.op == "VarHandleOp"}  # fmt: skip
+        assert where == {"hidden/kernel": "/job:ps/replica:0/task:0", "hidden/bias": "/job:ps/replica:0/task:1",
+                         "logits/kernel": "/job:ps/replica:0/task:1", "logits/bias": "/job:ps/replica:0/task:1"}
+    assert set(step.tasks) == {"/job:ps/replica:0/task:0", "/job:ps/replica:0/task:1", "/job:worker/replica:0/task:0"}
+    assert {t.dst_device for t in step.cross} == {"/job:worker/replica:0/task:0/device:CPU:0"}
+
+
+def test_round_robin_spreads_over_every_task():
+    spec = load_spec(MODELS / "residual_mlp.yaml")
+    cluster = ClusterSpec({"ps": 1, "worker": 2}, placement="round_robin")
+    step = compile_cluster_step(spec.graph_def, cluster, TaskAssignment(cluster), feeds=["images"], fetches=["probs:0"])
+    assert len(step.tasks) == 3 and step.cross
+
+
+def test_inspect_cluster_never_starts_ray(monkeypatch):
+    monkeypatch.setitem(sys.modules, "ray", None)  # importing ray now fails
+    r = runner.invoke(app, ["inspect", str(MODELS / "towers_on_tasks.yaml"), "--cluster", "local", "--placed",
+                            "-f", "json"])  # fmt: skip
+    assert r.exit_code == 0, r.output
+    data = json.loads(r.output)
+    tasks = {t["task"]: t for t in data["tasks"]}
+    assert tasks["/job:worker/replica:0/task:1"]["variables"] == ["right/bias", "right/kernel"]
+    assert tasks["/job:ps/replica:0/task:0"]["variables"] == ["left/bias", "left/kernel", "out/bias", "out/kernel"]
+    assert data["cross_task_bytes_per_step"] > 0 and len(data["cross_task_transfers"]) == 6
+    r = runner.invoke(app, ["inspect", str(MODELS / "digits_mlp.yaml"), "--cluster", "local:ps=1,worker=1",
+                            "--placed", "--task-devices", "worker=cpu:2", "-f", "json"])  # fmt: skip
+    assert r.exit_code == 0, r.output
+    data = json.loads(r.output)
+    assert data["cluster"]["task_devices"] == {"worker": "cpu:2"} and data["cross_task_transfers"]
+    r = runner.invoke(app, ["inspect", str(MODELS / "digits_mlp.yaml"), "--cluster", "local:ps=1,worker=1", "--placed"])
+    assert r.exit_code == 0, r.output
+    assert "tensors crossing tasks" in r.output and "/job:ps/replica:0/task:0" in r.output
+    r = runner.invoke(app, ["inspect", str(MODELS / "digits_mlp.yaml"), "--cluster", "local:ps=1,worker=1",
+                            "-f", "dot"])  # fmt: skip (--cluster implies --placed)
+    assert r.exit_code == 0 and r.output.startswith("digraph")
+
+
+def test_run_cluster_without_ray_says_how_to_install(monkeypatch):
+    monkeypatch.setitem(sys.modules, "ray", None)
+    r = runner.invoke(app, ["run", str(MODELS / "digits_mlp.yaml"), "--cluster", "local:ps=1,worker=1",
+                            "--fetch", "probs"])  # fmt: skip
+    assert r.exit_code == 1
+    assert r.output.strip().splitlines() == ["error: running on a cluster needs Ray: pip install 'specflow[distributed]' (or pip install 'ray>=2.40')"]
+
+
+def test_cli_cluster_errors():
+    r = runner.invoke(app, ["run", str(MODELS / "digits_mlp.yaml"), "--cluster", "local", "--fetch", "probs"])
+    assert r.exit_code == 1 and "has no cluster: section" in r.output
+    r = runner.invoke(app, ["inspect", str(MODELS / "towers_on_tasks.yaml"), "--cluster", "local:ps=1", "--placed"])
+    assert r.exit_code == 1 and "names job 'worker', which the cluster lacks" in r.output
+    r = runner.invoke(app, ["inspect", str(MODELS / "digits_mlp.yaml"), "--cluster", "local:worker=1", "--placed",
+                            "--devices", "cpu:2"])  # fmt: skip
+    assert r.exit_code == 1 and "--task-devices" in r.output
+    r = runner.invoke(app, ["inspect", str(MODELS / "digits_mlp.yaml"), "--placed", "--placement", "round_robin"])
+    assert r.exit_code == 1 and "need --cluster" in r.output

@@ -1,0 +1,65 @@
+"""Tasks on a two-node Ray cluster on this machine (ray.cluster_utils.Cluster): each job asks
+for its node's custom resource, and the tasks report the node they run on."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from specflow.distributed import Cluster, ClusterSpec
+from specflow.runtime.session import Session, SessionConfig
+from specflow.schema.loader import load_spec
+
+
+@pytest.fixture(scope="module")
+def two_nodes():
+    pytest.importorskip("ray")
+    import ray
+    from ray.cluster_utils import Cluster as RayCluster
+
+    from specflow.distributed import engine
+
+    engine.shutdown_ray()
+    if ray.is_initialized():
+        ray.shutdown()
+    rc = RayCluster(initialize_head=True, head_node_args={"num_cpus": 1, "resources": {"node_a": 4}})
+    rc.add_node(num_cpus=1, resources={"node_b": 4}, labels={"zone": "b"})
+    rc.wait_for_nodes()
+    ray.init(address=rc.address, logging_level="ERROR", log_to_driver=False)
+    yield rc
+    ray.shutdown()
+    rc.shutdown()
+
+
+def test_tasks_run_on_both_nodes(two_nodes):
+    import ray
+
+    spec = load_spec(Path(__file__).resolve().parents[2] / "models" / "digits_mlp.yaml")
+    cluster = ClusterSpec({"ps": 1, "worker": 1}, resources={"ps": {"node_a": 1}, "worker": {"node_b": 1}})
+    x = np.random.default_rng(0).standard_normal((4, 64)).astype(np.float32)
+    with Session(spec.graph_def, SessionConfig(graph_seed=5)) as local:
+        local.run([], targets=[spec.lowered.init_op])
+        want = local.run("probs", {"images": x})
+    with Cluster(cluster, address=two_nodes.address) as c:
+        nodes = {t: info["node_id"] for t, info in c.infos.items()}
+        with Session(spec.graph_def, SessionConfig(graph_seed=5), cluster=c) as sess:
+            sess.run([], targets=[spec.lowered.init_op])
+            got = sess.run("probs", {"images": x})
+            assert sess.cross_task_batches > 0
+    by_resource = {n["NodeID"]: n["Resources"] for n in ray.nodes() if n["Alive"]}
+    assert "node_a" in by_resource[nodes["/job:ps/replica:0/task:0"]]
+    assert "node_b" in by_resource[nodes["/job:worker/replica:0/task:0"]]
+    assert len(set(nodes.values())) == 2
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+
+
+def test_a_node_label_places_a_job(two_nodes):
+    spec = ClusterSpec({"worker": 2}, labels={"worker": {"zone": "b"}})
+    with Cluster(spec, address=two_nodes.address) as c:
+        nodes = {info["node_id"] for info in c.infos.values()}
+    import ray
+
+    (labelled,) = [n["NodeID"] for n in ray.nodes() if n["Alive"] and n.get("Labels", {}).get("zone") == "b"]
+    assert nodes == {labelled}
