@@ -15,8 +15,8 @@ if [ ! -x "$VENV/bin/python" ]; then
   exit 2
 fi
 # specflow's own dependencies (not specflow itself: it runs from this checkout).
-"$VENV/bin/python" -c "import pydantic, yaml, typer, rich, tensorboard, google_crc32c, pytest" 2>/dev/null ||
+"$VENV/bin/python" -c "import pydantic, yaml, typer, rich, tensorboard, google_crc32c, scipy, pytest" 2>/dev/null ||
   "$VENV/bin/pip" install -q "pydantic>=2.10" "pyyaml>=6.0" "typer>=0.12" "rich>=13.7" "tensorboard>=2.16" \
-    "google-crc32c>=1.5" pytest
+    "google-crc32c>=1.5" "scipy>=1.11" pytest
 cd "$ROOT"
 PYTHONPATH="$ROOT" exec "$VENV/bin/python" -m pytest -q -rs -p no:cacheprovider tests/export/test_tf_parity.py "$@"
