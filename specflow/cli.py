@@ -595,9 +595,10 @@ def ops(
     if missing_from is not None:
         if op is not None:
             raise UserError("give either an op or --missing-from, not both")
+        from specflow.io.tf_functions import LOAD_TIME_OPS
         from specflow.ops.coverage import coverage
 
-        out.print(coverage_renderable(coverage(missing_from)))
+        out.print(coverage_renderable(coverage(missing_from, LOAD_TIME_OPS)))
         return
     if op is None:
         out.print(ops_table())

@@ -55,4 +55,7 @@ def coverage_renderable(cov) -> Group:
     parts = [Text(f"{len(cov.missing)} op(s) of {cov.source.name} missing:", style="bold")]
     parts += [Text(f"  {name}", style="cyan") for name in cov.missing]
     parts.append(Text(f"coverage: {cov.covered}/{len(cov.listed)} ({cov.percent:.1f}%) of {cov.source}"))
+    if cov.lowered:
+        parts.append(Text(f"counted as covered: {len(cov.lowered)} op(s) a TF graph is rewritten without when it "
+                          f"is loaded (no kernel of their own): {', '.join(cov.lowered)}"))
     return Group(*parts)
