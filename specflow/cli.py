@@ -62,14 +62,25 @@ def _escape(text: str) -> str:
     return escape(text)
 
 
-def _load(path: Path, overrides: list[str] | None):
-    from specflow.schema.loader import load_spec
-
+def _check_spec_path(path: Path) -> None:
     if not path.exists():
         raise UserError(f"{path}: no such file")
     if path.is_dir():
         raise UserError(f"{path}: is a directory, expected a YAML spec")
-    return load_spec(str(path), overrides=list(overrides or []))
+
+
+def _load(path: Path, overrides: list[str] | None, run=None):
+    """The spec with ``overrides``; ``run`` (a RunConfig whose flags made them) names in an error
+    that the run's remembered flags were applied."""
+    from specflow.schema.loader import load_spec
+
+    _check_spec_path(path)
+    try:
+        return load_spec(str(path), overrides=list(overrides or []))
+    except SpecflowError as e:
+        if run is not None and (run.set or run.seed is not None) and "--set" not in e.format():
+            e.message = f"{e.message} (with the run's {run.flags()})"
+        raise
 
 
 def _check_format(fmt: str, allowed=("table", "json", "dot")) -> str:
@@ -339,21 +350,39 @@ def train(
     spec: Path = typer.Argument(..., help="The model spec (YAML) with a train: section."),
     logdir: Path | None = typer.Option(None, "--logdir", help="Checkpoints and summaries (default: runs/<spec name>)."),
     steps: int | None = typer.Option(None, "--steps", min=1, help="Train up to this global step (default: train.steps)."),
-    resume: bool = typer.Option(False, "--resume", help="Continue the run in --logdir from its latest checkpoint."),
+    resume: bool = typer.Option(False, "--resume", help="Continue the run in --logdir from its latest checkpoint, "
+                                "with the run's own --seed and --set (remembered in LOGDIR/run.json)."),
     seed: int | None = typer.Option(None, "--seed", help="Seed for initializers, data order and random ops."),
     devices: str | None = DevicesOpt,
+    force: bool = typer.Option(False, "--force", help="With --resume: use a --seed/--set that differs from the "
+                               "run's (a warning instead of an error)."),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Replace the run in --logdir (its checkpoints, "
+                                   "events and run.json) instead of continuing it."),
     set_: list[str] | None = SetOpt,
 ):
     """Train a model: progress bar, checkpoints, TensorBoard summaries, evaluation; Ctrl-C or
-    SIGTERM saves a final checkpoint (a second signal exits at once)."""
+    SIGTERM saves a final checkpoint (a second signal exits at once). Training again into a
+    logdir that holds the same run continues it; a finished one is left as it is."""
+    from specflow.train import run_config
     from specflow.train.loop import Trainer, TrainOptions
     from specflow.views.train_view import ProgressListener, result_table
 
-    s = _load(spec, _train_overrides(set_, seed))
     logdir = logdir or _default_logdir(spec)
+    _check_spec_path(spec)
+    plan = run_config.plan_train(spec, logdir, seed, set_, resume=resume, force=force, overwrite=overwrite)
+    for w in plan.warnings:
+        err.print(f"[yellow]warning:[/yellow] {_escape(w)}", soft_wrap=True)
+    s = _load(spec, _train_overrides(plan.config.set, plan.config.seed), plan.config)
+    if s.train is not None and plan.resume:
+        done = run_config.latest_step(logdir)
+        total = steps if steps is not None else s.train.steps
+        if done is not None and done >= total:
+            out.print(f"{_escape(str(logdir))}: already at step {done}; nothing to do")
+            return
     _quiet_numeric_warnings()
     with ProgressListener(out) as listener:
-        trainer = Trainer(s, TrainOptions(logdir=logdir, steps=steps, resume=resume, devices=devices), listener)
+        trainer = Trainer(s, TrainOptions(logdir=logdir, steps=steps, resume=plan.resume, devices=devices), listener)
+        run_config.begin(logdir, plan)
         with _stop_on_signals(trainer.request_stop):
             result = trainer.run()
     out.print(result_table(result, logdir))
@@ -368,12 +397,18 @@ def eval_(
     fmt: str = typer.Option("table", "--format", "-f", help="table or json."),
     set_: list[str] | None = SetOpt,
 ):
-    """Evaluate a checkpoint's metrics on the spec's held-out split."""
+    """Evaluate a checkpoint's metrics on the held-out split of the training run (made with the
+    run's --seed and --set, which the logdir remembers)."""
+    from specflow.train import run_config
     from specflow.train.evaluate import evaluate_checkpoint
     from specflow.views.train_view import metrics_table
 
     _check_format(fmt, ("table", "json"))
-    s = _load(spec, set_)
+    _check_spec_path(spec)
+    config, warnings = run_config.eval_config(spec, logdir, set_)
+    for w in warnings:
+        err.print(f"[yellow]warning:[/yellow] {_escape(w)}", soft_wrap=True)
+    s = _load(spec, _train_overrides(config.set, config.seed), config)
     path, metrics = evaluate_checkpoint(s, logdir, checkpoint)
     if fmt == "json":
         print(json.dumps({"checkpoint": path, "metrics": metrics}, indent=2))
