@@ -49,6 +49,10 @@ def handle_errors(fn: Callable) -> Callable:
             for line in e.format().splitlines():
                 err.print(f"[red]error:[/red] {_escape(line)}", soft_wrap=True)
             raise typer.Exit(1) from None
+        except OSError as e:  # a path the commands' own checks did not foresee: still one line
+            where = f"{e.filename}: " if e.filename else ""
+            err.print(f"[red]error:[/red] {_escape(where + (e.strerror or str(e)))}", soft_wrap=True)
+            raise typer.Exit(1) from None
         except KeyboardInterrupt:
             err.print("interrupted")
             raise typer.Exit(130) from None
@@ -259,25 +263,36 @@ def run(
     if trace:
         from specflow.io.atomic_write import write_atomically
 
+        trace = _output_file(trace, "trace.json")
         write_atomically(trace, lambda f: f.write(json.dumps(stats.to_chrome_trace()).encode()))
-        out.print(f"wrote trace of {len(stats)} node executions to {trace}")
+        out.print(f"wrote trace of {len(stats)} node executions to {_escape(str(trace))}")
     if output:
-        _save_npz(output, dict(zip(fetch, values)))
-        out.print(f"wrote {len(values)} value(s) to {output}")
+        target = _save_npz(output, dict(zip(fetch, values)), f"{spec.stem}.npz")
+        out.print(f"wrote {len(values)} value(s) to {_escape(str(target))}")
         return
     from specflow.views.values_view import values_renderable
 
     out.print(values_renderable(list(fetch), values))
 
 
-def _save_npz(output: Path, arrays: dict) -> None:
-    """``np.savez``'s file (``.npz`` added when missing), written whole or not at all."""
+def _output_file(path: Path, default_name: str) -> Path:
+    """Where ``--out PATH`` writes: an existing directory means ``default_name`` inside it; a file
+    name lacking ``default_name``'s suffix gets it."""
+    if path.is_dir():
+        return path / default_name
+    suffix = Path(default_name).suffix
+    return path if path.suffix == suffix else path.with_name(path.name + suffix)
+
+
+def _save_npz(output: Path, arrays: dict, default_name: str) -> Path:
+    """``np.savez``'s file, written whole or not at all; returns where it went."""
     import numpy as np
 
     from specflow.io.atomic_write import write_atomically
 
-    target = output if output.suffix == ".npz" else output.with_name(output.name + ".npz")
+    target = _output_file(output, default_name)
     write_atomically(target, lambda f: np.savez(f, **arrays))
+    return target
 
 
 def _read_feed(text: str, option: str = "--feed"):
@@ -338,6 +353,14 @@ def _stop_on_signals(stop: Callable[[], None]):
     finally:
         for s, h in previous.items():
             signal.signal(s, h)
+
+
+def _check_logdir(logdir: Path) -> None:
+    """A logdir read from (eval, run --checkpoint) must be a directory that exists."""
+    if not logdir.exists():
+        raise UserError(f"{logdir}: no such directory (train the model with --logdir {logdir} first)")
+    if not logdir.is_dir():
+        raise UserError(f"{logdir}: not a directory (--logdir names a training run's directory)")
 
 
 def _default_logdir(spec: Path) -> Path:
@@ -405,6 +428,7 @@ def eval_(
 
     _check_format(fmt, ("table", "json"))
     _check_spec_path(spec)
+    _check_logdir(logdir)
     config, warnings = run_config.eval_config(spec, logdir, set_)
     for w in warnings:
         err.print(f"[yellow]warning:[/yellow] {_escape(w)}", soft_wrap=True)
@@ -457,6 +481,9 @@ def predict(
     from specflow.export.loader import load_saved_model
 
     _check_format(fmt, ("table", "json"))
+    if export_dir.is_file() and export_dir.suffix not in (".pb", ".pbtxt"):
+        raise UserError(f"{export_dir}: is a file; predict runs a SavedModel directory (write one with "
+                        "`specflow export SPEC --logdir LOGDIR --out DIR`)")
     feeds = {}
     for text in input_:
         name, value = _read_feed(text, "--input")
@@ -467,8 +494,8 @@ def predict(
     with load_saved_model(str(export_dir)) as model:
         outputs = model.run(signature, feeds)
     if output:
-        _save_npz(output, outputs)
-        out.print(f"wrote {len(outputs)} output(s) to {output}")
+        target = _save_npz(output, outputs, "predictions.npz")
+        out.print(f"wrote {len(outputs)} output(s) to {_escape(str(target))}")
         return
     if fmt == "json":
         from specflow.views.saved_model_view import predictions_json
@@ -522,8 +549,9 @@ def schema(output: Path | None = typer.Option(None, "--out", "-o", help="Write t
     else:
         from specflow.io.atomic_write import write_atomically
 
+        output = _output_file(output, "specflow.schema.json")
         write_atomically(output, lambda f: f.write((text + "\n").encode()))
-        out.print(f"wrote {output}")
+        out.print(f"wrote {_escape(str(output))}")
 
 
 def main() -> None:
