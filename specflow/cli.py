@@ -46,7 +46,9 @@ def handle_errors(fn: Callable) -> Callable:
         try:
             return fn(*args, **kwargs)
         except SpecflowError as e:
+            note = getattr(e, "cli_note", "")  # the flags that changed the spec (see _load)
             for line in e.format().splitlines():
+                line = f"{line} {note}" if note and "--set" not in line else line
                 err.print(f"[red]error:[/red] {_escape(line)}", soft_wrap=True)
             raise typer.Exit(1) from None
         except OSError as e:  # a path the commands' own checks did not foresee: still one line
@@ -74,17 +76,36 @@ def _check_spec_path(path: Path) -> None:
 
 
 def _load(path: Path, overrides: list[str] | None, run=None):
-    """The spec with ``overrides``; ``run`` (a RunConfig whose flags made them) names in an error
-    that the run's remembered flags were applied."""
+    """The spec with ``overrides``. An error then names the --set flags (or, for ``run``, the
+    RunConfig whose flags made the overrides, the run's remembered --seed/--set) that were applied:
+    a shape mismatch after ``--set nodes.hidden.units=7`` is the --set's doing."""
     from specflow.schema.loader import load_spec
 
     _check_spec_path(path)
     try:
         return load_spec(str(path), overrides=list(overrides or []))
     except SpecflowError as e:
-        if run is not None and (run.set or run.seed is not None) and "--set" not in e.format():
-            e.message = f"{e.message} (with the run's {run.flags()})"
+        if run is not None:
+            if run.set or run.seed is not None:
+                e.cli_note = f"(with the run's {run.flags()})"
+        elif overrides:
+            e.cli_note = "(after " + " ".join(f"--set {o}" for o in overrides) + ")"
         raise
+
+
+def _tensor_of(s, ref: str) -> str:
+    """The graph tensor a --fetch or --feed names: a graph tensor as it is, else any spec
+    reference (a function call's output ``block1``, a while node's ``loop:1``, a cond's output,
+    a variable, whose value is read)."""
+    reads = {v.name: v.read for v in s.variables}
+    if ref in reads:
+        return reads[ref]
+    if s.graph_def.node_map().get(ref.split(":")[0]) is not None:
+        return ref
+    try:
+        return s.resolve(ref)
+    except SpecflowError:
+        return ref  # the session names the missing tensor
 
 
 def _check_format(fmt: str, allowed=("table", "json", "dot")) -> str:
@@ -210,10 +231,10 @@ def _compile(s, devices, fetch, feed, batch_size, soft_placement, optimize=False
     graph = s.graph_def
     if batch_size is not None:
         graph = _with_batch_size(graph, batch_size)
-    fetches = list(fetch or _default_fetches(s))
+    fetches = [_tensor_of(s, f) for f in fetch] if fetch else _default_fetches(s)
     targets = [f for f in fetches if graph.node_map().get(f) is not None and graph.node(f).op == "NoOp"]
     fetches = [f for f in fetches if f not in targets]
-    feeds = list(feed) if feed else [n for n in s.model.inputs if graph.node(n).op == "Placeholder"]
+    feeds = [_tensor_of(s, f) for f in feed] if feed else [n for n in s.model.inputs if graph.node(n).op == "Placeholder"]
     return compile_step(graph, _device_names(devices), feeds=feeds, fetches=fetches, targets=targets,
                         soft_placement=soft_placement, optimize_graph=optimize)
 
@@ -237,8 +258,10 @@ def _with_batch_size(graph, batch_size: int):
 @handle_errors
 def run(
     spec: Path = typer.Argument(..., help="The model spec (YAML)."),
-    fetch: list[str] = typer.Option(..., "--fetch", help="Tensor to fetch, e.g. probs or xent:1 (repeatable)."),
-    feed: list[str] | None = typer.Option(None, "--feed", help="NAME=FILE.npy: a value to feed (repeatable)."),
+    fetch: list[str] = typer.Option(..., "--fetch", help="Tensor to fetch: any spec reference, e.g. probs, "
+                                    "xent:1, a call's block1, a loop's fact:1, a variable (repeatable)."),
+    feed: list[str] | None = typer.Option(None, "--feed", help="NAME=FILE.npy: a value to feed (repeatable); "
+                                          "cast to the tensor's dtype only when no value changes."),
     output: Path | None = typer.Option(None, "--out", "-o", help="Save the fetched values to an .npz file."),
     trace: Path | None = typer.Option(None, "--trace", help="Write a Chrome trace (open in Perfetto)."),
     devices: str | None = DevicesOpt,
@@ -251,15 +274,13 @@ def run(
     from specflow.runtime.step_stats import StepStats
 
     s = _load(spec, set_)
-    feeds = dict(_read_feed(f) for f in feed or [])
+    feeds = _run_feeds(s, feed or [])
     graph_seed = seed if seed is not None else s.model.seed
     with Session(s.graph_def, SessionConfig(devices=devices, graph_seed=graph_seed)) as sess:
         if s.variables:
             sess.run([], targets=[s.lowered.init_op])
         stats = StepStats() if trace else None
-        # A variable's name fetches its value (as it does in spec inputs), not its handle.
-        reads = {v.name: v.read for v in s.variables}
-        values = sess.run([reads.get(f, f) for f in fetch], feeds, options={"trace": True} if trace else None, run_metadata=stats)
+        values = sess.run([_tensor_of(s, f) for f in fetch], feeds, options={"trace": True} if trace else None, run_metadata=stats)
     if trace:
         from specflow.io.atomic_write import write_atomically
 
@@ -293,6 +314,26 @@ def _save_npz(output: Path, arrays: dict, default_name: str) -> Path:
     target = _output_file(output, default_name)
     write_atomically(target, lambda f: np.savez(f, **arrays))
     return target
+
+
+def _run_feeds(s, texts: list[str]) -> dict:
+    """``--feed NAME=FILE`` values by graph tensor, cast by the one feed rule (io/feed_cast.py)."""
+    from specflow.io.feed_cast import cast_exactly
+
+    feeds = {}
+    for text in texts:
+        name, value = _read_feed(text)
+        tensor = _tensor_of(s, name)
+        if tensor in feeds:
+            raise UserError(f"--feed {name} is given twice")
+        try:
+            want = s.tensor_spec(tensor).dtype
+        except (SpecflowError, KeyError):
+            want = None  # not a tensor of the graph: the session says so
+        if want is not None and want.np_type is not None and want.name != "string":
+            value = cast_exactly(value, want.numpy, f"--feed {name}", UserError)
+        feeds[tensor] = value
+    return feeds
 
 
 def _read_feed(text: str, option: str = "--feed"):
@@ -471,7 +512,8 @@ def export(
 @handle_errors
 def predict(
     export_dir: Path = typer.Argument(..., help="A SavedModel directory (specflow's or TensorFlow's)."),
-    input_: list[str] = typer.Option(..., "--input", "-i", help="NAME=FILE.npy: a signature input (repeatable)."),
+    input_: list[str] = typer.Option(..., "--input", "-i", help="NAME=FILE.npy: a signature input (repeatable); "
+                                     "cast to the input's dtype only when no value changes."),
     signature: str = typer.Option("serving_default", "--signature", help="The signature to run."),
     output: Path | None = typer.Option(None, "--out", "-o", help="Save the outputs to an .npz file."),
     fmt: str = typer.Option("table", "--format", "-f", help="table or json."),
