@@ -506,6 +506,10 @@ def export(
     result = export_model(s, logdir, output, fmt=export_format, step=checkpoint,
                           signatures=list(signature or []) or None, overwrite=overwrite)
     out.print(export_summary(result))
+    if export_format == "onnx" and not result.max_diff:
+        err.print(f"[yellow]warning:[/yellow] {_escape(str(output))} was NOT verified: onnxruntime is not installed, so "
+                  "the file was not run and compared with the spec (pip install onnxruntime, or the [onnx] extra)",
+                  soft_wrap=True)
 
 
 @app.command()
@@ -594,6 +598,37 @@ def schema(output: Path | None = typer.Option(None, "--out", "-o", help="Write t
         output = _output_file(output, "specflow.schema.json")
         write_atomically(output, lambda f: f.write((text + "\n").encode()))
         out.print(f"wrote {_escape(str(output))}")
+
+
+def _flags_without_metavar() -> None:
+    """Show on/off options as flags in --help (``--resume``), not as ``--resume <bool>``, which
+    reads as if it took a value. Applied to every command, whoever declared it."""
+    import inspect as pyinspect
+
+    for cmd in app.registered_commands:
+        for p in pyinspect.signature(cmd.callback).parameters.values():
+            info = p.default
+            if isinstance(info, typer.models.OptionInfo) and isinstance(info.default, bool) and info.metavar is None:
+                info.metavar = ""
+
+
+def _version(value: bool) -> None:
+    if value:
+        from specflow import __version__
+
+        print(f"specflow {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _main_options(
+    version: bool = typer.Option(False, "--version", help="Print the version and exit.", callback=_version,
+                                 is_eager=True, metavar=""),
+) -> None:
+    """Declarative YAML model specs compiled to TensorFlow-style dataflow graphs."""
+
+
+_flags_without_metavar()
 
 
 def main() -> None:
