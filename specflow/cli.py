@@ -16,6 +16,17 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
+from specflow.cli_args import (
+    UserError,
+    _check_logdir,
+    _check_spec_path,
+    _flags_without_metavar,
+    _output_file,
+    _read_feed,
+    _run_feeds,
+    _save_npz,
+    _tensor_of,
+)
 from specflow.errors import SpecflowError
 
 app = typer.Typer(
@@ -32,10 +43,6 @@ err = Console(stderr=True, highlight=False)
 
 SetOpt = typer.Option(None, "--set", help="Override a spec field: --set nodes.hidden.units=64 (repeatable).")
 FormatOpt = typer.Option("table", "--format", "-f", help="table, json or dot.")
-
-
-class UserError(SpecflowError):
-    """A bad command-line argument that is not a usage error (missing file, bad feed...)."""
 
 
 def handle_errors(fn: Callable) -> Callable:
@@ -68,13 +75,6 @@ def _escape(text: str) -> str:
     return escape(text)
 
 
-def _check_spec_path(path: Path) -> None:
-    if not path.exists():
-        raise UserError(f"{path}: no such file")
-    if path.is_dir():
-        raise UserError(f"{path}: is a directory, expected a YAML spec")
-
-
 def _load(path: Path, overrides: list[str] | None, run=None):
     """The spec with ``overrides``. An error then names the --set flags (or, for ``run``, the
     RunConfig whose flags made the overrides, the run's remembered --seed/--set) that were applied:
@@ -91,21 +91,6 @@ def _load(path: Path, overrides: list[str] | None, run=None):
         elif overrides:
             e.cli_note = "(after " + " ".join(f"--set {o}" for o in overrides) + ")"
         raise
-
-
-def _tensor_of(s, ref: str) -> str:
-    """The graph tensor a --fetch or --feed names: a graph tensor as it is, else any spec
-    reference (a function call's output ``block1``, a while node's ``loop:1``, a cond's output,
-    a variable, whose value is read)."""
-    reads = {v.name: v.read for v in s.variables}
-    if ref in reads:
-        return reads[ref]
-    if s.graph_def.node_map().get(ref.split(":")[0]) is not None:
-        return ref
-    try:
-        return s.resolve(ref)
-    except SpecflowError:
-        return ref  # the session names the missing tensor
 
 
 def _check_format(fmt: str, allowed=("table", "json", "dot")) -> str:
@@ -266,18 +251,24 @@ def run(
     trace: Path | None = typer.Option(None, "--trace", help="Write a Chrome trace (open in Perfetto)."),
     devices: str | None = DevicesOpt,
     seed: int | None = typer.Option(None, "--seed", help="Graph-level random seed."),
+    checkpoint: Path | None = typer.Option(None, "--checkpoint", help="A training run's logdir: the variables "
+                                           "take its latest checkpoint's values (with the run's --set), not "
+                                           "their initializers'."),
     set_: list[str] | None = SetOpt,
 ):
-    """Run one step: initialize the variables, feed the inputs and print or save the fetches."""
+    """Run one step: initialize the variables (or restore them with --checkpoint), feed the
+    inputs and print or save the fetches."""
 
     from specflow.runtime.session import Session, SessionConfig
     from specflow.runtime.step_stats import StepStats
 
-    s = _load(spec, set_)
+    s, graph, restore = _load_for_run(spec, set_, checkpoint)
     feeds = _run_feeds(s, feed or [])
     graph_seed = seed if seed is not None else s.model.seed
-    with Session(s.graph_def, SessionConfig(devices=devices, graph_seed=graph_seed)) as sess:
-        if s.variables:
+    with Session(graph, SessionConfig(devices=devices, graph_seed=graph_seed)) as sess:
+        if restore is not None:
+            restore(sess)
+        elif s.variables:
             sess.run([], targets=[s.lowered.init_op])
         stats = StepStats() if trace else None
         values = sess.run([_tensor_of(s, f) for f in fetch], feeds, options={"trace": True} if trace else None, run_metadata=stats)
@@ -296,64 +287,22 @@ def run(
     out.print(values_renderable(list(fetch), values))
 
 
-def _output_file(path: Path, default_name: str) -> Path:
-    """Where ``--out PATH`` writes: an existing directory means ``default_name`` inside it; a file
-    name lacking ``default_name``'s suffix gets it."""
-    if path.is_dir():
-        return path / default_name
-    suffix = Path(default_name).suffix
-    return path if path.suffix == suffix else path.with_name(path.name + suffix)
+def _load_for_run(spec: Path, set_: list[str] | None, checkpoint: Path | None):
+    """The spec, the graph to run and (with --checkpoint LOGDIR) what restores the variables."""
+    if checkpoint is None:
+        s = _load(spec, set_)
+        return s, s.graph_def, None
+    from specflow.train import run_config
+    from specflow.train.evaluate import restoring_graph
 
-
-def _save_npz(output: Path, arrays: dict, default_name: str) -> Path:
-    """``np.savez``'s file, written whole or not at all; returns where it went."""
-    import numpy as np
-
-    from specflow.io.atomic_write import write_atomically
-
-    target = _output_file(output, default_name)
-    write_atomically(target, lambda f: np.savez(f, **arrays))
-    return target
-
-
-def _run_feeds(s, texts: list[str]) -> dict:
-    """``--feed NAME=FILE`` values by graph tensor, cast by the one feed rule (io/feed_cast.py)."""
-    from specflow.io.feed_cast import cast_exactly
-
-    feeds = {}
-    for text in texts:
-        name, value = _read_feed(text)
-        tensor = _tensor_of(s, name)
-        if tensor in feeds:
-            raise UserError(f"--feed {name} is given twice")
-        try:
-            want = s.tensor_spec(tensor).dtype
-        except (SpecflowError, KeyError):
-            want = None  # not a tensor of the graph: the session says so
-        if want is not None and want.np_type is not None and want.name != "string":
-            value = cast_exactly(value, want.numpy, f"--feed {name}", UserError)
-        feeds[tensor] = value
-    return feeds
-
-
-def _read_feed(text: str, option: str = "--feed"):
-    from specflow.io.npy import NpyError, load_array_file
-
-    name, sep, path = text.partition("=")
-    if not sep or not name or not path:
-        raise UserError(f"{option} '{text}': expected NAME=FILE.npy")
-    p = Path(path)
-    if not p.exists():
-        raise UserError(f"{option} {name}: {path}: no such file")
-    try:
-        value = load_array_file(p)  # the header is checked before anything is allocated
-    except NpyError as e:
-        raise UserError(f"{option} {name}: {path}: not a readable .npy file ({e})") from None
-    if isinstance(value, dict):  # an .npz archive: take its only array
-        if len(value) != 1:
-            raise UserError(f"{option} {name}: {path} holds {len(value)} arrays; give an .npy file")
-        value = next(iter(value.values()))
-    return name, value
+    _check_spec_path(spec)
+    _check_logdir(checkpoint)
+    config, warnings = run_config.eval_config(spec, checkpoint, set_)
+    for w in warnings:
+        err.print(f"[yellow]warning:[/yellow] {_escape(w)}", soft_wrap=True)
+    s = _load(spec, _train_overrides(config.set, config.seed), config)
+    graph, _, restore = restoring_graph(s, checkpoint)
+    return s, graph, restore
 
 
 # --- train / eval -----------------------------------------------------------------------------
@@ -394,14 +343,6 @@ def _stop_on_signals(stop: Callable[[], None]):
     finally:
         for s, h in previous.items():
             signal.signal(s, h)
-
-
-def _check_logdir(logdir: Path) -> None:
-    """A logdir read from (eval, run --checkpoint) must be a directory that exists."""
-    if not logdir.exists():
-        raise UserError(f"{logdir}: no such directory (train the model with --logdir {logdir} first)")
-    if not logdir.is_dir():
-        raise UserError(f"{logdir}: not a directory (--logdir names a training run's directory)")
 
 
 def _default_logdir(spec: Path) -> Path:
@@ -600,18 +541,6 @@ def schema(output: Path | None = typer.Option(None, "--out", "-o", help="Write t
         out.print(f"wrote {_escape(str(output))}")
 
 
-def _flags_without_metavar() -> None:
-    """Show on/off options as flags in --help (``--resume``), not as ``--resume <bool>``, which
-    reads as if it took a value. Applied to every command, whoever declared it."""
-    import inspect as pyinspect
-
-    for cmd in app.registered_commands:
-        for p in pyinspect.signature(cmd.callback).parameters.values():
-            info = p.default
-            if isinstance(info, typer.models.OptionInfo) and isinstance(info.default, bool) and info.metavar is None:
-                info.metavar = ""
-
-
 def _version(value: bool) -> None:
     if value:
         from specflow import __version__
@@ -628,7 +557,7 @@ def _main_options(
     """Declarative YAML model specs compiled to TensorFlow-style dataflow graphs."""
 
 
-_flags_without_metavar()
+_flags_without_metavar(app)
 
 
 def main() -> None:
