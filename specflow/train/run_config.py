@@ -143,6 +143,9 @@ def plan_train(spec: Path, logdir: Path, seed: int | None, sets: list[str] | Non
     logdir = Path(logdir)
     if overwrite and resume:
         raise TrainingError("--overwrite starts the run again and --resume continues it: give one")
+    if force and not resume:
+        raise TrainingError("--force applies to --resume (to resume with a differing --seed/--set); "
+                            "to start the run again, use --overwrite")
     stored = read(logdir) if logdir.is_dir() else None
     trained = latest_step(logdir) is not None if logdir.is_dir() else False
     if overwrite or not trained and (stored is not None or not has_run(logdir)):
