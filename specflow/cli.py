@@ -19,6 +19,7 @@ from rich.console import Console
 from specflow.cli_args import (
     UserError,
     _check_logdir,
+    _check_output_dir,
     _check_spec_path,
     _flags_without_metavar,
     _output_file,
@@ -262,6 +263,8 @@ def run(
     from specflow.runtime.session import Session, SessionConfig
     from specflow.runtime.step_stats import StepStats
 
+    _check_output_dir(output, f"{spec.stem}.npz")
+    _check_output_dir(trace, "trace.json")
     s, graph, restore = _load_for_run(spec, set_, checkpoint)
     feeds = _run_feeds(s, feed or [])
     graph_seed = seed if seed is not None else s.model.seed
@@ -468,6 +471,7 @@ def predict(
     from specflow.export.loader import load_saved_model
 
     _check_format(fmt, ("table", "json"))
+    _check_output_dir(output, "predictions.npz")
     if export_dir.is_file() and export_dir.suffix not in (".pb", ".pbtxt"):
         raise UserError(f"{export_dir}: is a file; predict runs a SavedModel directory (write one with "
                         "`specflow export SPEC --logdir LOGDIR --out DIR`)")

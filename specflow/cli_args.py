@@ -3,6 +3,7 @@ references. Kept apart from ``cli.py`` (the commands) so each stays readable."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import typer
@@ -43,6 +44,30 @@ def _output_file(path: Path, default_name: str) -> Path:
         return path / default_name
     suffix = Path(default_name).suffix
     return path if path.suffix == suffix else path.with_name(path.name + suffix)
+
+
+def _check_output_dir(path: Path | None, default_name: str) -> None:
+    """Fail before the work, not after it: the directory an output goes into must exist and be
+    writable (the write itself, atomic_write.py, still turns any later failure into one line)."""
+    if path is None:
+        return
+    import errno
+
+    from specflow.errors import Location
+    from specflow.io.atomic_write import write_hint
+
+    target = _output_file(path, default_name)
+    directory = target.parent if str(target.parent) else Path(".")
+    problem = None
+    if not directory.exists():
+        problem = OSError(errno.ENOENT, "No such file or directory")
+    elif not directory.is_dir():
+        problem = OSError(errno.ENOTDIR, "Not a directory")
+    elif not os.access(directory, os.W_OK | os.X_OK):
+        problem = OSError(errno.EACCES, "Permission denied")
+    if problem is not None:
+        raise SpecflowError(f"cannot write the output: {problem.strerror}{write_hint(problem, str(directory))}",
+                            location=Location(str(target)))
 
 
 def _save_npz(output: Path, arrays: dict, default_name: str) -> Path:

@@ -66,6 +66,8 @@ def _bad_paths(tmp: Path, logdir: Path, export: Path) -> list[tuple[list, str]]:
         ([*run, "--out", "/proc/x.npz"], "cannot write the output"),
         ([*run, "--out", missing / "o.npz"], "does not exist: create it"),
         ([*run, "--trace", "/proc/t.json"], "cannot write the output"),
+        ([*run, "--trace", tmp / "t.json", "--out", missing / "o.npz"], "does not exist"),  # no trace left
+        ([*run, "--out", x / "o"], "a part of the path is a file"),
         ([*run, "--trace", missing / "t.json"], "does not exist"),
         (["run", MLP, "--fetch", "probs", "--feed", f"images={a_dir}"], "not a readable .npy file"),
         (["run", MLP, "--fetch", "probs", "--feed", f"images={missing}"], "no such file"),
