@@ -295,17 +295,24 @@ def _load_for_run(spec: Path, set_: list[str] | None, checkpoint: Path | None):
     if checkpoint is None:
         s = _load(spec, set_)
         return s, s.graph_def, None
-    from specflow.train import run_config
     from specflow.train.evaluate import restoring_graph
 
-    _check_spec_path(spec)
     _check_logdir(checkpoint)
-    config, warnings = run_config.eval_config(spec, checkpoint, set_)
-    for w in warnings:
-        err.print(f"[yellow]warning:[/yellow] {_escape(w)}", soft_wrap=True)
-    s = _load(spec, _train_overrides(config.set, config.seed), config)
+    s = _load_with_run_flags(spec, checkpoint, set_)
     graph, _, restore = restoring_graph(s, checkpoint)
     return s, graph, restore
+
+
+def _load_with_run_flags(spec: Path, logdir: Path, set_: list[str] | None):
+    """The spec as the run in ``logdir`` trained it: with its --seed and --set (LOGDIR/run.json),
+    for the commands that read a run (eval, export, run --checkpoint)."""
+    from specflow.train import run_config
+
+    _check_spec_path(spec)
+    config, warnings = run_config.eval_config(spec, logdir, set_)
+    for w in warnings:
+        err.print(f"[yellow]warning:[/yellow] {_escape(w)}", soft_wrap=True)
+    return _load(spec, _train_overrides(config.set, config.seed), config)
 
 
 # --- train / eval -----------------------------------------------------------------------------
@@ -407,17 +414,13 @@ def eval_(
 ):
     """Evaluate a checkpoint's metrics on the held-out split of the training run (made with the
     run's --seed and --set, which the logdir remembers)."""
-    from specflow.train import run_config
     from specflow.train.evaluate import evaluate_checkpoint
     from specflow.views.train_view import metrics_table
 
     _check_format(fmt, ("table", "json"))
     _check_spec_path(spec)
     _check_logdir(logdir)
-    config, warnings = run_config.eval_config(spec, logdir, set_)
-    for w in warnings:
-        err.print(f"[yellow]warning:[/yellow] {_escape(w)}", soft_wrap=True)
-    s = _load(spec, _train_overrides(config.set, config.seed), config)
+    s = _load_with_run_flags(spec, logdir, set_)
     path, metrics = evaluate_checkpoint(s, logdir, checkpoint)
     if fmt == "json":
         print(json.dumps({"checkpoint": path, "metrics": metrics}, indent=2))
@@ -445,7 +448,7 @@ def export(
     from specflow.views.saved_model_view import export_summary
 
     _check_format(export_format, FORMATS)
-    s = _load(spec, set_)
+    s = _load_with_run_flags(spec, logdir, set_)
     _quiet_numeric_warnings()
     result = export_model(s, logdir, output, fmt=export_format, step=checkpoint,
                           signatures=list(signature or []) or None, overwrite=overwrite)

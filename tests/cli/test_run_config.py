@@ -166,16 +166,21 @@ def test_eval_uses_the_runs_seed_and_set_for_its_split(tmp_path):
               "trained with other flags", "differs from the run's --set")
 
 
-def test_run_checkpoint_fetches_trained_values(tmp_path):
+def test_run_checkpoint_and_export_read_the_run_with_its_flags(tmp_path):
     spec = spec_file(tmp_path)
     logdir = tmp_path / "run"
     ok("train", spec, "--logdir", logdir, "--steps", 2, "--set", "nodes.hidden.units=5")
     out = tmp_path / "v.npz"
+    np.save(tmp_path / "x.npy", np.zeros((2, 64), np.float32))
     # The run's --set (5 units) is applied: without it the variables would not fit the checkpoint.
     ok("run", spec, "--fetch", "hidden/kernel", "--checkpoint", logdir, "--out", out)
     np.testing.assert_array_equal(np.load(out)["hidden/kernel"], variables(logdir, 2)["hidden/kernel"])
     one_error(cli("run", spec, "--fetch", "hidden/kernel", "--checkpoint", tmp_path / "nowhere"),
               "no such directory")
+    # export reads the run the same way: its variables fit without the --set given again
+    ok("export", spec, "--logdir", logdir, "--out", tmp_path / "export")
+    r = cli("predict", tmp_path / "export", "--input", f"images={tmp_path / 'x.npy'}", "--format", "json")
+    assert r.exit_code == 0, r.output
 
 
 def test_an_error_after_a_remembered_set_names_it(tmp_path):
