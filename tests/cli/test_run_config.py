@@ -28,6 +28,8 @@ nodes:
   loss: {op: Mean, inputs: ["xent:0"]}
   correct: {op: Equal, inputs: [{op: ArgMax, inputs: [logits], axis: 1, output_type: int64}, labels]}
   accuracy: {op: Mean, inputs: [{op: Cast, inputs: [correct], DstT: float32}]}
+signatures:
+  serving_default: {inputs: {images: images}, outputs: {logits: logits}}
 train:
   loss: loss
   optimizer: {adam: {learning_rate: 0.01}}
