@@ -18,6 +18,7 @@ from rich.console import Console
 
 from specflow.cli_args import (
     UserError,
+    _cast_inputs,
     _check_logdir,
     _check_output_dir,
     _check_spec_path,
@@ -486,7 +487,7 @@ def predict(
         feeds[name] = value
     _quiet_numeric_warnings()
     with load_saved_model(str(export_dir)) as model:
-        outputs = model.run(signature, feeds)
+        outputs = model.run(signature, _cast_inputs(model.signature(signature), feeds))
     if output:
         target = _save_npz(output, outputs, "predictions.npz")
         out.print(f"wrote {len(outputs)} output(s) to {_escape(str(target))}")

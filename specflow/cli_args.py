@@ -139,3 +139,17 @@ def _flags_without_metavar(app: typer.Typer) -> None:
             info = p.default
             if isinstance(info, typer.models.OptionInfo) and isinstance(info.default, bool) and info.metavar is None:
                 info.metavar = ""
+
+
+def _cast_inputs(sig, feeds: dict) -> dict:
+    """``--input`` arrays by the same rule as ``run --feed`` (io/feed_cast.py): cast to the
+    signature's dtype only when no value changes. (The Python loader keeps Session's rule.)"""
+    from specflow.io.feed_cast import cast_exactly
+
+    out = {}
+    for name, value in feeds.items():
+        spec = sig.inputs.get(name)
+        if spec is not None and spec[1].dtype.np_type is not None and spec[1].dtype.name != "string":
+            value = cast_exactly(value, spec[1].dtype.numpy, f"input '{name}'", UserError)
+        out[name] = value
+    return out

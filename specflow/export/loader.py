@@ -90,19 +90,21 @@ class LoadedModel:
 
 
 def check_input(alias: str, value: np.ndarray, spec: TensorSpec) -> np.ndarray:
-    """``value`` for input ``alias``, cast to the signature's dtype when no value changes (the
-    CLI's one feed rule, ``io/feed_cast.py``), with a shape that fits."""
-    from specflow.io.feed_cast import cast_exactly
-
+    """``value`` for input ``alias``, cast to the signature's dtype when the kinds agree (float64
+    feeds a float32 input, int64 an int32 one; ints do not feed floats) and the shape fits."""
     want = spec.dtype
-    if want.name == "string":
-        if value.dtype.kind not in "OSU":
-            raise ExportError(f"input '{alias}' must be string, got {value.dtype}")
-    else:
-        value = cast_exactly(value, want.numpy, f"input '{alias}'", ExportError)
+    kind = value.dtype.kind
+    ok = (kind in "OSU") if want.name == "string" else (
+        kind == "b" if want.is_bool else kind in ("fc" if want.is_floating or want.is_complex else "iu"))
+    if not ok:
+        raise ExportError(f"input '{alias}' must be {want.name}, got {value.dtype}")
     if not spec.shape.is_compatible_with(Shape(value.shape)):
         raise ExportError(f"input '{alias}' must have shape {spec.shape}, got {list(value.shape)}")
-    return value
+    if want.is_integer and value.size:  # a narrowing cast must not wrap around
+        info = np.iinfo(want.numpy)
+        if value.min() < info.min or value.max() > info.max:
+            raise ExportError(f"input '{alias}' holds values outside {want.name}'s range")
+    return value if want.name == "string" else value.astype(want.numpy, copy=False)
 
 
 def read_saved_model(export_dir: str):

@@ -1,7 +1,8 @@
-"""The one rule by which the CLI's ``run --feed`` and ``predict --input`` (and a loaded
-SavedModel's ``run``) convert an array read from a file to the dtype its tensor wants: cast only
-when no value changes (int64 ones feed float32, float64 halves feed float32), else one line saying
-what would be lost. bool feeds only bool, strings only strings.
+"""The one rule by which the CLI's ``run --feed`` and ``predict --input`` convert an array read
+from a file to the dtype its tensor wants: cast only when no value changes (int64 ones feed
+float32, float64 halves feed float32), else one line saying what would be lost. bool feeds only
+bool, strings only strings. (Python callers of Session.run keep its own, wider rule: Python floats
+are float64, and ``sess.run(x, {p: 0.1})`` into float32 is what they mean.)
 """
 
 from __future__ import annotations
