@@ -38,10 +38,11 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-out = Console(highlight=False)
+out = Console(highlight=False, emoji=False)
 if not out.is_terminal:
     out.width = 160  # piped output: don't squeeze tables into 80 columns
-err = Console(stderr=True, highlight=False)
+# emoji=False: a name such as "x:abc:" must print as written, not as rich's emoji for ":abc:".
+err = Console(stderr=True, highlight=False, emoji=False)
 
 SetOpt = typer.Option(None, "--set", help="Override a spec field: --set nodes.hidden.units=64 (repeatable).")
 FormatOpt = typer.Option("table", "--format", "-f", help="table, json or dot.")
@@ -150,7 +151,7 @@ def inspect(
     devices: str | None = DevicesOpt,
     fetch: list[str] | None = typer.Option(None, "--fetch", help="Tensor to fetch (default: signature outputs)."),
     feed: list[str] | None = typer.Option(None, "--feed", help="Tensor that is fed (default: every input)."),
-    batch_size: int | None = typer.Option(None, "--batch-size", help="Size of unknown leading dims (for bytes/step)."),
+    batch_size: int | None = typer.Option(None, "--batch-size", min=1, help="Size of unknown leading dims (for bytes/step)."),
     soft_placement: bool = typer.Option(False, "--soft-placement", help="Relax device constraints that cannot be met."),
     optimize: bool = typer.Option(False, "--optimize", help="With --placed: show the graph after the optimizer (folding, fusion)."),
     set_: list[str] | None = SetOpt,

@@ -292,3 +292,13 @@ def test_the_readmes_python_api_matches_the_code():
         assert hasattr(__import__(module, fromlist=[name]), name), (module, name)
     block = re.search(r"```python\n(import numpy as np\nimport specflow\n.*?)```", README, re.S).group(1)
     exec(compile(block.replace('"models/', f'"{ROOT}/models/'), "README", "exec"), {})
+
+
+def test_names_print_as_written_and_odd_files_are_one_line(tmp_path):
+    x = tmp_path / "x.npy"
+    np.save(x, np.zeros((1, 64), np.float32))
+    one_error(cli("run", MLP, "--feed", f"images={x}", "--fetch", "nope:abc"), "'nope:abc:0'")  # not an emoji
+    binary = tmp_path / "ops.bin"
+    binary.write_bytes(b"\xd0\xff\x00")
+    one_error(cli("ops", "--missing-from", binary), "not a text file of op names")
+    assert cli("inspect", MLP, "--placed", "--batch-size", "-1").exit_code == 2
