@@ -146,7 +146,7 @@ def plan_train(spec: Path, logdir: Path, seed: int | None, sets: list[str] | Non
     if force and not resume:
         raise TrainingError("--force applies to --resume (to resume with a differing --seed/--set); "
                             "to start the run again, use --overwrite")
-    stored = read(logdir) if logdir.is_dir() else None
+    stored = read(logdir) if logdir.is_dir() and not overwrite else None  # --overwrite: even a torn one
     trained = latest_step(logdir) is not None if logdir.is_dir() else False
     if overwrite or not trained and (stored is not None or not has_run(logdir)):
         # Nothing trained yet (or a first step that failed): there is nothing to continue.

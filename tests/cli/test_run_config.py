@@ -128,6 +128,9 @@ def test_a_different_run_is_refused_naming_the_difference_unless_overwrite(tmp_p
     assert (logdir / "notes.txt").read_text() == "mine"  # --overwrite removes only the run's own files
     one_error(cli("train", spec, "--logdir", logdir, "--resume", "--overwrite"), "give one")
     one_error(cli("train", spec, "--logdir", logdir, "--force"), "--force applies to --resume")
+    (logdir / "run.json").write_text("{not json")
+    one_error(cli("train", spec, "--logdir", logdir, "--steps", 2), "run.json: unreadable run configuration")
+    ok("train", spec, "--logdir", logdir, "--steps", 2, "--overwrite")
 
 
 def test_a_run_that_never_checkpointed_starts_again(tmp_path):
