@@ -16,6 +16,22 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
+from specflow.cli_args import (
+    UserError,
+    _cast_inputs,
+    _check_logdir,
+    _check_output_dir,
+    _check_spec_path,
+    _flags_without_metavar,
+    _is_model,
+    _output_file,
+    _read_feed,
+    _run_feeds,
+    _save_npz,
+    _tensor_of,
+)
+from specflow.cli_cluster import no_devices_on_a_cluster
+from specflow.cli_steps import _compile, _quiet_numeric_warnings, _run_model
 from specflow.errors import SpecflowError
 
 app = typer.Typer(
@@ -25,17 +41,14 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-out = Console(highlight=False)
+out = Console(highlight=False, emoji=False)
 if not out.is_terminal:
     out.width = 160  # piped output: don't squeeze tables into 80 columns
-err = Console(stderr=True, highlight=False)
+# emoji=False: a name such as "x:abc:" must print as written, not as rich's emoji for ":abc:".
+err = Console(stderr=True, highlight=False, emoji=False)
 
 SetOpt = typer.Option(None, "--set", help="Override a spec field: --set nodes.hidden.units=64 (repeatable).")
 FormatOpt = typer.Option("table", "--format", "-f", help="table, json or dot.")
-
-
-class UserError(SpecflowError):
-    """A bad command-line argument that is not a usage error (missing file, bad feed...)."""
 
 
 def handle_errors(fn: Callable) -> Callable:
@@ -46,8 +59,14 @@ def handle_errors(fn: Callable) -> Callable:
         try:
             return fn(*args, **kwargs)
         except SpecflowError as e:
+            note = getattr(e, "cli_note", "")  # the flags that changed the spec (see _load)
             for line in e.format().splitlines():
+                line = f"{line} {note}" if note and "--set" not in line else line
                 err.print(f"[red]error:[/red] {_escape(line)}", soft_wrap=True)
+            raise typer.Exit(1) from None
+        except OSError as e:  # a path the commands' own checks did not foresee: still one line
+            where = f"{e.filename}: " if e.filename else ""
+            err.print(f"[red]error:[/red] {_escape(where + (e.strerror or str(e)))}", soft_wrap=True)
             raise typer.Exit(1) from None
         except KeyboardInterrupt:
             err.print("interrupted")
@@ -62,24 +81,22 @@ def _escape(text: str) -> str:
     return escape(text)
 
 
-def _load(path: Path, overrides: list[str] | None):
+def _load(path: Path, overrides: list[str] | None, run=None):
+    """The spec with ``overrides``. An error then names the --set flags (or, for ``run``, the
+    RunConfig whose flags made the overrides, the run's remembered --seed/--set) that were applied:
+    a shape mismatch after ``--set nodes.hidden.units=7`` is the --set's doing."""
     from specflow.schema.loader import load_spec
 
-    if not path.exists():
-        raise UserError(f"{path}: no such file")
-    if path.is_dir():
-        raise UserError(f"{path}: is a directory, expected a YAML spec")
-    if _is_model(path):
-        raise UserError(f"{path}: is a TensorFlow GraphDef, not a spec; inspect, run and predict take it, "
-                        "and `specflow import` turns it into a spec")
-    return load_spec(str(path), overrides=list(overrides or []))
-
-
-def _is_model(path: Path) -> bool:
-    """A SavedModel directory or a GraphDef file (.pb/.pbtxt): what export/loader.load_model reads."""
-    from specflow.io.graph_loader import is_graph_def_file
-
-    return path.is_dir() or is_graph_def_file(path)
+    _check_spec_path(path)
+    try:
+        return load_spec(str(path), overrides=list(overrides or []))
+    except SpecflowError as e:
+        if run is not None:
+            if run.set or run.seed is not None:
+                e.cli_note = f"(with the run's {run.flags()})"
+        elif overrides:
+            e.cli_note = "(after " + " ".join(f"--set {o}" for o in overrides) + ")"
+        raise
 
 
 def _check_format(fmt: str, allowed=("table", "json", "dot")) -> str:
@@ -137,7 +154,7 @@ def inspect(
     devices: str | None = DevicesOpt,
     fetch: list[str] | None = typer.Option(None, "--fetch", help="Tensor to fetch (default: signature outputs)."),
     feed: list[str] | None = typer.Option(None, "--feed", help="Tensor that is fed (default: every input)."),
-    batch_size: int | None = typer.Option(None, "--batch-size", help="Size of unknown leading dims (for bytes/step)."),
+    batch_size: int | None = typer.Option(None, "--batch-size", min=1, help="Size of unknown leading dims (for bytes/step)."),
     soft_placement: bool = typer.Option(False, "--soft-placement", help="Relax device constraints that cannot be met."),
     optimize: bool = typer.Option(False, "--optimize", help="With --placed: show the graph after the optimizer (folding, fusion)."),
     cluster: str | None = typer.Option(None, "--cluster", help="Place on a cluster, e.g. local:ps=1,worker=2 (Ray is not started)."),
@@ -176,8 +193,7 @@ def inspect(
             out.print(graph_table(s.graph_def, spec_of, title=f"{s.model.name}: {len(s.graph_def.nodes)} nodes"))
         return
     cspec = _cluster_spec(s, cluster, None, task_devices, placement)
-    if cspec is not None and devices:
-        raise UserError("--devices is for a local run; on a cluster give each job's with --task-devices worker=cpu:2")
+    no_devices_on_a_cluster(cspec, devices)
     if cspec is not None:
         from specflow.views.cluster_view import cluster_dot, cluster_json, cluster_renderable
 
@@ -200,53 +216,13 @@ def inspect(
         out.print(placement_renderable(step, title=s.model.name))
 
 
-def _device_names(devices: str | None) -> list[str]:
-    """Full names for a device list; placement needs names only, not the hardware."""
-    from specflow.runtime.devices import device_name, parse_device_counts
+def _cluster_spec(s, cluster, address, task_devices, placement):
+    from specflow.cli_cluster import cluster_spec
 
-    counts = parse_device_counts(devices or "cpu:1")
-    counts.setdefault("CPU", 1)
-    return [device_name(kind, i) for kind in ("CPU", "GPU") for i in range(counts.get(kind, 0))]
-
-
-def _default_fetches(s) -> list[str]:
-    outs = [t for sig in s.signatures.values() for (t, _) in sig["outputs"].values()]
-    if outs:
-        return list(dict.fromkeys(outs))
-    consumed = {i.lstrip("^").split(":")[0] for n in s.graph_def.nodes for i in n.inputs}
-    return [n.name for n in s.graph_def.nodes if n.name not in consumed and n.op != "NoOp"]
-
-
-def _compile(s, devices, fetch, feed, batch_size, soft_placement, optimize=False, cluster=None):
-    from specflow.runtime.pipeline import compile_step
-
-    graph = s.graph_def
-    if batch_size is not None:
-        graph = _with_batch_size(graph, batch_size)
-    fetches = list(fetch or _default_fetches(s))
-    targets = [f for f in fetches if graph.node_map().get(f) is not None and graph.node(f).op == "NoOp"]
-    fetches = [f for f in fetches if f not in targets]
-    feeds = list(feed) if feed else [n for n in s.model.inputs if graph.node(n).op == "Placeholder"]
-    if cluster is not None:
-        from specflow.distributed.placement import TaskAssignment, compile_cluster_step
-
-        graph = cluster.constrained(graph)
-        return compile_cluster_step(graph, cluster, TaskAssignment(cluster), feeds=feeds, fetches=fetches,
-                                    targets=targets, soft_placement=soft_placement, optimize_graph=optimize)
-    return compile_step(graph, _device_names(devices), feeds=feeds, fetches=fetches, targets=targets,
-                        soft_placement=soft_placement, optimize_graph=optimize)
-
-
-def _with_batch_size(graph, batch_size: int):
-    """A copy whose Placeholders have unknown leading dims set to ``batch_size``."""
-    from specflow.graph.shapes import Shape
-
-    g = graph.copy()
-    for n in g.nodes:
-        shape = n.attrs.get("shape")
-        if n.op == "Placeholder" and shape is not None and shape.rank and shape[0] is None:
-            n.attrs["shape"] = Shape((batch_size,) + tuple(shape.dims[1:]))
-    return g
+    cspec, notices = cluster_spec(s, cluster, address, task_devices, placement)
+    for notice in notices:
+        err.print(f"note: {_escape(notice)}")
+    return cspec
 
 
 # --- run ------------------------------------------------------------------------------------
@@ -256,152 +232,96 @@ def _with_batch_size(graph, batch_size: int):
 @handle_errors
 def run(
     spec: Path = typer.Argument(..., help="The model spec (YAML), a SavedModel directory or a GraphDef (.pb, .pbtxt)."),
-    fetch: list[str] = typer.Option(..., "--fetch", help="Tensor to fetch, e.g. probs or xent:1 (repeatable)."),
-    feed: list[str] | None = typer.Option(None, "--feed", help="NAME=FILE.npy: a value to feed (repeatable)."),
+    fetch: list[str] = typer.Option(..., "--fetch", help="Tensor to fetch: any spec reference, e.g. probs, "
+                                    "xent:1, a call's block1, a loop's fact:1, a variable (repeatable)."),
+    feed: list[str] | None = typer.Option(None, "--feed", help="NAME=FILE.npy: a value to feed (repeatable); "
+                                          "cast to the tensor's dtype only when no value changes."),
     output: Path | None = typer.Option(None, "--out", "-o", help="Save the fetched values to an .npz file."),
     trace: Path | None = typer.Option(None, "--trace", help="Write a Chrome trace (open in Perfetto)."),
     devices: str | None = DevicesOpt,
     seed: int | None = typer.Option(None, "--seed", help="Graph-level random seed."),
+    checkpoint: Path | None = typer.Option(None, "--checkpoint", help="A training run's logdir: the variables "
+                                           "take its latest checkpoint's values (with the run's --set), not "
+                                           "their initializers'."),
     cluster: str | None = typer.Option(None, "--cluster", help="Run on Ray tasks: local:ps=1,worker=2 (local alone: the spec's cluster section)."),
     address: str | None = typer.Option(None, "--address", help="Attach to a running Ray cluster (host:port or auto) instead of starting a private one."),
     task_devices: list[str] | None = typer.Option(None, "--task-devices", help="Devices of each task of a job, e.g. worker=cpu:2 (repeatable)."),
     placement: str | None = typer.Option(None, "--placement", help="On a cluster: ps (variables on ps tasks, compute on workers) or round_robin."),
     set_: list[str] | None = SetOpt,
 ):
-    """Run one step: initialize the variables, feed the inputs and print or save the fetches.
-    With --cluster (or --address) the step runs on Ray tasks, one process each."""
-
+    """Run one step: initialize the variables (or restore them with --checkpoint), feed the
+    inputs and print or save the fetches. With --cluster (or --address) the step runs on Ray
+    tasks, one process each."""
     from specflow.runtime.step_stats import StepStats
 
-    feeds = dict(_read_feed(f) for f in feed or [])
+    _check_output_dir(output, f"{spec.stem}.npz")
+    _check_output_dir(trace, "trace.json")
     stats = StepStats() if trace else None
     options = {"trace": True} if trace else None
-    on_cluster = (cluster, address, task_devices, placement)
     if _is_model(spec):  # a SavedModel or GraphDef: any tensor of its graph, variables restored
-        if set_:
-            raise UserError("--set changes a spec; it does not apply to a SavedModel or GraphDef")
-        if cluster or address:
-            raise UserError("--cluster runs a spec; a SavedModel or GraphDef runs in this process")
-        values = _run_model(spec, list(fetch), feeds, options, stats)
+        for flag, given in (("--set", set_), ("--checkpoint", checkpoint), ("--cluster", cluster or address)):
+            if given:
+                raise UserError(f"{flag} applies to a spec, not to a SavedModel or GraphDef")
+        values = _run_model(spec, list(fetch), dict(_read_feed(f) for f in feed or []), options, stats)
     else:
-        values = _run_spec(spec, list(fetch), feeds, devices, seed, set_, options, stats, on_cluster)
+        on_cluster = (cluster, address, task_devices, placement)
+        values = _run_spec(spec, fetch, feed, devices, seed, set_, checkpoint, options, stats, on_cluster)
     if trace:
         from specflow.io.atomic_write import write_atomically
 
+        trace = _output_file(trace, "trace.json")
         write_atomically(trace, lambda f: f.write(json.dumps(stats.to_chrome_trace()).encode()))
-        out.print(f"wrote trace of {len(stats)} node executions to {trace}")
+        out.print(f"wrote trace of {len(stats)} node executions to {_escape(str(trace))}")
     if output:
-        _save_npz(output, dict(zip(fetch, values)))
-        out.print(f"wrote {len(values)} value(s) to {output}")
+        target = _save_npz(output, dict(zip(fetch, values)), f"{spec.stem}.npz")
+        out.print(f"wrote {len(values)} value(s) to {_escape(str(target))}")
         return
     from specflow.views.values_view import values_renderable
 
     out.print(values_renderable(list(fetch), values))
 
 
-def _run_spec(spec, fetch, feeds, devices, seed, set_, options, stats, on_cluster) -> list:
+def _run_spec(spec, fetch, feed, devices, seed, set_, checkpoint, options, stats, on_cluster) -> list:
+    from specflow.cli_cluster import connect
     from specflow.runtime.session import Session, SessionConfig
 
-    s = _load(spec, set_)
+    s, graph, restore = _load_for_run(spec, set_, checkpoint)
+    feeds = _run_feeds(s, feed or [])
     graph_seed = seed if seed is not None else s.model.seed
     cspec = _cluster_spec(s, *on_cluster)
-    where = None
-    if cspec is not None:
-        if devices:
-            raise UserError("--devices is for a local run; on a cluster give each job's with --task-devices worker=cpu:2")
-        from specflow.distributed.engine import Cluster, require_ray
-
-        require_ray()
-        if options:
-            raise UserError("--trace is not supported with --cluster yet")
-        where = Cluster(cspec, address=on_cluster[1])
-    with Session(s.graph_def, SessionConfig(devices=devices, graph_seed=graph_seed), cluster=where) as sess:
-        if s.variables:
+    no_devices_on_a_cluster(cspec, devices)
+    where = connect(cspec, on_cluster[1], options is not None) if cspec is not None else None
+    with Session(graph, SessionConfig(devices=devices, graph_seed=graph_seed), cluster=where) as sess:
+        if restore is not None:
+            restore(sess)
+        elif s.variables:
             sess.run([], targets=[s.lowered.init_op])
-        # A variable's name fetches its value (as it does in spec inputs), not its handle.
-        reads = {v.name: v.read for v in s.variables}
-        return sess.run([reads.get(f, f) for f in fetch], feeds, options=options, run_metadata=stats)
+        return sess.run([_tensor_of(s, f) for f in fetch], feeds, options=options, run_metadata=stats)
 
 
-def _run_model(path, fetch, feeds, options, stats) -> list:
-    from specflow.export.loader import load_model
-    from specflow.io.tf_functions import check_supported
+def _load_for_run(spec: Path, set_: list[str] | None, checkpoint: Path | None):
+    """The spec, the graph to run and (with --checkpoint LOGDIR) what restores the variables."""
+    if checkpoint is None:
+        s = _load(spec, set_)
+        return s, s.graph_def, None
+    from specflow.train.evaluate import restoring_graph
 
-    _quiet_numeric_warnings()
-    with load_model(str(path)) as model:
-        nodes = model.graph_def.node_map()
-        for name in [*fetch, *feeds]:
-            if name.rsplit(":", 1)[0] not in nodes and name not in nodes:
-                raise UserError(f"{path} has no tensor '{name}'")
-        check_supported(model.graph_def, fetch, list(feeds))
-        return model.session.run(fetch, feeds, options=options, run_metadata=stats)
-
-
-def _cluster_spec(s, cluster: str | None, address: str | None, task_devices, placement):
-    """The cluster a command runs on: --cluster's jobs over the spec's cluster section (which
-    gives the rest), or None for a local run."""
-    if cluster is None and address is None:
-        if task_devices or placement:
-            raise UserError("--task-devices and --placement need --cluster")
-        return None
-    from specflow.distributed.cluster_spec import (
-        PLACEMENTS,
-        ClusterSpec,
-        cluster_from_section,
-        parse_cli,
-        parse_task_devices,
-    )
-
-    jobs = parse_cli(cluster) if cluster else None
-    section = s.model.cluster
-    if jobs is None and section is None:
-        raise UserError(f"{s.path} has no cluster: section; give the jobs, e.g. --cluster local:ps=1,worker=2")
-    spec = cluster_from_section(section, s.source, s.graph_def) if section is not None else ClusterSpec(jobs)
-    if jobs is not None:
-        spec = spec.with_jobs(jobs)
-    if task_devices:
-        spec.task_devices.update(parse_task_devices(task_devices))
-        unknown = [j for j in spec.task_devices if j not in spec.jobs]
-        if unknown:
-            raise UserError(f"--task-devices names job '{unknown[0]}', which the cluster lacks (jobs: {', '.join(spec.jobs)})")
-    if placement is not None:
-        if placement not in PLACEMENTS:
-            raise UserError(f"--placement: expected one of {', '.join(PLACEMENTS)}, got '{placement}'")
-        spec.placement = placement
-    spec.constrained(s.graph_def)  # every device constraint must exist on this cluster
-    for notice in spec.notices:
-        err.print(f"note: {_escape(notice)}")
-    return spec
+    _check_logdir(checkpoint)
+    s = _load_with_run_flags(spec, checkpoint, set_)
+    graph, _, restore = restoring_graph(s, checkpoint)
+    return s, graph, restore
 
 
-def _save_npz(output: Path, arrays: dict) -> None:
-    """``np.savez``'s file (``.npz`` added when missing), written whole or not at all."""
-    import numpy as np
+def _load_with_run_flags(spec: Path, logdir: Path, set_: list[str] | None):
+    """The spec as the run in ``logdir`` trained it: with its --seed and --set (LOGDIR/run.json),
+    for the commands that read a run (eval, export, run --checkpoint)."""
+    from specflow.train import run_config
 
-    from specflow.io.atomic_write import write_atomically
-
-    target = output if output.suffix == ".npz" else output.with_name(output.name + ".npz")
-    write_atomically(target, lambda f: np.savez(f, **arrays))
-
-
-def _read_feed(text: str, option: str = "--feed"):
-    from specflow.io.npy import NpyError, load_array_file
-
-    name, sep, path = text.partition("=")
-    if not sep or not name or not path:
-        raise UserError(f"{option} '{text}': expected NAME=FILE.npy")
-    p = Path(path)
-    if not p.exists():
-        raise UserError(f"{option} {name}: {path}: no such file")
-    try:
-        value = load_array_file(p)  # the header is checked before anything is allocated
-    except NpyError as e:
-        raise UserError(f"{option} {name}: {path}: not a readable .npy file ({e})") from None
-    if isinstance(value, dict):  # an .npz archive: take its only array
-        if len(value) != 1:
-            raise UserError(f"{option} {name}: {path} holds {len(value)} arrays; give an .npy file")
-        value = next(iter(value.values()))
-    return name, value
+    _check_spec_path(spec)
+    config, warnings = run_config.eval_config(spec, logdir, set_)
+    for w in warnings:
+        err.print(f"[yellow]warning:[/yellow] {_escape(w)}", soft_wrap=True)
+    return _load(spec, _train_overrides(config.set, config.seed), config)
 
 
 # --- train / eval -----------------------------------------------------------------------------
@@ -410,14 +330,6 @@ def _read_feed(text: str, option: str = "--feed"):
 def _train_overrides(set_: list[str] | None, seed: int | None) -> list[str]:
     extra = [f"seed={seed}", f"train.data.seed={seed}"] if seed is not None else []
     return list(set_ or []) + extra
-
-
-def _quiet_numeric_warnings() -> None:
-    """numpy's overflow/invalid RuntimeWarnings come from kernels on diverging values; the NaN
-    guard reports a diverged run with its step, so the warnings are only noise here."""
-    import warnings
-
-    warnings.simplefilter("ignore", RuntimeWarning)
 
 
 @contextlib.contextmanager
@@ -454,21 +366,39 @@ def train(
     spec: Path = typer.Argument(..., help="The model spec (YAML) with a train: section."),
     logdir: Path | None = typer.Option(None, "--logdir", help="Checkpoints and summaries (default: runs/<spec name>)."),
     steps: int | None = typer.Option(None, "--steps", min=1, help="Train up to this global step (default: train.steps)."),
-    resume: bool = typer.Option(False, "--resume", help="Continue the run in --logdir from its latest checkpoint."),
+    resume: bool = typer.Option(False, "--resume", help="Continue the run in --logdir from its latest checkpoint, "
+                                "with the run's own --seed and --set (remembered in LOGDIR/run.json)."),
     seed: int | None = typer.Option(None, "--seed", help="Seed for initializers, data order and random ops."),
     devices: str | None = DevicesOpt,
+    force: bool = typer.Option(False, "--force", help="With --resume: use a --seed/--set that differs from the "
+                               "run's (a warning instead of an error)."),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Replace the run in --logdir (its checkpoints, "
+                                   "events and run.json) instead of continuing it."),
     set_: list[str] | None = SetOpt,
 ):
     """Train a model: progress bar, checkpoints, TensorBoard summaries, evaluation; Ctrl-C or
-    SIGTERM saves a final checkpoint (a second signal exits at once)."""
+    SIGTERM saves a final checkpoint (a second signal exits at once). Training again into a
+    logdir that holds the same run continues it; a finished one is left as it is."""
+    from specflow.train import run_config
     from specflow.train.loop import Trainer, TrainOptions
     from specflow.views.train_view import ProgressListener, result_table
 
-    s = _load(spec, _train_overrides(set_, seed))
     logdir = logdir or _default_logdir(spec)
+    _check_spec_path(spec)
+    plan = run_config.plan_train(spec, logdir, seed, set_, resume=resume, force=force, overwrite=overwrite)
+    for w in plan.warnings:
+        err.print(f"[yellow]warning:[/yellow] {_escape(w)}", soft_wrap=True)
+    s = _load(spec, _train_overrides(plan.config.set, plan.config.seed), plan.config)
+    if s.train is not None and plan.resume:
+        done = run_config.latest_step(logdir)
+        total = steps if steps is not None else s.train.steps
+        if done is not None and done >= total:
+            out.print(f"{_escape(str(logdir))}: already at step {done}; nothing to do")
+            return
     _quiet_numeric_warnings()
     with ProgressListener(out) as listener:
-        trainer = Trainer(s, TrainOptions(logdir=logdir, steps=steps, resume=resume, devices=devices), listener)
+        trainer = Trainer(s, TrainOptions(logdir=logdir, steps=steps, resume=plan.resume, devices=devices), listener)
+        run_config.begin(logdir, plan)
         with _stop_on_signals(trainer.request_stop):
             result = trainer.run()
     out.print(result_table(result, logdir))
@@ -483,12 +413,15 @@ def eval_(
     fmt: str = typer.Option("table", "--format", "-f", help="table or json."),
     set_: list[str] | None = SetOpt,
 ):
-    """Evaluate a checkpoint's metrics on the spec's held-out split."""
+    """Evaluate a checkpoint's metrics on the held-out split of the training run (made with the
+    run's --seed and --set, which the logdir remembers)."""
     from specflow.train.evaluate import evaluate_checkpoint
     from specflow.views.train_view import metrics_table
 
     _check_format(fmt, ("table", "json"))
-    s = _load(spec, set_)
+    _check_spec_path(spec)
+    _check_logdir(logdir)
+    s = _load_with_run_flags(spec, logdir, set_)
     path, metrics = evaluate_checkpoint(s, logdir, checkpoint)
     if fmt == "json":
         print(json.dumps({"checkpoint": path, "metrics": metrics}, indent=2))
@@ -516,27 +449,35 @@ def export(
     from specflow.views.saved_model_view import export_summary
 
     _check_format(export_format, FORMATS)
-    s = _load(spec, set_)
+    s = _load_with_run_flags(spec, logdir, set_)
     _quiet_numeric_warnings()
     result = export_model(s, logdir, output, fmt=export_format, step=checkpoint,
                           signatures=list(signature or []) or None, overwrite=overwrite)
     out.print(export_summary(result))
+    if export_format == "onnx" and not result.max_diff:
+        err.print(f"[yellow]warning:[/yellow] {_escape(str(output))} was NOT verified: onnxruntime is not installed, so "
+                  "the file was not run and compared with the spec (pip install onnxruntime, or the [onnx] extra)",
+                  soft_wrap=True)
 
 
 @app.command()
 @handle_errors
 def predict(
     export_dir: Path = typer.Argument(..., help="A SavedModel directory (specflow's or TensorFlow's) or a GraphDef (.pb, .pbtxt)."),
-    input_: list[str] = typer.Option(..., "--input", "-i", help="NAME=FILE.npy: a signature input (repeatable)."),
+    input_: list[str] = typer.Option(..., "--input", "-i", help="NAME=FILE.npy: a signature input (repeatable); "
+                                     "cast to the input's dtype only when no value changes."),
     signature: str = typer.Option("serving_default", "--signature", help="The signature to run."),
     output: Path | None = typer.Option(None, "--out", "-o", help="Save the outputs to an .npz file."),
     fmt: str = typer.Option("table", "--format", "-f", help="table or json."),
 ):
     """Run a SavedModel's (or a frozen GraphDef's) signature on inputs read from .npy files."""
-
     from specflow.export.loader import load_model
 
     _check_format(fmt, ("table", "json"))
+    _check_output_dir(output, "predictions.npz")
+    if export_dir.is_file() and export_dir.suffix not in (".pb", ".pbtxt"):
+        raise UserError(f"{export_dir}: is a file; predict runs a SavedModel directory (write one with "
+                        "`specflow export SPEC --logdir LOGDIR --out DIR`)")
     feeds = {}
     for text in input_:
         name, value = _read_feed(text, "--input")
@@ -545,10 +486,10 @@ def predict(
         feeds[name] = value
     _quiet_numeric_warnings()
     with load_model(str(export_dir)) as model:
-        outputs = model.run(signature, feeds)
+        outputs = model.run(signature, _cast_inputs(model.signature(signature), feeds))
     if output:
-        _save_npz(output, outputs)
-        out.print(f"wrote {len(outputs)} output(s) to {output}")
+        target = _save_npz(output, outputs, "predictions.npz")
+        out.print(f"wrote {len(outputs)} output(s) to {_escape(str(target))}")
         return
     if fmt == "json":
         from specflow.views.saved_model_view import predictions_json
@@ -621,8 +562,28 @@ def schema(output: Path | None = typer.Option(None, "--out", "-o", help="Write t
     else:
         from specflow.io.atomic_write import write_atomically
 
+        output = _output_file(output, "specflow.schema.json")
         write_atomically(output, lambda f: f.write((text + "\n").encode()))
-        out.print(f"wrote {output}")
+        out.print(f"wrote {_escape(str(output))}")
+
+
+def _version(value: bool) -> None:
+    if value:
+        from specflow import __version__
+
+        print(f"specflow {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _main_options(
+    version: bool = typer.Option(False, "--version", help="Print the version and exit.", callback=_version,
+                                 is_eager=True, metavar=""),
+) -> None:
+    """Declarative YAML model specs compiled to TensorFlow-style dataflow graphs."""
+
+
+_flags_without_metavar(app)
 
 
 def main() -> None:

@@ -114,7 +114,7 @@ def import_onnx():
     try:
         import onnx
     except ImportError:
-        raise ExportError('ONNX export needs the onnx package: pip install "specflow[onnx]"') from None
+        raise ExportError('ONNX export needs the onnx package: pip install "onnx>=1.23" "onnxruntime>=1.32" (the [onnx] extra)') from None
     return onnx
 
 

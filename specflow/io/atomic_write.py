@@ -8,6 +8,7 @@ target keeps its previous content, if it had one.
 
 from __future__ import annotations
 
+import errno
 import os
 import tempfile
 from collections.abc import Callable
@@ -15,6 +16,19 @@ from typing import IO
 
 from specflow.errors import Location, SpecflowError
 from specflow.io.tensor_bundle import fsync_dir, usual_mode
+
+
+def write_hint(e: OSError, directory: str) -> str:
+    """What to do about a failed write, for the cases a user can fix."""
+    if e.errno == errno.ENOENT:
+        return f" (the directory {directory} does not exist: create it or choose another path)"
+    if e.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        return " (choose a path you can write to)"
+    if e.errno == errno.EISDIR:
+        return " (name a file, not a directory)"
+    if e.errno == errno.ENOTDIR:
+        return " (a part of the path is a file, not a directory)"
+    return ""
 
 
 def write_atomically(path, write: Callable[[IO[bytes]], object]) -> None:
@@ -33,7 +47,8 @@ def write_atomically(path, write: Callable[[IO[bytes]], object]) -> None:
         tmp = None
         fsync_dir(directory)
     except OSError as e:
-        raise SpecflowError(f"cannot write the output: {e.strerror or e}", location=Location(path)) from None
+        raise SpecflowError(f"cannot write the output: {e.strerror or e}{write_hint(e, directory)}",
+                            location=Location(path)) from None
     finally:
         if tmp is not None and os.path.exists(tmp):
             os.remove(tmp)

@@ -53,7 +53,13 @@ def read_op_list(path: Path) -> list[str]:
     """Op names, one a line; blank lines and '#' comments skipped, duplicates dropped."""
     names: list[str] = []
     seen: set[str] = set()
-    for line in path.read_text(encoding="utf-8").splitlines():
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as e:
+        raise SpecflowError(f"{path}: cannot read the op list: {e.strerror or e}") from None
+    except UnicodeDecodeError:
+        raise SpecflowError(f"{path}: not a text file of op names (one a line)") from None
+    for line in text.splitlines():
         name = line.split("#", 1)[0].strip()
         if name and name not in seen:
             seen.add(name)

@@ -54,7 +54,19 @@ def evaluate_checkpoint(spec, logdir, step: int | None = None) -> tuple[str, dic
         raise TrainingError(f"{spec.path} has no train: section (it names the data and metrics)")
     if cfg.data.split is None:
         raise TrainingError(f"{spec.path}: train.data has no split, so there is no held-out data to evaluate on")
-    manager = CheckpointManager(Path(logdir), keep=cfg.checkpoints.keep)
+    graph_def, path, restore = restoring_graph(spec, logdir, step, keep=cfg.checkpoints.keep)
+    _, test = load_split(spec, cfg)
+    with Session(graph_def, SessionConfig(graph_seed=spec.model.seed)) as sess:
+        restore(sess)
+        metrics = evaluate(sess, cfg, spec.lowered.training_flag, test, eval_metrics(spec))
+    return path, metrics
+
+
+def restoring_graph(spec, logdir, step: int | None = None, keep: int = 5):
+    """The spec's graph with restore ops, the checkpoint (of ``step``, or the latest) in
+    ``logdir``, and ``restore(session)``, which sets the model's variables from it (``eval``
+    and ``run --checkpoint``)."""
+    manager = CheckpointManager(Path(logdir), keep=keep)
     if step is None:
         path = manager.latest()
         if path is None:
@@ -66,8 +78,8 @@ def evaluate_checkpoint(spec, logdir, step: int | None = None) -> tuple[str, dic
             raise TrainingError(f"{logdir} has no checkpoint for step {step} (kept: {kept})")
     b = GraphBuilder(spec.graph_def)
     sr = state.add_save_restore(b, list(spec.variables))
-    _, test = load_split(spec, cfg)
-    with Session(b.graph_def, SessionConfig(graph_seed=spec.model.seed)) as sess:
+
+    def restore(sess) -> None:
         state.restore(sess, sr, manager.restore(path), str(path))
-        metrics = evaluate(sess, cfg, spec.lowered.training_flag, test, eval_metrics(spec))
-    return str(path), metrics
+
+    return b.graph_def, str(path), restore

@@ -27,8 +27,15 @@ class LogdirLock:
         self._fd: int | None = None
 
     def acquire(self) -> None:
+        if self.logdir.exists() and not self.logdir.is_dir():
+            raise TrainingError("not a directory (the logdir holds the run's checkpoints and summaries)",
+                                location=Location(str(self.logdir)))
         try:
             self.logdir.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise TrainingError(f"cannot create the logdir: {e.strerror} (choose a directory you can write to)",
+                                location=Location(str(self.logdir))) from None
+        try:
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         except OSError as e:
             raise TrainingError(f"cannot lock the logdir: {e.strerror}", location=Location(str(self.path))) from None

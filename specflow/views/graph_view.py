@@ -67,7 +67,8 @@ def graph_json(graph_def: GraphDef, spec_of: OutputsFn | None = None, extra: dic
 
 
 def _q(s: str) -> str:
-    return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    """A dot string: backslashes and quotes escaped, a line break as dot's ``\\n`` (centered)."""
+    return '"' + s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
 
 
 def graph_dot(graph_def: GraphDef, spec_of: OutputsFn | None = None, clusters: dict[str, list[str]] | None = None) -> str:
@@ -77,7 +78,7 @@ def graph_dot(graph_def: GraphDef, spec_of: OutputsFn | None = None, clusters: d
 
     def node_line(n: NodeDef) -> str:
         outs = _outputs(spec_of, n)
-        label = f"{n.name}\\n{n.op}" + (f"\\n{outs[0]}" if outs else "")
+        label = f"{n.name}\n{n.op}" + (f"\n{outs[0]}" if outs else "")
         shape = ", shape=ellipse" if n.op in ("_Send", "_Recv") else ""
         return f"    {_q(n.name)} [label={_q(label)}{shape}];"
 

@@ -32,8 +32,17 @@ def short_device(name: str) -> str:
     return name
 
 
-def _spec_of(graph_def):
-    specs = infer_runtime_graph(graph_def).inferencer.specs
+def _spec_of(graph_def, transfers=()):
+    """Each node's output specs. A _Recv's own shape function knows nothing of what it receives,
+    so for inference each _Recv stands in as a Placeholder of the sent tensor's dtype and shape:
+    received tensors, and what is computed from them, keep their shapes."""
+    received = {t.recv_node: t for t in transfers}
+    g = graph_def.copy()
+    for n in g.nodes:
+        t = received.get(n.name)
+        if n.op == "_Recv" and t is not None:
+            n.op, n.attrs = "Placeholder", {"dtype": t.dtype, "shape": t.shape}
+    specs = infer_runtime_graph(g).inferencer.specs
 
     def fn(name):
         s = specs.get(name)
@@ -66,7 +75,7 @@ def _total(rows: list[dict]) -> tuple[int, bool]:
 def placement_renderable(step: CompiledStep, title: str) -> Group:
     parts = []
     for dev, g in step.partitioned.partitions.items():
-        parts.append(graph_table(g, _spec_of(g), title=f"{dev}: {len(g.nodes)} nodes", show_device=False))
+        parts.append(graph_table(g, _spec_of(g, step.partitioned.transfers), title=f"{dev}: {len(g.nodes)} nodes", show_device=False))
     rows = transfer_rows(step)
     t = Table(title="tensors crossing devices (per step)", header_style="bold")
     for col in ("tensor", "from", "to", "dtype & shape", "bytes", "_Send → _Recv"):
@@ -108,7 +117,10 @@ def placement_dot(step: CompiledStep) -> str:
 
     merged = GraphDef(nodes=[n for g in step.partitioned.partitions.values() for n in g.nodes])
     clusters = {dev: [n.name for n in g.nodes] for dev, g in step.partitioned.partitions.items()}
-    dot = graph_dot(merged, None, clusters=clusters)
+    transfers = step.partitioned.transfers
+    specs = {dev: _spec_of(g, transfers) for dev, g in step.partitioned.partitions.items()}
+    device_of = {n.name: dev for dev, g in step.partitioned.partitions.items() for n in g.nodes}
+    dot = graph_dot(merged, lambda name: specs[device_of[name]](name) if name in device_of else None, clusters=clusters)
     # Draw each _Send → _Recv pair as a bold edge across the clusters.
     extra = [f'  "{t.send_node}" -> "{t.recv_node}" [style=bold, color=red];' for t in step.partitioned.transfers]
     return dot[: dot.rstrip().rfind("}")] + "\n".join(extra) + "\n}"

@@ -124,7 +124,7 @@ def test_predict_input_errors(exported, images, tmp_path):
     _, _, out = exported
     _, path = images
     wrong_dtype = tmp_path / "ints.npy"
-    np.save(wrong_dtype, np.ones((3, 64), np.int64))
+    np.save(wrong_dtype, np.full((3, 64), 2**25 + 1, np.int64))  # not a float32 value (issue 17: one cast rule)
     wrong_shape = tmp_path / "short.npy"
     np.save(wrong_shape, np.ones((3, 63), np.float32))
     garbage = tmp_path / "garbage.npy"
@@ -132,7 +132,8 @@ def test_predict_input_errors(exported, images, tmp_path):
     assert_one_line_error(cli("predict", out, "--input", f"pixels={path}"), "has no input 'pixels'", "inputs: images")
     assert_one_line_error(cli("predict", out, "-i", f"images={path}", "-i", f"extra={path}"),
                           "has no input 'extra'")
-    assert_one_line_error(cli("predict", out, "-i", f"images={wrong_dtype}"), "input 'images' must be float32, got int64")
+    assert_one_line_error(cli("predict", out, "-i", f"images={wrong_dtype}"), "input 'images' must be float32, got int64",
+                          "would change 192 of 192 value(s) (e.g. 33554433 -> 33554432.0)")
     assert_one_line_error(cli("predict", out, "-i", f"images={wrong_shape}"), "must have shape [?, 64], got [3, 63]")
     assert_one_line_error(cli("predict", out, "-i", f"images={path}", "--signature", "classify"),
                           "no signature 'classify'", "serving_default")

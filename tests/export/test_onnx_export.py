@@ -186,7 +186,7 @@ def test_unknown_signature_and_missing_onnx_are_clear_errors(monkeypatch):
     with pytest.raises(ExportError, match=r"no signature 'predict' \(signatures: serving_default\)"):
         to_onnx(model, "predict")
     monkeypatch.setitem(sys.modules, "onnx", None)  # import onnx now raises ImportError
-    with pytest.raises(ExportError, match=r'pip install "specflow\[onnx\]"'):
+    with pytest.raises(ExportError, match=r'pip install "onnx>=1.23" "onnxruntime>=1.32"'):
         to_onnx(model, "serving_default")
 
 

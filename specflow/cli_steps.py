@@ -1,0 +1,78 @@
+"""The step a command inspects or runs: a spec's step compiled (pruned, placed, partitioned,
+locally or by task on a cluster) for ``inspect --placed``, and a loaded SavedModel or GraphDef run
+for ``run``. Kept apart from ``cli.py`` (the commands) so each stays readable."""
+
+from __future__ import annotations
+
+from specflow.cli_args import UserError, _tensor_of
+
+
+def _device_names(devices: str | None) -> list[str]:
+    """Full names for a device list; placement needs names only, not the hardware."""
+    from specflow.runtime.devices import device_name, parse_device_counts
+
+    counts = parse_device_counts(devices or "cpu:1")
+    counts.setdefault("CPU", 1)
+    return [device_name(kind, i) for kind in ("CPU", "GPU") for i in range(counts.get(kind, 0))]
+
+
+def _default_fetches(s) -> list[str]:
+    outs = [t for sig in s.signatures.values() for (t, _) in sig["outputs"].values()]
+    if outs:
+        return list(dict.fromkeys(outs))
+    consumed = {i.lstrip("^").split(":")[0] for n in s.graph_def.nodes for i in n.inputs}
+    return [n.name for n in s.graph_def.nodes if n.name not in consumed and n.op != "NoOp"]
+
+
+def _compile(s, devices, fetch, feed, batch_size, soft_placement, optimize=False, cluster=None):
+    from specflow.runtime.pipeline import compile_step
+
+    graph = s.graph_def
+    if batch_size is not None:
+        graph = _with_batch_size(graph, batch_size)
+    fetches = [_tensor_of(s, f) for f in fetch] if fetch else _default_fetches(s)
+    targets = [f for f in fetches if graph.node_map().get(f) is not None and graph.node(f).op == "NoOp"]
+    fetches = [f for f in fetches if f not in targets]
+    feeds = [_tensor_of(s, f) for f in feed] if feed else [n for n in s.model.inputs if graph.node(n).op == "Placeholder"]
+    if cluster is not None:
+        from specflow.distributed.placement import TaskAssignment, compile_cluster_step
+
+        return compile_cluster_step(cluster.constrained(graph), cluster, TaskAssignment(cluster), feeds=feeds,
+                                    fetches=fetches, targets=targets, soft_placement=soft_placement,
+                                    optimize_graph=optimize)
+    return compile_step(graph, _device_names(devices), feeds=feeds, fetches=fetches, targets=targets,
+                        soft_placement=soft_placement, optimize_graph=optimize)
+
+
+def _with_batch_size(graph, batch_size: int):
+    """A copy whose Placeholders have unknown leading dims set to ``batch_size``."""
+    from specflow.graph.shapes import Shape
+
+    g = graph.copy()
+    for n in g.nodes:
+        shape = n.attrs.get("shape")
+        if n.op == "Placeholder" and shape is not None and shape.rank and shape[0] is None:
+            n.attrs["shape"] = Shape((batch_size,) + tuple(shape.dims[1:]))
+    return g
+
+
+def _run_model(path, fetch, feeds, options, stats) -> list:
+    from specflow.export.loader import load_model
+    from specflow.io.tf_functions import check_supported
+
+    _quiet_numeric_warnings()
+    with load_model(str(path)) as model:
+        nodes = model.graph_def.node_map()
+        for name in [*fetch, *feeds]:
+            if name.rsplit(":", 1)[0] not in nodes and name not in nodes:
+                raise UserError(f"{path} has no tensor '{name}'")
+        check_supported(model.graph_def, fetch, list(feeds))
+        return model.session.run(fetch, feeds, options=options, run_metadata=stats)
+
+
+def _quiet_numeric_warnings() -> None:
+    """numpy's overflow/invalid RuntimeWarnings come from kernels on diverging values; the NaN
+    guard reports a diverged run with its step, so the warnings are only noise here."""
+    import warnings
+
+    warnings.simplefilter("ignore", RuntimeWarning)

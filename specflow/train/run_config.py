@@ -1,0 +1,199 @@
+"""A training run's configuration, remembered in its logdir (``LOGDIR/run.json``).
+
+The spec (its path and a hash of its text) and the command-line flags that change what is
+trained (``--seed``, ``--set``) are written when a run starts. Later commands on the logdir use
+them, as TensorFlow's Estimator keeps its config with its model_dir: ``train --resume`` and
+``eval`` inherit flags not given again, and a flag given with another value is an error naming
+both (a warning with ``--force``); ``train`` without ``--resume`` continues a run of the same
+spec and flags, and refuses a different one unless ``--overwrite``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from specflow.errors import Location, TrainingError
+
+FILENAME = "run.json"
+# What a run writes into its logdir; --overwrite removes only these (never the user's other files).
+_RUN_FILE = re.compile(r"^(checkpoint|run\.json|model\.ckpt-\d+\..*|events\.out\.tfevents\..*|\.specflow\.lock)$")
+
+
+@dataclass
+class RunConfig:
+    spec: str  # the spec's path as given
+    spec_sha256: str
+    seed: int | None = None
+    set: list[str] = field(default_factory=list)
+
+    def flags(self) -> str:
+        parts = ([f"--seed {self.seed}"] if self.seed is not None else []) + [f"--set {s}" for s in self.set]
+        return " ".join(parts) or "no --seed/--set"
+
+
+def spec_hash(path: Path) -> str:
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    except OSError:
+        return ""  # load_spec reports the unreadable spec
+
+
+def current(spec: Path, seed: int | None, sets: list[str] | None) -> RunConfig:
+    return RunConfig(spec=str(spec), spec_sha256=spec_hash(spec), seed=seed, set=list(sets or []))
+
+
+def read(logdir: Path) -> RunConfig | None:
+    p = Path(logdir) / FILENAME
+    try:
+        data = json.loads(p.read_text())
+        return RunConfig(spec=str(data["spec"]), spec_sha256=str(data["spec_sha256"]),
+                         seed=None if data.get("seed") is None else int(data["seed"]),
+                         set=[str(s) for s in data.get("set") or []])
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise TrainingError(f"unreadable run configuration ({e}); remove it or use --overwrite",
+                            location=Location(str(p))) from None
+
+
+def write(logdir: Path, cfg: RunConfig) -> None:
+    from specflow.io.atomic_write import write_atomically
+
+    Path(logdir).mkdir(parents=True, exist_ok=True)
+    text = json.dumps(asdict(cfg), indent=2) + "\n"
+    write_atomically(Path(logdir) / FILENAME, lambda f: f.write(text.encode()))
+
+
+def differences(stored: RunConfig, given: RunConfig, *, inherit: bool) -> list[str]:
+    """What differs, one phrase each. With ``inherit`` (``--resume``, ``eval``) a flag not given
+    again is the stored one, so only flags given with another value differ."""
+    diffs = []
+    if stored.spec_sha256 and given.spec_sha256 and stored.spec_sha256 != given.spec_sha256:
+        same_path = os.path.abspath(stored.spec) == os.path.abspath(given.spec)
+        diffs.append(f"the spec {given.spec} {'has changed since' if same_path else 'is not the spec of'} "
+                     f"the run (which began with {stored.spec})")
+    if given.seed != stored.seed and not (inherit and given.seed is None):
+        diffs.append(f"--seed {_show(given.seed)} differs from the run's --seed {_show(stored.seed)}")
+    if given.set != stored.set and not (inherit and not given.set):
+        diffs.append(f"--set {_show_sets(given.set)} differs from the run's --set {_show_sets(stored.set)}")
+    return diffs
+
+
+def merged(stored: RunConfig, given: RunConfig) -> RunConfig:
+    """The stored run's flags where ``given`` leaves them out."""
+    return RunConfig(spec=given.spec, spec_sha256=given.spec_sha256,
+                     seed=given.seed if given.seed is not None else stored.seed,
+                     set=given.set or list(stored.set))
+
+
+def _show(seed: int | None) -> str:
+    return "(none)" if seed is None else str(seed)
+
+
+def _show_sets(sets: list[str]) -> str:
+    return " --set ".join(sets) if sets else "(none)"
+
+
+def latest_step(logdir: Path) -> int | None:
+    """The step of the run's latest checkpoint, read from its state file (None: no checkpoint)."""
+    from specflow.io.checkpoint import CheckpointManager
+
+    latest = CheckpointManager(Path(logdir)).latest()
+    if latest is None:
+        return None
+    m = re.search(r"-(\d+)$", str(latest))
+    return int(m.group(1)) if m else None
+
+
+def clear(logdir: Path) -> list[str]:
+    """Remove a previous run's files (``--overwrite``): checkpoints, state, events, run.json and
+    eval/'s events; anything else in the logdir is the user's and stays."""
+    removed = []
+    for d in (Path(logdir), Path(logdir) / "eval"):
+        if not d.is_dir():
+            continue
+        for p in d.iterdir():
+            if p.is_file() and not p.is_symlink() and _RUN_FILE.match(p.name) and p.name != ".specflow.lock":
+                p.unlink()
+                removed.append(str(p))
+    return removed
+
+
+@dataclass
+class TrainPlan:
+    config: RunConfig  # the flags to train with
+    resume: bool  # restore the latest checkpoint
+    warnings: list[str] = field(default_factory=list)
+    record: bool = False  # begin() must (re)write run.json; with fresh: after clearing the old run
+    fresh: bool = False
+
+
+def plan_train(spec: Path, logdir: Path, seed: int | None, sets: list[str] | None, *,
+               resume: bool, force: bool, overwrite: bool) -> TrainPlan:
+    """Decide what ``specflow train`` does with ``logdir``: start, continue or refuse. Changes
+    nothing: ``begin`` does, once the spec has loaded."""
+    from specflow.train.loop import has_run
+
+    given = current(spec, seed, sets)
+    logdir = Path(logdir)
+    if overwrite and resume:
+        raise TrainingError("--overwrite starts the run again and --resume continues it: give one")
+    if force and not resume:
+        raise TrainingError("--force applies to --resume (to resume with a differing --seed/--set); "
+                            "to start the run again, use --overwrite")
+    stored = read(logdir) if logdir.is_dir() and not overwrite else None  # --overwrite: even a torn one
+    trained = latest_step(logdir) is not None if logdir.is_dir() else False
+    if overwrite or not trained and (stored is not None or not has_run(logdir)):
+        # Nothing trained yet (or a first step that failed): there is nothing to continue.
+        if resume and stored is None:
+            raise TrainingError(f"--resume: {logdir} holds no run to resume")
+        config = merged(stored, given) if resume and stored is not None else given
+        return TrainPlan(config, False, record=True, fresh=True)
+    if stored is None:
+        if resume:  # a run from before run.json existed: resume it with the flags given
+            return TrainPlan(given, True)
+        raise TrainingError(f"{logdir} already holds a training run (of unknown configuration); pass "
+                            "--resume to continue it, --overwrite to start again, or choose another --logdir")
+    diffs = differences(stored, given, inherit=resume)
+    warnings = []
+    if diffs:
+        if not (resume and force):
+            fix = "pass --force to resume with the new value" if resume else \
+                "pass --resume to continue it with its own flags, --overwrite to start again, or choose another --logdir"
+            raise TrainingError(f"{logdir} holds a run of another configuration: {'; '.join(diffs)}; {fix}")
+        warnings = [f"{d}; resuming with the new value (--force)" for d in diffs]
+    config = merged(stored, given) if resume else given
+    return TrainPlan(config, True, warnings, record=bool(warnings))
+
+
+def begin(logdir: Path, plan: TrainPlan) -> None:
+    """Carry out ``plan``'s changes to the logdir, holding its lock (a live trainer refuses them)."""
+    from specflow.train.logdir_lock import LogdirLock
+
+    if not plan.record:
+        return
+    with LogdirLock(logdir):
+        if plan.fresh:
+            clear(logdir)
+        write(logdir, plan.config)
+
+
+def eval_config(spec: Path, logdir: Path, sets: list[str] | None) -> tuple[RunConfig, list[str]]:
+    """The flags ``specflow eval`` evaluates with: the training run's, unless given again with
+    the same value (another value is an error: it would evaluate on another split). Returns
+    warnings too (the spec changed since training)."""
+    given = current(spec, None, sets)
+    stored = read(logdir) if Path(logdir).is_dir() else None
+    if stored is None:
+        return given, []
+    diffs = differences(stored, given, inherit=True)
+    flag_diffs = [d for d in diffs if d.startswith("--")]
+    if flag_diffs:
+        raise TrainingError(f"{logdir} was trained with other flags: {'; '.join(flag_diffs)}; leave them out "
+                            "to evaluate with the run's own")
+    return merged(stored, given), [d for d in diffs if not d.startswith("--")]
