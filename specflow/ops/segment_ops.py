@@ -17,7 +17,7 @@ from specflow.ops import grad_util as gu
 from specflow.ops.inference import InferenceContext
 from specflow.ops.registry import gradient, kernel, not_differentiable, register_op
 from specflow.ops.shape_args import scalar_arg, shape_of
-from specflow.ops.slice_ops import _segment_sum_infer, _segment_sum_shape, concat_vectors
+from specflow.ops.slice_ops import _segment_sum_infer, concat_vectors, unsorted_segment_args
 
 # --- SegmentSum (sorted ids) ------------------------------------------------------------------
 
@@ -111,14 +111,7 @@ for _name, _kind in _UNSORTED.items():
 def _unsorted_kernel(kind: str):
     def fn(ctx, data, ids, num_segments):
         xp = ctx.xp
-        n = scalar_arg(ctx.fail, ctx.host(num_segments), "num_segments")
-        out_shape = _segment_sum_shape(ctx.fail, shape_of(data), shape_of(ids), n)
-        rows = data.reshape((ids.size,) + tuple(data.shape[ids.ndim :]))
-        flat = ids.reshape(-1)
-        if flat.size and int(flat.max()) >= n:
-            bad = int(np.argmax(ctx.host(flat) >= n))
-            raise ctx.fail(f"segment_ids[{bad}] = {int(ctx.host(flat)[bad])} is not in [0, {n}) (flattened index)")
-        keep = flat >= 0
+        out_shape, rows, flat, keep = unsorted_segment_args(ctx, data, ids, num_segments)
         out = xp.full(out_shape.dims, _identity(kind, data.dtype), dtype=data.dtype)
         combine = {"max": xp.maximum, "min": xp.minimum, "prod": xp.multiply}[kind]
         return segment_reduce(xp, combine, rows[keep], flat[keep], out)

@@ -454,17 +454,23 @@ register_op(
 )
 
 
-@kernel("UnsortedSegmentSum", host_inputs=(2,))
-def _unsorted_segment_sum(ctx, data, ids, num_segments):
-    xp = ctx.xp
+def unsorted_segment_args(ctx, data, ids, num_segments):
+    """An unsorted segment kernel's checked arguments: the output shape, data as one row per id,
+    the flattened ids, and which of them to keep (the negative ones drop their row)."""
     n = scalar_arg(ctx.fail, ctx.host(num_segments), "num_segments")
     out_shape = _segment_sum_shape(ctx.fail, shape_of(data), shape_of(ids), n)
     rows = data.reshape((ids.size,) + tuple(data.shape[ids.ndim :]))
-    ids = ids.reshape(-1)
-    if ids.size and int(ids.max()) >= n:
-        bad = int(np.argmax(ctx.host(ids) >= n))
-        raise ctx.fail(f"segment_ids[{bad}] = {int(ctx.host(ids)[bad])} is not in [0, {n}) (flattened index)")
-    keep = ids >= 0
+    flat = ids.reshape(-1)
+    if flat.size and int(flat.max()) >= n:
+        bad = int(np.argmax(ctx.host(flat) >= n))
+        raise ctx.fail(f"segment_ids[{bad}] = {int(ctx.host(flat)[bad])} is not in [0, {n}) (flattened index)")
+    return out_shape, rows, flat, flat >= 0
+
+
+@kernel("UnsortedSegmentSum", host_inputs=(2,))
+def _unsorted_segment_sum(ctx, data, ids, num_segments):
+    xp = ctx.xp
+    out_shape, rows, ids, keep = unsorted_segment_args(ctx, data, ids, num_segments)
     out = xp.zeros(out_shape.dims, dtype=data.dtype)
     xp.add.at(out, ids[keep], rows[keep])
     return out
