@@ -476,17 +476,29 @@ def _unsorted_segment_sum(ctx, data, ids, num_segments):
     return out
 
 
+def padded_shape(b, x: str, like: str) -> str:
+    """The shape of ``x`` (ids, or one value per segment) padded with 1s to ``like``'s rank, so
+    that ``x`` reshaped to it broadcasts against ``like``."""
+    rx, rl = b.spec(x).shape.rank, b.spec(like).shape.rank
+    if rx is not None and rl is not None:
+        return concat_vectors(b, [gu.shape_of(b, x), gu.const(b, np.ones(rl - rx, np.int32))])
+    extra = gu.emit(b, "Sub", gu.emit(b, "Rank", like), gu.emit(b, "Rank", x))
+    ones = gu.emit(b, "Fill", gu.emit(b, "Reshape", extra, gu.const(b, [1], "int32")), gu.const(b, 1, "int32"))
+    return concat_vectors(b, [gu.shape_of(b, x), ones])
+
+
+def drop_negatives(b, params: str, ids: str, data: str) -> tuple[str, str, str]:
+    """TF's _GatherDropNegatives: (params gathered at max(ids, 0) with the rows of negative ids
+    zeroed, the clipped ids, the ids >= 0 mask shaped to broadcast against ``data``)."""
+    clipped = gu.emit(b, "Maximum", ids, gu.zeros_like(b, ids))
+    gathered = gu.emit(b, "GatherV2", params, clipped, gu.const(b, 0, "int32"))
+    keep = gu.emit(b, "GreaterEqual", ids, gu.zeros_like(b, ids))
+    keep = gu.emit(b, "Reshape", keep, padded_shape(b, ids, data))
+    return gu.emit(b, "SelectV2", keep, gathered, gu.zeros_like(b, gathered)), clipped, keep
+
+
 @gradient("UnsortedSegmentSum")
 def _unsorted_segment_sum_grad(b, node, dys):
     # Each data slice receives its segment's gradient; dropped (negative) ids receive zeros.
     data, ids, _ = node.data_inputs
-    picked = gu.emit(b, "GatherV2", dys[0], gu.emit(b, "Maximum", ids, gu.zeros_like(b, ids)), gu.const(b, 0, "int32"))
-    keep = gu.emit(b, "GreaterEqual", ids, gu.zeros_like(b, ids))
-    rd, ri = b.spec(data).shape.rank, b.spec(ids).shape.rank
-    if rd is not None and ri is not None:
-        ones = gu.const(b, np.ones(rd - ri, np.int32))
-    else:
-        extra = gu.emit(b, "Sub", gu.emit(b, "Rank", data), gu.emit(b, "Rank", ids))
-        ones = gu.emit(b, "Fill", gu.emit(b, "Reshape", extra, gu.const(b, [1], "int32")), gu.const(b, 1, "int32"))
-    keep = gu.emit(b, "Reshape", keep, concat_vectors(b, [gu.shape_of(b, ids), ones]))
-    return [gu.emit(b, "SelectV2", keep, picked, gu.zeros_like(b, picked)), None, None]
+    return [drop_negatives(b, dys[0], ids, data)[0], None, None]
