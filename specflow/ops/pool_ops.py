@@ -173,18 +173,13 @@ _ARGMAX_ATTRS = [
 ]
 
 
-def _argmax_attrs(node) -> dict:
-    """The window attrs an argmax op's gradient passes on (T and Targmax follow the inputs)."""
-    return {k: v for k, v in node.attrs.items() if k != "T" and not k.startswith("_")}
-
-
 def _grad_argmax_gradient(other: str):
     """MaxPoolGradWithArgmax and MaxPoolGradGradWithArgmax are each other's gradient for grad
     (linear in it, the positions fixed by argmax)."""
 
     def fn(b, node, dys):
         x, _, argmax = node.data_inputs
-        return [gu.zeros_like(b, x), gu.emit(b, other, x, dys[0], argmax, **_argmax_attrs(node)), None]
+        return [gu.zeros_like(b, x), gu.emit(b, other, x, dys[0], argmax, **gu.window_attrs(node)), None]
 
     return fn
 
@@ -243,7 +238,7 @@ def _max_pool_with_argmax(ctx, x):
 @gradient("MaxPoolWithArgmax")
 def _max_pool_with_argmax_gradient(b, node, dys):
     x = node.data_inputs[0]
-    return [gu.emit(b, "MaxPoolGradWithArgmax", x, dys[0], f"{node.name}:1", **_argmax_attrs(node))]
+    return [gu.emit(b, "MaxPoolGradWithArgmax", x, dys[0], f"{node.name}:1", **gu.window_attrs(node))]
 
 
 def _argmax_grad_shape(ic: InferenceContext) -> list[Shape]:
