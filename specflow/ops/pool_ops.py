@@ -280,10 +280,16 @@ def _max_pool_grad_with_argmax(ctx, x, dy, argmax):
 gradient("MaxPoolGradWithArgmax")(_grad_argmax_gradient("MaxPoolGradGradWithArgmax"))
 
 
+def _argmax_grad_grad_checks(c, x, grad, argmax) -> tuple:
+    """MaxPoolGradGradWithArgmax's output dims (MaxPool's of x); grad must match x, argmax them."""
+    _, out = cv._pool_window(_Window(c), x)
+    cv._check_shape(c, "grad", grad, x, "the shape of input")
+    cv._check_shape(c, "argmax", argmax, out, "MaxPool of input")
+    return out
+
+
 def _argmax_grad_grad_shape(ic: InferenceContext) -> list[Shape]:
-    _, out = cv._pool_window(_Window(ic), ic.shape(0))
-    cv._check_shape(ic, "grad", ic.shape(1), ic.shape(0), "the shape of input")
-    cv._check_shape(ic, "argmax", ic.shape(2), out, "MaxPool of input")
+    out = _argmax_grad_grad_checks(ic, ic.shape(0), ic.shape(1), ic.shape(2))
     return [Shape(out).merge_with(ic.shape(2))]
 
 
@@ -300,9 +306,7 @@ register_op(
 
 @kernel("MaxPoolGradGradWithArgmax")
 def _max_pool_grad_grad_with_argmax(ctx, x, g, argmax):
-    _, out = cv._pool_window(_Window(ctx), x.shape)
-    cv._check_shape(ctx, "grad", g.shape, x.shape, "the shape of input")
-    cv._check_shape(ctx, "argmax", argmax.shape, out, "MaxPool of input")
+    _argmax_grad_grad_checks(ctx, x.shape, g.shape, argmax.shape)
     return g.ravel()[_flat_argmax(ctx, x, argmax)].reshape(argmax.shape)
 
 
