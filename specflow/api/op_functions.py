@@ -231,11 +231,7 @@ def to_tensor(value: Any, dtype: DType | None = None, what: str = "value", node:
             arr = arr.astype(dtype.numpy)
     else:
         if not isinstance(value, np.ndarray):
-            # Python numbers default as in TensorFlow: floats to float32, ints to int32.
-            if arr.dtype == np.float64:
-                arr = arr.astype(np.float32)
-            elif arr.dtype == np.int64 and (arr.size == 0 or np.abs(arr).max() < 2**31):
-                arr = arr.astype(np.int32)
+            arr = arr.astype(dtypes.python_number_dtype(arr), copy=False)
         try:
             dt = dtype_of(arr)
         except TypeError as e:

@@ -64,53 +64,51 @@ def _nchw(cx, onnx_op: str, inputs: list[str], **attrs) -> None:
     cx.op("Transpose", [y], out=cx.out(), perm=last)
 
 
+def _conv(cx, weights: str, kernel: list[int], **attrs) -> None:
+    """An ONNX Conv of input 0 by ``weights`` (O, I, spatial...) with the node's strides,
+    dilations and padding."""
+    fmt = cx.attr("data_format")
+    strides, dilations = _spatial(cx.attr("strides"), fmt), _spatial(cx.attr("dilations"), fmt)
+    _nchw(cx, "Conv", [weights], strides=strides, dilations=dilations, kernel_shape=kernel,
+          **_padding(cx, kernel, strides, dilations), **attrs)  # fmt: skip
+
+
 @maps("Conv2D")
 def _conv2d(cx):
     fmt = cx.attr("data_format")
-    strides, dilations = _spatial(cx.attr("strides"), fmt), _spatial(cx.attr("dilations"), fmt)
     fspec = cx.spec(1)
     if fspec is None or fspec.shape.rank != 4 or None in fspec.shape.as_list()[:2]:
         raise cx.fail("Conv2D needs a filter of static spatial size for ONNX export")
     kh, kw, fin, _ = fspec.shape.as_list()
-    attrs = {"strides": strides, "dilations": dilations, "kernel_shape": [kh, kw],
-             **_padding(cx, [kh, kw], strides, dilations)}  # fmt: skip
+    attrs = {}
     xspec = cx.spec(0)
     channels = None if xspec is None or xspec.shape.rank != 4 else xspec.shape.as_list()[3 if fmt == "NHWC" else 1]
     if channels and fin and channels != fin:  # TF infers grouped convolution from the shapes
         attrs["group"] = channels // fin
     weights = cx.op("Transpose", [cx.inp(1)], perm=[3, 2, 0, 1])  # HWIO -> OIHW
-    _nchw(cx, "Conv", [weights], **attrs)
+    _conv(cx, weights, [kh, kw], **attrs)
 
 
 @maps("DepthwiseConv2dNative")
 def _depthwise_conv2d(cx):
     # A grouped Conv with one group per input channel: filter [KH, KW, C, M] -> [C * M, 1, KH, KW]
     # (output channel c * M + m, as TF orders them).
-    fmt = cx.attr("data_format")
-    strides, dilations = _spatial(cx.attr("strides"), fmt), _spatial(cx.attr("dilations"), fmt)
     fspec = cx.spec(1)
     if fspec is None or not fspec.shape.is_fully_defined:
         raise cx.fail("DepthwiseConv2dNative needs a filter of static shape for ONNX export")
     kh, kw, c, m = fspec.shape.as_list()
     flat = cx.op("Reshape", [cx.inp(1), cx.tensor(np.array([kh, kw, 1, c * m], np.int64))])
     weights = cx.op("Transpose", [flat], perm=[3, 2, 0, 1])
-    attrs = {"strides": strides, "dilations": dilations, "kernel_shape": [kh, kw], "group": c,
-             **_padding(cx, [kh, kw], strides, dilations)}  # fmt: skip
-    _nchw(cx, "Conv", [weights], **attrs)
+    _conv(cx, weights, [kh, kw], group=c)
 
 
 @maps("Conv3D")
 def _conv3d(cx):
-    fmt = cx.attr("data_format")
-    strides, dilations = _spatial(cx.attr("strides"), fmt), _spatial(cx.attr("dilations"), fmt)
     fspec = cx.spec(1)
     if fspec is None or fspec.shape.rank != 5 or None in fspec.shape.as_list()[:3]:
         raise cx.fail("Conv3D needs a filter of static spatial size for ONNX export")
-    kernel = fspec.shape.as_list()[:3]
-    attrs = {"strides": strides, "dilations": dilations, "kernel_shape": kernel,
-             **_padding(cx, kernel, strides, dilations)}  # fmt: skip
     weights = cx.op("Transpose", [cx.inp(1)], perm=[4, 3, 0, 1, 2])  # DHWIO -> OIDHW
-    _nchw(cx, "Conv", [weights], **attrs)
+    _conv(cx, weights, fspec.shape.as_list()[:3])
 
 
 def _pool_nd(cx, onnx_op: str, ksize, strides) -> None:

@@ -18,7 +18,7 @@ import numpy as np
 
 from specflow.errors import GraphError, Location
 from specflow.graph.device_spec import DeviceSpec
-from specflow.graph.dtypes import DType, as_dtype
+from specflow.graph.dtypes import DType, as_dtype, python_number_dtype
 from specflow.graph.graph_def import GraphDef, NodeDef, parse_input
 from specflow.graph.shape_inference import ShapeInferencer
 from specflow.ops.registry import TensorSpec
@@ -202,11 +202,7 @@ class GraphBuilder:
     def const(self, value: Any, dtype: DType | str | None = None, name: str = "Const") -> str:
         arr = np.asarray(value, dtype=as_dtype(dtype).numpy if dtype is not None else None)
         if dtype is None and not isinstance(value, np.ndarray):
-            # Python numbers default as in TensorFlow: floats to float32, ints to int32.
-            if arr.dtype == np.float64:
-                arr = arr.astype(np.float32)
-            elif arr.dtype == np.int64 and (arr.size == 0 or np.abs(arr).max() < 2**31):
-                arr = arr.astype(np.int32)
+            arr = arr.astype(python_number_dtype(arr), copy=False)
         node = self.add_op("Const", [], {"value": arr, "dtype": as_dtype(arr.dtype)}, name=self._free(name), exact_name=True)
         return node.name
 

@@ -141,5 +141,15 @@ def dtype_of(value) -> DType:
     return dt
 
 
+def python_number_dtype(arr: np.ndarray) -> np.dtype:
+    """The numpy dtype TensorFlow gives ``arr`` when it was made from Python numbers: float32 for
+    floats, int32 for ints (int64 only where a value needs it); any other dtype unchanged."""
+    if arr.dtype == np.float64:
+        return np.dtype(np.float32)
+    if arr.dtype == np.int64 and (arr.size == 0 or np.abs(arr).max() < 2**31):
+        return np.dtype(np.int32)
+    return arr.dtype
+
+
 def dtype_names() -> list[str]:
     return [d.name for d in ALL_DTYPES]

@@ -191,40 +191,7 @@ def _conv3d_backprop_filter(ctx, x, filter_sizes, dy):
     return xp.matmul(cols.reshape(-1, k).T, _to_last(dy, fmt).reshape(-1, sizes[4])).reshape(sizes)
 
 
-def _attrs(node, drop=()) -> dict:
-    return {k: v for k, v in node.attrs.items() if k not in ("T", *drop) and not k.startswith("_")}
-
-
-@gradient("Conv3D")
-def _conv3d_grad(b, node, dys):
-    x, f = node.data_inputs
-    attrs = _attrs(node)
-    return [
-        gu.emit(b, "Conv3DBackpropInputV2", gu.shape_of(b, x), f, dys[0], **attrs),
-        gu.emit(b, "Conv3DBackpropFilterV2", x, gu.shape_of(b, f), dys[0], **attrs),
-    ]
-
-
-@gradient("Conv3DBackpropInputV2")
-def _conv3d_backprop_input_grad(b, node, dys):
-    _, f, dy = node.data_inputs
-    attrs = _attrs(node, ("Tshape",))
-    return [
-        None,
-        gu.emit(b, "Conv3DBackpropFilterV2", dys[0], gu.shape_of(b, f), dy, **attrs),
-        gu.emit(b, "Conv3D", dys[0], f, **attrs),
-    ]
-
-
-@gradient("Conv3DBackpropFilterV2")
-def _conv3d_backprop_filter_grad(b, node, dys):
-    x, _, dy = node.data_inputs
-    attrs = _attrs(node)
-    return [
-        gu.emit(b, "Conv3DBackpropInputV2", gu.shape_of(b, x), dys[0], dy, **attrs),
-        None,
-        gu.emit(b, "Conv3D", x, dys[0], **attrs),
-    ]
+gu.conv_gradients("Conv3D", "Conv3DBackpropInputV2", "Conv3DBackpropFilterV2", sizes_attrs=("Tshape",))
 
 
 # --- AvgPool3D and its gradient ---------------------------------------------------------------
@@ -261,7 +228,7 @@ def _avg_pool3d(ctx, x):
 @gradient("AvgPool3D")
 def _avg_pool3d_gradient(b, node, dys):
     x = node.data_inputs[0]
-    return [gu.emit(b, "AvgPool3DGrad", gu.shape_of(b, x), dys[0], **_attrs(node))]
+    return [gu.emit(b, "AvgPool3DGrad", gu.shape_of(b, x), dys[0], **gu.window_attrs(node))]
 
 
 def _avg_pool3d_grad_shape(ic: InferenceContext) -> list[Shape]:
@@ -296,4 +263,4 @@ def _avg_pool3d_grad(ctx, orig_input_shape, dy):
 @gradient("AvgPool3DGrad")
 def _avg_pool3d_grad_grad(b, node, dys):
     # Linear in grad; its transpose is AvgPool3D.
-    return [None, gu.emit(b, "AvgPool3D", dys[0], **_attrs(node))]
+    return [None, gu.emit(b, "AvgPool3D", dys[0], **gu.window_attrs(node))]

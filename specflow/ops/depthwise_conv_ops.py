@@ -14,7 +14,7 @@ from specflow.graph.shapes import Shape
 from specflow.ops import conv_ops as cv
 from specflow.ops import grad_util as gu
 from specflow.ops.inference import InferenceContext
-from specflow.ops.registry import gradient, kernel, register_op
+from specflow.ops.registry import kernel, register_op
 
 _ATTRS = [
     "T: {float}",
@@ -135,35 +135,4 @@ def _depthwise_backprop_filter(ctx, x, filter_sizes, dy):
 
 
 # Bilinear in (input, filter), as Conv2D: each op's gradient is one of the other two.
-
-
-@gradient("DepthwiseConv2dNative")
-def _depthwise_grad(b, node, dys):
-    x, f = node.data_inputs
-    attrs = cv._window_attrs(node)
-    return [
-        gu.emit(b, "DepthwiseConv2dNativeBackpropInput", gu.shape_of(b, x), f, dys[0], **attrs),
-        gu.emit(b, "DepthwiseConv2dNativeBackpropFilter", x, gu.shape_of(b, f), dys[0], **attrs),
-    ]
-
-
-@gradient("DepthwiseConv2dNativeBackpropInput")
-def _depthwise_backprop_input_grad(b, node, dys):
-    _, f, dy = node.data_inputs
-    attrs = cv._window_attrs(node)
-    return [
-        None,
-        gu.emit(b, "DepthwiseConv2dNativeBackpropFilter", dys[0], gu.shape_of(b, f), dy, **attrs),
-        gu.emit(b, "DepthwiseConv2dNative", dys[0], f, **attrs),
-    ]
-
-
-@gradient("DepthwiseConv2dNativeBackpropFilter")
-def _depthwise_backprop_filter_grad(b, node, dys):
-    x, _, dy = node.data_inputs
-    attrs = cv._window_attrs(node)
-    return [
-        gu.emit(b, "DepthwiseConv2dNativeBackpropInput", gu.shape_of(b, x), dys[0], dy, **attrs),
-        None,
-        gu.emit(b, "DepthwiseConv2dNative", x, dys[0], **attrs),
-    ]
+gu.conv_gradients("DepthwiseConv2dNative", "DepthwiseConv2dNativeBackpropInput", "DepthwiseConv2dNativeBackpropFilter")

@@ -13,7 +13,7 @@ import numpy as np
 from specflow.graph import dtypes
 from specflow.graph.shapes import Shape
 from specflow.ops.inference import InferenceContext
-from specflow.ops.registry import TensorSpec, kernel, not_differentiable, register_op
+from specflow.ops.registry import TensorSpec, gradient, kernel, not_differentiable, register_op
 
 
 def emit(b, op: str, *inputs: str, **attrs) -> str:
@@ -85,6 +85,49 @@ def sum_to(b, grad: str, x: str) -> str:
 
 def zeros_like(b, x: str) -> str:
     return emit(b, "ZerosLike", x)
+
+
+# --- convolution-like ops ----------------------------------------------------------------------
+
+
+def window_attrs(node, drop=()) -> dict:
+    """A window op's attrs but T (and ``drop``): its gradient ops take the same strides, padding, ... ."""
+    return {k: v for k, v in node.attrs.items() if k not in ("T", *drop) and not k.startswith("_")}
+
+
+def conv_gradients(conv: str, backprop_input: str, backprop_filter: str, sizes_attrs=()) -> None:
+    """Register the gradients of a convolution and its two backprop ops. All three are bilinear
+    in (input, filter), so each one's gradient is made of the other two. ``sizes_attrs``: attrs
+    of the backprop ops' sizes input (Tshape) that the convolution itself lacks."""
+
+    def conv_grad(b, node, dys):
+        x, f = node.data_inputs
+        attrs = window_attrs(node)
+        return [
+            emit(b, backprop_input, shape_of(b, x), f, dys[0], **attrs),
+            emit(b, backprop_filter, x, shape_of(b, f), dys[0], **attrs),
+        ]
+
+    def input_grad(b, node, dys):
+        _, f, dy = node.data_inputs
+        attrs = window_attrs(node, sizes_attrs)
+        return [
+            None,
+            emit(b, backprop_filter, dys[0], shape_of(b, f), dy, **attrs),
+            emit(b, conv, dys[0], f, **attrs),
+        ]
+
+    def filter_grad(b, node, dys):
+        x, _, dy = node.data_inputs
+        attrs = window_attrs(node, sizes_attrs)
+        return [
+            emit(b, backprop_input, shape_of(b, x), dys[0], dy, **attrs),
+            None,
+            emit(b, conv, x, dys[0], **attrs),
+        ]
+
+    for op, fn in ((conv, conv_grad), (backprop_input, input_grad), (backprop_filter, filter_grad)):
+        gradient(op)(fn)
 
 
 # --- BroadcastGradientArgs ---------------------------------------------------------------------

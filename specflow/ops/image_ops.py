@@ -37,9 +37,12 @@ def _image_dims(c, shape, what: str) -> tuple:
     return s.dims
 
 
-def _check_flags(c) -> None:
-    if c.attrs["align_corners"] and c.attrs["half_pixel_centers"]:
+def _check_flags(c) -> tuple[bool, bool]:
+    """(align_corners, half_pixel_centers), checked."""
+    align, half = c.attrs["align_corners"], c.attrs["half_pixel_centers"]
+    if align and half:
         raise c.fail("half_pixel_centers and align_corners cannot both be true (as in TensorFlow)")
+    return align, half
 
 
 def _size_value(c, size) -> tuple[int, int]:
@@ -49,12 +52,33 @@ def _size_value(c, size) -> tuple[int, int]:
     return int(size[0]), int(size[1])
 
 
-def _resize_shape(ic: InferenceContext) -> list[Shape]:
-    _check_flags(ic)
-    n, _, _, ch = _image_dims(ic, ic.shape(0), "images")
-    size = ic.value(1)
-    oh, ow = (None, None) if size is None else _size_value(ic, size)
-    return [Shape([n, oh, ow, ch])]
+def _flag_attrs(node) -> dict:
+    """The sampling flags a gradient op passes on unchanged."""
+    return {k: node.attrs[k] for k in ("align_corners", "half_pixel_centers")}
+
+
+def _sized_shape(what: str):
+    """The shape function of an op whose input 0 (``what``) is resized to the size in input 1."""
+
+    def fn(ic: InferenceContext) -> list[Shape]:
+        _check_flags(ic)
+        n, _, _, ch = _image_dims(ic, ic.shape(0), what)
+        size = ic.value(1)
+        oh, ow = (None, None) if size is None else _size_value(ic, size)
+        return [Shape([n, oh, ow, ch])]
+
+    return fn
+
+
+def _resize_args(ctx, images, size):
+    """A resize kernel's checked arguments: the input dims, the output size and the flags."""
+    align, half = _check_flags(ctx)
+    _image_dims(ctx, images.shape, "images")
+    oh, ow = _size_value(ctx, ctx.host(size))
+    n, h, w, c = images.shape
+    if (h == 0 or w == 0) and oh * ow:
+        raise ctx.fail(f"cannot resize an empty image (shape {list(images.shape)}) to {oh}x{ow}")
+    return (n, h, w, c), (oh, ow), align, half
 
 
 def _scale(in_size: int, out_size: int, align_corners: bool) -> np.float32:
@@ -114,7 +138,7 @@ register_op(
     inputs=["images: T", "size: int32"],
     outputs=["resized_images: float32"],
     attrs=[f"T: {_IMAGE_TYPES}", *_FLAGS],
-    shape=_resize_shape,
+    shape=_sized_shape("images"),
     doc="Resizes images [batch, height, width, channels] to size (new_height, new_width) by "
     "bilinear interpolation, in float32; sample positions as TF's align_corners / half_pixel_centers.",
 )
@@ -123,13 +147,7 @@ register_op(
 @kernel("ResizeBilinear", host_inputs=[1])
 def _resize_bilinear(ctx, images, size):
     xp = ctx.xp
-    _check_flags(ctx)
-    _image_dims(ctx, images.shape, "images")
-    oh, ow = _size_value(ctx, ctx.host(size))
-    n, h, w, c = images.shape
-    if (h == 0 or w == 0) and oh * ow:
-        raise ctx.fail(f"cannot resize an empty image (shape {list(images.shape)}) to {oh}x{ow}")
-    align, half = ctx.attrs["align_corners"], ctx.attrs["half_pixel_centers"]
+    (n, h, w, c), (oh, ow), align, half = _resize_args(ctx, images, size)
     if oh * ow == 0 or n * c == 0:
         return xp.zeros((n, oh, ow, c), dtype=np.float32)
     ylo, yhi, ylerp = _bilinear_taps(h, oh, align, half)
@@ -146,8 +164,7 @@ def _resize_bilinear(ctx, images, size):
 @gradient("ResizeBilinear")
 def _resize_bilinear_gradient(b, node, dys):
     images, _ = node.data_inputs
-    attrs = {k: node.attrs[k] for k in ("align_corners", "half_pixel_centers")}
-    return [gu.emit(b, "ResizeBilinearGrad", dys[0], images, **attrs), None]
+    return [gu.emit(b, "ResizeBilinearGrad", dys[0], images, **_flag_attrs(node)), None]
 
 
 def _bilinear_grad_shape(ic: InferenceContext) -> list[Shape]:
@@ -174,13 +191,12 @@ register_op(
 @kernel("ResizeBilinearGrad")
 def _resize_bilinear_grad(ctx, grads, image):
     xp = ctx.xp
-    _check_flags(ctx)
+    align, half = _check_flags(ctx)
     _image_dims(ctx, grads.shape, "grads")
     n, h, w, c = _image_dims(ctx, image.shape, "original_image")
     _, oh, ow, _ = grads.shape
     if grads.shape[0] != n or grads.shape[3] != c:
         raise ctx.fail(f"grads of shape {list(grads.shape)} does not match original_image {list(image.shape)}")
-    align, half = ctx.attrs["align_corners"], ctx.attrs["half_pixel_centers"]
     rows = _tap_matrix(xp, *_bilinear_taps(h, oh, align, half), h, np.float32)
     cols = _tap_matrix(xp, *_bilinear_taps(w, ow, align, half), w, np.float32)
     return _transposed_sampling(xp, rows, cols, grads.astype(np.float32, copy=False)).astype(image.dtype)
@@ -193,7 +209,7 @@ register_op(
     inputs=["images: T", "size: int32"],
     outputs=["resized_images: T"],
     attrs=[f"T: {_IMAGE_TYPES}", *_FLAGS],
-    shape=_resize_shape,
+    shape=_sized_shape("images"),
     doc="Resizes images [batch, height, width, channels] to size (new_height, new_width), each "
     "output pixel a copy of its nearest source pixel (TF's rounding rules).",
 )
@@ -202,13 +218,7 @@ register_op(
 @kernel("ResizeNearestNeighbor", host_inputs=[1])
 def _resize_nearest(ctx, images, size):
     xp = ctx.xp
-    _check_flags(ctx)
-    _image_dims(ctx, images.shape, "images")
-    oh, ow = _size_value(ctx, ctx.host(size))
-    n, h, w, c = images.shape
-    if (h == 0 or w == 0) and oh * ow:
-        raise ctx.fail(f"cannot resize an empty image (shape {list(images.shape)}) to {oh}x{ow}")
-    align, half = ctx.attrs["align_corners"], ctx.attrs["half_pixel_centers"]
+    (_, h, w, _), (oh, ow), align, half = _resize_args(ctx, images, size)
     rows = xp.asarray(_nearest_index(h, oh, align, half))
     cols = xp.asarray(_nearest_index(w, ow, align, half))
     return xp.ascontiguousarray(images[:, rows][:, :, cols])
@@ -223,16 +233,7 @@ def _resize_nearest_gradient(b, node, dys):
     else:
         begin, length = gu.const(b, np.array([1], np.int32)), gu.const(b, np.array([2], np.int32))
         size = gu.emit(b, "Slice", gu.shape_of(b, images), begin, length)
-    attrs = {k: node.attrs[k] for k in ("align_corners", "half_pixel_centers")}
-    return [gu.emit(b, "ResizeNearestNeighborGrad", dys[0], size, **attrs), None]
-
-
-def _nearest_grad_shape(ic: InferenceContext) -> list[Shape]:
-    _check_flags(ic)
-    n, _, _, ch = _image_dims(ic, ic.shape(0), "grads")
-    size = ic.value(1)
-    oh, ow = (None, None) if size is None else _size_value(ic, size)
-    return [Shape([n, oh, ow, ch])]
+    return [gu.emit(b, "ResizeNearestNeighborGrad", dys[0], size, **_flag_attrs(node)), None]
 
 
 register_op(
@@ -240,7 +241,7 @@ register_op(
     inputs=["grads: T", "size: int32"],
     outputs=["output: T"],
     attrs=["T: {int8, uint8, int32, float16, float32, float64}", *_FLAGS],
-    shape=_nearest_grad_shape,
+    shape=_sized_shape("grads"),
     doc="The gradient of ResizeNearestNeighbor: grads summed into the source pixel each came "
     "from, in an image of size (height, width).",
 )
@@ -249,11 +250,10 @@ register_op(
 @kernel("ResizeNearestNeighborGrad", host_inputs=[1])
 def _resize_nearest_grad(ctx, grads, size):
     xp = ctx.xp
-    _check_flags(ctx)
+    align, half = _check_flags(ctx)
     _image_dims(ctx, grads.shape, "grads")
     h, w = _size_value(ctx, ctx.host(size))
     _, oh, ow, _ = grads.shape
-    align, half = ctx.attrs["align_corners"], ctx.attrs["half_pixel_centers"]
     dt = grads.dtype
     acc = np.float64 if dt.kind == "f" else np.int64  # exact sums, then TF's dtype
     rows = _one_hot(xp, _nearest_index(h, oh, align, half), h, acc)

@@ -57,6 +57,22 @@ def _partial_pool_shape(ic: InferenceContext, x: Shape) -> Shape:
 _V2_ATTRS = ["padding: {'SAME', 'VALID'}", cv._FORMAT]
 
 
+def _v2_attrs(node) -> dict:
+    return {k: node.attrs[k] for k in ("padding", "data_format")}
+
+
+def _grad_v2_gradient(other: str):
+    """MaxPoolGradV2 and MaxPoolGradGradV2 are each other's gradient for grad. As MaxPoolGrad's:
+    the maxima's positions are locally constant, so only grad has a gradient."""
+
+    def fn(b, node, dys):
+        x, y, _, ksize, strides = node.data_inputs
+        dgrad = gu.emit(b, other, x, y, dys[0], ksize, strides, **_v2_attrs(node))
+        return [gu.zeros_like(b, x), gu.zeros_like(b, y), dgrad, None, None]
+
+    return fn
+
+
 def _max_pool_v2_shape(ic: InferenceContext) -> list[Shape]:
     k, s = ic.value(1), ic.value(2)
     if k is None or s is None:
@@ -82,8 +98,7 @@ def _max_pool_v2(ctx, x, ksize, strides):
 @gradient("MaxPoolV2")
 def _max_pool_v2_gradient(b, node, dys):
     x, ksize, strides = node.data_inputs
-    attrs = {k: node.attrs[k] for k in ("padding", "data_format")}
-    return [gu.emit(b, "MaxPoolGradV2", x, node.name, dys[0], ksize, strides, **attrs), None, None]
+    return [gu.emit(b, "MaxPoolGradV2", x, node.name, dys[0], ksize, strides, **_v2_attrs(node)), None, None]
 
 
 def _max_pool_grad_v2_shape(ic: InferenceContext) -> list[Shape]:
@@ -108,13 +123,7 @@ def _max_pool_grad_v2(ctx, x, y, dy, ksize, strides):
     return cv._max_pool_grad(_v2_window(ctx, ctx.host(ksize), ctx.host(strides)), x, y, dy)
 
 
-@gradient("MaxPoolGradV2")
-def _max_pool_grad_v2_gradient(b, node, dys):
-    # As MaxPoolGrad's: the maxima's positions are locally constant, so only grad has a gradient.
-    x, y, _, ksize, strides = node.data_inputs
-    attrs = {k: node.attrs[k] for k in ("padding", "data_format")}
-    dgrad = gu.emit(b, "MaxPoolGradGradV2", x, y, dys[0], ksize, strides, **attrs)
-    return [gu.zeros_like(b, x), gu.zeros_like(b, y), dgrad, None, None]
+gradient("MaxPoolGradV2")(_grad_v2_gradient("MaxPoolGradGradV2"))
 
 
 def _max_pool_grad_grad_v2_shape(ic: InferenceContext) -> list[Shape]:
@@ -149,12 +158,7 @@ def _max_pool_grad_grad_v2(ctx, x, y, g, ksize, strides):
     return cv._max_pool_grad_grad_kernel(_v2_window(ctx, ctx.host(ksize), ctx.host(strides)), x, y, g)
 
 
-@gradient("MaxPoolGradGradV2")
-def _max_pool_grad_grad_v2_gradient(b, node, dys):
-    x, y, _, ksize, strides = node.data_inputs
-    attrs = {k: node.attrs[k] for k in ("padding", "data_format")}
-    dgrad = gu.emit(b, "MaxPoolGradV2", x, y, dys[0], ksize, strides, **attrs)
-    return [gu.zeros_like(b, x), gu.zeros_like(b, y), dgrad, None, None]
+gradient("MaxPoolGradGradV2")(_grad_v2_gradient("MaxPoolGradV2"))
 
 
 # --- MaxPoolWithArgmax / MaxPoolGradWithArgmax ------------------------------------------------
@@ -167,6 +171,17 @@ _ARGMAX_ATTRS = [
     "include_batch_in_index: bool = false",
     "T: {real}",
 ]
+
+
+def _grad_argmax_gradient(other: str):
+    """MaxPoolGradWithArgmax and MaxPoolGradGradWithArgmax are each other's gradient for grad
+    (linear in it, the positions fixed by argmax)."""
+
+    def fn(b, node, dys):
+        x, _, argmax = node.data_inputs
+        return [gu.zeros_like(b, x), gu.emit(b, other, x, dys[0], argmax, **gu.window_attrs(node)), None]
+
+    return fn
 
 
 def _argmax_shape(ic: InferenceContext) -> list[Shape]:
@@ -222,9 +237,8 @@ def _max_pool_with_argmax(ctx, x):
 
 @gradient("MaxPoolWithArgmax")
 def _max_pool_with_argmax_gradient(b, node, dys):
-    attrs = {k: v for k, v in node.attrs.items() if k != "T" and not k.startswith("_")}
     x = node.data_inputs[0]
-    return [gu.emit(b, "MaxPoolGradWithArgmax", x, dys[0], f"{node.name}:1", **attrs)]
+    return [gu.emit(b, "MaxPoolGradWithArgmax", x, dys[0], f"{node.name}:1", **gu.window_attrs(node))]
 
 
 def _argmax_grad_shape(ic: InferenceContext) -> list[Shape]:
@@ -263,17 +277,19 @@ def _max_pool_grad_with_argmax(ctx, x, dy, argmax):
     return out.astype(x.dtype).reshape(x.shape)
 
 
-@gradient("MaxPoolGradWithArgmax")
-def _max_pool_grad_with_argmax_gradient(b, node, dys):
-    x, _, argmax = node.data_inputs
-    attrs = {k: v for k, v in node.attrs.items() if k != "T" and not k.startswith("_")}
-    return [gu.zeros_like(b, x), gu.emit(b, "MaxPoolGradGradWithArgmax", x, dys[0], argmax, **attrs), None]
+gradient("MaxPoolGradWithArgmax")(_grad_argmax_gradient("MaxPoolGradGradWithArgmax"))
+
+
+def _argmax_grad_grad_checks(c, x, grad, argmax) -> tuple:
+    """MaxPoolGradGradWithArgmax's output dims (MaxPool's of x); grad must match x, argmax them."""
+    _, out = cv._pool_window(_Window(c), x)
+    cv._check_shape(c, "grad", grad, x, "the shape of input")
+    cv._check_shape(c, "argmax", argmax, out, "MaxPool of input")
+    return out
 
 
 def _argmax_grad_grad_shape(ic: InferenceContext) -> list[Shape]:
-    _, out = cv._pool_window(_Window(ic), ic.shape(0))
-    cv._check_shape(ic, "grad", ic.shape(1), ic.shape(0), "the shape of input")
-    cv._check_shape(ic, "argmax", ic.shape(2), out, "MaxPool of input")
+    out = _argmax_grad_grad_checks(ic, ic.shape(0), ic.shape(1), ic.shape(2))
     return [Shape(out).merge_with(ic.shape(2))]
 
 
@@ -290,14 +306,8 @@ register_op(
 
 @kernel("MaxPoolGradGradWithArgmax")
 def _max_pool_grad_grad_with_argmax(ctx, x, g, argmax):
-    _, out = cv._pool_window(_Window(ctx), x.shape)
-    cv._check_shape(ctx, "grad", g.shape, x.shape, "the shape of input")
-    cv._check_shape(ctx, "argmax", argmax.shape, out, "MaxPool of input")
+    _argmax_grad_grad_checks(ctx, x.shape, g.shape, argmax.shape)
     return g.ravel()[_flat_argmax(ctx, x, argmax)].reshape(argmax.shape)
 
 
-@gradient("MaxPoolGradGradWithArgmax")
-def _max_pool_grad_grad_with_argmax_gradient(b, node, dys):
-    x, _, argmax = node.data_inputs
-    attrs = {k: v for k, v in node.attrs.items() if k != "T" and not k.startswith("_")}
-    return [gu.zeros_like(b, x), gu.emit(b, "MaxPoolGradWithArgmax", x, dys[0], argmax, **attrs), None]
+gradient("MaxPoolGradGradWithArgmax")(_grad_argmax_gradient("MaxPoolGradWithArgmax"))

@@ -16,12 +16,8 @@ from specflow.graph import dtypes
 from specflow.graph.shapes import Shape
 from specflow.ops import grad_util as gu
 from specflow.ops.inference import InferenceContext, unchanged_shape
-from specflow.ops.math_ops import FP_STATE, QUIET_FP, quiet_fp, require_real, trunc_div
+from specflow.ops.math_ops import FP_STATE, QUIET_FP, _fmt, quiet_fp, require_real, trunc_div
 from specflow.ops.registry import gradient, kernel, not_differentiable, register_op
-
-
-def _fmt(shape) -> str:
-    return str(Shape(shape))
 
 
 def normalize_axes(values, rank: int) -> tuple[int, ...]:
@@ -312,6 +308,18 @@ def _prod_grad(b, node, dys):
 # --- Cumsum / Cumprod -------------------------------------------------------------------------
 
 
+def scan_axis(ctx, axis, rank: int) -> int:
+    """A scan kernel's (Cumsum, CumulativeLogsumexp, ...) axis input as a non-negative int."""
+    a = ctx.host(axis)
+    if a.ndim != 0:
+        raise ctx.fail(f"axis must be a scalar, got shape {_fmt(a.shape)}")
+    try:
+        (a,) = normalize_axes(a, rank)
+    except ValueError as e:
+        raise ctx.fail(str(e)) from None
+    return a
+
+
 def _register_scan(name, fn, identity, what):
     register_op(
         name,
@@ -325,13 +333,7 @@ def _register_scan(name, fn, identity, what):
 
     @kernel(name, host_inputs=(1,))
     def run(ctx, x, axis):
-        a = ctx.host(axis)
-        if a.ndim != 0:
-            raise ctx.fail(f"axis must be a scalar, got shape {_fmt(a.shape)}")
-        try:
-            (a,) = normalize_axes(a, x.ndim)
-        except ValueError as e:
-            raise ctx.fail(str(e)) from None
+        a = scan_axis(ctx, axis, x.ndim)
         xp, reverse = ctx.xp, ctx.attrs["reverse"]
         if reverse:
             x = xp.flip(x, axis=a)

@@ -17,7 +17,7 @@ from specflow.ops import grad_util as gu
 from specflow.ops.inference import InferenceContext
 from specflow.ops.registry import gradient, kernel, not_differentiable, register_op
 from specflow.ops.shape_args import scalar_arg, shape_of
-from specflow.ops.slice_ops import _segment_sum_infer, _segment_sum_shape, concat_vectors
+from specflow.ops.slice_ops import _segment_sum_infer, drop_negatives, padded_shape, unsorted_segment_args
 
 # --- SegmentSum (sorted ids) ------------------------------------------------------------------
 
@@ -111,14 +111,7 @@ for _name, _kind in _UNSORTED.items():
 def _unsorted_kernel(kind: str):
     def fn(ctx, data, ids, num_segments):
         xp = ctx.xp
-        n = scalar_arg(ctx.fail, ctx.host(num_segments), "num_segments")
-        out_shape = _segment_sum_shape(ctx.fail, shape_of(data), shape_of(ids), n)
-        rows = data.reshape((ids.size,) + tuple(data.shape[ids.ndim :]))
-        flat = ids.reshape(-1)
-        if flat.size and int(flat.max()) >= n:
-            bad = int(np.argmax(ctx.host(flat) >= n))
-            raise ctx.fail(f"segment_ids[{bad}] = {int(ctx.host(flat)[bad])} is not in [0, {n}) (flattened index)")
-        keep = flat >= 0
+        out_shape, rows, flat, keep = unsorted_segment_args(ctx, data, ids, num_segments)
         out = xp.full(out_shape.dims, _identity(kind, data.dtype), dtype=data.dtype)
         combine = {"max": xp.maximum, "min": xp.minimum, "prod": xp.multiply}[kind]
         return segment_reduce(xp, combine, rows[keep], flat[keep], out)
@@ -151,31 +144,15 @@ for _name, _kind in _UNSORTED.items():
     kernel(_name, host_inputs=(2,))(_unsorted_kernel(_kind))
 
 
-def _drop_negatives(b, params: str, ids: str, data: str) -> tuple[str, str, str]:
-    """TF's _GatherDropNegatives: (params gathered at max(ids, 0) with the rows of negative ids
-    zeroed, the clipped ids, the ids >= 0 mask shaped to broadcast against ``data``)."""
-    clipped = gu.emit(b, "Maximum", ids, gu.zeros_like(b, ids))
-    gathered = gu.emit(b, "GatherV2", params, clipped, gu.const(b, 0, "int32"))
-    keep = gu.emit(b, "GreaterEqual", ids, gu.zeros_like(b, ids))
-    rd, ri = b.spec(data).shape.rank, b.spec(ids).shape.rank
-    if rd is not None and ri is not None:
-        ones = gu.const(b, np.ones(rd - ri, np.int32))
-    else:
-        extra = gu.emit(b, "Sub", gu.emit(b, "Rank", data), gu.emit(b, "Rank", ids))
-        ones = gu.emit(b, "Fill", gu.emit(b, "Reshape", extra, gu.const(b, [1], "int32")), gu.const(b, 1, "int32"))
-    keep = gu.emit(b, "Reshape", keep, concat_vectors(b, [gu.shape_of(b, ids), ones]))
-    return gu.emit(b, "SelectV2", keep, gathered, gu.zeros_like(b, gathered)), clipped, keep
-
-
 def _min_max_grad(b, node, dys):
     # TF's rule: the gradient goes to the elements equal to their segment's result, split evenly
     # between ties.
     data, ids, n = node.data_inputs
-    gathered_out, _, keep = _drop_negatives(b, node.name, ids, data)
+    gathered_out, _, keep = drop_negatives(b, node.name, ids, data)
     selected = gu.emit(b, "LogicalAnd", gu.emit(b, "Equal", data, gathered_out), keep)
     count = gu.emit(b, "UnsortedSegmentSum", gu.emit(b, "Cast", selected, DstT=b.spec(data).dtype), ids, n)
     weighted = gu.emit(b, "RealDiv", dys[0], count)
-    spread, _, _ = _drop_negatives(b, weighted, ids, data)
+    spread, _, _ = drop_negatives(b, weighted, ids, data)
     return [gu.emit(b, "SelectV2", selected, spread, gu.zeros_like(b, spread)), None, None]
 
 
@@ -193,7 +170,7 @@ def _unsorted_segment_prod_grad(b, node, dys):
     is_zero = gu.emit(b, "Equal", data, zero)
     zeros = gu.emit(b, "UnsortedSegmentSum", gu.emit(b, "Cast", is_zero, DstT=dtypes.int32), ids, n)
     many = gu.emit(b, "Greater", zeros, gu.const(b, 1, "int32"))
-    many = gu.emit(b, "Reshape", many, _broadcastable_shape(b, many, dys[0]))
+    many = gu.emit(b, "Reshape", many, padded_shape(b, many, dys[0]))
     grad = gu.emit(b, "SelectV2", many, gu.zeros_like(b, dys[0]), dys[0])
     nonzero_data = gu.emit(b, "SelectV2", is_zero, gu.emit(b, "OnesLike", data), data)
     nonzero_prod = gu.emit(b, "UnsortedSegmentProd", nonzero_data, ids, n)
@@ -201,18 +178,8 @@ def _unsorted_segment_prod_grad(b, node, dys):
     axis0 = gu.const(b, 0, "int32")
     by_el = gu.emit(b, "RealDiv", gu.emit(b, "GatherV2", node.name, clipped, axis0), data)
     partial = gu.emit(b, "SelectV2", is_zero, gu.emit(b, "GatherV2", nonzero_prod, clipped, axis0), by_el)
-    spread, _, _ = _drop_negatives(b, grad, ids, data)
+    spread, _, _ = drop_negatives(b, grad, ids, data)
     return [gu.emit(b, "Mul", spread, partial), None, None]
-
-
-def _broadcastable_shape(b, counts: str, like: str) -> str:
-    """The shape of ``counts`` (one value per segment) padded with 1s to ``like``'s rank."""
-    rc, rl = b.spec(counts).shape.rank, b.spec(like).shape.rank
-    if rc is not None and rl is not None:
-        return concat_vectors(b, [gu.shape_of(b, counts), gu.const(b, np.ones(rl - rc, np.int32))])
-    extra = gu.emit(b, "Sub", gu.emit(b, "Rank", like), gu.emit(b, "Rank", counts))
-    ones = gu.emit(b, "Fill", gu.emit(b, "Reshape", extra, gu.const(b, [1], "int32")), gu.const(b, 1, "int32"))
-    return concat_vectors(b, [gu.shape_of(b, counts), ones])
 
 
 # --- DynamicPartition -------------------------------------------------------------------------

@@ -454,33 +454,51 @@ register_op(
 )
 
 
-@kernel("UnsortedSegmentSum", host_inputs=(2,))
-def _unsorted_segment_sum(ctx, data, ids, num_segments):
-    xp = ctx.xp
+def unsorted_segment_args(ctx, data, ids, num_segments):
+    """An unsorted segment kernel's checked arguments: the output shape, data as one row per id,
+    the flattened ids, and which of them to keep (the negative ones drop their row)."""
     n = scalar_arg(ctx.fail, ctx.host(num_segments), "num_segments")
     out_shape = _segment_sum_shape(ctx.fail, shape_of(data), shape_of(ids), n)
     rows = data.reshape((ids.size,) + tuple(data.shape[ids.ndim :]))
-    ids = ids.reshape(-1)
-    if ids.size and int(ids.max()) >= n:
-        bad = int(np.argmax(ctx.host(ids) >= n))
-        raise ctx.fail(f"segment_ids[{bad}] = {int(ctx.host(ids)[bad])} is not in [0, {n}) (flattened index)")
-    keep = ids >= 0
+    flat = ids.reshape(-1)
+    if flat.size and int(flat.max()) >= n:
+        bad = int(np.argmax(ctx.host(flat) >= n))
+        raise ctx.fail(f"segment_ids[{bad}] = {int(ctx.host(flat)[bad])} is not in [0, {n}) (flattened index)")
+    return out_shape, rows, flat, flat >= 0
+
+
+@kernel("UnsortedSegmentSum", host_inputs=(2,))
+def _unsorted_segment_sum(ctx, data, ids, num_segments):
+    xp = ctx.xp
+    out_shape, rows, ids, keep = unsorted_segment_args(ctx, data, ids, num_segments)
     out = xp.zeros(out_shape.dims, dtype=data.dtype)
     xp.add.at(out, ids[keep], rows[keep])
     return out
+
+
+def padded_shape(b, x: str, like: str) -> str:
+    """The shape of ``x`` (ids, or one value per segment) padded with 1s to ``like``'s rank, so
+    that ``x`` reshaped to it broadcasts against ``like``."""
+    rx, rl = b.spec(x).shape.rank, b.spec(like).shape.rank
+    if rx is not None and rl is not None:
+        return concat_vectors(b, [gu.shape_of(b, x), gu.const(b, np.ones(rl - rx, np.int32))])
+    extra = gu.emit(b, "Sub", gu.emit(b, "Rank", like), gu.emit(b, "Rank", x))
+    ones = gu.emit(b, "Fill", gu.emit(b, "Reshape", extra, gu.const(b, [1], "int32")), gu.const(b, 1, "int32"))
+    return concat_vectors(b, [gu.shape_of(b, x), ones])
+
+
+def drop_negatives(b, params: str, ids: str, data: str) -> tuple[str, str, str]:
+    """TF's _GatherDropNegatives: (params gathered at max(ids, 0) with the rows of negative ids
+    zeroed, the clipped ids, the ids >= 0 mask shaped to broadcast against ``data``)."""
+    clipped = gu.emit(b, "Maximum", ids, gu.zeros_like(b, ids))
+    gathered = gu.emit(b, "GatherV2", params, clipped, gu.const(b, 0, "int32"))
+    keep = gu.emit(b, "GreaterEqual", ids, gu.zeros_like(b, ids))
+    keep = gu.emit(b, "Reshape", keep, padded_shape(b, ids, data))
+    return gu.emit(b, "SelectV2", keep, gathered, gu.zeros_like(b, gathered)), clipped, keep
 
 
 @gradient("UnsortedSegmentSum")
 def _unsorted_segment_sum_grad(b, node, dys):
     # Each data slice receives its segment's gradient; dropped (negative) ids receive zeros.
     data, ids, _ = node.data_inputs
-    picked = gu.emit(b, "GatherV2", dys[0], gu.emit(b, "Maximum", ids, gu.zeros_like(b, ids)), gu.const(b, 0, "int32"))
-    keep = gu.emit(b, "GreaterEqual", ids, gu.zeros_like(b, ids))
-    rd, ri = b.spec(data).shape.rank, b.spec(ids).shape.rank
-    if rd is not None and ri is not None:
-        ones = gu.const(b, np.ones(rd - ri, np.int32))
-    else:
-        extra = gu.emit(b, "Sub", gu.emit(b, "Rank", data), gu.emit(b, "Rank", ids))
-        ones = gu.emit(b, "Fill", gu.emit(b, "Reshape", extra, gu.const(b, [1], "int32")), gu.const(b, 1, "int32"))
-    keep = gu.emit(b, "Reshape", keep, concat_vectors(b, [gu.shape_of(b, ids), ones]))
-    return [gu.emit(b, "SelectV2", keep, picked, gu.zeros_like(b, picked)), None, None]
+    return [drop_negatives(b, dys[0], ids, data)[0], None, None]

@@ -10,7 +10,7 @@ from specflow.graph.shapes import Shape
 from specflow.ops import grad_util as gu
 from specflow.ops.inference import InferenceContext, unchanged_shape
 from specflow.ops.math_ops import FP_STATE, QUIET_FP, _fmt, _out, quiet_fp
-from specflow.ops.reduction_ops import normalize_axes
+from specflow.ops.reduction_ops import scan_axis
 from specflow.ops.registry import gradient, kernel, not_differentiable, register_op
 
 # --- ClipByValue ------------------------------------------------------------------------------
@@ -120,13 +120,7 @@ def _logaddexp_scan(xp, x, axis):
 
 @kernel("CumulativeLogsumexp", host_inputs=(1,))
 def _cumulative_logsumexp(ctx, x, axis):
-    a = ctx.host(axis)
-    if a.ndim != 0:
-        raise ctx.fail(f"axis must be a scalar, got shape {_fmt(a.shape)}")
-    try:
-        (a,) = normalize_axes(a, x.ndim)
-    except ValueError as e:
-        raise ctx.fail(str(e)) from None
+    a = scan_axis(ctx, axis, x.ndim)
     xp, reverse = ctx.xp, ctx.attrs["reverse"]
     if x.shape[a] == 0:
         return x.copy()

@@ -492,10 +492,8 @@ def _default_dtype(arr: np.ndarray, arg: ArgDef, opdef: OpDef):
     if arr.size == 0 and arr.dtype == np.float64 and adef is not None and adef.has_default:
         # An empty list has no element type: TF takes the type attr's default (axis: [] is int32).
         return as_dtype(adef.default)
-    if dt == dtypes.float64:
-        dt = dtypes.float32
-    elif dt == dtypes.int64 and (arr.size == 0 or np.abs(arr).max() < 2**31):
-        dt = dtypes.int32
+    if arr.dtype != object:
+        dt = as_dtype(dtypes.python_number_dtype(arr))
     allowed = opdef.attrs[arg.type_attr].allowed if arg.type_attr in opdef.attrs else None
     if allowed and dt not in allowed:
         for alt in (dtypes.int64, dtypes.float32, dtypes.float64):

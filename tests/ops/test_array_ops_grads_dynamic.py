@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.ops.test_array_grads_dynamic import _f, _grads, _v
+from tests.ops.test_array_grads_dynamic import _f, _v, check_unknown_batch
 
 RNG = np.random.default_rng(11)
 
@@ -53,12 +53,4 @@ CASES = [
 
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
 def test_gradient_with_unknown_batch(case):
-    _, op, make_inputs, attrs, fed = case
-    for n in (2, 3):
-        inputs = make_inputs(n)
-        want = _grads(op, inputs, attrs, dynamic=False)
-        got = _grads(op, inputs, attrs, dynamic=True, fed=fed)
-        assert len(got) == len(want) > 0
-        for g, w in zip(got, want, strict=True):
-            assert g.shape == w.shape
-            np.testing.assert_allclose(g, w, rtol=1e-10, atol=1e-10)
+    check_unknown_batch(case, 1e-10)

@@ -8,10 +8,11 @@ import textwrap
 import numpy as np
 import pytest
 
-from specflow.errors import MultipleErrors, SpecflowError
+from specflow.errors import SpecflowError
 from specflow.runtime.session import Session
 from specflow.schema.loader import load_spec_text
 from specflow.train.gradients import gradients
+from tests.schema.spec_errors import error_lines
 
 HEAD = """\
 specflow: 1
@@ -44,10 +45,7 @@ def lower(nodes: str):
 
 
 def errors_of(nodes: str) -> list[str]:
-    with pytest.raises(SpecflowError) as e:
-        lower(nodes)
-    err = e.value
-    return [x.format() for x in (err.errors if isinstance(err, MultipleErrors) else [err])]
+    return error_lines(lower, nodes)
 
 
 def test_each_call_gets_its_own_variables_under_its_scope():

@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import textwrap
 
-import pytest
-
-from specflow.errors import MultipleErrors, SpecflowError
 from specflow.graph.shapes import Shape
 from specflow.schema.loader import load_spec_text
+from tests.schema.spec_errors import error_lines
 
 HEAD = """\
 specflow: 1
@@ -49,10 +47,7 @@ def lower(nodes: str):
 
 
 def errors_of(nodes: str) -> list[str]:
-    with pytest.raises(SpecflowError) as e:
-        lower(nodes)
-    err = e.value
-    return [x.format() for x in (err.errors if isinstance(err, MultipleErrors) else [err])]
+    return error_lines(lower, nodes)
 
 
 def test_inlining_names_attrs_and_outputs():

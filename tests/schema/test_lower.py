@@ -7,9 +7,9 @@ import textwrap
 import numpy as np
 import pytest
 
-from specflow.errors import MultipleErrors, SpecflowError
 from specflow.graph.shapes import Shape
 from specflow.schema.loader import load_spec_text
+from tests.schema.spec_errors import error_lines
 
 HEAD = """\
 specflow: 1
@@ -25,10 +25,7 @@ def lower(body: str, head: str = HEAD):
 
 
 def errors_of(body: str, head: str = HEAD) -> list[str]:
-    with pytest.raises(SpecflowError) as e:
-        lower(body, head)
-    err = e.value
-    return [x.format() for x in (err.errors if isinstance(err, MultipleErrors) else [err])]
+    return error_lines(lower, body, head)
 
 
 def structure(spec, names):

@@ -2,7 +2,7 @@
 
 import pytest
 
-from specflow.errors import Location, MultipleErrors, SpecError, SpecflowError
+from specflow.errors import Location, SpecError
 from specflow.schema.json_schema import DRAFT, spec_json_schema
 from specflow.schema.models import (
     CallNodeSpec,
@@ -13,6 +13,7 @@ from specflow.schema.models import (
     substitute_attrs,
 )
 from specflow.schema.yaml_loader import load_yaml
+from tests.schema.spec_errors import error_lines
 
 GOOD = """\
 specflow: 1
@@ -50,10 +51,7 @@ def parse(text):
 
 
 def errors_of(text) -> list[str]:
-    with pytest.raises(SpecflowError) as e:
-        parse(text)
-    err = e.value
-    return [x.format() for x in err.errors] if isinstance(err, MultipleErrors) else [err.format()]
+    return error_lines(parse, text)
 
 
 def test_good_spec():

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from specflow.errors import MultipleErrors, SpecflowError
+from specflow.errors import SpecflowError
 from specflow.schema.json_schema import spec_json_schema
 from specflow.schema.loader import load_spec, load_spec_text
 from specflow.schema.train_config import (
@@ -17,6 +17,7 @@ from specflow.schema.train_config import (
     TrainConfig,
 )
 from specflow.schema.yaml_loader import load_yaml
+from tests.schema.spec_errors import error_lines
 
 MODELS = Path(__file__).resolve().parents[2] / "models"
 
@@ -42,10 +43,7 @@ def load(train: str):
 
 
 def errors_of(train: str) -> list[str]:
-    with pytest.raises(SpecflowError) as e:
-        load(train)
-    err = e.value
-    return [x.format() for x in err.errors] if isinstance(err, MultipleErrors) else [err.format()]
+    return error_lines(load, train)
 
 
 MINIMAL = {"loss": "loss", "optimizer": {"sgd": {}}, "data": {"source": {"builtin": "digits"}, "feeds": {"x": "x"}}}
