@@ -217,11 +217,23 @@ def first_max(xp, x, y, win: _Window) -> Iterator[tuple[Tap, object]]:
         yield t, hit
 
 
+def disjoint(win: _Window) -> bool:
+    """Whether no input element is read by two (output position, tap) pairs: windows no wider
+    than their stride (2x2 pooling with stride 2)."""
+    return all((k - 1) * d + 1 <= s for k, d, s in zip(win.ksize, win.dilations, win.strides))
+
+
 def max_pool_grad(xp, x, y, dy, win: _Window):
-    """Each window's dy added at its first maximum."""
+    """Each window's dy added at its first maximum (written, not added, when windows are
+    disjoint: no zeroed read-modify-write)."""
     grad = xp.zeros(x.shape, dtype=dy.dtype)
+    write = disjoint(win)
     for t, hit in first_max(xp, x, y, win):
-        grad[(_ALL, *t.inp)] += xp.where(hit, dy[(_ALL, *t.out)], 0)
+        dst = grad[(_ALL, *t.inp)]
+        if write:
+            xp.multiply(dy[(_ALL, *t.out)], hit, out=dst)
+        else:
+            dst += dy[(_ALL, *t.out)] * hit
     return grad
 
 
@@ -229,7 +241,7 @@ def max_pool_grad_grad(xp, x, y, g, win: _Window):
     """g read at each window's first maximum, shaped like y."""
     out = xp.zeros(y.shape, dtype=g.dtype)
     for t, hit in first_max(xp, x, y, win):
-        out[(_ALL, *t.out)] += xp.where(hit, g[(_ALL, *t.inp)], 0)
+        out[(_ALL, *t.out)] += g[(_ALL, *t.inp)] * hit
     return out
 
 

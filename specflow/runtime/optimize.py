@@ -3,6 +3,11 @@
 ``optimize(graph_def, opts)`` rewrites a pruned step graph (``_Arg``/``_Retval`` in place) so it
 computes the same values with fewer, cheaper nodes:
 
+0. **Unfed flags**: a bool scalar ``PlaceholderWithDefault`` still in the step graph was not fed
+   (feeds are ``_Arg``s by now), so it is its default: an Identity of it, which folding turns
+   into a Const. A ``SelectV2``/``Select`` on such a constant scalar then forwards the operand it
+   picks, and a ``Switch`` on one makes its other branch dead at plan time (``_dead_branches``):
+   inference of a model with a ``training`` flag runs no dropout masks or batch statistics.
 1. **Shape specialisation**: ``opts.feed_shapes`` gives the exact shape of some feeds (the Session
    compiles one plan per fed shape), recorded in the ``_Arg``'s ``_output_shapes``.
 2. **Constant folding**: a node whose outputs shape inference can compute (all inputs constant, or
@@ -20,7 +25,9 @@ computes the same values with fewer, cheaper nodes:
    numpy's slower broadcast loop).
 4. **Remapping**: ``MatMul`` + ``BiasAdd`` (+ ``Relu``) becomes ``_FusedMatMul``
    (``specflow/ops/fused_ops.py``), named like the last node it replaces.
-5. **Dead nodes**: what no ``_Retval``, target or stateful op needs any more is dropped.
+5. **Dead nodes**: what no ``_Retval``, target or stateful op needs any more is dropped (random
+   ops, whose only effect is their own stream, count as stateless here: a dropout mask nobody
+   reads is not drawn).
 
 Nothing here changes a value a step computes; ``tests/runtime/test_optimize*.py`` checks each
 rewrite against a golden graph and whole models against the unoptimized graph.
@@ -35,7 +42,7 @@ import numpy as np
 
 from specflow.errors import SpecflowError
 from specflow.graph.graph_def import GraphDef, NodeDef, parse_input, tensor_name
-from specflow.graph.shapes import Shape, broadcast_shapes
+from specflow.graph.shapes import Shape, as_shape, broadcast_shapes
 from specflow.graph.topo import LOOP_BACK_EDGES, topological_order
 from specflow.ops.registry import get_op
 from specflow.runtime.prune import infer_runtime_graph
@@ -67,6 +74,7 @@ class OptimizeResult:
     fused: list[str] = field(default_factory=list)  # _FusedMatMul nodes created
     removed: list[str] = field(default_factory=list)  # nodes dropped as no longer needed
     scalarized: list[str] = field(default_factory=list)  # "node:input" operands made scalar Consts
+    unfed: list[str] = field(default_factory=list)  # bool PlaceholderWithDefaults taken at their default
 
 
 def optimize(graph_def: GraphDef, opts: OptimizeOptions) -> OptimizeResult:
@@ -97,6 +105,7 @@ def _rewrite(graph_def: GraphDef, opts: OptimizeOptions, feed_shapes: dict) -> t
         node = g.nodes[name]
         node.attrs = {**node.attrs, "_output_shapes": [Shape(tuple(shape))]}
     if opts.fold_constants:
+        _unfed_flags(g, result)
         _fold(g, result)
     if opts.simplify:
         _simplify(g, result)
@@ -330,6 +339,8 @@ def _forwarded_input(g: _Graph, node: NodeDef, specs) -> str | None:
     ins = node.data_inputs
     if node.op == "Identity" or (node.op == "AddN" and len(ins) == 1):
         return ins[0]
+    if node.op in ("SelectV2", "Select"):
+        return _selected_input(g, node, specs)
     if node.op == "Reshape":
         before, after = specs.spec(ins[0]).shape, specs.outputs(node.name)[0].shape
         return ins[0] if before.is_fully_defined and before == after else None
@@ -350,14 +361,47 @@ def _forwarded_input(g: _Graph, node: NodeDef, specs) -> str | None:
     return None
 
 
+def _selected_input(g: _Graph, node: NodeDef, specs) -> str | None:
+    """The operand a Select/SelectV2 on a constant scalar condition returns whole: when it alone
+    has the result's (static) shape, the other operand is never read."""
+    cond, t, e = node.data_inputs
+    c = g.nodes[parse_input(cond).node]
+    value = np.asarray(c.attrs["value"]) if c.op == "Const" else None
+    if value is None or value.ndim != 0 or value.dtype != np.bool_:
+        return None
+    chosen = t if bool(value) else e
+    out, spec = specs.outputs(node.name)[0], specs.spec(chosen)
+    ok = out.shape.is_fully_defined and spec.shape == out.shape and spec.dtype == out.dtype
+    return chosen if ok else None
+
+
+def _unfed_flags(g: _Graph, result: OptimizeResult) -> None:
+    """Each bool scalar PlaceholderWithDefault becomes an Identity of its default (see 0. above)."""
+    for node in list(g.live()):
+        if node.op != "PlaceholderWithDefault" or str(node.attrs.get("dtype")) != "bool":
+            continue
+        if as_shape(node.attrs.get("shape")).rank != 0:
+            continue
+        ident = NodeDef(node.name, "Identity", list(node.inputs), node.device, {"T": node.attrs["dtype"]}, node.location)
+        g.replace(node.name, ident)
+        result.unfed.append(node.name)
+
+
 # --- dead nodes ----------------------------------------------------------------------------------
+
+
+# Stateful only through their own random stream (seeded per node): nothing else sees a draw
+# nobody reads, so one left without consumers by a rewrite here is not drawn.
+RANDOM_OPS = frozenset({
+    "RandomUniform", "RandomStandardNormal", "TruncatedNormal", "RandomUniformInt", "RandomShuffle", "Multinomial",
+})  # fmt: skip
 
 
 def _drop_dead(g: _Graph, keep: set[str], result: OptimizeResult) -> None:
     """Drop what no _Retval/_Send, kept node or stateful op reaches any more."""
     roots = [
         n.name for n in g.live()
-        if n.op in ("_Retval", "_Send") or n.name in keep or get_op(n.op).is_stateful
+        if n.op in ("_Retval", "_Send") or n.name in keep or (get_op(n.op).is_stateful and n.op not in RANDOM_OPS)
     ]  # fmt: skip
     seen: set[str] = set()
     todo = roots
