@@ -63,3 +63,28 @@ def test_select_on_a_folded_flag_forwards_the_taken_operand():
     # Only scalar bool flags are folded: a [2, 3] condition stays a run-time choice.
     step = compile_step(_select(False, (2, 3)).graph_def, _CPU, feeds=["x"], fetches=["y"], feed_shapes=[(2, 3)])
     assert step.optimized.unfed == [] and "SelectV2" in _ops(step.optimized.graph_def)
+
+
+def test_a_cond_on_an_unfed_flag_keeps_only_the_taken_branch():
+    from specflow.graph.control_flow import cond
+
+    b = GraphBuilder()
+    b.add_op("Placeholder", attrs={"dtype": "float32", "shape": [2, 3]}, name="x")
+    b.add_op("PlaceholderWithDefault", [b.const(np.array(False), name="flag/default")],
+             {"dtype": "bool", "shape": []}, name="flag")  # fmt: skip
+
+    def noisy(b, a):
+        dims = b.const(np.array([2, 3], np.int32))
+        return b.add_op("Mul", [a, b.add_op("RandomUniform", [dims], {"dtype": "float32"}).name]).name
+
+    out = cond(b, "flag", noisy, lambda b, a: b.add_op("Neg", [a]).name, ["x"]).outputs[0]
+    b.add_op("Identity", [out], name="y")
+    step = compile_step(b.graph_def, _CPU, feeds=["x"], fetches=["y"], feed_shapes=[(2, 3)])
+    ops = _ops(step.optimized.graph_def)
+    assert step.optimized.decided and "Switch" not in ops and "Merge" not in ops
+    assert "RandomUniform" not in ops and "Neg" in ops
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    for optimize in (True, False):
+        with Session(b.graph_def, SessionConfig(devices="cpu:1", optimize=optimize)) as sess:
+            np.testing.assert_array_equal(sess.run("y", {"x": x}), -x)
+            assert np.all(sess.run("y", {"x": x, "flag": True}) <= x)
