@@ -209,11 +209,20 @@ register_op(
 )
 
 
+# The optimize stage pairs a Conv2D with the Conv2DBackpropFilter of the same input and window
+# (runtime/optimize.py _share_im2col): the forward kernel leaves its im2col in the step's extras
+# under this key, and the filter gradient takes it instead of building it again.
+SHARE_ATTR, FROM_ATTR = "_im2col_keep", "_im2col_from"
+SHARE_MAX_BYTES = 256 << 20  # larger ones are rebuilt rather than held from forward to backward
+
+
 @kernel("Conv2D")
 def _conv2d(ctx, x, f):
     xp, fmt = ctx.xp, ctx.attrs["data_format"]
     win, _ = _conv_window(ctx, x.shape, f.shape)
     cols = wn.im2col(xp, _to_nhwc(x, fmt), win)
+    if ctx.node.attrs.get(SHARE_ATTR) and cols.nbytes <= SHARE_MAX_BYTES:
+        ctx.extras[("im2col", ctx.node.name)] = (x, cols)
     n, oh, ow, k = cols.shape
     out = xp.matmul(cols.reshape(n * oh * ow, k), f.reshape(k, f.shape[3]))
     return _from_nhwc(out.reshape(n, oh, ow, f.shape[3]), fmt)
@@ -264,7 +273,10 @@ def _conv2d_backprop_filter(ctx, x, filter_sizes, dy):
     xp, fmt = ctx.xp, ctx.attrs["data_format"]
     sizes = _sizes_input(ctx, filter_sizes, "filter_sizes")
     win = _conv_backprop_window(ctx, x.shape, sizes, dy.shape)
-    cols = wn.im2col(xp, _to_nhwc(x, fmt), win)
+    source = ctx.node.attrs.get(FROM_ATTR)
+    shared = ctx.extras.pop(("im2col", source), None) if source else None
+    # The same array the forward kernel read (another iteration's or step's x is not).
+    cols = shared[1] if shared is not None and shared[0] is x else wn.im2col(xp, _to_nhwc(x, fmt), win)
     n, oh, ow, k = cols.shape
     dy = _to_nhwc(dy, fmt).reshape(n * oh * ow, sizes[3])
     return xp.matmul(cols.reshape(n * oh * ow, k).T, dy).reshape(sizes)

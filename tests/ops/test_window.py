@@ -108,3 +108,32 @@ def test_taps_that_read_only_padding_are_empty():
     assert [t.ranges for t in wn.taps(win, (5,))] == [((1, 2),), ((1, 2),)]
     x = np.arange(5.0).reshape(1, 5, 1)
     np.testing.assert_array_equal(wn.im2col(np, x, win)[0, :, :], [[0, 0], [1, 2]])
+
+
+def test_the_filter_gradient_reuses_the_forward_im2col_of_the_same_array():
+    from specflow.graph.dtypes import float32, int32
+    from specflow.graph.graph_def import NodeDef
+    from specflow.ops.conv_ops import FROM_ATTR, SHARE_ATTR
+    from specflow.ops.eval import evaluate_op, run_kernel
+    from specflow.ops.registry import KernelContext, bind_attrs, get_op
+
+    rng = np.random.default_rng(0)
+    x, f = rng.standard_normal((2, 5, 5, 3)).astype(np.float32), rng.standard_normal((3, 3, 3, 4)).astype(np.float32)
+    attrs = {"strides": [1, 1, 1, 1], "padding": "SAME"}
+    dy = rng.standard_normal((2, 5, 5, 4)).astype(np.float32)
+    sizes = np.array(f.shape, np.int32)
+    want = evaluate_op("Conv2DBackpropFilter", [x, sizes, dy], **attrs)[0]
+    fwd_attrs = bind_attrs(get_op("Conv2D"), [float32, float32], dict(attrs), node="conv")
+    bwd_attrs = bind_attrs(get_op("Conv2DBackpropFilter"), [float32, int32, float32], dict(attrs), node="bf")
+    fwd = NodeDef("conv", "Conv2D", ["x", "f"], attrs={**fwd_attrs, SHARE_ATTR: True})
+    bwd = NodeDef("bf", "Conv2DBackpropFilter", ["x", "s", "dy"], attrs={**bwd_attrs, FROM_ATTR: "conv"})
+    extras: dict = {}
+    # The same array: the kept im2col is used (doubled here, so the gradient doubles); an equal
+    # copy: rebuilt (the kept one, zeroed, is not read).
+    for reread, scale, factor in ((x, 2, 2), (x.copy(), 0, 1)):
+        run_kernel(fwd, [x, f], ctx=KernelContext(node=fwd, attrs=fwd.attrs, extras=extras))
+        extras[("im2col", "conv")][1][...] *= scale
+        ctx = KernelContext(node=bwd, attrs=bwd.attrs, extras=extras)
+        got = run_kernel(bwd, [reread, sizes, dy], ctx=ctx)[0]
+        assert ("im2col", "conv") not in extras  # taken (or dropped) by the gradient
+        np.testing.assert_allclose(got, factor * want, rtol=1e-5, atol=1e-5)

@@ -1,5 +1,6 @@
-"""Inference without feeding ``training``: the flag is folded to its default and the training
-branch (dropout masks, batch statistics) is not computed, with the same values as before."""
+"""runtime/optimize_flags.py: inference without feeding ``training`` (the flag folded to its
+default, the training branch's dropout masks and batch statistics not computed, the same values
+as before), and Conv2D's im2col shared with its filter gradient."""
 
 from __future__ import annotations
 
@@ -88,3 +89,16 @@ def test_a_cond_on_an_unfed_flag_keeps_only_the_taken_branch():
         with Session(b.graph_def, SessionConfig(devices="cpu:1", optimize=optimize)) as sess:
             np.testing.assert_array_equal(sess.run("y", {"x": x}), -x)
             assert np.all(sess.run("y", {"x": x, "flag": True}) <= x)
+
+
+def test_each_filter_gradient_is_paired_with_its_forward_conv():
+    spec = load_spec(MODELS / "mnist_cnn.yaml")
+    tg = build_training_graph(spec, spec.train, None)
+    step = compile_step(tg.graph_def, _CPU, feeds=["images", "labels"], fetches=[tg.loss], targets=[tg.train_op],
+                        feed_shapes=[(4, 64), (4,)])  # fmt: skip
+    nodes = {n.name: n for n in step.optimized.graph_def.nodes}
+    filters = [n for n in nodes.values() if n.op == "Conv2DBackpropFilter"]
+    assert len(filters) == 2 and sorted(step.optimized.shared_im2col) == sorted(n.name for n in filters)
+    for n in filters:
+        conv = nodes[n.attrs["_im2col_from"]]
+        assert conv.op == "Conv2D" and conv.attrs["_im2col_keep"] and conv.inputs[0] == n.inputs[0]
