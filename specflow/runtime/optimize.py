@@ -25,6 +25,8 @@ computes the same values with fewer, cheaper nodes:
    numpy's slower broadcast loop).
 4. **Remapping**: ``MatMul`` + ``BiasAdd`` (+ ``Relu``) becomes ``_FusedMatMul``
    (``specflow/ops/fused_ops.py``), named like the last node it replaces.
+4b. **Common subexpressions** (``optimize_cse.py``): a node equal to an earlier one (op, attrs,
+   device, inputs) is replaced by it; stateful and control-flow ops never are.
 5. **Dead nodes**: what no ``_Retval``, target or stateful op needs any more is dropped (random
    ops, whose only effect is their own stream, count as stateless here: a dropout mask nobody
    reads is not drawn).
@@ -64,6 +66,7 @@ class OptimizeOptions:
     fold_constants: bool = True
     simplify: bool = True
     fuse: bool = True
+    cse: bool = True
 
 
 @dataclass
@@ -76,6 +79,7 @@ class OptimizeResult:
     scalarized: list[str] = field(default_factory=list)  # "node:input" operands made scalar Consts
     unfed: list[str] = field(default_factory=list)  # bool PlaceholderWithDefaults taken at their default
     decided: list[str] = field(default_factory=list)  # Switches on a constant predicate (-> Identity)
+    merged: list[str] = field(default_factory=list)  # duplicates replaced by an equal node (CSE)
     shared_im2col: list[str] = field(default_factory=list)  # Conv2DBackpropFilters reusing a Conv2D's
 
 
@@ -118,6 +122,8 @@ def _rewrite(graph_def: GraphDef, opts: OptimizeOptions, feed_shapes: dict) -> t
             _fold(g, result)
     if opts.simplify:
         _simplify(g, result)
+    if opts.cse:
+        cse.eliminate_common_subexpressions(g, opts.keep, result)
     _drop_dead(g, opts.keep, result)
     return g, result
 
@@ -459,4 +465,5 @@ def _fuse_matmul(g: _Graph, result: OptimizeResult) -> None:
 
 
 # Last: optimize_flags builds on the graph helpers above (an import cycle, resolved by order).
+from specflow.runtime import optimize_cse as cse  # noqa: E402
 from specflow.runtime import optimize_flags as flags  # noqa: E402
