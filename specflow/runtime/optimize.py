@@ -25,6 +25,8 @@ computes the same values with fewer, cheaper nodes:
    numpy's slower broadcast loop).
 4. **Remapping**: ``MatMul`` + ``BiasAdd`` (+ ``Relu``) becomes ``_FusedMatMul``
    (``specflow/ops/fused_ops.py``), named like the last node it replaces.
+2b. **Loop unrolling** (``optimize_unroll.py``): a simple while loop whose trip count is known
+   after folding becomes one copy of its body per iteration (trips x body nodes <= 2,000).
 4b. **Common subexpressions** (``optimize_cse.py``): a node equal to an earlier one (op, attrs,
    device, inputs) is replaced by it; stateful and control-flow ops never are.
 5. **Dead nodes**: what no ``_Retval``, target or stateful op needs any more is dropped (random
@@ -67,6 +69,7 @@ class OptimizeOptions:
     simplify: bool = True
     fuse: bool = True
     cse: bool = True
+    unroll_limit: int = 2000  # unroll a counted loop when trips x body nodes <= this; 0: never
 
 
 @dataclass
@@ -79,6 +82,7 @@ class OptimizeResult:
     scalarized: list[str] = field(default_factory=list)  # "node:input" operands made scalar Consts
     unfed: list[str] = field(default_factory=list)  # bool PlaceholderWithDefaults taken at their default
     decided: list[str] = field(default_factory=list)  # Switches on a constant predicate (-> Identity)
+    unrolled: list[str] = field(default_factory=list)  # "frame xN": loops replaced by N body copies
     merged: list[str] = field(default_factory=list)  # duplicates replaced by an equal node (CSE)
     shared_im2col: list[str] = field(default_factory=list)  # Conv2DBackpropFilters reusing a Conv2D's
 
@@ -120,6 +124,10 @@ def _rewrite(graph_def: GraphDef, opts: OptimizeOptions, feed_shapes: dict) -> t
             if len(result.decided) == decided:
                 break
             _fold(g, result)
+        if opts.unroll_limit:
+            unroll.unroll_loops(g, opts.unroll_limit, result)
+            if result.unrolled:
+                _fold(g, result)  # the copies' counters
     if opts.simplify:
         _simplify(g, result)
     if opts.cse:
@@ -467,3 +475,4 @@ def _fuse_matmul(g: _Graph, result: OptimizeResult) -> None:
 # Last: optimize_flags builds on the graph helpers above (an import cycle, resolved by order).
 from specflow.runtime import optimize_cse as cse  # noqa: E402
 from specflow.runtime import optimize_flags as flags  # noqa: E402
+from specflow.runtime import optimize_unroll as unroll  # noqa: E402
