@@ -32,7 +32,8 @@ def selected_input(g: _Graph, node: NodeDef, specs) -> str | None:
 
 
 def unfed_flags(g: _Graph, result: OptimizeResult) -> None:
-    """Each bool scalar PlaceholderWithDefault becomes an Identity of its default (see 0. above)."""
+    """Each bool scalar PlaceholderWithDefault becomes an Identity of its default: feeds are
+    ``_Arg``s by now, so one still here was not fed (optimize.py's step 0)."""
     for node in list(g.live()):
         if node.op != "PlaceholderWithDefault" or str(node.attrs.get("dtype")) != "bool":
             continue
@@ -55,8 +56,9 @@ def dead_branches(g: _Graph, keep: set[str], result: OptimizeResult) -> None:
     every step, and so is everything only it reaches (the executor's rule: a node with a dead
     input or control input is dead; a Merge only when all its data inputs are). Those nodes are
     dropped, Merges lose their dead inputs (one left: an Identity of it), and the Switch becomes
-    an Identity of its data. All or nothing: when deadness would reach a loop frame, a fetch,
-    a target, or a Merge whose value_index is read, the graph is left as it is."""
+    an Identity of its data; a Merge left with one input has its value_index read from a Const.
+    All or nothing: when deadness would reach a loop frame, a fetch, a target, or a Merge left
+    with several inputs whose value_index is read, the graph is left as it is."""
     decided = {}
     for n in g.live():
         if n.op != "Switch":
