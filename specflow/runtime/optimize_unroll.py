@@ -73,8 +73,6 @@ class _Loop:
 def _plan(g: _Graph, enters, body: set[str], consumers, limit: int):
     """(trip count, loop vars, body order) when the loop can be unrolled, else None."""
     nodes = [g.nodes[n] for n in body]
-    if any(n.op in ("Merge", "Switch") and n.name not in body for n in nodes):
-        return None
     loop_conds = [n for n in nodes if n.op == "LoopCond"]
     if len(loop_conds) != 1:
         return None
