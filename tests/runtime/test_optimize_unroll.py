@@ -68,8 +68,10 @@ def test_zero_trips_return_the_entering_value():
 def test_unknown_trip_counts_the_limit_and_gradient_loops_are_left_alone():
     assert _optimized(_loop(counter_fed=True), ["y"], ["x", "n"]).unrolled == []
     assert _optimized(_loop(3), ["y"], ["x"], unroll_limit=0).unrolled == []
+    assert OptimizeOptions().unroll_limit == 2000
     assert _optimized(_loop(300), ["y"], ["x"]).unrolled == []  # 300 trips x 9 body nodes > 2,000
-    assert _optimized(_loop(300), ["y"], ["x"], unroll_limit=3_000).unrolled == ["while x300"]
+    assert _optimized(_loop(4), ["y"], ["x"], unroll_limit=30).unrolled == []  # 4 x 9 > 30
+    assert _optimized(_loop(3), ["y"], ["x"], unroll_limit=30).unrolled == ["while x3"]
     b = _loop(3)
     loss = b.add_op("Sum", ["y", b.const(np.array([0, 1], np.int32))], name="loss").name
     (dx,) = gradients(b, [loss], ["x"])
