@@ -4,19 +4,18 @@ AvgPool3D, AvgPool3DGrad, with their gradients.
 Names, inputs, attrs and semantics are TensorFlow's (nn_ops.cc). Inputs are
 [batch, depth, height, width, channels] (NDHWC) or NCDHW; filters [KD, KH, KW, in, out]. The
 window machinery is conv_ops' own, over three spatial dims: TF's output sizes and SAME padding
-(conv_ops._out_size), one strided slice of the padded input per window offset, im2col and one
+(conv_ops._out_size), one strided slice of the unpadded input per window offset (window.py), im2col and one
 matmul for the convolution, sums of the slices for the pool, scatter-adds for the gradients.
 """
 
 from __future__ import annotations
 
-import functools
 import itertools
-import operator
 
 from specflow.graph.shapes import Shape, as_shape
 from specflow.ops import conv_ops as cv
 from specflow.ops import grad_util as gu
+from specflow.ops import window as wn
 from specflow.ops.inference import InferenceContext
 from specflow.ops.registry import gradient, kernel, register_op
 
@@ -130,7 +129,7 @@ register_op(
 def _conv3d(ctx, x, f):
     xp, fmt = ctx.xp, ctx.attrs["data_format"]
     win, _ = _conv_window(ctx, x.shape, f.shape)
-    cols = cv._im2col(xp, _to_last(x, fmt), win)
+    cols = wn.im2col(xp, _to_last(x, fmt), win)
     k, o = cols.shape[-1], f.shape[4]
     out = xp.matmul(cols.reshape(-1, k), f.reshape(k, o))
     return _from_last(out.reshape(*cols.shape[:4], o), fmt)
@@ -157,12 +156,7 @@ def _conv3d_backprop_input(ctx, input_sizes, f, dy):
     xp, fmt = ctx.xp, ctx.attrs["data_format"]
     sizes = _sizes_input(ctx, input_sizes, "input_sizes")
     win = _backprop_window(ctx, sizes, f.shape, dy.shape)
-    dy = _to_last(dy, fmt)
-    cin, o = f.shape[3], f.shape[4]
-    k = f.size // o
-    dcols = xp.matmul(dy.reshape(-1, o), f.reshape(k, o).T).reshape(*dy.shape[:4], k)
-    parts = (dcols[..., i * cin : (i + 1) * cin] for i in itertools.count())  # one per offset
-    return _from_last(cv._scatter(xp, _last_dims(sizes, fmt), win, dy.dtype, parts), fmt)
+    return _from_last(wn.conv_input_grad(xp, _to_last(dy, fmt), f, _last_dims(sizes, fmt), win), fmt)
 
 
 def _backprop_filter_shape(ic: InferenceContext) -> list[Shape]:
@@ -186,7 +180,7 @@ def _conv3d_backprop_filter(ctx, x, filter_sizes, dy):
     xp, fmt = ctx.xp, ctx.attrs["data_format"]
     sizes = _sizes_input(ctx, filter_sizes, "filter_sizes")
     win = _backprop_window(ctx, x.shape, sizes, dy.shape)
-    cols = cv._im2col(xp, _to_last(x, fmt), win)
+    cols = wn.im2col(xp, _to_last(x, fmt), win)
     k = cols.shape[-1]
     return xp.matmul(cols.reshape(-1, k).T, _to_last(dy, fmt).reshape(-1, sizes[4])).reshape(sizes)
 
@@ -220,9 +214,9 @@ def _avg_pool3d(ctx, x):
     xp, fmt = ctx.xp, ctx.attrs["data_format"]
     win, _ = _pool_window(ctx, x.shape, "input")
     x = _to_last(x, fmt)
-    xpad = cv._pad(xp, x, win)
-    total = functools.reduce(operator.add, (xpad[s] for s in cv._offsets(win)))
-    return _from_last(total / cv._window_counts(xp, x.shape[1:4], win, x.dtype), fmt)
+    total = wn.window_sum(xp, x, win)
+    total /= wn.window_counts(xp, x.shape[1:4], win, x.dtype)
+    return _from_last(total, fmt)
 
 
 @gradient("AvgPool3D")
@@ -256,8 +250,8 @@ def _avg_pool3d_grad(ctx, orig_input_shape, dy):
     win, out = _pool_window(ctx, sizes, "orig_input_shape")
     _check_shape(ctx, "grad", dy.shape, out, f"AvgPool3D of an input of shape {list(sizes)}")
     shape = _last_dims(sizes, fmt)
-    share = _to_last(dy, fmt) / cv._window_counts(xp, shape[1:4], win, dy.dtype)
-    return _from_last(cv._scatter(xp, shape, win, dy.dtype, itertools.repeat(share)), fmt)
+    share = _to_last(dy, fmt) / wn.window_counts(xp, shape[1:4], win, dy.dtype)
+    return _from_last(wn.scatter(xp, shape, win, dy.dtype, itertools.repeat(share)), fmt)
 
 
 @gradient("AvgPool3DGrad")

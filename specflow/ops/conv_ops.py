@@ -2,10 +2,11 @@
 
 Names, inputs, attrs and semantics are TensorFlow's (nn_ops.cc). Kernels compute in NHWC;
 NCHW tensors are transposed in and out. Every window op is one loop over the kh * kw window
-offsets: at each offset, one strided slice of the padded input holds the element that every
-output position sees there. Conv2D concatenates those slices (im2col) and does one matmul;
-pools reduce them with maximum / add; gradients add back into the same slices. Only xp
-functions with identical numpy and cupy semantics are used, so the code runs on both.
+offsets (window.py): at each offset, one strided slice of the unpadded input holds the element
+that the output positions in one rectangle see there. Conv2D copies those slices into one
+buffer (im2col) and does one matmul; pools reduce them in place with maximum / add; gradients
+add back into the same slices (the input gradient as one matmul per offset). Only xp functions
+with identical numpy and cupy semantics are used, so the code runs on both.
 
 Padding is TF's: SAME gives ceil(size / stride) outputs and puts the odd extra row or column
 of padding at the bottom/right; VALID pads nothing; EXPLICIT takes ``explicit_paddings``.
@@ -13,19 +14,16 @@ of padding at the bottom/right; VALID pads nothing; EXPLICIT takes ``explicit_pa
 
 from __future__ import annotations
 
-import functools
 import itertools
-import operator
-from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
-
-import numpy as np
+from collections.abc import Sequence
 
 from specflow.errors import GraphError
 from specflow.graph.shapes import Shape, as_shape
 from specflow.ops import grad_util as gu
+from specflow.ops import window as wn
 from specflow.ops.inference import InferenceContext
 from specflow.ops.registry import get_op, gradient, kernel, register_op
+from specflow.ops.window import _Window
 
 _LAYOUT = {"NHWC": (1, 2, 3), "NCHW": (2, 3, 1)}  # axes of H, W and C in a 4-D tensor
 _FORMAT = "data_format: {'NHWC', 'NCHW'} = 'NHWC'"
@@ -97,18 +95,6 @@ def _sizes_value(ic: InferenceContext, i: int, what: str) -> Shape:
 # --- window geometry --------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class _Window:
-    """A sliding window over a channels-last input; one entry per spatial dim ((rows, cols) for
-    the 2-D ops, (depth, rows, cols) for the 3-D ones in conv3d_ops)."""
-
-    ksize: tuple[int | None, ...]
-    strides: tuple[int, ...]
-    dilations: tuple[int, ...]
-    out: tuple[int | None, ...]  # None where the input size is unknown
-    pads: tuple[tuple[int, int], ...]  # (before, after) per spatial dim
-
-
 def _spatial_attr(c, name: str) -> tuple[int, int]:
     """The (rows, cols) entries of a per-dimension attr (strides, ksize, dilations)."""
     fmt = c.attrs["data_format"]
@@ -173,45 +159,6 @@ def _window(c, in_hw: Dims, ksize: Dims, dilations=(1, 1)) -> _Window:
     return _Window(tuple(ksize), strides, tuple(dilations), (rows[0], cols[0]), (rows[1], cols[1]))
 
 
-def _offsets(win: _Window) -> Iterator[tuple]:
-    """For each window offset, row-major: the strided slice of the padded channels-last input
-    that holds, at every output position, the element the window sees at that offset."""
-    dims = list(zip(win.strides, win.dilations, win.out))
-    for offset in itertools.product(*(range(k) for k in win.ksize)):
-        # An empty output dim needs an empty slice: its stop would be negative, and wrap.
-        yield (
-            slice(None),
-            *(slice(i * d, i * d + (o - 1) * s + 1, s) if o else slice(0, 0) for i, (s, d, o) in zip(offset, dims)),
-            slice(None),
-        )
-
-
-def _pad(xp, x, win: _Window, value=0):
-    return xp.pad(x, ((0, 0), *win.pads, (0, 0)), constant_values=value)
-
-
-def _scatter(xp, shape: Dims, win: _Window, dtype, parts: Iterable):
-    """The gradient w.r.t. a channels-last input of ``shape``: the k-th of ``parts`` is added
-    where the k-th window offset reads, then the padding is cropped off."""
-    padded = [d + a + z for d, (a, z) in zip(shape[1:-1], win.pads)]
-    grad = xp.zeros((shape[0], *padded, shape[-1]), dtype=dtype)
-    for s, part in zip(_offsets(win), parts, strict=False):  # parts may be endless
-        grad[s] += part
-    return grad[(slice(None), *(slice(a, a + d) for d, (a, _) in zip(shape[1:-1], win.pads)))]
-
-
-def _lowest(dtype) -> float | int:
-    """Padding for max pooling: never larger than a real element."""
-    dtype = np.dtype(dtype)
-    return -np.inf if dtype.kind == "f" else np.iinfo(dtype).min
-
-
-def _window_counts(xp, spatial: Dims, win: _Window, dtype):
-    """[1, *output spatial dims, 1]: how many real (unpadded) input elements each window covers."""
-    ones = _pad(xp, xp.ones((1, *spatial, 1), dtype=dtype), win)
-    return functools.reduce(operator.add, (ones[s] for s in _offsets(win)))
-
-
 def _check_shape(c, what: str, got: Dims, want: Dims, how: str) -> None:
     if not as_shape(got).is_compatible_with(as_shape(want)):
         raise c.fail(f"{what} has shape {as_shape(got)}, but {how} gives {as_shape(want)}")
@@ -251,13 +198,6 @@ def _conv_backprop_window(c, x_shape, f_shape, dy_shape) -> _Window:
     return win
 
 
-def _im2col(xp, x, win: _Window):
-    """[N, OH, OW, KH * KW * C]: each output position's window, flattened in (kh, kw, c) order,
-    the order of a [KH, KW, C, O] filter reshaped to [KH * KW * C, O]."""
-    xpad = _pad(xp, x, win)
-    return xp.concatenate([xpad[s] for s in _offsets(win)], axis=-1)
-
-
 register_op(
     "Conv2D",
     inputs=["input: T", "filter: T"],
@@ -269,11 +209,20 @@ register_op(
 )
 
 
+# The optimize stage pairs a Conv2D with the Conv2DBackpropFilter of the same input and window
+# (runtime/optimize.py _share_im2col): the forward kernel leaves its im2col in the step's extras
+# under this key, and the filter gradient takes it instead of building it again.
+SHARE_ATTR, FROM_ATTR = "_im2col_keep", "_im2col_from"
+SHARE_MAX_BYTES = 256 << 20  # larger ones are rebuilt rather than held from forward to backward
+
+
 @kernel("Conv2D")
 def _conv2d(ctx, x, f):
     xp, fmt = ctx.xp, ctx.attrs["data_format"]
     win, _ = _conv_window(ctx, x.shape, f.shape)
-    cols = _im2col(xp, _to_nhwc(x, fmt), win)
+    cols = wn.im2col(xp, _to_nhwc(x, fmt), win)
+    if ctx.node.attrs.get(SHARE_ATTR) and cols.nbytes <= SHARE_MAX_BYTES:
+        ctx.extras[("im2col", ctx.node.name)] = (x, cols)
     n, oh, ow, k = cols.shape
     out = xp.matmul(cols.reshape(n * oh * ow, k), f.reshape(k, f.shape[3]))
     return _from_nhwc(out.reshape(n, oh, ow, f.shape[3]), fmt)
@@ -300,12 +249,7 @@ def _conv2d_backprop_input(ctx, input_sizes, f, dy):
     xp, fmt = ctx.xp, ctx.attrs["data_format"]
     sizes = _sizes_input(ctx, input_sizes, "input_sizes")
     win = _conv_backprop_window(ctx, sizes, f.shape, dy.shape)
-    dy = _to_nhwc(dy, fmt)
-    n, oh, ow, o = dy.shape
-    kh, kw, cin, _ = f.shape
-    dcols = xp.matmul(dy.reshape(n * oh * ow, o), f.reshape(kh * kw * cin, o).T).reshape(n, oh, ow, kh * kw * cin)
-    parts = (dcols[..., k * cin : (k + 1) * cin] for k in itertools.count())  # one per offset
-    return _from_nhwc(_scatter(xp, _nhwc_dims(sizes, fmt), win, dy.dtype, parts), fmt)
+    return _from_nhwc(wn.conv_input_grad(xp, _to_nhwc(dy, fmt), f, _nhwc_dims(sizes, fmt), win), fmt)
 
 
 def _backprop_filter_shape(ic: InferenceContext) -> list[Shape]:
@@ -329,7 +273,10 @@ def _conv2d_backprop_filter(ctx, x, filter_sizes, dy):
     xp, fmt = ctx.xp, ctx.attrs["data_format"]
     sizes = _sizes_input(ctx, filter_sizes, "filter_sizes")
     win = _conv_backprop_window(ctx, x.shape, sizes, dy.shape)
-    cols = _im2col(xp, _to_nhwc(x, fmt), win)
+    source = ctx.node.attrs.get(FROM_ATTR)
+    shared = ctx.extras.pop(("im2col", source), None) if source else None
+    # The same array the forward kernel read (another iteration's or step's x is not).
+    cols = shared[1] if shared is not None and shared[0] is x else wn.im2col(xp, _to_nhwc(x, fmt), win)
     n, oh, ow, k = cols.shape
     dy = _to_nhwc(dy, fmt).reshape(n * oh * ow, sizes[3])
     return xp.matmul(cols.reshape(n * oh * ow, k).T, dy).reshape(sizes)
@@ -415,8 +362,7 @@ register_op(
 def _max_pool(ctx, x):
     xp, fmt = ctx.xp, ctx.attrs["data_format"]
     win, _ = _pool_window(ctx, x.shape)
-    xpad = _pad(xp, _to_nhwc(x, fmt), win, _lowest(x.dtype))
-    return _from_nhwc(functools.reduce(xp.maximum, (xpad[s] for s in _offsets(win))), fmt)
+    return _from_nhwc(wn.max_pool(xp, _to_nhwc(x, fmt), win), fmt)
 
 
 @gradient("MaxPool")
@@ -440,9 +386,9 @@ def _avg_pool(ctx, x):
     xp, fmt = ctx.xp, ctx.attrs["data_format"]
     win, _ = _pool_window(ctx, x.shape)
     x = _to_nhwc(x, fmt)
-    xpad = _pad(xp, x, win)
-    total = functools.reduce(operator.add, (xpad[s] for s in _offsets(win)))
-    return _from_nhwc(total / _window_counts(xp, x.shape[1:3], win, x.dtype), fmt)
+    total = wn.window_sum(xp, x, win)
+    total /= wn.window_counts(xp, x.shape[1:3], win, x.dtype)
+    return _from_nhwc(total, fmt)
 
 
 @gradient("AvgPool")
@@ -467,24 +413,12 @@ register_op(
 )
 
 
-def _first_max(xp, xpad, y, win: _Window) -> Iterator:
-    """Per window offset: where that offset holds its window's maximum y (the first one,
-    row-major, on ties)."""
-    taken = xp.zeros(y.shape, dtype=bool)  # windows whose maximum was already found
-    for s in _offsets(win):
-        hit = (xpad[s] == y) & ~taken
-        taken |= hit
-        yield hit
-
-
 @kernel("MaxPoolGrad")
 def _max_pool_grad(ctx, x, y, dy):
     xp, fmt = ctx.xp, ctx.attrs["data_format"]
     win = _pool_grad_window(ctx, x.shape, orig_output=y.shape, grad=dy.shape)
     x, y, dy = (_to_nhwc(t, fmt) for t in (x, y, dy))
-    xpad = _pad(xp, x, win, _lowest(x.dtype))
-    parts = (dy * hit for hit in _first_max(xp, xpad, y, win))
-    return _from_nhwc(_scatter(xp, x.shape, win, dy.dtype, parts), fmt)
+    return _from_nhwc(wn.max_pool_grad(xp, x, y, dy, win), fmt)
 
 
 @gradient("MaxPoolGrad")
@@ -531,11 +465,7 @@ def _max_pool_grad_grad_kernel(ctx, x, y, g):
     win = _pool_grad_window(ctx, x.shape, orig_output=y.shape)
     _check_shape(ctx, "grad", g.shape, x.shape, "the shape of orig_input")
     x, y, g = (_to_nhwc(t, fmt) for t in (x, y, g))
-    xpad, gpad = _pad(xp, x, win, _lowest(x.dtype)), _pad(xp, g, win)
-    out = xp.zeros(y.shape, dtype=g.dtype)
-    for s, hit in zip(_offsets(win), _first_max(xp, xpad, y, win), strict=True):
-        out += gpad[s] * hit
-    return _from_nhwc(out, fmt)
+    return _from_nhwc(wn.max_pool_grad_grad(xp, x, y, g, win), fmt)
 
 
 @gradient("MaxPoolGradGrad")
@@ -571,8 +501,8 @@ def _avg_pool_grad(ctx, orig_input_shape, dy):
     sizes = _sizes_input(ctx, orig_input_shape, "orig_input_shape")
     win = _pool_grad_window(ctx, sizes, grad=dy.shape)
     n, h, w, c = _nhwc_dims(sizes, fmt)
-    share = _to_nhwc(dy, fmt) / _window_counts(xp, (h, w), win, dy.dtype)
-    return _from_nhwc(_scatter(xp, (n, h, w, c), win, dy.dtype, itertools.repeat(share)), fmt)
+    share = _to_nhwc(dy, fmt) / wn.window_counts(xp, (h, w), win, dy.dtype)
+    return _from_nhwc(wn.scatter(xp, (n, h, w, c), win, dy.dtype, itertools.repeat(share)), fmt)
 
 
 @gradient("AvgPoolGrad")

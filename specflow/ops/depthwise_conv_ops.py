@@ -5,7 +5,7 @@ Names, inputs, attrs and semantics are TensorFlow's (nn_ops.cc). The filter is
 filter[:, :, c, m], gives output channel c * channel_multiplier + m. Window geometry (strides,
 dilations, SAME/VALID/EXPLICIT padding, NHWC/NCHW) is conv_ops' own: the same strided slice per
 window offset, each multiplied by that offset's [in_channels, multiplier] filter slice and added
-up (one vectorized step per window offset, none per pixel).
+up (one vectorized step per window offset, none per pixel; window.py's taps: no padding copies).
 """
 
 from __future__ import annotations
@@ -13,9 +13,11 @@ from __future__ import annotations
 from specflow.graph.shapes import Shape
 from specflow.ops import conv_ops as cv
 from specflow.ops import grad_util as gu
+from specflow.ops import window as wn
 from specflow.ops.inference import InferenceContext
 from specflow.ops.registry import kernel, register_op
 
+_ALL = slice(None)
 _ATTRS = [
     "T: {float}",
     "strides: list(int)",
@@ -45,12 +47,6 @@ def _backprop_window(c, x_shape, f_shape, dy_shape) -> cv._Window:
     return win
 
 
-def _slices(xp, x, win: cv._Window):
-    """Per window offset (row-major): the [N, OH, OW, C] slice of the padded input it reads."""
-    xpad = cv._pad(xp, x, win)
-    return (xpad[s] for s in cv._offsets(win))
-
-
 register_op(
     "DepthwiseConv2dNative",
     inputs=["input: T", "filter: T"],
@@ -71,8 +67,9 @@ def _depthwise(ctx, x, f):
     kh, kw, c, m = f.shape
     n, (oh, ow) = x.shape[0], win.out
     out = xp.zeros((n, oh, ow, c, m), dtype=x.dtype)
-    for k, part in enumerate(_slices(xp, x, win)):
-        out += part[..., None] * f[k // kw, k % kw]
+    for t in wn.taps(win, x.shape[1:3]):
+        if not t.empty:
+            out[(_ALL, *t.out)] += x[(_ALL, *t.inp)][..., None] * f[t.index // kw, t.index % kw]
     return cv._from_nhwc(out.reshape(n, oh, ow, c * m), fmt)
 
 
@@ -101,7 +98,7 @@ def _depthwise_backprop_input(ctx, input_sizes, f, dy):
     dy = cv._to_nhwc(dy, fmt)
     dy = dy.reshape(*dy.shape[:3], c, m)
     parts = ((dy * f[k // kw, k % kw]).sum(axis=-1) for k in range(kh * kw))
-    return cv._from_nhwc(cv._scatter(xp, cv._nhwc_dims(sizes, fmt), win, dy.dtype, parts), fmt)
+    return cv._from_nhwc(wn.scatter(xp, cv._nhwc_dims(sizes, fmt), win, dy.dtype, parts), fmt)
 
 
 def _backprop_filter_shape(ic: InferenceContext) -> list[Shape]:
@@ -128,10 +125,14 @@ def _depthwise_backprop_filter(ctx, x, filter_sizes, dy):
     kh, kw, c, m = sizes
     dy = cv._to_nhwc(dy, fmt)
     n, oh, ow, _ = dy.shape
-    # Per offset: sum over (n, oh, ow) of x[..., c] * dy[..., c, m].
-    dy = dy.reshape(n * oh * ow, c, m)
-    parts = [(part.reshape(n * oh * ow, c, 1) * dy).sum(axis=0) for part in _slices(xp, cv._to_nhwc(x, fmt), win)]
-    return xp.stack(parts).reshape(kh, kw, c, m)
+    x = cv._to_nhwc(x, fmt)
+    dy = dy.reshape(n, oh, ow, c, m)
+    # Per offset: sum over the output positions that read a real element of x[..., c] * dy[..., c, m].
+    grad = xp.zeros((kh * kw, c, m), dtype=dy.dtype)
+    for t in wn.taps(win, x.shape[1:3]):
+        if not t.empty:
+            grad[t.index] = (x[(_ALL, *t.inp)][..., None] * dy[(_ALL, *t.out)]).reshape(-1, c, m).sum(axis=0)
+    return grad.reshape(kh, kw, c, m)
 
 
 # Bilinear in (input, filter), as Conv2D: each op's gradient is one of the other two.

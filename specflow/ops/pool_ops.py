@@ -14,6 +14,7 @@ import numpy as np
 from specflow.graph.shapes import Shape
 from specflow.ops import conv_ops as cv
 from specflow.ops import grad_util as gu
+from specflow.ops import window as wn
 from specflow.ops.inference import InferenceContext
 from specflow.ops.registry import gradient, kernel, register_op
 
@@ -214,9 +215,9 @@ def _max_pool_with_argmax(ctx, x):
         for i in range(kh) for j in range(kw)
     ]  # fmt: skip
     seen = np.zeros((oh, ow), dtype=bool)
-    xpad = cv._pad(xp, x, win, cv._lowest(x.dtype))
+    xpad = wn.pad(xp, x, win, wn.lowest(x.dtype))
     best, offset = None, xp.zeros((n, oh, ow, ch), dtype=np.int32)
-    for k, s in enumerate(cv._offsets(win)):
+    for k, s in enumerate(wn.offsets(win)):
         first, seen = inside[k] & ~seen, seen | inside[k]
         v = xpad[s]
         if best is None:

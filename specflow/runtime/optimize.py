@@ -3,6 +3,11 @@
 ``optimize(graph_def, opts)`` rewrites a pruned step graph (``_Arg``/``_Retval`` in place) so it
 computes the same values with fewer, cheaper nodes:
 
+0. **Unfed flags**: a bool scalar ``PlaceholderWithDefault`` still in the step graph was not fed
+   (feeds are ``_Arg``s by now), so it is its default: an Identity of it, which folding turns
+   into a Const. A ``SelectV2``/``Select`` on such a constant scalar then forwards the operand it
+   picks, and a ``Switch`` on one makes its other branch dead at plan time (``_dead_branches``):
+   inference of a model with a ``training`` flag runs no dropout masks or batch statistics.
 1. **Shape specialisation**: ``opts.feed_shapes`` gives the exact shape of some feeds (the Session
    compiles one plan per fed shape), recorded in the ``_Arg``'s ``_output_shapes``.
 2. **Constant folding**: a node whose outputs shape inference can compute (all inputs constant, or
@@ -20,7 +25,13 @@ computes the same values with fewer, cheaper nodes:
    numpy's slower broadcast loop).
 4. **Remapping**: ``MatMul`` + ``BiasAdd`` (+ ``Relu``) becomes ``_FusedMatMul``
    (``specflow/ops/fused_ops.py``), named like the last node it replaces.
-5. **Dead nodes**: what no ``_Retval``, target or stateful op needs any more is dropped.
+2b. **Loop unrolling** (``optimize_unroll.py``): a simple while loop whose trip count is known
+   after folding becomes one copy of its body per iteration (trips x body nodes <= 2,000).
+4b. **Common subexpressions** (``optimize_cse.py``): a node equal to an earlier one (op, attrs,
+   device, inputs) is replaced by it; stateful and control-flow ops never are.
+5. **Dead nodes**: what no ``_Retval``, target or stateful op needs any more is dropped (random
+   ops, whose only effect is their own stream, count as stateless here: a dropout mask nobody
+   reads is not drawn).
 
 Nothing here changes a value a step computes; ``tests/runtime/test_optimize*.py`` checks each
 rewrite against a golden graph and whole models against the unoptimized graph.
@@ -57,6 +68,8 @@ class OptimizeOptions:
     fold_constants: bool = True
     simplify: bool = True
     fuse: bool = True
+    cse: bool = True
+    unroll_limit: int = 2000  # unroll a counted loop when trips x body nodes <= this; 0: never
 
 
 @dataclass
@@ -67,6 +80,11 @@ class OptimizeResult:
     fused: list[str] = field(default_factory=list)  # _FusedMatMul nodes created
     removed: list[str] = field(default_factory=list)  # nodes dropped as no longer needed
     scalarized: list[str] = field(default_factory=list)  # "node:input" operands made scalar Consts
+    unfed: list[str] = field(default_factory=list)  # bool PlaceholderWithDefaults taken at their default
+    decided: list[str] = field(default_factory=list)  # Switches on a constant predicate (-> Identity)
+    unrolled: list[str] = field(default_factory=list)  # "frame xN": loops replaced by N body copies
+    merged: list[str] = field(default_factory=list)  # duplicates replaced by an equal node (CSE)
+    shared_im2col: list[str] = field(default_factory=list)  # Conv2DBackpropFilters reusing a Conv2D's
 
 
 def optimize(graph_def: GraphDef, opts: OptimizeOptions) -> OptimizeResult:
@@ -85,6 +103,7 @@ def optimize(graph_def: GraphDef, opts: OptimizeOptions) -> OptimizeResult:
         g, result = _Graph(graph_def), OptimizeResult(graph_def)
     if opts.fuse:
         _fuse_matmul(g, result)
+        flags.share_im2col(g, result)
     result.graph_def = g.to_graph_def(graph_def)
     return result
 
@@ -97,9 +116,22 @@ def _rewrite(graph_def: GraphDef, opts: OptimizeOptions, feed_shapes: dict) -> t
         node = g.nodes[name]
         node.attrs = {**node.attrs, "_output_shapes": [Shape(tuple(shape))]}
     if opts.fold_constants:
+        flags.unfed_flags(g, result)
         _fold(g, result)
+        for _ in range(3):  # a decided cond's value_index may decide its gradient's Switch
+            decided = len(result.decided)
+            flags.dead_branches(g, opts.keep, result)
+            if len(result.decided) == decided:
+                break
+            _fold(g, result)
+        if opts.unroll_limit:
+            unroll.unroll_loops(g, opts.unroll_limit, result)
+            if result.unrolled:
+                _fold(g, result)  # the copies' counters
     if opts.simplify:
         _simplify(g, result)
+    if opts.cse:
+        cse.eliminate_common_subexpressions(g, opts.keep, result)
     _drop_dead(g, opts.keep, result)
     return g, result
 
@@ -330,6 +362,8 @@ def _forwarded_input(g: _Graph, node: NodeDef, specs) -> str | None:
     ins = node.data_inputs
     if node.op == "Identity" or (node.op == "AddN" and len(ins) == 1):
         return ins[0]
+    if node.op in ("SelectV2", "Select"):
+        return flags.selected_input(g, node, specs)
     if node.op == "Reshape":
         before, after = specs.spec(ins[0]).shape, specs.outputs(node.name)[0].shape
         return ins[0] if before.is_fully_defined and before == after else None
@@ -353,11 +387,18 @@ def _forwarded_input(g: _Graph, node: NodeDef, specs) -> str | None:
 # --- dead nodes ----------------------------------------------------------------------------------
 
 
+# Stateful only through their own random stream (seeded per node): nothing else sees a draw
+# nobody reads, so one left without consumers by a rewrite here is not drawn.
+RANDOM_OPS = frozenset({
+    "RandomUniform", "RandomStandardNormal", "TruncatedNormal", "RandomUniformInt", "RandomShuffle", "Multinomial",
+})  # fmt: skip
+
+
 def _drop_dead(g: _Graph, keep: set[str], result: OptimizeResult) -> None:
     """Drop what no _Retval/_Send, kept node or stateful op reaches any more."""
     roots = [
         n.name for n in g.live()
-        if n.op in ("_Retval", "_Send") or n.name in keep or get_op(n.op).is_stateful
+        if n.op in ("_Retval", "_Send") or n.name in keep or (get_op(n.op).is_stateful and n.op not in RANDOM_OPS)
     ]  # fmt: skip
     seen: set[str] = set()
     todo = roots
@@ -429,3 +470,9 @@ def _fuse_matmul(g: _Graph, result: OptimizeResult) -> None:
         for inp in fused.inputs:
             consumers[parse_input(inp).node].append((fused, fused.inputs.index(inp)))
         result.fused.append(fused.name)
+
+
+# Last: optimize_flags builds on the graph helpers above (an import cycle, resolved by order).
+from specflow.runtime import optimize_cse as cse  # noqa: E402
+from specflow.runtime import optimize_flags as flags  # noqa: E402
+from specflow.runtime import optimize_unroll as unroll  # noqa: E402

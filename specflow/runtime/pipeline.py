@@ -40,6 +40,7 @@ def compile_step(
     feed_shapes: list[tuple[int, ...] | None] | None = None,
     default_device: str | None = None,
     constrain: Callable[[GraphDef], GraphDef] | None = None,
+    unroll_limit: int = 2000,
 ) -> CompiledStep:
     """``feed_shapes`` (per feed, None for unknown) specialises the step to those exact shapes:
     the optimizer folds the shape computations they decide, so the plan is only valid for
@@ -51,7 +52,7 @@ def compile_step(
     if optimize_graph:
         shapes = {a: s for a, s in zip(pruned.feed_args, feed_shapes or (), strict=False) if s is not None}
         keep = {n.split(":")[0].lstrip("^") for n in targets}
-        optimized = optimize(graph, OptimizeOptions(feed_shapes=shapes, keep=keep))
+        optimized = optimize(graph, OptimizeOptions(feed_shapes=shapes, keep=keep, unroll_limit=unroll_limit))
         graph = optimized.graph_def
     if constrain is not None:
         graph = constrain(graph)

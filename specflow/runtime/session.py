@@ -51,6 +51,7 @@ class SessionConfig:
     graph_seed: int | None = None
     inter_op_threads: int | None = None  # per device; None: one per CPU core
     optimize: bool = True  # runtime/optimize.py; feeds of unknown shape get plans per fed shape
+    unroll_limit: int = 2000  # unroll counted loops when trips x body nodes <= this; 0: keep loops
 
 
 @dataclass
@@ -376,6 +377,7 @@ class Session:
             incarnations=dict(self.incarnations),
             optimize_graph=self.config.optimize,
             feed_shapes=shapes,
+            unroll_limit=self.config.unroll_limit,
         ).partitioned.partitions
         executors = [
             Executor(

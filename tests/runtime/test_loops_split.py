@@ -28,7 +28,7 @@ from specflow.runtime.session import Session, SessionConfig
 from specflow.train.gradients import gradients
 
 F64, I32 = dtypes.float64, dtypes.int32
-ONE_DEVICE = SessionConfig(devices="cpu:1", soft_placement=True)  # the same pinned graph, all on cpu:0
+ONE_DEVICE = SessionConfig(devices="cpu:1", soft_placement=True, unroll_limit=0)  # the same pinned graph, all on cpu:0
 TIMEOUT = 20.0  # each step here takes milliseconds
 CPU0, CPU1 = "/job:localhost/replica:0/task:0/device:CPU:0", "/job:localhost/replica:0/task:0/device:CPU:1"
 RNG = np.random.default_rng(6)
@@ -139,7 +139,7 @@ def test_rnn_loop_with_its_enters_on_another_device():
     fetches = [r.outputs[1], loss]
     with Session(b.graph_def, ONE_DEVICE) as s:
         one = s.run(fetches, feeds=feeds, timeout_s=TIMEOUT)
-    with Session(b.graph_def, SessionConfig(devices="cpu:2")) as s:
+    with Session(b.graph_def, SessionConfig(devices="cpu:2", unroll_limit=0)) as s:
         two = s.run(fetches, feeds=feeds, timeout_s=TIMEOUT)
         again = with_watchdog(lambda: s.run(fetches, feeds=feeds))  # the caller-runs path
         cpu0 = {n.name: n for n in s.plan_for(fetches, feeds=list(feeds)).partitions[CPU0].nodes}
@@ -162,7 +162,7 @@ def test_a_deadlocked_step_fails_naming_the_stuck_receives(monkeypatch):
     b, r, _, ph = rnn_graph()
     loop_vars_entered_on_cpu1(b)
     feeds = {ph[k]: v for k, v in FEEDS.items()}
-    with Session(b.graph_def, SessionConfig(devices="cpu:2")) as s:
+    with Session(b.graph_def, SessionConfig(devices="cpu:2", unroll_limit=0)) as s:
         for run in (lambda: s.run(r.outputs[1], feeds=feeds, timeout_s=TIMEOUT),
                     lambda: with_watchdog(lambda: s.run(r.outputs[1], feeds=feeds))):  # fmt: skip
             t0 = time.monotonic()
@@ -194,7 +194,7 @@ def test_nested_loops_with_their_enters_on_another_device():
                    name="outer", var_names=["i", "total"])  # fmt: skip
     split(b, lambda n: n.op == "Enter" and not n.attrs.get("is_constant"))
     want = sum(i * j for i in range(4) for j in range(i))
-    with Session(b.graph_def, SessionConfig(devices="cpu:2")) as s:
+    with Session(b.graph_def, SessionConfig(devices="cpu:2", unroll_limit=0)) as s:
         assert int(s.run(r.outputs[1], timeout_s=TIMEOUT)) == want == 11
         parts = s.plan_for(r.outputs[1]).partitions
     recvs = [n for n in parts[CPU0].nodes if n.op == "_Recv" and "/Enter/_recv" in n.name]
@@ -228,7 +228,7 @@ def test_a_receive_waiting_on_a_busy_device_is_no_deadlock(slow_op):
         b, lambda b, t: add(b, "Less", t, b.const(np.int32(3))), body, [zero], name="w", var_names=["t"]
     )
     split(b, lambda n: n.name.startswith("w/body/slow") or n.op == "Enter")
-    with Session(b.graph_def, SessionConfig(devices="cpu:2")) as s:
+    with Session(b.graph_def, SessionConfig(devices="cpu:2", unroll_limit=0)) as s:
         assert int(with_watchdog(lambda: s.run(r.outputs[0]))) == 3
         assert int(s.run(r.outputs[0], timeout_s=TIMEOUT)) == 3
 
@@ -247,7 +247,7 @@ def test_loop_gradient_split_across_two_devices():
     feeds = {ph[k]: v for k, v in FEEDS.items()}
     with Session(b.graph_def, ONE_DEVICE) as s:
         one = s.run(grads, feeds=feeds, timeout_s=TIMEOUT)
-    with Session(b.graph_def, SessionConfig(devices="cpu:2")) as s:
+    with Session(b.graph_def, SessionConfig(devices="cpu:2", unroll_limit=0)) as s:
         two = s.run(grads, feeds=feeds, timeout_s=TIMEOUT)
         parts = s.plan_for(grads, feeds=list(feeds)).partitions
         assert with_watchdog(lambda: s.run(grads, feeds=feeds))[1] == pytest.approx(two[1], abs=0)
@@ -294,7 +294,7 @@ def test_rnn_model_loss_and_training_steps_on_two_devices_equal_one_device(rnn_m
     tg, feeds = rnn_model
 
     def losses(devices):
-        with Session(tg.graph_def, SessionConfig(devices=devices, graph_seed=0, optimize=optimize)) as s:
+        with Session(tg.graph_def, SessionConfig(devices=devices, graph_seed=0, optimize=optimize, unroll_limit=0)) as s:
             s.run([], targets=[tg.init_op], timeout_s=TIMEOUT)
             out = [s.run(tg.loss, feeds, timeout_s=TIMEOUT)]
             out += [with_watchdog(lambda: s.run(tg.loss, feeds, targets=[tg.train_op])) for _ in range(3)]

@@ -157,14 +157,17 @@ class _RandomGraph:
     UNARY = ("Sin", "Tanh", "Square", "Neg", "ZerosLike", "OnesLike")
     BINARY = ("AddV2", "Sub", "Mul")
 
-    def __init__(self, seed: int):
+    def __init__(self, seed: int, defaults: tuple[bool, ...] | None = None):
         self.rng = np.random.default_rng(seed)
         self.b = GraphBuilder()
         self.flags = []
         for i in range(2):
-            self.flags.append(
-                self.b.add_op("Placeholder", attrs={"dtype": dtypes.bool_, "shape": []}, name=f"p{i}").name
-            )
+            attrs = {"dtype": dtypes.bool_, "shape": []}
+            if defaults is None:
+                flag = self.b.add_op("Placeholder", attrs=attrs, name=f"p{i}")
+            else:  # unfed, the optimize stage decides the conds on it (_dead_branches)
+                flag = self.b.add_op("PlaceholderWithDefault", [self.b.const(np.array(defaults[i]))], attrs, name=f"p{i}")
+            self.flags.append(flag.name)
         self.inputs = [
             self.b.add_op("Placeholder", attrs={"dtype": F64, "shape": [2, 3]}, name=f"x{i}").name
             for i in range(3)
@@ -250,3 +253,44 @@ def test_random_graphs_with_conds_and_loops_optimize_to_the_same_values(seed):
     for case, (got, want) in enumerate(zip(results[True], results[False], strict=True)):
         for name, a, w in zip(fetches, got, want, strict=True):
             np.testing.assert_allclose(a, w, rtol=1e-12, atol=1e-12, err_msg=f"{name} (flags case {case})")
+
+
+@pytest.mark.parametrize("seed", range(24))
+def test_random_graphs_with_unfed_flags_decide_their_conds_at_plan_time(seed):
+    defaults = (bool(seed % 2), bool(seed % 3))
+    g = _RandomGraph(seed, defaults)
+    _, fetches, _ = g.build()
+    rng = np.random.default_rng(seed + 100)
+    feeds = {x: rng.standard_normal((2, 3)) for x in g.inputs}
+    cases = [{}, {"p0": np.array(not defaults[0])}, {"p1": np.array(defaults[1])}]
+    results = {}
+    for optimized in (True, False):
+        with Session(g.b.graph_def, SessionConfig(optimize=optimized)) as sess:
+            results[optimized] = [sess.run(fetches, {**feeds, **flags}) for flags in cases]
+    for case, (got, want) in enumerate(zip(results[True], results[False], strict=True)):
+        for name, a, w in zip(fetches, got, want, strict=True):
+            np.testing.assert_allclose(a, w, rtol=1e-12, atol=1e-12, err_msg=f"{name} (flags case {case})")
+
+
+def test_random_graphs_with_counted_loops_unroll_to_the_same_values():
+    """Fetching the loss alone prunes the gradients' stack pushes: the forward loops are simple,
+    and the optimize stage unrolls them (in branches of conds too: deadness through the copies)."""
+    unrolled = 0
+    for seed in range(48):
+        g = _RandomGraph(seed)
+        loss, _, _ = g.build()
+        pruned = prune(g.b.graph_def, PruneOptions(feeds=[*g.inputs, *g.flags], fetches=[loss]))
+        if not any(n.op == "Enter" for n in pruned.graph_def.nodes):
+            continue
+        unrolled += len(optimize(pruned.graph_def, OptimizeOptions()).unrolled)
+        rng = np.random.default_rng(seed + 100)
+        feeds = {x: rng.standard_normal((2, 3)) for x in g.inputs}
+        results = {}
+        for optimized in (True, False):
+            with Session(g.b.graph_def, SessionConfig(optimize=optimized)) as sess:
+                results[optimized] = [
+                    sess.run(loss, {**feeds, "p0": np.array(p0), "p1": np.array(p1)})
+                    for p0 in (True, False) for p1 in (True, False)
+                ]  # fmt: skip
+        np.testing.assert_allclose(results[True], results[False], rtol=1e-12, atol=1e-12, err_msg=f"seed {seed}")
+    assert unrolled >= 5

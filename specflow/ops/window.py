@@ -1,0 +1,271 @@
+"""Sliding-window kernels shared by the convolution and pooling ops (conv_ops, conv3d_ops,
+depthwise_conv_ops, pool_ops), over any number of spatial dims of a channels-last tensor.
+
+A window op is one loop over the window offsets ("taps"). At each tap, one strided slice of the
+*unpadded* input holds the element that the output positions in one rectangle see there; the
+output positions outside that rectangle see padding. So nothing is ever padded: im2col copies
+each tap's rectangle into its column block once and zeroes only the border strips, pooling
+reduces into the rectangles in place, and gradients add into the input's slices in place.
+Only xp functions with identical numpy and cupy semantics are used, so the code runs on both.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+Dims = Sequence[int | None]
+_ALL = slice(None)
+
+
+@dataclass(frozen=True)
+class _Window:
+    """A sliding window over a channels-last input; one entry per spatial dim ((rows, cols) for
+    the 2-D ops, (depth, rows, cols) for the 3-D ones in conv3d_ops)."""
+
+    ksize: tuple[int | None, ...]
+    strides: tuple[int, ...]
+    dilations: tuple[int, ...]
+    out: tuple[int | None, ...]  # None where the input size is unknown
+    pads: tuple[tuple[int, int], ...]  # (before, after) per spatial dim
+
+
+@dataclass(frozen=True)
+class Tap:
+    """One window offset: output positions ``out`` (spatial slices) read input ``inp``."""
+
+    index: int  # row-major offset number: the filter's (kh, kw, ...) order
+    out: tuple[slice, ...]
+    inp: tuple[slice, ...]
+    ranges: tuple[tuple[int, int], ...]  # (lo, hi) of ``out`` per dim
+    full: bool  # every output position reads a real element here
+    empty: bool  # no output position does
+
+
+def _tap_range(size: int, before: int, stride: int, offset: int, out: int) -> tuple[int, int, slice]:
+    """Output positions [lo, hi) whose input index o * stride + offset - pad lies in [0, size),
+    and the input slice they read."""
+    start = offset - before
+    lo = min(max(0, -(start // stride)), out)  # ceil(-start / stride)
+    hi = max(min(out, (size - 1 - start) // stride + 1), lo)
+    first = lo * stride + start
+    return lo, hi, slice(first, first + (hi - lo - 1) * stride + 1, stride) if hi > lo else slice(0, 0)
+
+
+def taps(win: _Window, spatial: Dims) -> list[Tap]:
+    """Every window offset, row-major, with the output rectangle and the input slice it reads."""
+    result = []
+    dims = list(zip(spatial, win.pads, win.strides, win.dilations, win.out))
+    for index, offset in enumerate(itertools.product(*(range(k) for k in win.ksize))):
+        parts = [_tap_range(n, p[0], s, i * d, o) for i, (n, p, s, d, o) in zip(offset, dims)]
+        ranges = tuple((lo, hi) for lo, hi, _ in parts)
+        result.append(
+            Tap(
+                index,
+                tuple(slice(lo, hi) for lo, hi, _ in parts),
+                tuple(s for _, _, s in parts),
+                ranges,
+                all(lo == 0 and hi == o for (lo, hi), o in zip(ranges, win.out)),
+                any(lo == hi for lo, hi in ranges),
+            )
+        )
+    return result
+
+
+def _border(tap: Tap, out: Dims) -> Iterator[tuple[slice, ...]]:
+    """Spatial slices covering the output positions outside ``tap.out`` (may overlap)."""
+    for d, ((lo, hi), o) in enumerate(zip(tap.ranges, out)):
+        for part in (slice(0, lo), slice(hi, o)):
+            if part.stop > part.start:
+                yield (*(_ALL,) * d, part, *(_ALL,) * (len(out) - d - 1))
+
+
+def offsets(win: _Window) -> Iterator[tuple]:
+    """For each window offset, row-major: the strided slice of the padded channels-last input
+    that holds, at every output position, the element the window sees at that offset (for the
+    kernels that still pad: MaxPoolWithArgmax)."""
+    dims = list(zip(win.strides, win.dilations, win.out))
+    for offset in itertools.product(*(range(k) for k in win.ksize)):
+        # An empty output dim needs an empty slice: its stop would be negative, and wrap.
+        yield (
+            _ALL,
+            *(slice(i * d, i * d + (o - 1) * s + 1, s) if o else slice(0, 0) for i, (s, d, o) in zip(offset, dims)),
+            _ALL,
+        )
+
+
+def pad(xp, x, win: _Window, value=0):
+    return xp.pad(x, ((0, 0), *win.pads, (0, 0)), constant_values=value)
+
+
+def lowest(dtype) -> float | int:
+    """What padding would be for max pooling: never larger than a real element."""
+    dtype = np.dtype(dtype)
+    return -np.inf if dtype.kind == "f" else np.iinfo(dtype).min
+
+
+def bordered(xp, x, win: _Window, value=0):
+    """``x`` inside a border of ``value`` as wide as the window's padding: one copy into a
+    fresh buffer whose border strips alone are filled (``x`` itself when nothing is padded)."""
+    if not any(a or z for a, z in win.pads):
+        return x
+    n, *spatial, c = x.shape
+    buf = xp.empty((n, *(d + a + z for d, (a, z) in zip(spatial, win.pads)), c), dtype=x.dtype)
+    inner = tuple(slice(a, a + d) for d, (a, _) in zip(spatial, win.pads))
+    for d, (a, z) in enumerate(win.pads):
+        for strip in (slice(0, a), slice(a + spatial[d], a + spatial[d] + z)):
+            if strip.stop > strip.start:
+                buf[(_ALL, *inner[:d], strip)] = value  # earlier dims: inside only; later: all
+    buf[(_ALL, *inner)] = x
+    return buf
+
+
+def windows(xp, x, win: _Window):
+    """A read-only strided view [N, *out, *ksize, C] of the bordered input: every output
+    position's window (no copy beyond the border)."""
+    xb = bordered(xp, x, win)
+    n, *spatial, c = xb.shape
+    s = xb.strides
+    sp = s[1:-1]
+    shape = (n, *win.out, *win.ksize, c)
+    strides = (s[0], *(a * b for a, b in zip(sp, win.strides)), *(a * b for a, b in zip(sp, win.dilations)), s[-1])
+    if 0 in shape:
+        return xp.zeros(shape, dtype=x.dtype)
+    return xp.lib.stride_tricks.as_strided(xb, shape, strides)
+
+
+def im2col(xp, x, win: _Window):
+    """[N, *out, K * C] (K window offsets): each output position's window, flattened in
+    (kh, kw, c) order, the order of a [KH, KW, C, O] filter reshaped to [KH * KW * C, O].
+    With enough channels one copy of the strided window view (its innermost KW * C elements
+    are contiguous); with few, one copy per tap of the rectangle that reads real elements,
+    zeroing only the border strips."""
+    n, *spatial, c = x.shape
+    k = int(np.prod(win.ksize))
+    if win.ksize[-1] * c >= 8:
+        cols = xp.empty((n, *win.out, *win.ksize, c), dtype=x.dtype)
+        cols[...] = windows(xp, x, win)
+        return cols.reshape(n, *win.out, k * c)
+    cols = xp.empty((n, *win.out, k, c), dtype=x.dtype)
+    for t in taps(win, spatial):
+        dst = cols[(_ALL, *(_ALL,) * len(spatial), t.index)]
+        if not t.empty:
+            dst[(_ALL, *t.out)] = x[(_ALL, *t.inp)]
+        for strip in ([(_ALL,) * len(spatial)] if t.empty else _border(t, win.out)):
+            dst[(_ALL, *strip)] = 0
+    return cols.reshape(n, *win.out, k * c)
+
+
+def scatter(xp, shape: Dims, win: _Window, dtype, parts: Iterable):
+    """The gradient w.r.t. a channels-last input of ``shape``: the k-th of ``parts`` (shaped
+    like the output) is added where the k-th window offset reads; padding gets nothing."""
+    grad = xp.zeros(tuple(shape), dtype=dtype)
+    for t, part in zip(taps(win, shape[1:-1]), parts, strict=False):  # parts may be endless
+        if not t.empty:
+            grad[(_ALL, *t.inp)] += part if t.full else part[(_ALL, *t.out)]
+    return grad
+
+
+def window_counts(xp, spatial: Dims, win: _Window, dtype):
+    """[1, *output spatial dims, 1]: how many real (unpadded) input elements each window covers."""
+    counts = np.zeros(win.out, dtype=dtype)
+    for t in taps(win, spatial):
+        counts[t.out] += 1
+    return xp.asarray(counts[None, ..., None])
+
+
+def max_pool(xp, x, win: _Window):
+    """The maximum of each window; a window with no real element gives the dtype's lowest."""
+    n, *spatial, c = x.shape
+    ts = [t for t in taps(win, spatial) if not t.empty]
+    first = next((t for t in ts if t.full), None)
+    if first is not None:
+        out = x[(_ALL, *first.inp)].copy()
+    else:
+        out = xp.full((n, *win.out, c), lowest(x.dtype), dtype=x.dtype)
+    for t in ts:
+        if t is not first:
+            view = out[(_ALL, *t.out)]
+            xp.maximum(view, x[(_ALL, *t.inp)], out=view)
+    return out
+
+
+def window_sum(xp, x, win: _Window):
+    """The sum of each window's real elements."""
+    n, *spatial, c = x.shape
+    ts = [t for t in taps(win, spatial) if not t.empty]
+    first = next((t for t in ts if t.full), None)  # a copy to start from, not zeros + add
+    out = x[(_ALL, *first.inp)].copy() if first is not None else xp.zeros((n, *win.out, c), dtype=x.dtype)
+    for t in ts:
+        if t is not first:
+            out[(_ALL, *t.out)] += x[(_ALL, *t.inp)]
+    return out
+
+
+def first_max(xp, x, y, win: _Window) -> Iterator[tuple[Tap, object]]:
+    """Per non-empty tap: where, in its output rectangle, it holds its window's maximum y (the
+    first one, row-major, on ties)."""
+    taken = xp.zeros(y.shape, dtype=bool)  # windows whose maximum was already found
+    for t in taps(win, x.shape[1:-1]):
+        if t.empty:
+            continue
+        seen = taken[(_ALL, *t.out)]
+        hit = x[(_ALL, *t.inp)] == y[(_ALL, *t.out)]
+        hit &= ~seen
+        seen |= hit
+        yield t, hit
+
+
+def disjoint(win: _Window) -> bool:
+    """Whether no input element is read by two (output position, tap) pairs: windows no wider
+    than their stride (2x2 pooling with stride 2)."""
+    return all((k - 1) * d + 1 <= s for k, d, s in zip(win.ksize, win.dilations, win.strides))
+
+
+def max_pool_grad(xp, x, y, dy, win: _Window):
+    """Each window's dy added at its first maximum (written, not added, when windows are
+    disjoint: no zeroed read-modify-write)."""
+    grad = xp.zeros(x.shape, dtype=dy.dtype)
+    write = disjoint(win)
+    for t, hit in first_max(xp, x, y, win):
+        dst = grad[(_ALL, *t.inp)]
+        if write:
+            xp.multiply(dy[(_ALL, *t.out)], hit, out=dst)
+        else:
+            dst += dy[(_ALL, *t.out)] * hit
+    return grad
+
+
+def max_pool_grad_grad(xp, x, y, g, win: _Window):
+    """g read at each window's first maximum, shaped like y."""
+    out = xp.zeros(y.shape, dtype=g.dtype)
+    for t, hit in first_max(xp, x, y, win):
+        out[(_ALL, *t.out)] += g[(_ALL, *t.inp)] * hit
+    return out
+
+
+def conv_input_grad(xp, dy, f, shape: Dims, win: _Window):
+    """The gradient of a convolution w.r.t. its channels-last input of ``shape``, for filter
+    ``f`` [*ksize, C, O] and output gradient ``dy`` [N, *out, O]: per tap, dy times that tap's
+    [C, O] filter slice, added into the input slice the tap reads. With few input channels one
+    matmul for all taps (a [M, K * C] temporary) beats K thin ones."""
+    cin, o = f.shape[-2], f.shape[-1]
+    k = f.size // (cin * o)
+    dy2 = dy.reshape(-1, o)
+    if cin < 16:
+        dcols = xp.matmul(dy2, f.reshape(k * cin, o).T).reshape(*dy.shape[:-1], k * cin)
+        parts = (dcols[..., i * cin : (i + 1) * cin] for i in range(k))
+        return scatter(xp, shape, win, dy.dtype, parts)
+    grad = xp.zeros(tuple(shape), dtype=dy.dtype)
+    taps_f = f.reshape(k, cin, o)
+    buf = xp.empty((dy2.shape[0], cin), dtype=dy.dtype)
+    for t in taps(win, shape[1:-1]):
+        if t.empty:
+            continue
+        xp.matmul(dy2, taps_f[t.index].T, out=buf)
+        part = buf.reshape(*dy.shape[:-1], cin)
+        grad[(_ALL, *t.inp)] += part if t.full else part[(_ALL, *t.out)]
+    return grad

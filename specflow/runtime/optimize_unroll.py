@@ -1,0 +1,218 @@
+"""Loop unrolling for the optimize stage: a while loop whose trip count is known once constants
+are folded becomes straight-line code (one copy of the body per iteration), so the executor runs
+it without frames and the straight-line and codegen paths apply.
+
+The trip count is found by running the loop's own nodes on the host while their inputs are
+known (a counter from a Const, ``Less`` against a Const, ...), as Grappler's loop optimizer
+reasons about counted loops. Only simple loops are unrolled; all others are left as they are:
+
+- the body holds no stateful op (so no stack of a loop gradient, no variable update, no random
+  draw: the loops a gradient reads are never changed, and gradients stay as they were), no
+  ``Switch``/``Merge`` of its own (no cond inside) and no other frame (no nested loop);
+- no ``Merge``'s value_index is read; nothing but the loop's own nodes sits in the frame;
+- trip count x body nodes <= ``OptimizeOptions.unroll_limit`` (2,000).
+
+Deadness: the copies read the tensors that entered the loop, so a loop on a cond branch stays
+dead with it; a copy with no inputs at all, and each Exit's replacement, waits on the entering
+values (a control edge), so a value the loop computes from constants alone is dead with them.
+"""
+
+from __future__ import annotations
+
+from specflow.graph.graph_def import GraphDef, NodeDef, parse_input
+from specflow.graph.topo import LOOP_BACK_EDGES, topological_order
+from specflow.ops.eval import run_kernel
+from specflow.ops.registry import get_op
+from specflow.runtime.optimize import FOLD_LIMIT, OptimizeResult, _control_source, _Graph
+
+_FRAME_OPS = frozenset({"Enter", "Merge", "Switch", "LoopCond", "NextIteration", "Exit"})
+
+
+def unroll_loops(g: _Graph, limit: int, result: OptimizeResult) -> None:
+    frames: dict[str, list[NodeDef]] = {}
+    for n in g.live():
+        if n.op == "Enter":
+            frames.setdefault(n.attrs["frame_name"], []).append(n)
+    if not frames:
+        return
+    consumers = g.consumers()
+    bodies = {f: _body(g, enters, consumers) for f, enters in frames.items()}
+    for frame, enters in frames.items():
+        body = bodies[frame]
+        others = set().union(*(b for f, b in bodies.items() if f != frame))
+        if others & body or any(parse_input(e.inputs[0]).node in others for e in enters):
+            continue  # nested: its copies would have to live in the outer frame
+        plan = _plan(g, enters, body, consumers, limit)
+        if plan is not None:
+            _unroll(g, enters, body, *plan)
+            result.unrolled.append(f"{frame} x{plan[0]}")
+            consumers = g.consumers()
+
+
+def _body(g: _Graph, enters: list[NodeDef], consumers) -> set[str]:
+    """Names of the nodes in an Enter's frame: reachable from its Enters, up to its Exits."""
+    seen: set[str] = set()
+    todo = [e.name for e in enters]
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        if g.nodes[name].op != "Exit":
+            todo.extend(c.name for c, _ in consumers.get(name, ()))
+    return seen
+
+
+class _Loop:
+    """One loop var's nodes."""
+
+    def __init__(self, enter: NodeDef, merge: NodeDef, switch: NodeDef, nxt: NodeDef, exit_: NodeDef | None):
+        self.enter, self.merge, self.switch, self.next, self.exit = enter, merge, switch, nxt, exit_
+
+
+def _plan(g: _Graph, enters, body: set[str], consumers, limit: int):
+    """(trip count, loop vars, body order) when the loop can be unrolled, else None."""
+    nodes = [g.nodes[n] for n in body]
+    loop_conds = [n for n in nodes if n.op == "LoopCond"]
+    if len(loop_conds) != 1:
+        return None
+    for n in nodes:
+        if n.op in ("RefEnter", "RefExit", "RefMerge", "RefSwitch", "RefNextIteration", "ControlTrigger"):
+            return None
+        if n.op not in _FRAME_OPS and (get_op(n.op).is_stateful or n.op.startswith("_")):
+            return None
+    loop_vars = []
+    for e in enters:
+        if e.attrs.get("is_constant"):
+            continue
+        users = [c for c, _ in consumers.get(e.name, ())]
+        if len(users) != 1 or users[0].op != "Merge" or len(users[0].data_inputs) != 2:
+            return None
+        merge = users[0]
+        m_users = [(c, i) for c, i in consumers.get(merge.name, ())]
+        if any(not c.inputs[i].startswith("^") and parse_input(c.inputs[i]).index == 1 for c, i in m_users):
+            return None  # value_index read
+        switches = [c for c, _ in m_users if c.op == "Switch"]
+        if len(switches) != 1:
+            return None
+        sw = switches[0]
+        nxt = g.nodes[parse_input(merge.data_inputs[1]).node]
+        if nxt.op != "NextIteration" or parse_input(merge.data_inputs[0]).node != e.name:
+            return None
+        exits = [c for c, i in consumers.get(sw.name, ()) if c.op == "Exit"]
+        loop_vars.append(_Loop(e, merge, sw, nxt, exits[0] if exits else None))
+    # Every Switch/Merge in the body is a loop var's; each Switch's port 0 goes only to its Exit.
+    own = {v.merge.name for v in loop_vars} | {v.switch.name for v in loop_vars}
+    if any(n.op in ("Merge", "Switch") and n.name not in own for n in nodes):
+        return None
+    for v in loop_vars:
+        for c, i in consumers.get(v.switch.name, ()):
+            if c.op != "Exit" and (c.inputs[i].startswith("^") or parse_input(c.inputs[i]).index == 0):
+                return None
+    order = [n for n in topological_order(GraphDef(g.live()), allow_back_edges=LOOP_BACK_EDGES) if n.name in body]
+    copied = [n for n in order if n.op not in _FRAME_OPS]
+    trips = _trip_count(g, loop_vars, order, loop_conds[0], max(limit // max(len(copied), 1), 0))
+    if trips is None:
+        return None
+    return trips, loop_vars, copied
+
+
+def _trip_count(g: _Graph, loop_vars, order, loop_cond: NodeDef, max_trips: int) -> int | None:
+    """Run the loop's nodes on the host as far as their inputs are known; the iterations until
+    LoopCond is false, or None (unknown, or more than ``max_trips``)."""
+    values: dict[str, list] = {}
+
+    def known(tensor: str):
+        ref = parse_input(tensor)
+        out = values.get(ref.node)
+        return None if out is None else out[ref.index]
+
+    def outside(tensor: str):
+        node = g.nodes[parse_input(tensor).node]
+        return node.attrs["value"] if node.op == "Const" and not parse_input(tensor).index else None
+
+    current = [outside(v.enter.inputs[0]) for v in loop_vars]
+    for trips in range(max_trips + 2):
+        values.clear()
+        by_merge = {v.merge.name: x for v, x in zip(loop_vars, current)}
+        for n in order:
+            if n.op == "Merge":
+                values[n.name] = [by_merge[n.name], None]
+            elif n.op == "Enter":
+                values[n.name] = [outside(n.inputs[0])]
+            elif n.op == "Switch":
+                x = known(n.data_inputs[0])
+                values[n.name] = [x, x]
+            elif n.op in ("Exit",):
+                continue
+            else:
+                ins = [known(i) for i in n.data_inputs]
+                if any(x is None or getattr(x, "size", 1) > FOLD_LIMIT for x in ins):
+                    values[n.name] = [None] * 8
+                    continue
+                try:
+                    values[n.name] = run_kernel(n, ins)
+                except Exception:  # unknown: not unrolled; the step reports real errors
+                    values[n.name] = [None] * 8
+        pred = known(loop_cond.data_inputs[0])
+        if pred is None or getattr(pred, "shape", ()) != ():
+            return None
+        if not bool(pred):
+            return trips
+        if trips >= max_trips:
+            return None
+        current = [known(v.next.data_inputs[0]) for v in loop_vars]
+    return None
+
+
+def _unroll(g: _Graph, enters, body: set[str], trips: int, loop_vars, copied: list[NodeDef]) -> None:
+    """Replace the frame by ``trips`` copies of its body; each Exit by an Identity of the final value."""
+    # What waits on the values entering the loop (their deadness): see the module docstring.
+    gate = sorted({_control_source(g, e.inputs[0]) for e in enters})
+    state = [v.enter.inputs[0] for v in loop_vars]  # each var's value entering this iteration
+    merges = {v.merge.name: k for k, v in enumerate(loop_vars)}
+    switches = {v.switch.name: k for k, v in enumerate(loop_vars)}
+    captures = {e.name: e.inputs[0] for e in enters if e.attrs.get("is_constant")}
+    new_nodes: list[NodeDef] = []
+    for it in range(trips):
+        names = {n.name: f"{n.name}/unrolled_{it}" for n in copied}
+
+        def mapped(inp: str, names=names, state=state) -> str | None:
+            ref = parse_input(inp)
+            if ref.is_control and (ref.node in body or ref.node in captures):
+                # Inside the frame a control edge places a node in it (a Const on the pivot) or
+                # orders pure ops: neither matters in straight-line code without conds, and the
+                # gate below keeps the deadness. Kept, they would chain the copies' folded Consts.
+                return None
+            if ref.node in merges or ref.node in switches:
+                k = merges.get(ref.node, switches.get(ref.node))
+                src = state[k]
+                return "^" + parse_input(src).node if ref.is_control else src
+            if ref.node in captures:
+                src = captures[ref.node]
+                return "^" + parse_input(src).node if ref.is_control else src
+            if ref.node in names:
+                new = names[ref.node]
+                return "^" + new if ref.is_control else (new if ref.index == 0 else f"{new}:{ref.index}")
+            return inp
+
+        for n in copied:
+            inputs = [m for m in (mapped(i) for i in n.inputs) if m is not None]
+            if not inputs:
+                inputs = ["^" + c for c in gate]
+            new_nodes.append(NodeDef(names[n.name], n.op, inputs, n.device, dict(n.attrs), n.location))
+        state = [mapped(v.next.data_inputs[0]) for v in loop_vars]
+    for name in body:
+        del g.nodes[name]
+    g.order = g.live()
+    for n in new_nodes:
+        g.order.append(n)
+        g.nodes[n.name] = n
+    for k, v in enumerate(loop_vars):
+        if v.exit is None:
+            continue
+        ident = NodeDef(v.exit.name, "Identity", [state[k], *("^" + c for c in gate)], v.exit.device,
+                        {"T": v.exit.attrs["T"]}, v.exit.location)  # fmt: skip
+        g.order.append(ident)
+        g.nodes[ident.name] = ident
+    g.order = topological_order(GraphDef(g.live()), allow_back_edges=LOOP_BACK_EDGES)
