@@ -109,14 +109,15 @@ def test_variables_live_on_ps_and_compute_on_workers(ps_placed):
 
 
 def test_rnn_loop_split_across_tasks(spread):
-    """Every node of the loop, its control ops included, spread round-robin over 3 tasks."""
+    """Every node of the loop, its control ops included, spread round-robin over 3 tasks (kept a
+    loop: unroll_limit=0, else inference unrolls its 8 known steps)."""
     spread.reset()
     spec = load_spec(MODELS[[p.stem for p in MODELS].index("rnn_sequence_sum")])
     x = np.random.default_rng(2).uniform(-1, 1, (5, 8, 1)).astype(np.float32)
     with Session(spec.graph_def, SessionConfig(graph_seed=3)) as local:
         local.run([], targets=[spec.lowered.init_op])
         want = local.run("prediction", {"x": x})
-    with Session(spec.graph_def, SessionConfig(graph_seed=3), cluster=spread) as sess:
+    with Session(spec.graph_def, SessionConfig(graph_seed=3, unroll_limit=0), cluster=spread) as sess:
         sess.run([], targets=[spec.lowered.init_op])
         got = sess.run("prediction", {"x": x})
         plan = next(p for p in sess._plans.values() if p.fetches == ["prediction:0"])
