@@ -44,3 +44,13 @@ def test_cholesky_of_a_matrix_that_is_not_positive_definite_is_a_clear_error():
         evaluate_op("Cholesky", [np.array([[1.0, 2.0], [2.0, 1.0]])])
     with pytest.raises(OpError, match="Input is not invertible"):
         evaluate_op("MatrixInverse", [np.array([[1.0, 2.0], [2.0, 4.0]])])
+
+
+def test_qr_gradient_refuses_full_matrices_with_more_rows_than_columns():
+    from specflow.errors import GraphError
+
+    b = GraphBuilder()
+    x = b.add_op("Placeholder", attrs={"dtype": "float64", "shape": [4, 3]}, name="x").name
+    q = b.add_op("Qr", [x], {"full_matrices": True}).name
+    with pytest.raises(GraphError, match="full_matrices=true with more rows than columns"):
+        gradients(b, [b.add_op("Sum", [q, b.const(np.array([0, 1], np.int32))]).name], [x])
