@@ -329,20 +329,16 @@ def _orthogonal(builder, dims: list[int], dtype: DType, gain: float, seeds) -> s
     if len(dims) < 2:
         raise SpecError(f"initializer 'orthogonal' needs a variable of rank >= 2, got shape {dims}")
     rows, cols = math.prod(dims[:-1]), dims[-1]
-    # Qr has float16/32/64 kernels; other float types (bfloat16) draw and factor in float32.
-    work = dtype if dtype.name in ("float16", "float32", "float64") else as_dtype("float32")
 
     def op(name, inputs, attrs=None):
         return builder.add_op(name, inputs, attrs or {}, name=builder.unique_name(name), exact_name=True).name
 
     shape = _shape_const(builder, [max(rows, cols), min(rows, cols)])
-    a = op("RandomStandardNormal", [shape], {"dtype": work, **seeds})
+    a = op("RandomStandardNormal", [shape], {"dtype": dtype, **seeds})
     q = op("Qr", [a], {"full_matrices": False})
     signs = op("Sign", [op("DiagPart", [f"{q}:1"])])
     x = op("Mul", [q, signs])  # broadcasts over rows: column j times sign(r[j, j])
     if rows < cols:
         x = op("Transpose", [x, builder.const(np.array([1, 0], np.int32), int32, name="perm")])
     x = op("Reshape", [x, _shape_const(builder, dims)])
-    if work != dtype:
-        x = op("Cast", [x], {"DstT": dtype})
     return _scale_shift(builder, x, dtype, gain, 0.0)
