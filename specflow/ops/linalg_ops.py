@@ -159,21 +159,32 @@ def _solve_upper_right(b, x, r):
     return _mm(b, x, gu.emit(b, "MatrixInverse", r), adj_y=True)
 
 
+def _adjoint(b, x) -> str:
+    t = _transpose(b, x)
+    return gu.emit(b, "Conj", t) if b.spec(x).dtype.is_complex else t
+
+
 def _qr_grad_tall(b, q, r, dq, dr):
     # TF's QrGrad for M >= N, reduced: with qdq = q^H dq and rdr = r dr^H,
     # dA = q (dr + tril(qdq - qdq^H + rdr - rdr^H) r^-H) + (dq - q qdq) r^-H.
     qdq = _mm(b, q, dq, adj_x=True)
     rdr = _mm(b, r, dr, adj_y=True)
-    skew = gu.emit(b, "AddV2", gu.emit(b, "Sub", qdq, _transpose(b, qdq)), gu.emit(b, "Sub", rdr, _transpose(b, rdr)))
+    skew = gu.emit(b, "AddV2", gu.emit(b, "Sub", qdq, _adjoint(b, qdq)), gu.emit(b, "Sub", rdr, _adjoint(b, rdr)))
     tril = gu.emit(b, "MatrixBandPart", skew, gu.const(b, -1, "int64"), gu.const(b, 0, "int64"))
     first = _mm(b, q, gu.emit(b, "AddV2", dr, _solve_upper_right(b, tril, r)))
-    second = _solve_upper_right(b, gu.emit(b, "Sub", dq, _mm(b, q, qdq)), r)
-    return gu.emit(b, "AddV2", first, second)
+    grad = gu.emit(b, "AddV2", first, _solve_upper_right(b, gu.emit(b, "Sub", dq, _mm(b, q, qdq)), r))
+    if not b.spec(q).dtype.is_complex:
+        return grad
+    # Complex: r's real diagonal fixes the phases; TF adds the imaginary part of diag(rdr - qdq^H)
+    # back, i.e. i Im(D) = (D - conj(D)) / 2 for the diagonal matrix D.
+    diag = gu.emit(b, "MatrixBandPart", gu.emit(b, "Sub", rdr, _adjoint(b, qdq)),
+                   gu.const(b, 0, "int64"), gu.const(b, 0, "int64"))  # fmt: skip
+    imag = gu.emit(b, "Mul", gu.emit(b, "Sub", diag, gu.emit(b, "Conj", diag)), gu.const(b, 0.5, b.spec(q).dtype))
+    return gu.emit(b, "AddV2", grad, _solve_upper_right(b, _mm(b, q, imag, adj_y=True), r))
 
 
 @gradient("Qr")
 def _qr_grad(b, node, dys):
-    require_real(node)  # TF's complex form adds a correction on the diagonal's imaginary part
     x = node.data_inputs[0]
     q, r = node.name, f"{node.name}:1"
     s = b.spec(x).shape
