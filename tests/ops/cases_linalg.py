@@ -99,6 +99,7 @@ CASES = [
     Case("Qr", [_cplx], ref=_qr_ref(), id="Qr-complex128"),
     Case("Qr", [f64(2, 3, 5)], check=_qr_props(), id="Qr-properties-wide"),
     Case("Qr", [f64(5, 3)], attrs={"full_matrices": True}, check=_qr_props(full=True), id="Qr-properties-full"),
+    Case("Qr", [np.zeros((2, 0, 3))], ref=_qr_ref(), id="Qr-empty"),
     Case("Qr", [f32(4, 3).astype(np.float16)], check=_qr_props(tol=5e-3), id="Qr-float16"),
     Case("MatrixBandPart", [f32(2, 3, 4), np.int64(1), np.int64(-1)], ref=lambda x, lo, up: _band_ref(x, 1, -1),
          const_inputs=[1, 2]),

@@ -45,6 +45,8 @@ def test_cholesky_of_a_matrix_that_is_not_positive_definite_is_a_clear_error():
         evaluate_op("Cholesky", [np.array([[1.0, 2.0], [2.0, 1.0]])])
     with pytest.raises(OpError, match="Input is not invertible"):
         evaluate_op("MatrixInverse", [np.array([[1.0, 2.0], [2.0, 4.0]])])
+    with pytest.raises(OpError, match=r"input must have rank >= 2, got shape \[3\]"):
+        evaluate_op("Qr", [np.ones(3)])
 
 
 def test_qr_gradient_refuses_full_matrices_with_more_rows_than_columns():
