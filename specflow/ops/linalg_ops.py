@@ -148,7 +148,7 @@ register_op(
 def _qr(ctx, x):
     _qr_shapes(ctx.fail, shape_of(x), False)
     xp = ctx.xp
-    # LAPACK has no half-precision QR: factor in float32, as TF's kernel does through Eigen.
+    # LAPACK (numpy's, cuSOLVER's) has no half-precision QR: factor in float32, round back.
     work = x.astype(xp.float32) if x.dtype == xp.float16 else x
     q, r = xp.linalg.qr(work, mode="complete" if ctx.attrs["full_matrices"] else "reduced")
     return q.astype(x.dtype, copy=False), r.astype(x.dtype, copy=False)

@@ -49,13 +49,17 @@ def test_cholesky_of_a_matrix_that_is_not_positive_definite_is_a_clear_error():
         evaluate_op("Qr", [np.ones(3)])
 
 
-def test_qr_gradient_refuses_full_matrices_with_more_rows_than_columns():
+def test_qr_gradient_refuses_full_tall_matrices_and_dynamic_shapes():
     from specflow.errors import GraphError
 
     b = GraphBuilder()
     x = b.add_op("Placeholder", attrs={"dtype": "float64", "shape": [4, 3]}, name="x").name
     q = b.add_op("Qr", [x], {"full_matrices": True}).name
     with pytest.raises(GraphError, match="full_matrices=true with more rows than columns"):
+        gradients(b, [b.add_op("Sum", [q, b.const(np.array([0, 1], np.int32))]).name], [x])
+    x = b.add_op("Placeholder", attrs={"dtype": "float64", "shape": [None, 3]}, name="x2").name
+    q = b.add_op("Qr", [x]).name
+    with pytest.raises(GraphError, match="the gradient of Qr needs static matrix dimensions"):  # as TF
         gradients(b, [b.add_op("Sum", [q, b.const(np.array([0, 1], np.int32))]).name], [x])
 
 
