@@ -1,4 +1,4 @@
-"""Linear algebra on (batches of) matrices: Cholesky, MatrixInverse, MatrixBandPart,
+"""Linear algebra on (batches of) matrices: Cholesky, MatrixInverse, Qr, MatrixBandPart,
 MatrixDiagV3/MatrixDiagPartV3, Diag/DiagPart, Cross. (Matrix products are in ``matmul_ops``,
 Einsum in ``einsum_ops``.) Every op works on the innermost two dims; outer dims are a batch.
 """
@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from specflow.errors import GraphError
 from specflow.graph.shapes import Shape
 from specflow.ops import grad_util as gu
 from specflow.ops.inference import InferenceContext
@@ -117,6 +118,95 @@ def _matrix_inverse_grad(b, node, dys):
     inv, adj = node.name, node.attrs["adjoint"]
     inner = _mm(b, dys[0], inv, adj_x=adj, adj_y=not adj)
     return [gu.emit(b, "Neg", _mm(b, inv, inner, adj_x=not adj))]
+
+
+# --- Qr ---------------------------------------------------------------------------------------
+
+
+def _qr_shapes(fail, s: Shape, full: bool) -> tuple[Shape, Shape]:
+    if s.rank is None:
+        return Shape.unknown(), Shape.unknown()
+    if s.rank < 2:
+        raise fail(f"input must have rank >= 2, got shape {s}")
+    *batch, m, n = s.dims
+    p = m if full else (None if m is None or n is None else min(m, n))
+    return Shape([*batch, m, p]), Shape([*batch, p, n])
+
+
+register_op(
+    "Qr",
+    inputs=["input: T"],
+    outputs=["q: T", "r: T"],
+    attrs=["full_matrices: bool = false", "T: {float64, float32, float16, complex64, complex128}"],
+    shape=lambda ic: list(_qr_shapes(ic.fail, ic.shape(0), ic.attrs["full_matrices"])),
+    doc="The QR decomposition of each [M, N] matrix: q with orthonormal columns and upper-triangular "
+    "r, q @ r = input; q is [M, P], r [P, N] with P = min(M, N), or P = M with full_matrices.",
+)
+
+
+@kernel("Qr")
+def _qr(ctx, x):
+    _qr_shapes(ctx.fail, shape_of(x), False)
+    xp = ctx.xp
+    # LAPACK (numpy's, cuSOLVER's) has no half-precision QR: factor in float32, round back.
+    work = x.astype(xp.float32) if x.dtype == xp.float16 else x
+    q, r = xp.linalg.qr(work, mode="complete" if ctx.attrs["full_matrices"] else "reduced")
+    return q.astype(x.dtype, copy=False), r.astype(x.dtype, copy=False)
+
+
+def _solve_upper_right(b, x, r):
+    """x @ inverse(r)^H for the square upper-triangular r (TF solves it triangularly)."""
+    return _mm(b, x, gu.emit(b, "MatrixInverse", r), adj_y=True)
+
+
+def _adjoint(b, x) -> str:
+    t = _transpose(b, x)
+    return gu.emit(b, "Conj", t) if b.spec(x).dtype.is_complex else t
+
+
+def _qr_grad_tall(b, q, r, dq, dr):
+    # TF's QrGrad for M >= N, reduced: with qdq = q^H dq and rdr = r dr^H,
+    # dA = q (dr + tril(qdq - qdq^H + rdr - rdr^H) r^-H) + (dq - q qdq) r^-H.
+    qdq = _mm(b, q, dq, adj_x=True)
+    rdr = _mm(b, r, dr, adj_y=True)
+    skew = gu.emit(b, "AddV2", gu.emit(b, "Sub", qdq, _adjoint(b, qdq)), gu.emit(b, "Sub", rdr, _adjoint(b, rdr)))
+    tril = gu.emit(b, "MatrixBandPart", skew, gu.const(b, -1, "int64"), gu.const(b, 0, "int64"))
+    first = _mm(b, q, gu.emit(b, "AddV2", dr, _solve_upper_right(b, tril, r)))
+    grad = gu.emit(b, "AddV2", first, _solve_upper_right(b, gu.emit(b, "Sub", dq, _mm(b, q, qdq)), r))
+    if not b.spec(q).dtype.is_complex:
+        return grad
+    # Complex: r's real diagonal fixes the phases; TF adds the imaginary part of diag(rdr - qdq^H)
+    # back, i.e. i Im(D) = (D - conj(D)) / 2 for the diagonal matrix D.
+    diag = gu.emit(b, "MatrixBandPart", gu.emit(b, "Sub", rdr, _adjoint(b, qdq)),
+                   gu.const(b, 0, "int64"), gu.const(b, 0, "int64"))  # fmt: skip
+    imag = gu.emit(b, "Mul", gu.emit(b, "Sub", diag, gu.emit(b, "Conj", diag)), gu.const(b, 0.5, b.spec(q).dtype))
+    return gu.emit(b, "AddV2", grad, _solve_upper_right(b, _mm(b, q, imag, adj_y=True), r))
+
+
+@gradient("Qr")
+def _qr_grad(b, node, dys):
+    x = node.data_inputs[0]
+    q, r = node.name, f"{node.name}:1"
+    s = b.spec(x).shape
+    if s.rank is None or s[-1] is None or s[-2] is None:
+        raise GraphError(f"the gradient of Qr needs static matrix dimensions, got input shape {s}",
+                         node=node.name, location=node.location)
+    m, n = s[-2], s[-1]
+    if node.attrs["full_matrices"] and m > n:
+        raise GraphError(f"the gradient of Qr is not defined for full_matrices=true with more rows than "
+                         f"columns (input shape {s}), as in TensorFlow", node=node.name, location=node.location)
+    dq, dr = dys
+    if m >= n:
+        return [_qr_grad_tall(b, q, r, dq, dr)]
+    # Wide: split input = [X, Y] and r = [U, V] after M columns; X = q U is the square case with
+    # q's gradient also collecting Y dV^H, and dY = q dV.
+    axis = gu.const(b, -1, "int32")
+    sizes = gu.const(b, [m, n - m], "int32")
+    _, y = gu.outputs(b, "SplitV", 2, x, sizes, axis, num_split=2)
+    u, _ = gu.outputs(b, "SplitV", 2, r, sizes, axis, num_split=2)
+    du, dv = gu.outputs(b, "SplitV", 2, dr, sizes, axis, num_split=2)
+    dx = _qr_grad_tall(b, q, u, gu.emit(b, "AddV2", dq, _mm(b, y, dv, adj_y=True)), du)
+    return [gu.emit(b, "ConcatV2", dx, _mm(b, q, dv), axis, N=2)]
 
 
 # --- MatrixBandPart ---------------------------------------------------------------------------

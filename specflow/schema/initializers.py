@@ -7,12 +7,13 @@ Spec forms (Keras' names and formulas)::
     {random_normal: {mean: 0.0, stddev: 0.05, seed: 1}}
     {truncated_normal: {mean: 0.0, stddev: 0.05, seed: 1}}
     glorot_uniform | glorot_normal | he_normal | he_uniform   (each also {name: {seed: N}})
+    orthogonal | {orthogonal: {gain: 1.0, seed: 1}}   (Keras' recurrent default; rank >= 2)
     {checkpoint: model.ckpt} | {checkpoint: {prefix: model.ckpt, key: dense/kernel}}
         the value stored in a TF checkpoint bundle (``specflow import`` writes one beside the
         spec; the prefix is relative to the spec file, the key defaults to the variable's name)
 
 ``emit_initializer`` builds the initial value as ops (RandomUniform + Mul + Add, TruncatedNormal
-* stddev, Fill / Const), so the graph alone says how a variable starts, as in TensorFlow.
+* stddev, Fill / Const; orthogonal: RandomStandardNormal + Qr + Sign...), so the graph alone says how a variable starts, as in TensorFlow.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ _PARAMS: dict[str, dict[str, Any]] = {
     "glorot_normal": {"seed": None},
     "he_normal": {"seed": None},
     "he_uniform": {"seed": None},
+    "orthogonal": {"gain": 1.0, "seed": None},
     "checkpoint": {"prefix": None, "key": None},
 }
 INITIALIZER_NAMES = tuple(_PARAMS)
@@ -225,6 +227,8 @@ def emit_initializer(
         return _normal(builder, "RandomStandardNormal", dims, dtype, p["mean"], p["stddev"], seeds)
     if kind == "truncated_normal":
         return _normal(builder, "TruncatedNormal", dims, dtype, p["mean"], p["stddev"], seeds)
+    if kind == "orthogonal":
+        return _orthogonal(builder, dims, dtype, float(p["gain"]), seeds)
     # Variance scaling (Keras): glorot averages the fans, he uses fan_in.
     n = (fan_in + fan_out) / 2.0 if kind.startswith("glorot") else fan_in
     scale = 2.0 if kind.startswith("he") else 1.0
@@ -316,3 +320,25 @@ def _normal(builder, op, dims, dtype, mean, stddev, seeds) -> str:
     shape = _shape_const(builder, dims)
     r = builder.add_op(op, [shape], {"dtype": dtype, **seeds}, name=builder.unique_name(op), exact_name=True).name
     return _scale_shift(builder, r, dtype, float(stddev), float(mean))
+
+
+def _orthogonal(builder, dims: list[int], dtype: DType, gain: float, seeds) -> str:
+    """Keras' Orthogonal: the q of a standard normal [max(r, c), min(r, c)] draw's QR, its columns
+    multiplied by sign(diag(r)) (so q is uniformly distributed; Keras uses sign, a zero diagonal
+    would zero a column, with probability 0), transposed when r < c, reshaped, times gain."""
+    if len(dims) < 2:
+        raise SpecError(f"initializer 'orthogonal' needs a variable of rank >= 2, got shape {dims}")
+    rows, cols = math.prod(dims[:-1]), dims[-1]
+
+    def op(name, inputs, attrs=None):
+        return builder.add_op(name, inputs, attrs or {}, name=builder.unique_name(name), exact_name=True).name
+
+    shape = _shape_const(builder, [max(rows, cols), min(rows, cols)])
+    a = op("RandomStandardNormal", [shape], {"dtype": dtype, **seeds})
+    q = op("Qr", [a], {"full_matrices": False})
+    signs = op("Sign", [op("DiagPart", [f"{q}:1"])])
+    x = op("Mul", [q, signs])  # broadcasts over rows: column j times sign(r[j, j])
+    if rows < cols:
+        x = op("Transpose", [x, builder.const(np.array([1, 0], np.int32), int32, name="perm")])
+    x = op("Reshape", [x, _shape_const(builder, dims)])
+    return _scale_shift(builder, x, dtype, gain, 0.0)

@@ -1,4 +1,4 @@
-"""Cases for linalg_ops: Cholesky, MatrixInverse, MatrixBandPart, MatrixDiagV3/MatrixDiagPartV3,
+"""Cases for linalg_ops: Cholesky, MatrixInverse, Qr, MatrixBandPart, MatrixDiagV3/MatrixDiagPartV3,
 Diag/DiagPart, Cross. MatrixDiag references follow TF's documented element rule with loops; the
 fixed RIGHT_LEFT example is TF's own docstring example."""
 
@@ -52,6 +52,31 @@ def _diag_part_ref(x, k, pad, align="RIGHT_LEFT"):
     return out[..., 0, :] if lo == hi else out
 
 
+def _qr_ref(mode="reduced"):
+    # numpy.linalg.qr runs the same LAPACK Householder routine (geqrf) as TF's CPU kernel, so
+    # even the signs of q's columns and r's rows agree.
+    return lambda x: np.linalg.qr(x, mode=mode)
+
+
+def _qr_props(full=False, tol=1e-10):
+    """q @ r rebuilds the input, q's columns are orthonormal, r is upper triangular (sign-free)."""
+
+    def check(outs, inputs):
+        q, r = (np.asarray(o) for o in outs)
+        x = inputs[0]
+        m, n = x.shape[-2:]
+        p = m if full else min(m, n)
+        assert q.shape == x.shape[:-2] + (m, p) and r.shape == x.shape[:-2] + (p, n)
+        np.testing.assert_allclose(q @ r, x, atol=tol * 10)
+        eye = np.broadcast_to(np.eye(p), q.shape[:-2] + (p, p))
+        np.testing.assert_allclose(np.conj(np.swapaxes(q, -1, -2)) @ q, eye, atol=tol)
+        np.testing.assert_array_equal(np.tril(r, -1), 0)
+
+    return check
+
+
+_cplx = (f64(3, 2) + 1j * f64(3, 2)).astype(np.complex128)
+
 # TF's MatrixDiagV3 docstring: k = (-1, 1), align RIGHT_LEFT, diagonals [[0, 2, 3], [1, 2, 3], [4, 5, 0]]
 # (superdiagonal left-padded, subdiagonal right-padded) give [[1, 2, 0], [4, 2, 3], [0, 5, 3]].
 _tf_diags = np.array([[0, 2, 3], [1, 2, 3], [4, 5, 0]], np.int32)
@@ -67,6 +92,15 @@ CASES = [
     Case("MatrixInverse", [_spd(2)], ref=np.linalg.inv),
     Case("MatrixInverse", [f32(3, 3) + 3 * np.eye(3, dtype=np.float32)], attrs={"adjoint": True}, rtol=1e-5,
          ref=lambda x: np.linalg.inv(x.T), id="MatrixInverse-adjoint"),
+    Case("Qr", [f64(2, 4, 3)], ref=_qr_ref(), id="Qr-tall-batch"),
+    Case("Qr", [f64(3, 5)], ref=_qr_ref(), id="Qr-wide"),
+    Case("Qr", [f64(4, 2)], attrs={"full_matrices": True}, ref=_qr_ref("complete"), id="Qr-full-matrices"),
+    Case("Qr", [f32(3, 3)], ref=_qr_ref(), rtol=1e-5, atol=1e-5, id="Qr-float32"),
+    Case("Qr", [_cplx], ref=_qr_ref(), id="Qr-complex128"),
+    Case("Qr", [f64(2, 3, 5)], check=_qr_props(), id="Qr-properties-wide"),
+    Case("Qr", [f64(5, 3)], attrs={"full_matrices": True}, check=_qr_props(full=True), id="Qr-properties-full"),
+    Case("Qr", [np.zeros((2, 0, 3))], ref=_qr_ref(), id="Qr-empty"),
+    Case("Qr", [f32(4, 3).astype(np.float16)], check=_qr_props(tol=5e-3), id="Qr-float16"),
     Case("MatrixBandPart", [f32(2, 3, 4), np.int64(1), np.int64(-1)], ref=lambda x, lo, up: _band_ref(x, 1, -1),
          const_inputs=[1, 2]),
     Case("MatrixBandPart", [i32(4, 3), np.int32(0), np.int32(0)], ref=lambda x, lo, up: _band_ref(x, 0, 0),

@@ -11,6 +11,12 @@ _a = g64(2, 3, 3) + 3 * np.eye(3)
 CASES = [
     GradCase("MatrixInverse", [_a]),
     GradCase("MatrixInverse", [_a[0]], attrs={"adjoint": True}, id="MatrixInverse-adjoint"),
+    # Fixed inputs keep the Householder signs stable under the finite-difference steps.
+    GradCase("Qr", [g64(2, 4, 3)], id="Qr-tall"),
+    GradCase("Qr", [g64(3, 3)], id="Qr-square"),
+    GradCase("Qr", [g64(2, 3, 5)], id="Qr-wide"),
+    GradCase("Qr", [g64(3, 4)], attrs={"full_matrices": True}, id="Qr-wide-full"),
+    GradCase("Qr", [g64(4, 3)], outputs=[1], id="Qr-tall-r-only"),
     GradCase("MatrixBandPart", [g64(2, 3, 4), np.int64(1), np.int64(0)]),
     GradCase("MatrixDiagV3", [g64(2, 3), np.array([-1, 0], np.int32), np.int32(3), np.int32(3), np.float64(0.5)],
              wrt=[0]),  # TF gives padding_value no gradient

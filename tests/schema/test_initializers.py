@@ -146,3 +146,45 @@ def test_seeds():
     emit_initializer(b, {"random_normal": {"seed": 4}}, [2], "float32", seed=9, graph_seed=1)
     rnd = next(n for n in b.graph_def if n.op == "RandomStandardNormal")
     assert (rnd.attrs["seed"], rnd.attrs["seed2"]) == (1, 4)
+
+
+@pytest.mark.parametrize("shape", [[6, 6], [12, 4], [4, 12], [2, 3, 5, 7]])
+def test_orthogonal_is_orthogonal(shape):
+    v = value_of({"orthogonal": {"seed": 3}}, shape, "float64")
+    assert v.shape == tuple(shape)
+    flat = v.reshape(-1, shape[-1])
+    rows, cols = flat.shape
+    # Orthonormal columns when tall (or square), orthonormal rows when wide, as in Keras.
+    gram = flat.T @ flat if rows >= cols else flat @ flat.T
+    np.testing.assert_allclose(gram, np.eye(min(rows, cols)), atol=1e-12)
+
+
+def test_orthogonal_follows_keras_recipe_with_the_same_draw():
+    # The same seeded normal draw, factored by numpy (same LAPACK routine): q * sign(diag(r)).
+    b = GraphBuilder()
+    t = emit_initializer(b, {"orthogonal": {"seed": 2}}, [3, 5], "float64")
+    draw = next(n for n in b.graph_def if n.op == "RandomStandardNormal")
+    a = evaluate(b.graph_def, draw.name)
+    assert a.shape == (5, 3)
+    q, r = np.linalg.qr(a)
+    np.testing.assert_allclose(evaluate(b.graph_def, t), (q * np.sign(np.diag(r))).T, atol=1e-12)
+    assert {"Qr", "Sign", "Transpose", "Reshape"} <= {n.op for n in b.graph_def}
+
+
+def test_orthogonal_seeds_gain_and_dtypes():
+    a = value_of({"orthogonal": {"seed": 1}}, [8, 8])
+    assert a.dtype == np.float32
+    np.testing.assert_array_equal(a, value_of({"orthogonal": {"seed": 1}}, [8, 8]))
+    np.testing.assert_array_equal(a, value_of("orthogonal", [8, 8], seed=1))  # the derived seed
+    assert not np.array_equal(a, value_of({"orthogonal": {"seed": 2}}, [8, 8]))
+    np.testing.assert_allclose(value_of({"orthogonal": {"seed": 1, "gain": 2.5}}, [8, 8]), 2.5 * a, rtol=1e-6)
+    half = value_of({"orthogonal": {"seed": 1}}, [4, 4], "float16")
+    assert half.dtype == np.float16
+    np.testing.assert_allclose(half.astype(np.float32).T @ half.astype(np.float32), np.eye(4), atol=1e-2)
+    assert Holder(init={"orthogonal": {"gain": 2}}).init.params == {"gain": 2, "seed": None}
+    with pytest.raises(ValidationError, match="'gain' of initializer 'orthogonal' must be a number"):
+        Holder(init={"orthogonal": {"gain": "big"}})
+    from specflow.errors import SpecError
+
+    with pytest.raises(SpecError, match="needs a variable of rank >= 2, got shape \\[5\\]"):
+        value_of("orthogonal", [5])

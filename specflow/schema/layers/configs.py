@@ -258,8 +258,7 @@ class RNNConfig(LayerConfig):
     dropout: float = Field(0.0, ge=0.0, lt=1.0)
     recurrent_dropout: float = Field(0.0, ge=0.0, lt=1.0)
     kernel_initializer: InitializerSpec = "glorot_uniform"
-    # Keras uses orthogonal; there is no orthogonal initializer here yet.
-    recurrent_initializer: InitializerSpec = "glorot_uniform"
+    recurrent_initializer: InitializerSpec = "orthogonal"  # Keras' default for LSTM/GRU/SimpleRNN
     bias_initializer: InitializerSpec = "zeros"
     seed: int | None = None
 
