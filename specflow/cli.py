@@ -458,9 +458,12 @@ def train(
     seed: int | None = typer.Option(None, "--seed", help="Seed for initializers, data order and random ops."),
     devices: str | None = DevicesOpt,
     set_: list[str] | None = SetOpt,
+    cluster: str | None = typer.Option(None, "--cluster", help="Train on Ray tasks, e.g. local:ps=1,worker=2 (train.distributed picks async or sync)."),
+    address: str | None = typer.Option(None, "--address", help="Attach to a running Ray cluster (host:port or auto)."),
 ):
     """Train a model: progress bar, checkpoints, TensorBoard summaries, evaluation; Ctrl-C or
-    SIGTERM saves a final checkpoint (a second signal exits at once)."""
+    SIGTERM saves a final checkpoint (a second signal exits at once). With --cluster: variables
+    on the ps tasks, one replica per worker, each on its own shard of the data."""
     from specflow.train.loop import Trainer, TrainOptions
     from specflow.views.train_view import ProgressListener, result_table
 
@@ -468,7 +471,16 @@ def train(
     logdir = logdir or _default_logdir(spec)
     _quiet_numeric_warnings()
     with ProgressListener(out) as listener:
-        trainer = Trainer(s, TrainOptions(logdir=logdir, steps=steps, resume=resume, devices=devices), listener)
+        options = TrainOptions(logdir=logdir, steps=steps, resume=resume, devices=devices)
+        if cluster or address:
+            from specflow.distributed.training import DistributedTrainer
+
+            if devices:
+                raise UserError("--devices is for a local run; a cluster's tasks have their own devices")
+            cspec = _cluster_spec(s, cluster, address, None, None)
+            trainer = DistributedTrainer(s, options, listener, cluster=cspec, address=address)
+        else:
+            trainer = Trainer(s, options, listener)
         with _stop_on_signals(trainer.request_stop):
             result = trainer.run()
     out.print(result_table(result, logdir))
