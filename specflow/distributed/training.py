@@ -36,7 +36,8 @@ from specflow.train.loop import Trainer, TrainingError, TrainResult, has_run
 from specflow.train.sharding import ShardBatches
 
 from .engine import Cluster
-from .replicas import replica_sessions, replica_tasks, training_cluster
+from .replicas import ReplicaAssignment, replica_sessions, replica_tasks, training_cluster
+from .sharded_checkpoint import ShardedSaver
 from .sync_replicas import SyncReplicas
 
 
@@ -78,6 +79,7 @@ class DistributedTrainer(Trainer):
         self.sync = SyncReplicas(n) if self.mode == "sync" else None
         self.graph = build_training_graph(self.spec, cfg, None, replicas=self.sync)
         self.save_restore = state.add_save_restore(self.graph.builder, self.graph.variables)
+        self.saver = ShardedSaver(self.graph.builder, self.save_restore, self._variable_tasks())
         inputs = select(self.train_arrays, cfg.data.feeds)
         d = cfg.data
         self.shards = [ShardBatches(inputs, k, n, batch_size=d.batch_size, shuffle=d.shuffle, seed=d.seed)
@@ -96,9 +98,15 @@ class DistributedTrainer(Trainer):
         self.eval_writer = SummaryWriter(self.logdir / "eval")
         self.hooks = self._hooks()
 
+    def _variable_tasks(self) -> dict[str, str]:
+        """Checkpointed variable -> its ps task, as every replica's assignment decides it."""
+        a = ReplicaAssignment(self.cluster.spec, self.tasks[0], self.strategy)
+        a.update(self.graph.builder.graph_def)
+        return {name: a.by_node[v.handle] for name, v in self.save_restore.variables.items()}
+
     def save(self, step: int) -> str:
-        tensors = state.capture(self.session, self.save_restore, step)
-        path = self.checkpoints.save(tensors, step)
+        """A sharded checkpoint: each ps task writes its variables (``sharded_checkpoint.py``)."""
+        path = self.checkpoints.save({}, step, write=lambda prefix: self.saver.write(self.session, prefix, step))
         self.last_checkpoint = path
         self.listener.on_checkpoint(step, path)
         return path
