@@ -12,10 +12,9 @@ from __future__ import annotations
 import dataclasses
 
 from specflow.errors import SpecflowError
-
-from .cluster_spec import ClusterSpec
 from specflow.runtime.place import PlacementOptions, place
 
+from .cluster_spec import ClusterSpec
 from .placement import TaskAssignment, _unrequested, _variable_bytes
 
 
