@@ -80,17 +80,23 @@ def training_cluster(spec: ClusterSpec) -> ClusterSpec:
     return dataclasses.replace(spec, placement="ps")
 
 
-def replica_sessions(graph_def, cluster, seed: int | None, strategy: str) -> list:
-    """One ClusterSession per replica task over the connected ``cluster`` (chief first), plus a
-    driver session for the chief's own work (init, restore, apply, checkpoints, evaluation)."""
+DRIVER_TASK = "/job:ps/replica:0/task:0"
+
+
+def replica_session(graph_def, cluster, seed: int | None, strategy: str, task: str):
+    """A ClusterSession over the connected ``cluster`` whose compute runs on ``task``."""
     from specflow.runtime.session import SessionConfig
 
     from .master import ClusterSession
 
-    sessions = []
+    sess = ClusterSession(graph_def, SessionConfig(graph_seed=seed), cluster=cluster)
+    sess.assignment = ReplicaAssignment(cluster.spec, task, strategy)
+    return sess
+
+
+def replica_sessions(graph_def, cluster, seed: int | None, strategy: str) -> list:
+    """A driver session for the chief's own work (init, restore, sync's apply, checkpoints,
+    summaries, evaluation), then one session per replica task (chief first). The driver computes
+    on ps 0, so losing a worker never takes the chief's session with it."""
     tasks = replica_tasks(cluster.spec)
-    for task in [tasks[0], *tasks]:
-        sess = ClusterSession(graph_def, SessionConfig(graph_seed=seed), cluster=cluster)
-        sess.assignment = ReplicaAssignment(cluster.spec, task, strategy)
-        sessions.append(sess)
-    return sessions
+    return [replica_session(graph_def, cluster, seed, strategy, t) for t in [DRIVER_TASK, *tasks]]

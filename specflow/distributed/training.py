@@ -25,7 +25,7 @@ import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 
-from specflow.errors import OutOfRangeError
+from specflow.errors import OutOfRangeError, RuntimeFailure
 from specflow.io.checkpoint import CheckpointManager
 from specflow.io.summaries import SummaryWriter
 from specflow.train import state
@@ -36,12 +36,13 @@ from specflow.train.loop import Trainer, TrainingError, TrainResult, has_run
 from specflow.train.sharding import ShardBatches
 
 from .engine import Cluster
+from .recovery import Recovery
 from .replicas import ReplicaAssignment, replica_sessions, replica_tasks, training_cluster
 from .sharded_checkpoint import ShardedSaver
 from .sync_replicas import SyncReplicas
 
 
-class DistributedTrainer(Trainer):
+class DistributedTrainer(Recovery, Trainer):
     """A Trainer whose steps run on ``cluster`` (a ClusterSpec, or a connected Cluster to share)."""
 
     def __init__(self, spec, options, listener=None, *, cluster, address: str | None = None):
@@ -49,6 +50,8 @@ class DistributedTrainer(Trainer):
         dist = self.cfg.distributed
         self.mode = dist.mode if dist else "async"
         self.strategy = dist.placement if dist else "greedy"
+        self.health_timeout_s = dist.health_timeout_s if dist else None
+        self.last_restored: str | None = None
         if isinstance(cluster, Cluster):
             self.cluster, self._owns_cluster = cluster, False
         else:
@@ -93,6 +96,7 @@ class DistributedTrainer(Trainer):
         if latest is not None:
             state.restore(self.session, self.save_restore, self.checkpoints.restore(latest), latest)
         self.step = int(self.session.run(self.graph.global_step.read))
+        self._start_health(self.health_timeout_s)
         self.logdir.mkdir(parents=True, exist_ok=True)
         self.writer = SummaryWriter(self.logdir)
         self.eval_writer = SummaryWriter(self.logdir / "eval")
@@ -106,7 +110,12 @@ class DistributedTrainer(Trainer):
 
     def save(self, step: int) -> str:
         """A sharded checkpoint: each ps task writes its variables (``sharded_checkpoint.py``)."""
-        path = self.checkpoints.save({}, step, write=lambda prefix: self.saver.write(self.session, prefix, step))
+        gen = self.gen
+        try:
+            path = self.checkpoints.save({}, step, write=lambda prefix: self.saver.write(self.session, prefix, step))
+        except RuntimeFailure as e:  # a task lost mid-save: no checkpoint was written (the index comes last)
+            self.recover(gen, e)
+            return self.last_checkpoint
         self.last_checkpoint = path
         self.listener.on_checkpoint(step, path)
         return path
@@ -140,6 +149,7 @@ class DistributedTrainer(Trainer):
                            checkpoint=self.last_checkpoint)  # fmt: skip
 
     def _close(self) -> None:
+        self._stop_health()
         for w in ("writer", "eval_writer"):
             if hasattr(self, w):
                 getattr(self, w).close()
@@ -158,8 +168,12 @@ class DistributedTrainer(Trainer):
         for h in self.hooks:
             extra.update(h.before_step(self, self.step - 1))
         if extra:
-            values = self.session.run(list(extra.values()), self._feeds(k, j))
-            got.update(zip(extra, values))
+            gen = self.gen
+            try:
+                values = self.session.run(list(extra.values()), self._feeds(k, j))
+                got.update(zip(extra, values))
+            except RuntimeFailure as e:  # summaries of this step are skipped
+                self.recover(gen, e)
         for h in self.hooks:
             h.after_step(self, self.step, got)
         elapsed = time.perf_counter() - self._t0
@@ -177,23 +191,30 @@ class DistributedTrainer(Trainer):
         n = len(self.tasks)
         start = self.step // n  # each worker's next batch of its shard (the steps split evenly)
         g = self.graph
-        claimed = [self.step]  # steps handed out: exactly total_steps updates, whoever runs them
+        self._claimed = self.step  # steps handed out: exactly total_steps updates, whoever runs them
         lock = threading.Lock()
 
-        def claim() -> bool:
+        def claim(n: int = 1) -> bool:
             with lock:
-                if self._stop.is_set() or claimed[0] >= self.total_steps:
+                if n > 0 and (self._stop.is_set() or self._claimed >= self.total_steps):
                     return False
-                claimed[0] += 1
+                self._claimed += n
                 return True
 
         def work(k: int) -> None:
-            sess, j = self.replicas[k], start
+            j = start
             try:
                 while claim():
-                    loss, gs = sess.run([g.loss, g.global_step.read], self._feeds(k, j), targets=[g.train_op])
+                    gen = self.gen
+                    try:
+                        loss, gs = self.replicas[k].run([g.loss, g.global_step.read], self._feeds(k, j),
+                                                        targets=[g.train_op])  # fmt: skip
+                    except RuntimeFailure as e:  # a lost task: recover (or re-raise), then go on
+                        claim(-1)
+                        self.recover(gen, e)
+                        continue
                     self.worker_steps[k] += 1
-                    reports.put((k, j, float(loss), int(gs)))
+                    reports.put((k, j, float(loss), int(gs), gen))
                     j += 1
             except BaseException as e:  # noqa: BLE001 - re-raised in the chief's thread
                 reports.put(e)
@@ -212,8 +233,8 @@ class DistributedTrainer(Trainer):
                 elif isinstance(r, BaseException):
                     error = error or r
                     self._stop.set()
-                elif error is None:
-                    k, j, loss, gs = r
+                elif error is None and r[4] == self.gen:  # a report from before a restore is void
+                    k, j, loss, gs, _ = r
                     self._after_step(gs, loss, k, j)
         except BaseException:
             self._stop.set()
@@ -229,10 +250,21 @@ class DistributedTrainer(Trainer):
         self.step = int(self.session.run(g.global_step.read))
         return loss
 
+    def on_restored(self) -> None:
+        self._claimed = self.step
+
     def _push(self, k: int, s: int) -> tuple[int, float]:
         feeds = self._feeds(k, s)
         feeds[self.sync.local_step] = s
-        (loss,) = self.replicas[k].run([self.graph.loss], feeds, targets=[self.sync.push_ops[k]])
+        while True:
+            gen = self.gen
+            try:
+                (loss,) = self.replicas[k].run([self.graph.loss], feeds, targets=[self.sync.push_ops[k]])
+                break
+            except RuntimeFailure as e:  # the step is retried once the lost task is back
+                self.recover(gen, e)
+                if self._stop.is_set():
+                    raise
         self.worker_steps[k] += 1
         return s, float(loss)
 
@@ -259,7 +291,12 @@ class DistributedTrainer(Trainer):
                                 fresh.append((k, value))
                             else:  # a straggler's push for an older step: dropped; it starts step s
                                 inflight[pool.submit(self._push, k, s)] = k
-                    self.session.run([], targets=[g.train_op])
+                    gen = self.gen
+                    try:
+                        self.session.run([], targets=[g.train_op])
+                    except RuntimeFailure as e:  # a ps lost: restored; go on from its step
+                        self.recover(gen, e)
+                        continue
                     loss = sum(v for _, v in fresh) / len(fresh)
                     self._after_step(s + 1, loss, fresh[0][0], s)
             finally:

@@ -399,6 +399,7 @@ class DistributedConfig(StrictModel):
     mode: Literal["async", "sync"] = "async"
     replicas_to_aggregate: PosInt | None = None  # sync: gradients averaged per step (default: every worker)
     placement: Literal["greedy", "round_robin"] = "greedy"  # variables over the ps tasks
+    health_timeout_s: Positive = 3.0  # a task dead or silent this long is lost and recovered
 
 
 class TrainConfig(StrictModel):
