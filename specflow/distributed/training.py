@@ -291,6 +291,8 @@ class DistributedTrainer(Recovery, Trainer):
                                 fresh.append((k, value))
                             else:  # a straggler's push for an older step: dropped; it starts step s
                                 inflight[pool.submit(self._push, k, s)] = k
+                    if self.step != s:  # a ps was restored meanwhile: these pushes are for a step gone
+                        continue
                     gen = self.gen
                     try:
                         self.session.run([], targets=[g.train_op])
