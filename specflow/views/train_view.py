@@ -51,6 +51,10 @@ class ProgressListener:
         """On a cluster: each worker replica's steps/s (shown beside the metrics)."""
         self.workers = " ".join(f"{_short(t)} {r:.0f}/s" for t, r in rates.items())
 
+    def on_notice(self, text: str) -> None:
+        """Something the run recovered from (a lost task)."""
+        self._log(f"[yellow]{text}[/yellow]")
+
     def on_eval(self, step: int, metrics: dict[str, float]) -> None:
         self.metrics = dict(metrics)
         self._log(f"step {step}: eval " + ", ".join(f"{k} {v:.4f}" for k, v in metrics.items()))

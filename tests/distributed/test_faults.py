@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 from pathlib import Path
 
 import pytest
@@ -116,3 +117,33 @@ def test_lost_ps_during_a_checkpoint_save(cluster, tmp_path, undisturbed, monkey
     # The save at ~40 never happened: back to the one at ~20 (async: a multiple crossed, not hit).
     assert 20 <= trainer.recoveries[0]["step_after"] < 30
     _check_finished(spec, tmp_path, result, undisturbed)
+
+
+def test_a_task_that_stops_answering_is_noticed_within_the_timeout(cluster):
+    from specflow.distributed.health import HealthMonitor
+
+    pid = cluster.infos[WORKER1]["pid"]
+    monitor = HealthMonitor(cluster, timeout_s=1.0)
+    assert monitor.check() == []
+    os.kill(pid, signal.SIGSTOP)  # alive but silent, as a hung process
+    try:
+        t0 = time.monotonic()
+        assert monitor.check() == [WORKER1]
+        assert time.monotonic() - t0 < 2.0
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    assert monitor.check() == []
+
+
+def test_stop_request_ends_every_worker_after_a_final_checkpoint(cluster, tmp_path):
+    """What Ctrl-C/SIGTERM does through the CLI's _stop_on_signals: request_stop()."""
+
+    class StopAt(Listener):
+        def on_step(self, step, loss, rate):
+            if step >= 15:
+                self.trainer.request_stop()
+
+    listener = StopAt()
+    trainer, result = _run(_spec("async"), tmp_path, cluster, listener)
+    assert result.stopped_by == "interrupt" and 15 <= result.step < 20
+    assert result.checkpoint.endswith(f"model.ckpt-{result.step}")
