@@ -1,0 +1,105 @@
+"""Training throughput on Ray tasks: ``python -m benchmarks.distributed --training``.
+
+Examples/s of ``specflow train`` locally vs on 1 ps + 1 worker and 1 ps + 2 workers (async and
+sync), for the digits MLP (batch 64) and a compute-heavy MLP (784-1024-1024-10, batch 256, random
+data), one compute thread per worker. Timed from a warm-up step to the last step (plans built,
+caches warm); bytes per step are the tensors crossing tasks in one replica's step.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from specflow.schema.loader import load_spec_text
+from specflow.train.loop import Listener, Trainer, TrainOptions
+
+DIGITS = (Path(__file__).resolve().parent.parent / "models" / "digits_mlp.yaml").read_text()
+HEAVY = """
+specflow: 1
+name: heavy_mlp
+seed: 0
+inputs:
+  x: {dtype: float32, shape: [null, 784]}
+  y: {dtype: int64, shape: [null]}
+nodes:
+  h1: {layer: dense, inputs: [x], units: 1024, activation: relu}
+  h2: {layer: dense, inputs: [h1], units: 1024, activation: relu}
+  logits: {layer: dense, inputs: [h2], units: 10}
+  xent: {op: SparseSoftmaxCrossEntropyWithLogits, inputs: [logits, y]}
+  loss: {op: Mean, inputs: ["xent:0"]}
+train:
+  loss: loss
+  optimizer: {sgd: {learning_rate: 0.01}}
+  data: {source: {npz: DATA}, feeds: {x: x, y: y}, batch_size: 256}
+  steps: 1000
+  checkpoints: {every_steps: 100000}
+  summaries: {every_steps: 100000, graph: false}
+"""
+
+
+class _Clock(Listener):
+    def __init__(self, warm: int):
+        self.warm, self.t_warm, self.s_warm, self.t_end, self.s_end = warm, None, None, None, None
+
+    def on_step(self, step, loss, rate):
+        now = time.perf_counter()
+        if self.t_warm is None and step >= self.warm:
+            self.t_warm, self.s_warm = now, step
+        self.t_end, self.s_end = now, step
+
+
+def _spec(name: str, mode: str, data_dir: str):
+    if name == "digits_mlp":
+        text = DIGITS.replace("  steps: 2000", f"  steps: 2000\n  distributed: {{mode: {mode}}}")
+        text = text.replace("every_steps: 500", "every_steps: 100000").replace("every_steps: 200", "every_steps: 100000")
+    else:
+        path = os.path.join(data_dir, "heavy.npz")
+        if not os.path.exists(path):
+            rng = np.random.default_rng(0)
+            np.savez(path, x=rng.standard_normal((4096, 784)).astype(np.float32), y=rng.integers(0, 10, 4096))
+        text = HEAVY.replace("DATA", path) + f"  distributed: {{mode: {mode}}}\n"
+    return load_spec_text(text, f"{name}.yaml")
+
+
+def examples_per_sec(name: str, where: str, mode: str, steps: int, warm: int, data_dir: str) -> float:
+    """``where``: "local", or a cluster "ps=1,worker=N"."""
+    spec = _spec(name, mode, data_dir)
+    clock = _Clock(warm)
+    logdir = tempfile.mkdtemp(prefix="bench-train-")
+    options = TrainOptions(logdir=Path(logdir), steps=steps)
+    if where == "local":
+        Trainer(spec, options, clock).run()
+        per_step = 1
+    else:
+        from specflow.distributed import Cluster, ClusterSpec, parse_cli
+        from specflow.distributed.replicas import training_cluster
+        from specflow.distributed.training import DistributedTrainer
+
+        cluster = Cluster(training_cluster(ClusterSpec(parse_cli(f"local:{where}"))), threads=1)
+        try:
+            trainer = DistributedTrainer(spec, options, clock, cluster=cluster)
+            trainer.run()
+        finally:
+            cluster.shutdown()
+        per_step = len(trainer.tasks) if mode == "sync" else 1  # a sync step averages every worker's batch
+    batch = spec.train.data.batch_size
+    return (clock.s_end - clock.s_warm) * batch * per_step / (clock.t_end - clock.t_warm)
+
+
+def training_rows(quick: bool = False) -> list[tuple]:
+    rows = []
+    data_dir = tempfile.mkdtemp(prefix="bench-data-")
+    for name, steps, warm in (("digits_mlp", 150 if quick else 400, 20), ("heavy_mlp", 20 if quick else 60, 5)):
+        local = examples_per_sec(name, "local", "async", steps, warm, data_dir)
+        row = [name, local]
+        for mode in ("async", "sync"):
+            one = examples_per_sec(name, "ps=1,worker=1", mode, steps, warm, data_dir)
+            two = examples_per_sec(name, "ps=1,worker=2", mode, steps, warm, data_dir)
+            row += [mode, one, two]
+        rows.append(tuple(row))
+    return rows
