@@ -4,8 +4,9 @@ A monitor thread in the client pings every task (``TaskWorker.ping``, answered o
 thread even while steps run) every ``timeout_s / 3``. A task whose process is gone (Ray reports
 the actor dead) or that leaves a ping unanswered for ``timeout_s`` is marked lost, and every
 live task aborts its running steps that involve it (their receives from it would otherwise wait
-forever, as TF's did): the step fails fast with an error naming the lost task, and the trainer
-recovers (``training_recovery.py``).
+forever, as TF's did) and a hung one is killed (its pending calls then fail rather than wait):
+the step fails fast with an error naming the lost task, and the trainer recovers
+(``recovery.py``).
 """
 
 from __future__ import annotations
@@ -66,7 +67,15 @@ class HealthMonitor:
                 if t not in self.lost:
                     self.lost[t] = time.monotonic()
                     fresh.append(t)
+        import ray
+
         for t in fresh:
+            actor = self.cluster.actors.get(t)
+            if actor is not None:  # a hung task is fenced off: its step calls fail instead of waiting
+                try:
+                    ray.kill(actor)
+                except Exception:  # already gone
+                    pass
             packed = pack_error(RuntimeFailure(f"task {t} was lost (dead or not answering for {self.timeout_s:g}s)"))
             for other, actor in dict(self.cluster.actors).items():
                 if other not in self.lost:

@@ -147,3 +147,28 @@ def test_stop_request_ends_every_worker_after_a_final_checkpoint(cluster, tmp_pa
     trainer, result = _run(_spec("async"), tmp_path, cluster, listener)
     assert result.stopped_by == "interrupt" and 15 <= result.step < 20
     assert result.checkpoint.endswith(f"model.ckpt-{result.step}")
+
+
+def test_a_hung_worker_is_fenced_off_and_replaced(cluster, tmp_path, undisturbed):
+    """SIGSTOP (alive, silent): noticed within health_timeout_s, killed, recreated; no hang."""
+
+    class StopAt(KillAt):
+        def on_step(self, step, loss, rate):
+            if self.killed is None and step >= self.step:
+                self.killed = step
+                self.pid = self.trainer.cluster.infos[self.task]["pid"]
+                os.kill(self.pid, signal.SIGSTOP)
+
+    spec = _spec("sync")
+    listener = StopAt(20, WORKER1)
+    try:
+        trainer, result = _run(spec, tmp_path, cluster, listener)
+    finally:
+        if getattr(listener, "pid", None):
+            try:
+                os.kill(listener.pid, signal.SIGCONT)
+            except ProcessLookupError:  # killed by the monitor, as it should be
+                pass
+    (r,) = trainer.recoveries
+    assert r["tasks"] == [WORKER1] and r["seconds"] < 10
+    _check_finished(spec, tmp_path, result, undisturbed)
