@@ -9,6 +9,8 @@ caches warm); bytes per step are the tensors crossing tasks in one replica's ste
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -66,6 +68,20 @@ def _spec(name: str, mode: str, data_dir: str):
     return load_spec_text(text, f"{name}.yaml")
 
 
+ONE_THREAD = {v: "1" for v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}
+
+
+def local_one_thread(name: str, steps: int, warm: int, data_dir: str) -> float:
+    """The local run in a child process with one BLAS thread, as Ray gives each task (else the
+    local run's BLAS threads fight over the cores and the comparison flatters the cluster)."""
+    code = ("import sys; from benchmarks.distributed_training import examples_per_sec as f; "
+            f"print(f({name!r}, 'local', 'async', {steps}, {warm}, {data_dir!r}))")  # fmt: skip
+    root = str(Path(__file__).resolve().parent.parent)
+    env = {**os.environ, **ONE_THREAD, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True, cwd=root)
+    return float(out.stdout.strip().splitlines()[-1])
+
+
 def examples_per_sec(name: str, where: str, mode: str, steps: int, warm: int, data_dir: str) -> float:
     """``where``: "local", or a cluster "ps=1,worker=N"."""
     spec = _spec(name, mode, data_dir)
@@ -95,7 +111,7 @@ def training_rows(quick: bool = False) -> list[tuple]:
     rows = []
     data_dir = tempfile.mkdtemp(prefix="bench-data-")
     for name, steps, warm in (("digits_mlp", 150 if quick else 400, 20), ("heavy_mlp", 20 if quick else 60, 5)):
-        local = examples_per_sec(name, "local", "async", steps, warm, data_dir)
+        local = local_one_thread(name, steps, warm, data_dir)
         row = [name, local]
         for mode in ("async", "sync"):
             one = examples_per_sec(name, "ps=1,worker=1", mode, steps, warm, data_dir)
