@@ -477,8 +477,11 @@ def train(
 
             if devices:
                 raise UserError("--devices is for a local run; a cluster's tasks have their own devices")
+            from specflow.distributed.engine import ensure_ray
+
             cspec = _cluster_spec(s, cluster, address, None, None)
             trainer = DistributedTrainer(s, options, listener, cluster=cspec, address=address)
+            ensure_ray(address)  # before the handlers below: ray.init installs its own for SIGTERM
         else:
             trainer = Trainer(s, options, listener)
         with _stop_on_signals(trainer.request_stop):

@@ -176,3 +176,24 @@ def test_tensorflow_reads_a_sharded_checkpoint(tasks, tmp_path):
     reader = tf.train.load_checkpoint(str(tmp_path))
     assert reader.get_tensor("global_step") == 2
     assert reader.get_tensor("hidden/kernel").shape == (64, 128)
+
+
+def test_sigterm_on_the_client_saves_and_stops_every_task(tmp_path):
+    """Through the CLI in its own process (ray.init installs a SIGTERM handler of its own: the
+    CLI's must win). Slow (a fresh Ray): the one test that can catch that."""
+    pytest.importorskip("ray")
+    import re
+    import signal
+
+    from tests.train.test_loop import _cli, _wait_for
+
+    spec = tmp_path / "digits.yaml"
+    spec.write_text(DIGITS.replace("  steps: 2000", "  steps: 100000").replace("every_steps: 200", "every_steps: 50"))
+    logdir = tmp_path / "run"
+    proc = _cli("train", str(spec), "--cluster", "local:ps=1,worker=2", "--logdir", str(logdir))
+    _wait_for(logdir / "checkpoint", proc, timeout=120)
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    stopped = int(re.search(r"0 → (\d+) \(interrupt\)", out).group(1))
+    assert (logdir / f"model.ckpt-{stopped}.index").exists()
