@@ -200,7 +200,7 @@ def main(argv=None) -> int:
 def _training(console, quick: bool) -> int:
     import os
 
-    from benchmarks.distributed_training import training_rows
+    from benchmarks.distributed_training import BYTES, training_rows
 
     t = Table(title=f"training examples/s (nproc {os.cpu_count()}; one compute thread per worker)", header_style="bold")
     for col in ("model", "local", "mode", "1 ps + 1", "1 ps + 2", "2 / 1 workers"):
@@ -211,6 +211,8 @@ def _training(console, quick: bool) -> int:
             t.add_row(name if i == 0 else "", f"{local:.0f}" if i == 0 else "", mode, f"{one:.0f}", f"{two:.0f}",
                       f"{two / one:.2f}x")  # fmt: skip
     console.print(t)
+    for (name, where, mode), b in sorted(BYTES.items()):
+        console.print(f"{name} {mode} on {where}: {b / 1024:.0f} KiB cross tasks per replica step")
     shutdown_ray()
     return 0
 

@@ -96,15 +96,39 @@ def examples_per_sec(name: str, where: str, mode: str, steps: int, warm: int, da
         from specflow.distributed.replicas import training_cluster
         from specflow.distributed.training import DistributedTrainer
 
+        class Measured(DistributedTrainer):
+            def _close(self):  # the plans go with the sessions: count their transfers first
+                BYTES[(name, where, mode)] = replica_bytes(self)
+                super()._close()
+
         cluster = Cluster(training_cluster(ClusterSpec(parse_cli(f"local:{where}"))), threads=1)
         try:
-            trainer = DistributedTrainer(spec, options, clock, cluster=cluster)
+            trainer = Measured(spec, options, clock, cluster=cluster)
             trainer.run()
         finally:
             cluster.shutdown()
         per_step = len(trainer.tasks) if mode == "sync" else 1  # a sync step averages every worker's batch
     batch = spec.train.data.batch_size
     return (clock.s_end - clock.s_warm) * batch * per_step / (clock.t_end - clock.t_warm)
+
+
+BYTES: dict[tuple, int] = {}  # (model, cluster, mode) -> bytes crossing tasks in one replica's step
+
+
+def replica_bytes(trainer) -> int:
+    """Bytes crossing tasks in replica 0's training step (async: the train op; sync: its push),
+    from the plan's statically known transfer sizes (the unknown batch dimension counted as the
+    batch size)."""
+    batch = trainer.cfg.data.batch_size
+    total = 0
+    for plan in trainer.replicas[0]._plans.values():
+        if getattr(plan, "step", None) is None:
+            continue
+        for t in plan.step.cross:
+            dims = t.shape.as_list() if t.shape is not None and t.shape.rank is not None else None
+            if dims is not None:
+                total += int(np.prod([batch if d is None else d for d in dims])) * (t.dtype.itemsize or 4)
+    return total
 
 
 def training_rows(quick: bool = False) -> list[tuple]:
