@@ -120,15 +120,17 @@ def replica_bytes(trainer) -> int:
     from the plan's statically known transfer sizes (the unknown batch dimension counted as the
     batch size)."""
     batch = trainer.cfg.data.batch_size
-    total = 0
+    per_plan = [0]  # the replica runs one signature per step (its plans differ only in fetches)
     for plan in trainer.replicas[0]._plans.values():
         if getattr(plan, "step", None) is None:
             continue
+        total = 0
         for t in plan.step.cross:
             dims = t.shape.as_list() if t.shape is not None and t.shape.rank is not None else None
             if dims is not None:
                 total += int(np.prod([batch if d is None else d for d in dims])) * (t.dtype.itemsize or 4)
-    return total
+        per_plan.append(total)
+    return max(per_plan)
 
 
 def training_rows(quick: bool = False) -> list[tuple]:
