@@ -163,8 +163,12 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--repeats", type=int, default=30)
     p.add_argument("--transfer-only", action="store_true", help="only the 64 MB transfer")
+    p.add_argument("--training", action="store_true", help="only training examples/s (distributed_training.py)")
+    p.add_argument("--quick", action="store_true", help="with --training: fewer steps")
     args = p.parse_args(argv)
     console = Console()
+    if args.training:
+        return _training(console, args.quick)
     t = Table(title="a step: local vs on Ray tasks (median ms)", header_style="bold")
     for col in ("model", "local", "2 tasks", "added", "3 tasks", "added"):
         t.add_column(col, justify="right" if col != "model" else "left")
@@ -189,6 +193,26 @@ def main(argv=None) -> int:
         f"+ sum: {r['plain_big']:.1f} - {r['plain_tiny']:.1f} = {r['plain']:.1f} ms; {ratio:.2f}x "
         f"(goal <= {TRANSFER_GOAL}x: {'met' if ratio <= TRANSFER_GOAL else 'missed'})"
     )
+    shutdown_ray()
+    return 0
+
+
+def _training(console, quick: bool) -> int:
+    import os
+
+    from benchmarks.distributed_training import BYTES, training_rows
+
+    t = Table(title=f"training examples/s (nproc {os.cpu_count()}; one compute thread per worker)", header_style="bold")
+    for col in ("model", "local", "mode", "1 ps + 1", "1 ps + 2", "2 / 1 workers"):
+        t.add_column(col, justify="left" if col in ("model", "mode") else "right")
+    for name, local, *modes in training_rows(quick):
+        for i in range(0, len(modes), 3):
+            mode, one, two = modes[i : i + 3]
+            t.add_row(name if i == 0 else "", f"{local:.0f}" if i == 0 else "", mode, f"{one:.0f}", f"{two:.0f}",
+                      f"{two / one:.2f}x")  # fmt: skip
+    console.print(t)
+    for (name, where, mode), b in sorted(BYTES.items()):
+        console.print(f"{name} {mode} on {where}: {b / 1024:.0f} KiB cross tasks per replica step")
     shutdown_ray()
     return 0
 

@@ -5,10 +5,8 @@ Exit codes: 0 ok, 1 a spec or user error (one line per problem on stderr), 2 usa
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import json
-import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -31,6 +29,7 @@ from specflow.cli_args import (
     _tensor_of,
 )
 from specflow.cli_cluster import no_devices_on_a_cluster
+from specflow.cli_signals import _stop_on_signals
 from specflow.cli_steps import _compile, _quiet_numeric_warnings, _run_model
 from specflow.errors import SpecflowError
 
@@ -332,30 +331,6 @@ def _train_overrides(set_: list[str] | None, seed: int | None) -> list[str]:
     return list(set_ or []) + extra
 
 
-@contextlib.contextmanager
-def _stop_on_signals(stop: Callable[[], None]):
-    """SIGINT (Ctrl-C) and SIGTERM (docker stop, Kubernetes, Ray) alike: the first calls ``stop``
-    (the trainer finishes its step and saves); a second exits at once, with no save (saves are
-    atomic: the last complete checkpoint stays readable, and the kernel drops the logdir lock)."""
-    import signal
-
-    seen: list[int] = []
-
-    def handler(signum, _frame):
-        if seen:
-            os.write(2, f"{signal.Signals(signum).name} again: exiting without saving\n".encode())
-            os._exit(128 + signum)
-        seen.append(signum)
-        stop()
-
-    previous = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for s, h in previous.items():
-            signal.signal(s, h)
-
-
 def _default_logdir(spec: Path) -> Path:
     return Path("runs") / spec.stem
 
@@ -375,10 +350,13 @@ def train(
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace the run in --logdir (its checkpoints, "
                                    "events and run.json) instead of continuing it."),
     set_: list[str] | None = SetOpt,
+    cluster: str | None = typer.Option(None, "--cluster", help="Train on Ray tasks, e.g. local:ps=1,worker=2 (train.distributed picks async or sync)."),
+    address: str | None = typer.Option(None, "--address", help="Attach to a running Ray cluster (host:port or auto)."),
 ):
     """Train a model: progress bar, checkpoints, TensorBoard summaries, evaluation; Ctrl-C or
     SIGTERM saves a final checkpoint (a second signal exits at once). Training again into a
-    logdir that holds the same run continues it; a finished one is left as it is."""
+    logdir that holds the same run continues it; a finished one is left as it is. With
+    --cluster: variables on the ps tasks, one replica per worker, each on its own data shard."""
     from specflow.train import run_config
     from specflow.train.loop import Trainer, TrainOptions
     from specflow.views.train_view import ProgressListener, result_table
@@ -397,7 +375,14 @@ def train(
             return
     _quiet_numeric_warnings()
     with ProgressListener(out) as listener:
-        trainer = Trainer(s, TrainOptions(logdir=logdir, steps=steps, resume=plan.resume, devices=devices), listener)
+        options = TrainOptions(logdir=logdir, steps=steps, resume=plan.resume, devices=devices)
+        if cluster or address:
+            from specflow.cli_cluster import distributed_trainer
+
+            cspec = _cluster_spec(s, cluster, address, None, None)
+            trainer = distributed_trainer(s, options, listener, cspec, address, devices)
+        else:
+            trainer = Trainer(s, options, listener)
         run_config.begin(logdir, plan)
         with _stop_on_signals(trainer.request_stop):
             result = trainer.run()

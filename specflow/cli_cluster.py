@@ -55,3 +55,16 @@ def connect(cspec, address: str | None, tracing: bool):
     if tracing:
         raise UserError("--trace is not supported with --cluster yet")
     return Cluster(cspec, address=address)
+
+
+def distributed_trainer(s, options, listener, cspec, address: str | None, devices):
+    """``train --cluster``'s trainer; Ray is started here, before the CLI installs its signal
+    handlers (ray.init installs its own for SIGTERM, which would replace them)."""
+    from specflow.distributed.engine import ensure_ray
+    from specflow.distributed.training import DistributedTrainer
+
+    if devices:
+        raise UserError("--devices is for a local run; a cluster's tasks have their own devices")
+    trainer = DistributedTrainer(s, options, listener, cluster=cspec, address=address)
+    ensure_ray(address)
+    return trainer

@@ -83,18 +83,7 @@ class Cluster:
         if self.actors:
             return self
         ray = ensure_ray(self.address)
-        from .worker import TaskWorker
-
-        remote = ray.remote(TaskWorker)
-        actors = {}
-        for job, t in self.spec.tasks:
-            task = f"/job:{job}/replica:0/task:{t}"
-            opts: dict[str, Any] = {"num_cpus": 0, "max_concurrency": 32, "num_gpus": _gpus(self.spec, job)}
-            if job in self.spec.resources:
-                opts["resources"] = dict(self.spec.resources[job])
-            if job in self.spec.labels:
-                opts["label_selector"] = dict(self.spec.labels[job])
-            actors[task] = remote.options(**opts).remote(task, self.spec.task_devices.get(job), self.threads)
+        actors = {f"/job:{job}/replica:0/task:{t}": self._start(job, t) for job, t in self.spec.tasks}
         try:
             ray.get([a.connect.remote(actors) for a in actors.values()])
             infos = ray.get([a.info.remote() for a in actors.values()])
@@ -105,6 +94,38 @@ class Cluster:
         self.actors = actors
         self.infos = dict(zip(actors, infos))
         return self
+
+    def _start(self, job: str, t: int):
+        """A new actor for task ``t`` of ``job`` (not yet connected to its peers)."""
+        import ray
+
+        from .worker import TaskWorker
+
+        opts: dict[str, Any] = {"num_cpus": 0, "max_concurrency": 32, "num_gpus": _gpus(self.spec, job)}
+        if job in self.spec.resources:
+            opts["resources"] = dict(self.spec.resources[job])
+        if job in self.spec.labels:
+            opts["label_selector"] = dict(self.spec.labels[job])
+        task = f"/job:{job}/replica:0/task:{t}"
+        return ray.remote(TaskWorker).options(**opts).remote(task, self.spec.task_devices.get(job), self.threads)
+
+    def restart(self, task: str) -> None:
+        """Replace ``task``'s actor (dead or hung) with a fresh one and tell every task the new
+        peer. The task's resources (variables) and registered graphs are gone."""
+        import ray
+
+        from .cluster_spec import DeviceSpec
+
+        spec = DeviceSpec.parse(task)
+        old = self.actors.get(task)
+        if old is not None:
+            try:
+                ray.kill(old)
+            except Exception:  # already gone
+                pass
+        self.actors[task] = self._start(spec.job, spec.task)
+        ray.get([a.connect.remote(self.actors) for a in self.actors.values()])
+        self.infos[task] = ray.get(self.actors[task].info.remote())
 
     def sharing(self, spec: Any) -> Cluster:
         """A Cluster over these same tasks placing by another spec (its placement and ``place:``

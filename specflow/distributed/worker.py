@@ -192,6 +192,19 @@ class TaskWorker:
             rv.abort_from_peer(unpack_error(packed) if packed else RuntimeError(f"step {step_id} was cleaned up"))
         self._finish(step_id)
 
+    def ping(self) -> int:
+        """Health check: answered on its own thread even while steps run."""
+        return os.getpid()
+
+    def abort_steps_with(self, task: str, packed: tuple) -> int:
+        """Abort every running step that involves ``task`` (found dead): their receives from it
+        would otherwise wait forever. Returns how many."""
+        with self.lock:
+            doomed = [rv for rv in self.steps.values() if task in (rv.tasks or ())]
+        for rv in doomed:
+            rv.abort_from_peer(unpack_error(packed))
+        return len(doomed)
+
     def running_steps(self) -> list[int]:
         with self.lock:
             return sorted(self.steps)

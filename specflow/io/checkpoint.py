@@ -127,16 +127,18 @@ class CheckpointManager:
 
     # -- save / restore -----------------------------------------------------------------------
 
-    def save(self, tensors: Mapping[str, np.ndarray], step: int) -> str:
+    def save(self, tensors: Mapping[str, np.ndarray], step: int, write: Callable[[str], None] | None = None) -> str:
         """Write ``tensors`` as checkpoint ``step``; returns its prefix. A write failure (a full
-        disk) is a CheckpointError and leaves the previous checkpoints and state as they were."""
+        disk) is a CheckpointError and leaves the previous checkpoints and state as they were.
+        ``write(prefix)``, when given, writes the bundle instead (a sharded save: each ps task
+        its own data file); it must rename the index into place last, as ``write_bundle`` does."""
         try:
-            return self._save(tensors, step)
+            return self._save(tensors, step, write)
         except OSError as e:
             raise CheckpointError(f"cannot write checkpoint {step}: {e.strerror or e}",
                                   location=Location(self.directory)) from None
 
-    def _save(self, tensors: Mapping[str, np.ndarray], step: int) -> str:
+    def _save(self, tensors: Mapping[str, np.ndarray], step: int, write=None) -> str:
         os.makedirs(self.directory, exist_ok=True)
         self._remove_leftovers()
         path = self._prefix_for_step(step)
@@ -147,7 +149,10 @@ class CheckpointManager:
             self._preserved = [e for e in self._preserved if e[0] != name]
             self._recent = [e for e in self._recent if e[0] != name]
             self._write_state()
-        write_bundle(path, tensors)
+        if write is not None:
+            write(path)
+        else:
+            write_bundle(path, tensors)
         self._recent.append((name, self.clock()))
         doomed = self._sweep()
         self._write_state()

@@ -393,6 +393,15 @@ class EvalConfig(StrictModel):
     metrics: Annotated[list[Reference], Field(min_length=1)]
 
 
+class DistributedConfig(StrictModel):
+    """How ``specflow train --cluster`` trains (between-graph replication, one replica per worker)."""
+
+    mode: Literal["async", "sync"] = "async"
+    replicas_to_aggregate: PosInt | None = None  # sync: gradients averaged per step (default: every worker)
+    placement: Literal["greedy", "round_robin"] = "greedy"  # variables over the ps tasks
+    health_timeout_s: Positive = 3.0  # a task dead or silent this long is lost and recovered
+
+
 class TrainConfig(StrictModel):
     loss: Reference
     optimizer: OptimizerConfig
@@ -403,6 +412,7 @@ class TrainConfig(StrictModel):
     summaries: SummaryConfig = Field(default_factory=SummaryConfig)
     eval: EvalConfig | None = None
     nan_guard: bool = True
+    distributed: DistributedConfig | None = None
 
     @model_validator(mode="after")
     def _eval_needs_split(self):

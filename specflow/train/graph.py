@@ -45,7 +45,7 @@ class TrainingGraph:
     gradients: dict[str, str] = field(default_factory=dict)  # variable name -> gradient tensor
 
 
-def build_training_graph(spec, cfg, train_arrays: dict[str, np.ndarray] | None) -> TrainingGraph:
+def build_training_graph(spec, cfg, train_arrays: dict[str, np.ndarray] | None, replicas=None) -> TrainingGraph:
     """The training graph of the loaded ``spec`` under its TrainConfig ``cfg``. With
     ``train_arrays`` (field -> array) the model inputs named in ``cfg.data.feeds`` are fed by an
     input queue; without, they stay Placeholders (fed by the caller)."""
@@ -93,8 +93,11 @@ def build_training_graph(spec, cfg, train_arrays: dict[str, np.ndarray] | None) 
         grads = [next(it) if g is not None else None for g in grads]
     optimizer = optimizers.make_optimizer(opt_name, opt_params)
     update_ops = list(b.collections.get("update_ops", []))
+    pairs = list(zip(grads, trainable))
+    if replicas is not None:
+        pairs, update_ops = replicas.aggregate(b, pairs, global_step, update_ops), []
     with b.control_dependencies(update_ops):
-        train_op = optimizer.apply_gradients(b, list(zip(grads, trainable)), lr, global_step)
+        train_op = optimizer.apply_gradients(b, pairs, lr, global_step)
     variables = list(b.collections.get("variables", []))
     if global_step not in variables:
         variables.append(global_step)

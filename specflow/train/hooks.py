@@ -112,7 +112,8 @@ class CheckpointSaverHook(Hook):
         self._last_time = time.monotonic()
 
     def after_step(self, run, step: int, values: dict) -> None:
-        due = bool(self.every_steps) and step % self.every_steps == 0
+        # Crossing a multiple, not landing on it: on a cluster the global step may jump.
+        due = bool(self.every_steps) and step // self.every_steps > self._last_step // self.every_steps
         due = due or (self.every_secs is not None and time.monotonic() - self._last_time >= self.every_secs)
         if due:
             self._save(run, step)
@@ -135,8 +136,12 @@ class EvalHook(Hook):
         self._last = -1
         self.last_metrics: dict[str, float] = {}
 
+    def begin(self, run) -> None:
+        self._prev = run.step
+
     def after_step(self, run, step: int, values: dict) -> None:
-        if step % self.every == 0:
+        prev, self._prev = getattr(self, "_prev", step - 1), step
+        if step // self.every > prev // self.every:  # crossed a multiple (a cluster's step may jump)
             self._eval(run, step)
 
     def end(self, run) -> None:

@@ -39,18 +39,27 @@ def _task_rows(cstep, cluster) -> list[dict]:
             "variables": sorted(n.name for n in nodes if n.op == "VarHandleOp"),
             "sends": sum(1 for r in cstep.cross if r.src_device.startswith(task + "/")),
             "recvs": sum(1 for r in cstep.cross if r.dst_device.startswith(task + "/")),
+            # per step; None where a shape is unknown until run time
+            "bytes_pushed": _bytes(r for r in cstep.cross if r.src_device.startswith(task + "/")),
+            "bytes_pulled": _bytes(r for r in cstep.cross if r.dst_device.startswith(task + "/")),
         })  # fmt: skip
     return out
 
 
+def _bytes(transfers) -> int | None:
+    sizes = [t.bytes_per_step for t in transfers]
+    return None if any(b is None for b in sizes) else sum(sizes)
+
+
 def cluster_renderable(cstep, cluster, title: str) -> Group:
     tasks = Table(title=f"{title} on {cluster.describe()} ({cluster.placement} placement)", header_style="bold")
-    for col in ("task", "partitions (nodes)", "variables", "sends", "receives"):
+    for col in ("task", "partitions (nodes)", "variables", "sends", "receives", "pushed/step", "pulled/step"):
         tasks.add_column(col)
     for r in _task_rows(cstep, cluster):
         parts = ", ".join(f"{d.rsplit('/', 1)[-1]} ({n})" for d, n in r["devices"].items()) or "idle"
+        pushed, pulled = ("?" if b is None else _fmt_bytes(b) for b in (r["bytes_pushed"], r["bytes_pulled"]))
         tasks.add_row(Text(r["task"]), Text(parts), Text(", ".join(r["variables"]) or "-"),
-                      str(r["sends"]), str(r["recvs"]))  # fmt: skip
+                      str(r["sends"]), str(r["recvs"]), pushed, pulled)  # fmt: skip
     rows = _cross_rows(cstep)
     cross = Table(title="tensors crossing tasks (per step)", header_style="bold")
     for col in ("tensor", "from", "to", "dtype & shape", "bytes"):

@@ -47,6 +47,14 @@ class ProgressListener:
         rate = f"{steps_per_sec:.0f}" if steps_per_sec else "-"
         self.progress.update(self.task, completed=step, loss=f"{loss:.4f}", rate=rate, metrics=self._metrics())
 
+    def on_workers(self, rates: dict[str, float]) -> None:
+        """On a cluster: each worker replica's steps/s (shown beside the metrics)."""
+        self.workers = " ".join(f"{_short(t)} {r:.0f}/s" for t, r in rates.items())
+
+    def on_notice(self, text: str) -> None:
+        """Something the run recovered from (a lost task)."""
+        self._log(f"[yellow]{text}[/yellow]")
+
     def on_eval(self, step: int, metrics: dict[str, float]) -> None:
         self.metrics = dict(metrics)
         self._log(f"step {step}: eval " + ", ".join(f"{k} {v:.4f}" for k, v in metrics.items()))
@@ -56,10 +64,16 @@ class ProgressListener:
             self._log(f"step {step}: saved {path}")
 
     def _metrics(self) -> str:
-        return " ".join(f"{k} {v:.4f}" for k, v in self.metrics.items())
+        return " ".join([*(f"{k} {v:.4f}" for k, v in self.metrics.items()), *filter(None, [getattr(self, "workers", "")])])
 
     def _log(self, text: str) -> None:
         self.progress.console.print(text, highlight=False)
+
+
+def _short(task: str) -> str:
+    """``/job:worker/replica:0/task:1`` -> ``worker:1``."""
+    parts = dict(p.split(":", 1) for p in task.strip("/").split("/") if ":" in p)
+    return f"{parts.get('job', '?')}:{parts.get('task', '?')}"
 
 
 def result_table(result, logdir) -> Table:

@@ -1,0 +1,147 @@
+"""Training throughput on Ray tasks: ``python -m benchmarks.distributed --training``.
+
+Examples/s of ``specflow train`` locally vs on 1 ps + 1 worker and 1 ps + 2 workers (async and
+sync), for the digits MLP (batch 64) and a compute-heavy MLP (784-1024-1024-10, batch 256, random
+data), one compute thread per worker. Timed from a warm-up step to the last step (plans built,
+caches warm); bytes per step are the tensors crossing tasks in one replica's step.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from specflow.schema.loader import load_spec_text
+from specflow.train.loop import Listener, Trainer, TrainOptions
+
+DIGITS = (Path(__file__).resolve().parent.parent / "models" / "digits_mlp.yaml").read_text()
+HEAVY = """
+specflow: 1
+name: heavy_mlp
+seed: 0
+inputs:
+  x: {dtype: float32, shape: [null, 784]}
+  y: {dtype: int64, shape: [null]}
+nodes:
+  h1: {layer: dense, inputs: [x], units: 1024, activation: relu}
+  h2: {layer: dense, inputs: [h1], units: 1024, activation: relu}
+  logits: {layer: dense, inputs: [h2], units: 10}
+  xent: {op: SparseSoftmaxCrossEntropyWithLogits, inputs: [logits, y]}
+  loss: {op: Mean, inputs: ["xent:0"]}
+train:
+  loss: loss
+  optimizer: {sgd: {learning_rate: 0.01}}
+  data: {source: {npz: DATA}, feeds: {x: x, y: y}, batch_size: 256}
+  steps: 1000
+  checkpoints: {every_steps: 100000}
+  summaries: {every_steps: 100000, graph: false}
+"""
+
+
+class _Clock(Listener):
+    def __init__(self, warm: int):
+        self.warm, self.t_warm, self.s_warm, self.t_end, self.s_end = warm, None, None, None, None
+
+    def on_step(self, step, loss, rate):
+        now = time.perf_counter()
+        if self.t_warm is None and step >= self.warm:
+            self.t_warm, self.s_warm = now, step
+        self.t_end, self.s_end = now, step
+
+
+def _spec(name: str, mode: str, data_dir: str):
+    if name == "digits_mlp":
+        text = DIGITS.replace("  steps: 2000", f"  steps: 2000\n  distributed: {{mode: {mode}}}")
+        text = text.replace("every_steps: 500", "every_steps: 100000").replace("every_steps: 200", "every_steps: 100000")
+    else:
+        path = os.path.join(data_dir, "heavy.npz")
+        if not os.path.exists(path):
+            rng = np.random.default_rng(0)
+            np.savez(path, x=rng.standard_normal((4096, 784)).astype(np.float32), y=rng.integers(0, 10, 4096))
+        text = HEAVY.replace("DATA", path) + f"  distributed: {{mode: {mode}}}\n"
+    return load_spec_text(text, f"{name}.yaml")
+
+
+ONE_THREAD = {v: "1" for v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}
+
+
+def local_one_thread(name: str, steps: int, warm: int, data_dir: str) -> float:
+    """The local run in a child process with one BLAS thread, as Ray gives each task (else the
+    local run's BLAS threads fight over the cores and the comparison flatters the cluster)."""
+    code = ("import sys; from benchmarks.distributed_training import examples_per_sec as f; "
+            f"print(f({name!r}, 'local', 'async', {steps}, {warm}, {data_dir!r}))")  # fmt: skip
+    root = str(Path(__file__).resolve().parent.parent)
+    env = {**os.environ, **ONE_THREAD, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True, cwd=root)
+    return float(out.stdout.strip().splitlines()[-1])
+
+
+def examples_per_sec(name: str, where: str, mode: str, steps: int, warm: int, data_dir: str) -> float:
+    """``where``: "local", or a cluster "ps=1,worker=N"."""
+    spec = _spec(name, mode, data_dir)
+    clock = _Clock(warm)
+    logdir = tempfile.mkdtemp(prefix="bench-train-")
+    options = TrainOptions(logdir=Path(logdir), steps=steps)
+    if where == "local":
+        Trainer(spec, options, clock).run()
+        per_step = 1
+    else:
+        from specflow.distributed import Cluster, ClusterSpec, parse_cli
+        from specflow.distributed.replicas import training_cluster
+        from specflow.distributed.training import DistributedTrainer
+
+        class Measured(DistributedTrainer):
+            def _close(self):  # the plans go with the sessions: count their transfers first
+                BYTES[(name, where, mode)] = replica_bytes(self)
+                super()._close()
+
+        cluster = Cluster(training_cluster(ClusterSpec(parse_cli(f"local:{where}"))), threads=1)
+        try:
+            trainer = Measured(spec, options, clock, cluster=cluster)
+            trainer.run()
+        finally:
+            cluster.shutdown()
+        per_step = len(trainer.tasks) if mode == "sync" else 1  # a sync step averages every worker's batch
+    batch = spec.train.data.batch_size
+    return (clock.s_end - clock.s_warm) * batch * per_step / (clock.t_end - clock.t_warm)
+
+
+BYTES: dict[tuple, int] = {}  # (model, cluster, mode) -> bytes crossing tasks in one replica's step
+
+
+def replica_bytes(trainer) -> int:
+    """Bytes crossing tasks in replica 0's training step (async: the train op; sync: its push),
+    from the plan's statically known transfer sizes (the unknown batch dimension counted as the
+    batch size)."""
+    batch = trainer.cfg.data.batch_size
+    per_plan = [0]  # the replica runs one signature per step (its plans differ only in fetches)
+    for plan in trainer.replicas[0]._plans.values():
+        if getattr(plan, "step", None) is None:
+            continue
+        total = 0
+        for t in plan.step.cross:
+            dims = t.shape.as_list() if t.shape is not None and t.shape.rank is not None else None
+            if dims is not None:
+                total += int(np.prod([batch if d is None else d for d in dims])) * (t.dtype.itemsize or 4)
+        per_plan.append(total)
+    return max(per_plan)
+
+
+def training_rows(quick: bool = False) -> list[tuple]:
+    rows = []
+    data_dir = tempfile.mkdtemp(prefix="bench-data-")
+    for name, steps, warm in (("digits_mlp", 150 if quick else 400, 20), ("heavy_mlp", 20 if quick else 60, 5)):
+        local = local_one_thread(name, steps, warm, data_dir)
+        row = [name, local]
+        for mode in ("async", "sync"):
+            one = examples_per_sec(name, "ps=1,worker=1", mode, steps, warm, data_dir)
+            two = examples_per_sec(name, "ps=1,worker=2", mode, steps, warm, data_dir)
+            row += [mode, one, two]
+        rows.append(tuple(row))
+    return rows

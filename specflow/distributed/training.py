@@ -1,0 +1,308 @@
+"""``specflow train --cluster``: between-graph replicated training on Ray tasks.
+
+The client is the chief's driver: it builds the training graph once (inputs stay Placeholders:
+each worker's batches are fed from its own shard, ``train/sharding.py``), opens one replica per
+worker (``replicas.py``), initializes or restores the variables on the ps tasks, then trains:
+
+- ``async``: one thread per worker runs its replica's train op on its shard's next batch; the
+  update is applied on the ps as soon as that worker's gradients arrive (Hogwild-style, as TF's
+  between-graph async training). The global step counts every worker's updates.
+- ``sync``: per global step ``s`` each worker pushes its gradients for its shard's batch ``s``
+  into its slots on the ps (``sync_replicas.py``); once ``replicas_to_aggregate`` pushes of
+  step ``s`` arrived the chief applies their average (one optimizer update, ``s`` -> ``s + 1``)
+  and the workers start step ``s + 1`` from the new values. A straggler's push for an older
+  step is dropped by its tag.
+
+The chief alone (this process) holds the logdir's lock and writes checkpoints, summaries and
+evaluations; a checkpoint is the plain one of a local run (the variables read from the ps), so
+it restores in either kind of run. Hooks see the global step.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+
+from specflow.errors import OutOfRangeError, RuntimeFailure
+from specflow.io.checkpoint import CheckpointManager
+from specflow.io.summaries import SummaryWriter
+from specflow.train import state
+from specflow.train.data import select
+from specflow.train.evaluate import load_split
+from specflow.train.graph import build_training_graph
+from specflow.train.loop import Trainer, TrainingError, TrainResult, has_run
+from specflow.train.sharding import ShardBatches
+
+from .engine import Cluster
+from .recovery import Recovery
+from .replicas import ReplicaAssignment, replica_sessions, replica_tasks, training_cluster
+from .sharded_checkpoint import ShardedSaver
+from .sync_replicas import SyncReplicas
+
+
+class DistributedTrainer(Recovery, Trainer):
+    """A Trainer whose steps run on ``cluster`` (a ClusterSpec, or a connected Cluster to share)."""
+
+    def __init__(self, spec, options, listener=None, *, cluster, address: str | None = None):
+        super().__init__(spec, options, listener)
+        dist = self.cfg.distributed
+        self.mode = dist.mode if dist else "async"
+        self.strategy = dist.placement if dist else "greedy"
+        self.health_timeout_s = dist.health_timeout_s if dist else None
+        self.last_restored: str | None = None
+        if isinstance(cluster, Cluster):
+            self.cluster, self._owns_cluster = cluster, False
+        else:
+            self.cluster, self._owns_cluster = Cluster(training_cluster(cluster), address=address), True
+        self.tasks = replica_tasks(self.cluster.spec)
+        n = len(self.tasks)
+        self.replicas_to_aggregate = (dist.replicas_to_aggregate if dist else None) or n
+        if self.replicas_to_aggregate > n:
+            raise TrainingError(f"train.distributed.replicas_to_aggregate is {self.replicas_to_aggregate} but the "
+                             f"cluster has {n} worker replica{'s' if n > 1 else ''}")  # fmt: skip
+        self.worker_steps = [0] * n
+        self.worker_rates: dict[str, float] = {}
+
+    # --- setup ------------------------------------------------------------------------------------
+
+    def _setup(self) -> None:
+        cfg = self.cfg
+        if has_run(self.logdir) and not self.options.resume:
+            raise TrainingError(f"{self.logdir} already holds a training run; pass --resume to continue it, or "
+                             "choose another --logdir")  # fmt: skip
+        self.checkpoints = CheckpointManager(self.logdir, keep=cfg.checkpoints.keep,
+                                             keep_every_hours=cfg.checkpoints.keep_every_hours)  # fmt: skip
+        latest = self.checkpoints.latest() if self.options.resume else None
+        if self.options.resume and latest is None:
+            raise TrainingError(f"--resume: {self.logdir} has no checkpoint to resume from")
+        self.train_arrays, self.test_arrays = load_split(self.spec, cfg)
+        n = len(self.tasks)
+        self.sync = SyncReplicas(n) if self.mode == "sync" else None
+        self.graph = build_training_graph(self.spec, cfg, None, replicas=self.sync)
+        self.save_restore = state.add_save_restore(self.graph.builder, self.graph.variables)
+        self.saver = ShardedSaver(self.graph.builder, self.save_restore, self._variable_tasks())
+        inputs = select(self.train_arrays, cfg.data.feeds)
+        d = cfg.data
+        self.shards = [ShardBatches(inputs, k, n, batch_size=d.batch_size, shuffle=d.shuffle, seed=d.seed)
+                       for k in range(n)]  # fmt: skip
+        self.cluster.connect()
+        sessions = replica_sessions(self.graph.graph_def, self.cluster, self.spec.model.seed, self.strategy)
+        self.session, self.replicas = sessions[0], sessions[1:]
+        # The chief initializes (or restores); the replicas start only after, so they find the
+        # model ready without polling.
+        self.session.run([], targets=[self.graph.init_op])
+        if latest is not None:
+            state.restore(self.session, self.save_restore, self.checkpoints.restore(latest), latest)
+        self.step = int(self.session.run(self.graph.global_step.read))
+        self._start_health(self.health_timeout_s)
+        self.logdir.mkdir(parents=True, exist_ok=True)
+        self.writer = SummaryWriter(self.logdir)
+        self.eval_writer = SummaryWriter(self.logdir / "eval")
+        self.hooks = self._hooks()
+
+    def _variable_tasks(self) -> dict[str, str]:
+        """Checkpointed variable -> its ps task, as every replica's assignment decides it."""
+        a = ReplicaAssignment(self.cluster.spec, self.tasks[0], self.strategy)
+        a.update(self.graph.builder.graph_def)
+        return {name: a.by_node[v.handle] for name, v in self.save_restore.variables.items()}
+
+    def save(self, step: int) -> str:
+        """A sharded checkpoint: each ps task writes its variables (``sharded_checkpoint.py``)."""
+        gen = self.gen
+        try:
+            path = self.checkpoints.save({}, step, write=lambda prefix: self.saver.write(self.session, prefix, step))
+        except RuntimeFailure as e:  # a task lost mid-save: no checkpoint was written (the index comes last)
+            self.recover(gen, e)
+            return self.last_checkpoint
+        self.last_checkpoint = path
+        self.listener.on_checkpoint(step, path)
+        return path
+
+    def _feeds(self, k: int, j: int) -> dict:
+        feeds = dict(self.shards[k].batch(j))
+        if self.graph.training_flag:
+            feeds[self.graph.training_flag] = True
+        return feeds
+
+    # --- the loop ---------------------------------------------------------------------------------
+
+    def _run(self) -> TrainResult:
+        try:
+            self._setup()
+            self.last_checkpoint = self.checkpoints.latest()
+            start_step = self.step
+            t0 = time.perf_counter()
+            self._t0 = t0
+            for h in self.hooks:
+                h.begin(self)
+            self.listener.on_start(self.step, self.total_steps)
+            loss = self._train_sync() if self.sync is not None else self._train_async()
+            for h in self.hooks:
+                h.end(self)
+        finally:
+            self._close()
+        return TrainResult(start_step=start_step, step=self.step, seconds=time.perf_counter() - t0,
+                           stopped_by=self.stopped_by, last_loss=loss,
+                           eval_metrics=dict(self.eval_hook.last_metrics) if self.eval_hook else {},
+                           checkpoint=self.last_checkpoint)  # fmt: skip
+
+    def _close(self) -> None:
+        self._stop_health()
+        for w in ("writer", "eval_writer"):
+            if hasattr(self, w):
+                getattr(self, w).close()
+        for s in [getattr(self, "session", None), *getattr(self, "replicas", [])]:
+            if s is not None:
+                s.close()
+        if self._owns_cluster:
+            self.cluster.shutdown()
+
+    def _after_step(self, step: int, loss: float, k: int, j: int) -> None:
+        """The chief's hooks for global step ``step`` (summaries evaluated on the batch worker
+        ``k`` just used, ``j``)."""
+        self.step = max(self.step, step)
+        got = {"loss": loss}
+        extra: dict[str, str] = {}
+        for h in self.hooks:
+            extra.update(h.before_step(self, self.step - 1))
+        if extra:
+            gen = self.gen
+            try:
+                values = self.session.run(list(extra.values()), self._feeds(k, j))
+                got.update(zip(extra, values))
+            except RuntimeFailure as e:  # summaries of this step are skipped
+                self.recover(gen, e)
+        for h in self.hooks:
+            h.after_step(self, self.step, got)
+        elapsed = time.perf_counter() - self._t0
+        self.worker_rates = {t: c / elapsed for t, c in zip(self.tasks, self.worker_steps)} if elapsed > 0 else {}
+        self.listener.on_step(self.step, loss, self.step_counter.rate)
+        on_workers = getattr(self.listener, "on_workers", None)
+        if on_workers is not None:
+            on_workers(self.worker_rates)
+
+    def _done(self) -> bool:
+        return self._stop.is_set() or self.step >= self.total_steps
+
+    def _train_async(self) -> float | None:
+        reports: queue.SimpleQueue = queue.SimpleQueue()
+        n = len(self.tasks)
+        start = self.step // n  # each worker's next batch of its shard (the steps split evenly)
+        g = self.graph
+        self._claimed = self.step  # steps handed out: exactly total_steps updates, whoever runs them
+        lock = threading.Lock()
+
+        def claim(n: int = 1) -> bool:
+            with lock:
+                if n > 0 and (self._stop.is_set() or self._claimed >= self.total_steps):
+                    return False
+                self._claimed += n
+                return True
+
+        def work(k: int) -> None:
+            j = start
+            try:
+                while claim():
+                    gen = self.gen
+                    try:
+                        loss, gs = self.replicas[k].run([g.loss, g.global_step.read], self._feeds(k, j),
+                                                        targets=[g.train_op])  # fmt: skip
+                    except RuntimeFailure as e:  # a lost task: recover (or re-raise), then go on
+                        claim(-1)
+                        self.recover(gen, e)
+                        continue
+                    self.worker_steps[k] += 1
+                    reports.put((k, j, float(loss), int(gs), gen))
+                    j += 1
+            except BaseException as e:  # noqa: BLE001 - re-raised in the chief's thread
+                reports.put(e)
+            finally:
+                reports.put(None)
+
+        threads = [threading.Thread(target=work, args=(k,), name=f"replica-{k}", daemon=True) for k in range(n)]
+        for t in threads:
+            t.start()
+        loss, running, error = None, n, None
+        try:
+            while running:
+                r = reports.get()
+                if r is None:
+                    running -= 1
+                elif isinstance(r, BaseException):
+                    error = error or r
+                    self._stop.set()
+                elif error is None and r[4] == self.gen:  # a report from before a restore is void
+                    k, j, loss, gs, _ = r
+                    self._after_step(gs, loss, k, j)
+        except BaseException:
+            self._stop.set()
+            raise
+        finally:
+            for t in threads:
+                t.join()
+        if error is not None:
+            if isinstance(error, OutOfRangeError):
+                self.stopped_by = "end_of_data"
+            else:
+                raise error
+        self.step = int(self.session.run(g.global_step.read))
+        return loss
+
+    def on_restored(self) -> None:
+        self._claimed = self.step
+
+    def _push(self, k: int, s: int) -> tuple[int, float]:
+        feeds = self._feeds(k, s)
+        feeds[self.sync.local_step] = s
+        while True:
+            gen = self.gen
+            try:
+                (loss,) = self.replicas[k].run([self.graph.loss], feeds, targets=[self.sync.push_ops[k]])
+                break
+            except RuntimeFailure as e:  # the step is retried once the lost task is back
+                self.recover(gen, e)
+                if self._stop.is_set():
+                    raise
+        self.worker_steps[k] += 1
+        return s, float(loss)
+
+    def _train_sync(self) -> float | None:
+        n, r = len(self.tasks), self.replicas_to_aggregate
+        g = self.graph
+        loss = None
+        inflight: dict = {}  # future -> worker
+        with ThreadPoolExecutor(n, thread_name_prefix="replica") as pool:
+            try:
+                while not self._done():
+                    s = self.step
+                    busy = set(inflight.values())
+                    for k in range(n):
+                        if k not in busy:
+                            inflight[pool.submit(self._push, k, s)] = k
+                    fresh: list[tuple[int, float]] = []
+                    while len(fresh) < r:
+                        done, _ = wait(list(inflight), return_when=FIRST_COMPLETED)
+                        for f in done:
+                            k = inflight.pop(f)
+                            tag, value = f.result()
+                            if tag == s:
+                                fresh.append((k, value))
+                            else:  # a straggler's push for an older step: dropped; it starts step s
+                                inflight[pool.submit(self._push, k, s)] = k
+                    if self.step != s:  # a ps was restored meanwhile: these pushes are for a step gone
+                        continue
+                    gen = self.gen
+                    try:
+                        self.session.run([], targets=[g.train_op])
+                    except RuntimeFailure as e:  # a ps lost: restored; go on from its step
+                        self.recover(gen, e)
+                        continue
+                    loss = sum(v for _, v in fresh) / len(fresh)
+                    self._after_step(s + 1, loss, fresh[0][0], s)
+            finally:
+                for f in inflight:
+                    f.cancel()
+                wait(list(inflight))
+        return loss

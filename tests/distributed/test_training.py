@@ -1,0 +1,199 @@
+"""Distributed training on a local Ray cluster (ps=2, worker=2; one Ray instance for the module)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from specflow.distributed import Cluster, ClusterSpec
+from specflow.runtime.session import Session, SessionConfig
+from specflow.schema.loader import load_spec_text
+from specflow.train import state
+from specflow.train.data import select
+from specflow.train.evaluate import evaluate_checkpoint, load_split
+from specflow.train.graph import build_training_graph
+from specflow.train.loop import Trainer, TrainOptions
+from specflow.train.sharding import ShardBatches
+
+DIGITS = (Path(__file__).resolve().parents[2] / "models" / "digits_mlp.yaml").read_text()
+
+
+def _spec(distributed: str = "", optimizer: str = "{adam: {learning_rate: 0.001}}", steps: int = 60):
+    text = DIGITS.replace("  steps: 2000", f"  steps: {steps}" + (f"\n  distributed: {distributed}" if distributed else ""))
+    text = text.replace("{adam: {learning_rate: 0.001}}", optimizer)
+    text = text.replace("every_steps: 500", "every_steps: 1000").replace("every_steps: 200", "every_steps: 1000")
+    return load_spec_text(text, "digits_mlp.yaml")
+
+
+@pytest.fixture(scope="module")
+def cluster(ray_local):
+    with Cluster(ClusterSpec({"ps": 2, "worker": 2})) as c:
+        yield c
+
+
+@pytest.fixture
+def tasks(cluster):
+    cluster.reset()  # the last test's variables go
+    return cluster
+
+
+def _train(spec, logdir, cluster, **kw):
+    from specflow.distributed.training import DistributedTrainer
+
+    return DistributedTrainer(spec, TrainOptions(logdir=logdir, **kw), cluster=cluster).run()
+
+
+def _weights(logdir, names):
+    from specflow.io.checkpoint import CheckpointManager
+
+    m = CheckpointManager(logdir)
+    tensors = m.restore(m.latest())
+    return {n: tensors[n] for n in names}
+
+
+def test_sync_matches_one_worker_with_the_shards_batches_together(tasks, tmp_path):
+    """SyncReplicas with N workers and batch B == one worker with batch N*B whose k-th batch is
+    the N shards' k-th batches together."""
+    steps = 6
+    spec = _spec("{mode: sync}", steps=steps)
+    result = _train(spec, tmp_path / "dist", tasks)
+    assert result.step == steps
+    names = ["hidden/kernel", "hidden/bias", "logits/kernel", "logits/bias"]
+    got = _weights(tmp_path / "dist", names)
+
+    cfg = spec.train
+    train, _ = load_split(spec, cfg)
+    inputs = select(train, cfg.data.feeds)
+    shards = [ShardBatches(inputs, k, 2, batch_size=cfg.data.batch_size, seed=cfg.data.seed) for k in range(2)]
+    g = build_training_graph(spec, cfg, None)
+    with Session(g.graph_def, SessionConfig(graph_seed=spec.model.seed)) as sess:
+        sess.run([], targets=[g.init_op])
+        for s in range(steps):
+            feeds = {inp: np.concatenate([sh.batch(s)[inp] for sh in shards]) for inp in inputs}
+            assert len(feeds["images"]) == 2 * cfg.data.batch_size
+            sess.run([], feeds, targets=[g.train_op])
+        want = dict(zip(names, sess.run([f"{n}/Read/ReadVariableOp" for n in names])))
+        assert int(sess.run(g.global_step.read)) == steps
+    for n in names:
+        assert np.abs(want[n] - got[n]).max() > 0 or n.endswith("bias")  # the weights did move
+        np.testing.assert_allclose(got[n], want[n], atol=1e-5, rtol=0, err_msg=n)
+
+
+def test_sync_drops_nothing_and_moves_once_per_step_with_one_of_two(tasks, tmp_path):
+    """replicas_to_aggregate 1 of 2: every apply is one optimizer step; the run ends at the step."""
+    result = _train(_spec("{mode: sync, replicas_to_aggregate: 1}", steps=20), tmp_path, tasks)
+    assert result.step == 20 and np.isfinite(result.last_loss)
+
+
+def test_async_trains_on_both_workers_and_the_checkpoint_loads_locally(tasks, tmp_path):
+    from specflow.distributed.training import DistributedTrainer
+
+    spec = _spec(steps=150)
+    trainer = DistributedTrainer(spec, TrainOptions(logdir=tmp_path), cluster=tasks)
+    result = trainer.run()
+    assert result.step == 150  # exactly the steps asked for, whichever worker ran them
+    assert all(n > 10 for n in trainer.worker_steps), trainer.worker_steps
+    assert sum(trainer.worker_steps) == 150
+    path, metrics = evaluate_checkpoint(spec, tmp_path)
+    assert path.endswith("model.ckpt-150")
+    assert metrics["accuracy"] > 0.85 and abs(metrics["accuracy"] - result.eval_metrics["accuracy"]) < 1e-6
+
+
+def test_checkpoints_move_between_local_and_cluster_runs(tasks, tmp_path):
+    """A local run resumed on the cluster, then the cluster's run resumed locally."""
+    spec = _spec(steps=10)
+    Trainer(spec, TrainOptions(logdir=tmp_path)).run()
+    before = _weights(tmp_path, ["logits/kernel"])["logits/kernel"]
+    assert _train(spec, tmp_path, tasks, steps=20, resume=True).start_step == 10
+    middle = _weights(tmp_path, ["logits/kernel"])["logits/kernel"]
+    assert not np.allclose(before, middle)
+    result = Trainer(spec, TrainOptions(logdir=tmp_path, steps=30, resume=True)).run()
+    assert (result.start_step, result.step) == (20, 30)
+
+
+def test_variables_and_slots_live_on_the_ps(tasks, tmp_path):
+    _train(_spec(steps=2), tmp_path, tasks)
+    import ray
+
+    held = {t: sorted(r for rs in ray.get(a.resources.remote()).values() for r in rs) for t, a in tasks.actors.items()}
+    ps0, ps1 = held["/job:ps/replica:0/task:0"], held["/job:ps/replica:0/task:1"]
+    # greedy by bytes: the big kernel alone on ps 0, the rest on ps 1; each slot with its variable
+    assert [r for r in ps0 if "kernel" in r] == [f"/hidden/kernel{s}" for s in ("", "/Adam", "/Adam_1")], ps0
+    assert any("logits/kernel/Adam" in r for r in ps1) and any("global_step" in r for r in ps1), ps1
+    workers = [r for t, rs in held.items() if "worker" in t for r in rs]
+    assert not any("kernel" in r for r in workers)
+
+
+def test_cli_train_on_a_cluster(tasks, tmp_path):
+    from typer.testing import CliRunner
+
+    from specflow.cli import app
+
+    spec = tmp_path / "digits.yaml"
+    spec.write_text(DIGITS.replace("  steps: 2000", "  steps: 8\n  distributed: {mode: sync}"))
+    r = CliRunner().invoke(app, ["train", str(spec), "--cluster", "local:ps=1,worker=2", "--logdir", str(tmp_path / "run")])
+    assert r.exit_code == 0, r.output
+    assert (tmp_path / "run" / "model.ckpt-8.index").exists()
+    r = CliRunner().invoke(app, ["train", str(spec), "--cluster", "local:worker=2", "--logdir", str(tmp_path / "r2")])
+    assert r.exit_code != 0 and "needs a ps job" in r.output
+
+
+def test_restore_checks_still_apply(tasks, tmp_path):
+    """Resuming on a cluster a run of another model fails with the one-line checkpoint error."""
+    _train(_spec(steps=2), tmp_path, tasks)
+    tasks.reset()  # shared tasks keep variables across clients, as TF servers do
+    other_text = DIGITS.replace("units: 128", "units: 64").replace("  steps: 2000", "  steps: 4")
+    other = load_spec_text(other_text, "digits_mlp.yaml")
+    from specflow.errors import CheckpointError
+
+    with pytest.raises(CheckpointError, match="hidden/kernel"):
+        _train(other, tmp_path, tasks, resume=True)
+    assert state.NEXT_BATCH  # the checkpoint format is the local one
+
+
+def test_sharded_checkpoint_each_ps_writes_its_variables(tasks, tmp_path):
+    from specflow.io.tensor_bundle import read_bundle, read_bundle_index
+
+    spec = _spec(steps=4)
+    _train(spec, tmp_path, tasks)
+    names = sorted(p.name for p in tmp_path.glob("model.ckpt-4*"))
+    assert names == ["model.ckpt-4.data-00000-of-00002", "model.ckpt-4.data-00001-of-00002", "model.ckpt-4.index"]
+    assert not [p for p in tmp_path.iterdir() if "_temp_" in p.name]  # the parts' directory is gone
+    index = read_bundle_index(str(tmp_path / "model.ckpt-4"))
+    assert index["hidden/kernel"].shard_id == 0 and index["logits/kernel"].shard_id == 1
+    tensors = read_bundle(str(tmp_path / "model.ckpt-4"))
+    assert int(tensors["global_step"]) == 4 and int(tensors[state.NEXT_BATCH]) == 4
+    # the local loop reads it as any checkpoint
+    result = Trainer(spec, TrainOptions(logdir=tmp_path, steps=6, resume=True)).run()
+    assert (result.start_step, result.step) == (4, 6)
+
+
+def test_tensorflow_reads_a_sharded_checkpoint(tasks, tmp_path):
+    tf = pytest.importorskip("tensorflow")
+    _train(_spec(steps=2), tmp_path, tasks)
+    reader = tf.train.load_checkpoint(str(tmp_path))
+    assert reader.get_tensor("global_step") == 2
+    assert reader.get_tensor("hidden/kernel").shape == (64, 128)
+
+
+def test_sigterm_on_the_client_saves_and_stops_every_task(tmp_path):
+    """Through the CLI in its own process (ray.init installs a SIGTERM handler of its own: the
+    CLI's must win). Slow (a fresh Ray): the one test that can catch that."""
+    pytest.importorskip("ray")
+    import re
+    import signal
+
+    from tests.train.test_loop import _cli, _wait_for
+
+    spec = tmp_path / "digits.yaml"
+    spec.write_text(DIGITS.replace("  steps: 2000", "  steps: 100000").replace("every_steps: 200", "every_steps: 50"))
+    logdir = tmp_path / "run"
+    proc = _cli("train", str(spec), "--cluster", "local:ps=1,worker=2", "--logdir", str(logdir))
+    _wait_for(logdir / "checkpoint", proc, timeout=120)
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    stopped = int(re.search(r"0 → (\d+) \(interrupt\)", out).group(1))
+    assert (logdir / f"model.ckpt-{stopped}.index").exists()
