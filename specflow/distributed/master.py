@@ -27,7 +27,7 @@ from specflow.runtime.executor import CallFrame
 from specflow.runtime.session import Session, SessionConfig, _feed_specs, _fetched, _Plan
 
 from .engine import Cluster, ensure_ray
-from .placement import ClusterStep, TaskAssignment, compile_cluster_step
+from .placement import ClusterStep, TaskAssignment, compile_cluster_step, task_order
 from .remote_rendezvous import pack_error, unpack_error
 
 
@@ -37,6 +37,10 @@ class _ClusterPlan(_Plan):
     step: ClusterStep | None = None
     tasks: list[str] = field(default_factory=list)
     args_of: dict[str, list[int]] = field(default_factory=dict)  # task -> the _Arg indices it reads
+    # The dataflow protocol, when no cycle joins the tasks' transfers: (task, its run_graph_flow
+    # with one return per downstream task + 1, [(upstream task, index of its outbox)], the
+    # downstream tasks) in topological order; None: the push protocol.
+    flow: list[tuple[str, Any, list[tuple[str, int]], list[str]]] | None = None
 
 
 class ClusterSession(Session):
@@ -88,9 +92,16 @@ class ClusterSession(Session):
             t: sorted(n.attrs["index"] for g in piece.values() for n in g.nodes if n.op == "_Arg")
             for t, piece in step.pieces.items()
         }
-        return _ClusterPlan(feeds, _feed_specs(self.graph_def, feeds), fetches, [],
+        plan = _ClusterPlan(feeds, _feed_specs(self.graph_def, feeds), fetches, [],
                             step.compiled.partitioned.partitions, handle=handle, step=step,
                             tasks=step.tasks, args_of=args_of)  # fmt: skip
+        order = task_order(step)
+        if order is not None:
+            plan.flow = []
+            for t, down, up in order:
+                method = actors[t].run_graph_flow
+                plan.flow.append((t, method.options(num_returns=1 + len(down)) if down else method, up, down))
+        return plan
 
     # --- a step ------------------------------------------------------------------------------
 
@@ -100,13 +111,16 @@ class ClusterSession(Session):
         import ray
 
         step_id = next(self._step_ids)
-        actors = self.cluster.actors
         n_args, n_ret = len(args), len(plan.fetches)
-        refs = [
-            actors[t].run_graph.remote(plan.handle, step_id, {i: args[i] for i in plan.args_of[t]}, n_args, n_ret,
-                                       plan.tasks)  # fmt: skip
-            for t in plan.tasks
-        ]
+        if plan.flow is not None:
+            refs = self._submit_flow(plan, step_id, args)
+        else:
+            actors = self.cluster.actors
+            refs = [
+                actors[t].run_graph.remote(plan.handle, step_id, {i: args[i] for i in plan.args_of[t]}, n_args, n_ret,
+                                           plan.tasks)  # fmt: skip
+                for t in plan.tasks
+            ]
         try:
             pending = () if timeout_s is None else ray.wait(refs, num_returns=len(refs), timeout=timeout_s)[1]
             if pending:
@@ -128,6 +142,25 @@ class ClusterSession(Session):
         if root is not None:
             raise unpack_error(root[0])
         return _fetched(plan, frame)
+
+    def _submit_flow(self, plan: _ClusterPlan, step_id: int, args: list) -> list:
+        """The dataflow protocol: every task's RunGraph submitted at once, in topological order,
+        each given its upstream tasks' outboxes as object refs. Ray starts a call when its
+        arguments are ready, as its plain-Ray parameter server's ``worker.step.remote(
+        ps.weights.remote())`` does, and the driver only waits for the results: no task calls
+        another, and large outboxes stay in the object store (zero-copy on the node)."""
+        n_args, n_ret = len(args), len(plan.fetches)
+        outs: dict[str, list] = {}
+        results = {}
+        for t, method, up, down in plan.flow:
+            boxes = [outs[u][k] for u, k in up]
+            got = method.remote(plan.handle, step_id, {i: args[i] for i in plan.args_of[t]}, n_args, n_ret, down,
+                                *boxes)  # fmt: skip
+            if down:
+                results[t], outs[t] = got[0], got[1:]
+            else:
+                results[t] = got
+        return [results[t] for t in plan.tasks]
 
     def _abort(self, plan: _ClusterPlan, step_id: int, error: RuntimeFailure) -> RuntimeFailure:
         """Abort the step on every task (each aborts its rendezvous: pending receives fail at

@@ -73,11 +73,11 @@ class _Stored:
 
 class RemoteRendezvous(Rendezvous):
     __slots__ = (
-        "step_id", "route", "peers", "tasks", "task", "_outbox", "_out_lock", "sent", "from_peer", "later",
+        "step_id", "route", "peers", "tasks", "task", "_outbox", "_out_lock", "sent", "from_peer", "later", "hold",
     )  # fmt: skip
 
     def __init__(self, step_id: int, task: str, route: dict[str, str | None], peers: dict[str, Any],
-                 partitions: int = 1, later=None) -> None:  # fmt: skip
+                 partitions: int = 1, later=None, hold: bool = False) -> None:  # fmt: skip
         # partitions > 0 turns on the quiet signal (the flush points); see set_quiet.
         super().__init__(partitions=max(1, partitions))
         self.step_id = step_id
@@ -90,6 +90,10 @@ class RemoteRendezvous(Rendezvous):
         self.sent = 0  # batches sent (for tests and stats)
         self.from_peer = False  # the abort came from another task (its error is the root cause)
         self.later = later  # later(rv): flush rv in FLUSH_DELAY_S unless a quiet point does first
+        # hold: the dataflow protocol (worker.run_graph_flow). Cross-task sends stay in the
+        # outbox for the master to pass on, and every value this task will receive was delivered
+        # before it started, so the local deadlock watch applies unchanged.
+        self.hold = hold
 
     def set_partitions(self, n: int) -> None:
         with self._lock:
@@ -109,13 +113,24 @@ class RemoteRendezvous(Rendezvous):
             self.later(self)
 
     def set_quiet(self, quiet: bool) -> bool:
-        """A partition went quiet or ended: send what it left in the outbox. Never reports a
-        deadlock: a value may still come from another task (step timeouts cover a hung step)."""
+        """A partition went quiet or ended: send what it left in the outbox. Reports no local
+        deadlock while pushing: a value may still come from another task (the master's watch,
+        ``deadlock_watch.py``, sees the whole step). Holding, nothing more can come."""
+        if self.hold:
+            return Rendezvous.set_quiet(self, quiet)
         if quiet:
             self.flush()
         return False
 
+    def take_outbox(self) -> dict[str, list]:
+        """The held cross-task sends by destination task (dataflow protocol)."""
+        with self._out_lock:
+            out, self._outbox = self._outbox, {}
+        return out
+
     def flush(self) -> None:
+        if self.hold:
+            return
         with self._out_lock:
             if not self._outbox:
                 return

@@ -126,12 +126,13 @@ class TaskWorker:
 
     # --- steps -------------------------------------------------------------------------------
 
-    def _rendezvous(self, step_id: int) -> RemoteRendezvous | None:
+    def _rendezvous(self, step_id: int, hold: bool = False) -> RemoteRendezvous | None:
         with self.lock:
             rv = self.steps.get(step_id)
             if rv is None and step_id not in self.done:
                 rv = self.steps[step_id] = RemoteRendezvous(step_id, self.task, self.route, self.peers,
-                                                            later=self._flush_later)  # fmt: skip
+                                                            later=None if hold else self._flush_later,
+                                                            hold=hold)  # fmt: skip
             return rv
 
     def _finish(self, step_id: int) -> None:
@@ -144,14 +145,43 @@ class TaskWorker:
 
     def run_graph(self, handle: str, step_id: int, args: dict[int, Any], n_args: int, n_retvals: int,
                   tasks: list[str]) -> tuple[dict[int, Any], tuple | None, int, bool]:  # fmt: skip
-        """Run this task's partitions of a step. Returns (fetches set here by _Retval index,
-        the packed error or None, cross-task batches sent, whether the error came from another
-        task)."""
-        executors = self.graphs[handle]
+        """Run this task's partitions of a step, pushing cross-task tensors to their tasks as it
+        goes. Returns (fetches set here by _Retval index, the packed error or None, cross-task
+        batches sent, whether the error came from another task)."""
         rv = self._rendezvous(step_id)
         if rv is None:  # cleaned up already: the master gave up on this step
             return {}, pack_error(RuntimeError(f"step {step_id} was cleaned up before it ran on {self.task}")), 0, True
         rv.tasks = tasks
+        return self._run(handle, step_id, rv, args, n_args, n_retvals)
+
+    def run_graph_flow(self, handle: str, step_id: int, args: dict[int, Any], n_args: int, n_retvals: int,
+                       downstream: list[str], *inboxes: list | None):  # fmt: skip
+        """RunGraph of a step whose tasks send to each other without a cycle (the master's
+        dataflow protocol): ``inboxes`` are the upstream tasks' outboxes for this task (Ray
+        resolves them before the call runs, so every receive's value is here before the first
+        kernel); what this task sends to another task is held and returned, one value per
+        ``downstream`` task, for the master to pass on by reference. Returns run_graph's tuple,
+        followed by those outboxes (None for each when the step failed here)."""
+        rv = self._rendezvous(step_id, hold=True)
+        if rv is None:
+            result = {}, pack_error(RuntimeError(f"step {step_id} was cleaned up before it ran on {self.task}")), 0, True
+        elif any(box is None for box in inboxes):  # an upstream task failed: its error is the one reported
+            self._finish(step_id)
+            result = {}, pack_error(RuntimeError(f"an upstream task of step {step_id} failed")), 0, True
+        else:
+            for box in inboxes:
+                rv.deliver(box)
+            result = self._run(handle, step_id, rv, args, n_args, n_retvals)
+        if not downstream:
+            return result
+        out = rv.take_outbox() if rv is not None and result[1] is None else None
+        sent = 0 if out is None else sum(1 for d in downstream if out.get(d))
+        return ((result[0], result[1], sent, result[3]),
+                *[None if out is None else out.get(d, []) for d in downstream])  # fmt: skip
+
+    def _run(self, handle: str, step_id: int, rv: RemoteRendezvous, args: dict[int, Any], n_args: int,
+             n_retvals: int) -> tuple[dict[int, Any], tuple | None, int, bool]:  # fmt: skip
+        executors = self.graphs[handle]
         rv.set_partitions(len(executors))
         frame = CallFrame([args.get(i) for i in range(n_args)], n_retvals)
         last = len(executors) - 1
