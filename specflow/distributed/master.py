@@ -60,6 +60,9 @@ class ClusterSession(Session):
         self._session_id = f"{rng.getrandbits(48):x}"
         self.cross_task_batches = 0  # batches of tensors sent between tasks, over all steps
         self.notices = list(spec.notices)
+        # The dataflow protocol for plans whose tasks' transfers form no cycle; False forces the
+        # push protocol everywhere (benchmarks compare the two).
+        self.dataflow = True
 
     @property
     def device_names(self) -> list[str]:
@@ -95,7 +98,7 @@ class ClusterSession(Session):
         plan = _ClusterPlan(feeds, _feed_specs(self.graph_def, feeds), fetches, [],
                             step.compiled.partitioned.partitions, handle=handle, step=step,
                             tasks=step.tasks, args_of=args_of)  # fmt: skip
-        order = task_order(step)
+        order = task_order(step) if self.dataflow else None
         if order is not None:
             plan.flow = []
             for t, down, up in order:
@@ -154,7 +157,7 @@ class ClusterSession(Session):
         results = {}
         for t, method, up, down in plan.flow:
             boxes = [outs[u][k] for u, k in up]
-            got = method.remote(plan.handle, step_id, {i: args[i] for i in plan.args_of[t]}, n_args, n_ret, down,
+            got = method.remote((plan.handle, step_id, {i: args[i] for i in plan.args_of[t]}, n_args, n_ret, down),
                                 *boxes)  # fmt: skip
             if down:
                 results[t], outs[t] = got[0], got[1:]

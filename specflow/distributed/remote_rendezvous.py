@@ -71,6 +71,15 @@ class _Stored:
         return (_Stored, (self.ref,))
 
 
+def _by_store(items: list) -> list:
+    """Send items with their large arrays replaced by object-store references."""
+    if not any(getattr(v, "nbytes", 0) >= STORE_BYTES for _, v, _ in items):
+        return items
+    import ray
+
+    return [(k, _Stored(ray.put(v)) if getattr(v, "nbytes", 0) >= STORE_BYTES else v, d) for k, v, d in items]
+
+
 class RemoteRendezvous(Rendezvous):
     __slots__ = (
         "step_id", "route", "peers", "tasks", "task", "_outbox", "_out_lock", "sent", "from_peer", "later", "hold",
@@ -123,10 +132,13 @@ class RemoteRendezvous(Rendezvous):
         return False
 
     def take_outbox(self) -> dict[str, list]:
-        """The held cross-task sends by destination task (dataflow protocol)."""
+        """The held cross-task sends by destination task (dataflow protocol). Large arrays go
+        by this task's own ray.put, as when pushing: returned inside the call's result they
+        would be stored as an object the driver owns and frees later, so the next step's copy
+        lands on fresh pages (measured 3-5x slower for 64 MiB here)."""
         with self._out_lock:
             out, self._outbox = self._outbox, {}
-        return out
+        return {task: _by_store(items) for task, items in out.items()}
 
     def flush(self) -> None:
         if self.hold:
@@ -136,12 +148,7 @@ class RemoteRendezvous(Rendezvous):
                 return
             batches, self._outbox = self._outbox, {}
         for task, items in batches.items():
-            if any(getattr(v, "nbytes", 0) >= STORE_BYTES for _, v, _ in items):
-                import ray
-
-                items = [(k, _Stored(ray.put(v)) if getattr(v, "nbytes", 0) >= STORE_BYTES else v, d)
-                         for k, v, d in items]  # fmt: skip
-            self.peers[task].deliver.remote(self.step_id, items)
+            self.peers[task].deliver.remote(self.step_id, _by_store(items))
             self.sent += 1
 
     def deliver(self, items: list) -> None:

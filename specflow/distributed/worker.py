@@ -154,14 +154,16 @@ class TaskWorker:
         rv.tasks = tasks
         return self._run(handle, step_id, rv, args, n_args, n_retvals)
 
-    def run_graph_flow(self, handle: str, step_id: int, args: dict[int, Any], n_args: int, n_retvals: int,
-                       downstream: list[str], *inboxes: list | None):  # fmt: skip
+    def run_graph_flow(self, call: tuple, *inboxes: list | None):
         """RunGraph of a step whose tasks send to each other without a cycle (the master's
         dataflow protocol): ``inboxes`` are the upstream tasks' outboxes for this task (Ray
         resolves them before the call runs, so every receive's value is here before the first
         kernel); what this task sends to another task is held and returned, one value per
         ``downstream`` task, for the master to pass on by reference. Returns run_graph's tuple,
-        followed by those outboxes (None for each when the step failed here)."""
+        followed by those outboxes (None for each when the step failed here). ``call`` is
+        (handle, step_id, args, n_args, n_retvals, downstream): one argument, as Ray serializes
+        each argument on its own."""
+        handle, step_id, args, n_args, n_retvals, downstream = call
         rv = self._rendezvous(step_id, hold=True)
         if rv is None:
             result = {}, pack_error(RuntimeError(f"step {step_id} was cleaned up before it ran on {self.task}")), 0, True
