@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import itertools
 import random
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,6 +27,8 @@ from specflow.graph.graph_def import GraphDef
 from specflow.runtime.executor import CallFrame
 from specflow.runtime.session import Session, SessionConfig, _feed_specs, _fetched, _Plan
 
+from .compiled_step import WARM_STEPS, CompiledStep, claim_compiled, release_compiled
+from .deadlock_watch import WATCH_AFTER_S, WATCH_EVERY_S, DeadlockWatch
 from .engine import Cluster, ensure_ray
 from .placement import ClusterStep, TaskAssignment, compile_cluster_step, task_order
 from .remote_rendezvous import pack_error, unpack_error
@@ -41,6 +44,9 @@ class _ClusterPlan(_Plan):
     # with one return per downstream task + 1, [(upstream task, index of its outbox)], the
     # downstream tasks) in topological order; None: the push protocol.
     flow: list[tuple[str, Any, list[tuple[str, int]], list[str]]] | None = None
+    steps: int = 0  # steps run (counted while compiled graphs are asked for)
+    compiled: CompiledStep | None = None  # its Ray Compiled Graph (compiled_step.py; opt-in)
+    compile_failed: bool = False
 
 
 class ClusterSession(Session):
@@ -63,6 +69,9 @@ class ClusterSession(Session):
         # The dataflow protocol for plans whose tasks' transfers form no cycle; False forces the
         # push protocol everywhere (benchmarks compare the two).
         self.dataflow = True
+        # Run a warm dataflow plan's steps through a Ray Compiled Graph (compiled_step.py: off by
+        # default, since its actors poll while idle and Ray allows one per set of actors).
+        self.compiled_graphs = False
 
     @property
     def device_names(self) -> list[str]:
@@ -114,21 +123,13 @@ class ClusterSession(Session):
         import ray
 
         step_id = next(self._step_ids)
-        n_args, n_ret = len(args), len(plan.fetches)
-        if plan.flow is not None:
-            refs = self._submit_flow(plan, step_id, args)
-        else:
-            actors = self.cluster.actors
-            refs = [
-                actors[t].run_graph.remote(plan.handle, step_id, {i: args[i] for i in plan.args_of[t]}, n_args, n_ret,
-                                           plan.tasks)  # fmt: skip
-                for t in plan.tasks
-            ]
+        n_ret = len(plan.fetches)
         try:
-            pending = () if timeout_s is None else ray.wait(refs, num_returns=len(refs), timeout=timeout_s)[1]
-            if pending:
-                raise self._abort(plan, step_id, RuntimeFailure(f"step timed out after {timeout_s}s"))
-            results = ray.get(refs)
+            results = self._compiled_step(plan, step_id, args, timeout_s)
+            if results is None:
+                refs = self._submit_flow(plan, step_id, args) if plan.flow is not None else self._submit_push(
+                    plan, step_id, args)  # fmt: skip
+                results = self._wait(plan, step_id, refs, timeout_s)
         except KeyboardInterrupt:  # Ctrl-C in the client stops the step on every task too
             self._abort(plan, step_id, RuntimeFailure("the step was interrupted"))
             raise
@@ -137,7 +138,7 @@ class ClusterSession(Session):
         frame = CallFrame((), n_ret)
         root = None
         for values, packed, sent, from_peer in results:
-            self.cross_task_batches += sent
+            self.cross_task_batches += sum(sent.values())
             if packed is not None and (root is None or (root[1] and not from_peer)):
                 root = (packed, from_peer)  # the task where the error began is the root cause
             for i, v in values.items():
@@ -145,6 +146,66 @@ class ClusterSession(Session):
         if root is not None:
             raise unpack_error(root[0])
         return _fetched(plan, frame)
+
+    def _submit_push(self, plan: _ClusterPlan, step_id: int, args: list) -> list:
+        """The push protocol: every task's RunGraph at once; tasks push tensors to each other."""
+        actors, n_args, n_ret = self.cluster.actors, len(args), len(plan.fetches)
+        return [
+            actors[t].run_graph.remote(plan.handle, step_id, {i: args[i] for i in plan.args_of[t]}, n_args, n_ret,
+                                       plan.tasks)  # fmt: skip
+            for t in plan.tasks
+        ]
+
+    def _wait(self, plan: _ClusterPlan, step_id: int, refs: list, timeout_s: float | None) -> list:
+        """The tasks' results; a step still running after WATCH_AFTER_S is watched for a
+        deadlock across tasks (pushing only: a dataflow task's own watch sees every value it
+        will get)."""
+        import ray
+
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        watch = DeadlockWatch(plan.tasks) if plan.flow is None else None
+        wait_s = WATCH_AFTER_S
+        while True:
+            left = None if deadline is None else deadline - time.monotonic()
+            slice_s = left if watch is None else (wait_s if left is None else min(wait_s, left))
+            pending = ray.wait(refs, num_returns=len(refs), timeout=slice_s)[1] if slice_s is None or slice_s > 0 \
+                else refs  # fmt: skip
+            if not pending:
+                return ray.get(refs)
+            if deadline is not None and time.monotonic() >= deadline:
+                raise self._abort(plan, step_id, RuntimeFailure(f"step timed out after {timeout_s}s"))
+            error = watch.check(self.cluster.actors, step_id, refs, pending)
+            if error is not None:
+                raise self._abort(plan, step_id, error)
+            wait_s = WATCH_EVERY_S
+
+    def _compiled_step(self, plan: _ClusterPlan, step_id: int, args: list, timeout_s: float | None) -> list | None:
+        """The step through the plan's Ray Compiled Graph when it has one (compiling it once the
+        plan is warm, when asked); None: run it by ordinary calls."""
+        if plan.flow is None or not self.compiled_graphs:
+            return None
+        plan.steps += 1
+        if plan.compiled is None:
+            if plan.steps <= WARM_STEPS or plan.compile_failed:
+                return None
+            plan.compiled = claim_compiled(plan.flow, plan.tasks, self.cluster.actors)
+            plan.compile_failed = plan.compiled is None
+            if plan.compiled is None:
+                return None
+        if not plan.compiled.lock.acquire(blocking=False):  # another thread's step is in it
+            return None
+        try:
+            n_args, n_ret = len(args), len(plan.fetches)
+            calls = {t: (plan.handle, step_id, {i: args[i] for i in plan.args_of[t]}, n_args, n_ret, down)
+                     for t, _, _, down in plan.flow}  # fmt: skip
+            results = plan.compiled.run(calls, timeout_s)
+        finally:
+            plan.compiled.lock.release()
+        if results is None:  # its result can never be read now: back to ordinary calls
+            release_compiled(plan.compiled)
+            plan.compiled, plan.compile_failed = None, True
+            raise self._abort(plan, step_id, RuntimeFailure(f"step timed out after {timeout_s}s"))
+        return results
 
     def _submit_flow(self, plan: _ClusterPlan, step_id: int, args: list) -> list:
         """The dataflow protocol: every task's RunGraph submitted at once, in topological order,
@@ -182,6 +243,10 @@ class ClusterSession(Session):
         if self.closed:
             return
         handles = [p.handle for p in self._plans.values() if isinstance(p, _ClusterPlan)]
+        for p in self._plans.values():
+            if isinstance(p, _ClusterPlan) and p.compiled is not None:
+                release_compiled(p.compiled)
+                p.compiled = None
         if self.cluster.connected:
             import ray
 

@@ -83,6 +83,7 @@ def _by_store(items: list) -> list:
 class RemoteRendezvous(Rendezvous):
     __slots__ = (
         "step_id", "route", "peers", "tasks", "task", "_outbox", "_out_lock", "sent", "from_peer", "later", "hold",
+        "sent_to", "received",
     )  # fmt: skip
 
     def __init__(self, step_id: int, task: str, route: dict[str, str | None], peers: dict[str, Any],
@@ -97,6 +98,10 @@ class RemoteRendezvous(Rendezvous):
         self._outbox: dict[str, list] = {}
         self._out_lock = threading.Lock()
         self.sent = 0  # batches sent (for tests and stats)
+        # Batches sent per task and received, for the master's deadlock watch (a batch still in
+        # flight means the step may go on: deadlock_watch.py).
+        self.sent_to: dict[str, int] = {}
+        self.received = 0
         self.from_peer = False  # the abort came from another task (its error is the root cause)
         self.later = later  # later(rv): flush rv in FLUSH_DELAY_S unless a quiet point does first
         # hold: the dataflow protocol (worker.run_graph_flow). Cross-task sends stay in the
@@ -129,6 +134,7 @@ class RemoteRendezvous(Rendezvous):
             return Rendezvous.set_quiet(self, quiet)
         if quiet:
             self.flush()
+        Rendezvous.set_quiet(self, quiet)  # count busy partitions for the master's watch
         return False
 
     def take_outbox(self) -> dict[str, list]:
@@ -150,8 +156,10 @@ class RemoteRendezvous(Rendezvous):
         for task, items in batches.items():
             self.peers[task].deliver.remote(self.step_id, _by_store(items))
             self.sent += 1
+            self.sent_to[task] = self.sent_to.get(task, 0) + 1
 
     def deliver(self, items: list) -> None:
+        self.received += 1
         stored = [v.ref for _, v, _ in items if type(v) is _Stored]
         if stored:
             import ray
@@ -178,3 +186,12 @@ class RemoteRendezvous(Rendezvous):
         if self.error is None:
             self.from_peer = True
         Rendezvous.abort(self, error)
+
+    def state(self) -> tuple[bool, list[str], int, dict[str, int]]:
+        """(quiet: every partition waits on receives or ended and nothing waits in the outbox,
+        the keys receives wait for, batches received, batches sent per task)."""
+        with self._out_lock:
+            empty = not self._outbox
+        with self._lock:
+            quiet = self._busy == 0 and empty
+        return quiet, self.pending_keys(), self.received, dict(self.sent_to)
