@@ -174,7 +174,7 @@ class ClusterSession(Session):
                 return ray.get(refs)
             if deadline is not None and time.monotonic() >= deadline:
                 raise self._abort(plan, step_id, RuntimeFailure(f"step timed out after {timeout_s}s"))
-            error = watch.check(self.cluster.actors, step_id, refs, pending)
+            error = None if watch is None else watch.check(self.cluster.actors, step_id, refs, pending)
             if error is not None:
                 raise self._abort(plan, step_id, error)
             wait_s = WATCH_EVERY_S
