@@ -27,7 +27,6 @@ from specflow.graph.graph_def import GraphDef
 from specflow.runtime.executor import CallFrame
 from specflow.runtime.session import Session, SessionConfig, _feed_specs, _fetched, _Plan
 
-from .compiled_step import WARM_STEPS, CompiledStep, claim_compiled, release_compiled
 from .deadlock_watch import WATCH_AFTER_S, WATCH_EVERY_S, DeadlockWatch
 from .engine import Cluster, ensure_ray
 from .placement import ClusterStep, TaskAssignment, compile_cluster_step, task_order
@@ -44,9 +43,6 @@ class _ClusterPlan(_Plan):
     # with one return per downstream task + 1, [(upstream task, index of its outbox)], the
     # downstream tasks) in topological order; None: the push protocol.
     flow: list[tuple[str, Any, list[tuple[str, int]], list[str]]] | None = None
-    steps: int = 0  # steps run (counted while compiled graphs are asked for)
-    compiled: CompiledStep | None = None  # its Ray Compiled Graph (compiled_step.py; opt-in)
-    compile_failed: bool = False
 
 
 class ClusterSession(Session):
@@ -69,9 +65,6 @@ class ClusterSession(Session):
         # The dataflow protocol for plans whose tasks' transfers form no cycle; False forces the
         # push protocol everywhere (benchmarks compare the two).
         self.dataflow = True
-        # Run a warm dataflow plan's steps through a Ray Compiled Graph (compiled_step.py: off by
-        # default, since its actors poll while idle and Ray allows one per set of actors).
-        self.compiled_graphs = False
 
     @property
     def device_names(self) -> list[str]:
@@ -125,11 +118,11 @@ class ClusterSession(Session):
         step_id = next(self._step_ids)
         n_ret = len(plan.fetches)
         try:
-            results = self._compiled_step(plan, step_id, args, timeout_s)
-            if results is None:
-                refs = self._submit_flow(plan, step_id, args) if plan.flow is not None else self._submit_push(
-                    plan, step_id, args)  # fmt: skip
-                results = self._wait(plan, step_id, refs, timeout_s)
+            if plan.flow is not None:
+                refs = self._submit_flow(plan, step_id, args)
+            else:
+                refs = self._submit_push(plan, step_id, args)
+            results = self._wait(plan, step_id, refs, timeout_s)
         except KeyboardInterrupt:  # Ctrl-C in the client stops the step on every task too
             self._abort(plan, step_id, RuntimeFailure("the step was interrupted"))
             raise
@@ -179,34 +172,6 @@ class ClusterSession(Session):
                 raise self._abort(plan, step_id, error)
             wait_s = WATCH_EVERY_S
 
-    def _compiled_step(self, plan: _ClusterPlan, step_id: int, args: list, timeout_s: float | None) -> list | None:
-        """The step through the plan's Ray Compiled Graph when it has one (compiling it once the
-        plan is warm, when asked); None: run it by ordinary calls."""
-        if plan.flow is None or not self.compiled_graphs:
-            return None
-        plan.steps += 1
-        if plan.compiled is None:
-            if plan.steps <= WARM_STEPS or plan.compile_failed:
-                return None
-            plan.compiled = claim_compiled(plan.flow, plan.tasks, self.cluster.actors)
-            plan.compile_failed = plan.compiled is None
-            if plan.compiled is None:
-                return None
-        if not plan.compiled.lock.acquire(blocking=False):  # another thread's step is in it
-            return None
-        try:
-            n_args, n_ret = len(args), len(plan.fetches)
-            calls = {t: (plan.handle, step_id, {i: args[i] for i in plan.args_of[t]}, n_args, n_ret, down)
-                     for t, _, _, down in plan.flow}  # fmt: skip
-            results = plan.compiled.run(calls, timeout_s)
-        finally:
-            plan.compiled.lock.release()
-        if results is None:  # its result can never be read now: back to ordinary calls
-            release_compiled(plan.compiled)
-            plan.compiled, plan.compile_failed = None, True
-            raise self._abort(plan, step_id, RuntimeFailure(f"step timed out after {timeout_s}s"))
-        return results
-
     def _submit_flow(self, plan: _ClusterPlan, step_id: int, args: list) -> list:
         """The dataflow protocol: every task's RunGraph submitted at once, in topological order,
         each given its upstream tasks' outboxes as object refs. Ray starts a call when its
@@ -243,10 +208,6 @@ class ClusterSession(Session):
         if self.closed:
             return
         handles = [p.handle for p in self._plans.values() if isinstance(p, _ClusterPlan)]
-        for p in self._plans.values():
-            if isinstance(p, _ClusterPlan) and p.compiled is not None:
-                release_compiled(p.compiled)
-                p.compiled = None
         if self.cluster.connected:
             import ray
 

@@ -169,12 +169,6 @@ class TaskWorker:
             return result
         return (result, *[None if out is None else out.get(d, []) for d in downstream])
 
-    def run_graph_compiled(self, calls: dict[str, tuple], *upstream: tuple):
-        """The dataflow step as a node of a Ray Compiled Graph (``compiled_step.py``): ``calls``
-        holds every task's call, ``upstream`` the upstream tasks' (result, outboxes) outputs.
-        Returns (run_graph's tuple, outboxes by task or None when the step failed here)."""
-        return self._flow(calls[self.task], [None if o is None else o.get(self.task, []) for _, o in upstream])
-
     def _flow(self, call: tuple, inboxes) -> tuple[tuple, dict | None]:
         handle, step_id, args, n_args, n_retvals, downstream = call
         rv = self._rendezvous(step_id, hold=True)

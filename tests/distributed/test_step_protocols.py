@@ -1,5 +1,5 @@
-"""The step protocols: dataflow (tasks without a transfer cycle), a Ray Compiled Graph for a
-warm dataflow plan (opt-in), and the master's deadlock watch over pushing tasks."""
+"""The step protocols: dataflow (tasks without a transfer cycle) against push, and the master's
+deadlock watch over pushing tasks."""
 
 from __future__ import annotations
 
@@ -36,44 +36,22 @@ def _probs(cluster, **attrs):
         before = sess.cross_task_batches
         got = [sess.run("probs", {"images": X}) for _ in range(4)]
         plan = next(p for p in sess._plans.values() if p.fetches == ["probs:0"])
-        return got, plan, sess.cross_task_batches - before, (plan.compiled is not None)
+        return got, plan, sess.cross_task_batches - before
 
 
 def test_tasks_without_a_cycle_use_the_dataflow_protocol(ps_worker):
     with Session(MLP.graph_def, SessionConfig(graph_seed=2)) as local:
         local.run([], targets=[MLP.lowered.init_op])
         want = local.run("probs", {"images": X})
-    flow, plan, batches, _ = _probs(ps_worker)
+    flow, plan, batches = _probs(ps_worker)
     assert plan.flow is not None and [t for t, *_ in plan.flow] == ["/job:ps/replica:0/task:0",
                                                                    "/job:worker/replica:0/task:0"]
     assert batches == 4  # the weights, once a step, ps -> worker
-    push, push_plan, push_batches, _ = _probs(ps_worker, dataflow=False)
+    push, push_plan, push_batches = _probs(ps_worker, dataflow=False)
     assert push_plan.flow is None and push_batches >= 4
     for a, b in zip(flow, push):
         np.testing.assert_allclose(a, want, rtol=1e-6, atol=1e-7)
         np.testing.assert_array_equal(a, b)
-
-
-def test_a_warm_dataflow_plan_runs_as_a_compiled_graph(ps_worker):
-    from specflow.distributed import compiled_step
-
-    want, *_ = _probs(ps_worker)
-    with Session(MLP.graph_def, SessionConfig(graph_seed=2), cluster=ps_worker) as sess:
-        sess.compiled_graphs = True
-        ps_worker.reset()
-        sess.run([], targets=[MLP.lowered.init_op])
-        got = [sess.run("probs", {"images": X}) for _ in range(compiled_step.WARM_STEPS + 3)]
-        plan = next(p for p in sess._plans.values() if p.fetches == ["probs:0"])
-        assert plan.compiled is not None and compiled_step._owners
-        # A second session on the same tasks cannot have one too (Ray hangs on a second): it
-        # runs by ordinary calls.
-        again, other, _, compiled = _probs(ps_worker, compiled_graphs=True)
-        assert not compiled and other.compile_failed
-        np.testing.assert_array_equal(sess.run("probs", {"images": X[:2]}), want[0][:2])  # other shapes
-        np.testing.assert_array_equal(sess.run("probs", {"images": X}), want[0])
-    assert not compiled_step._owners  # closing the session tore it down
-    for a in got + again:
-        np.testing.assert_array_equal(a, want[0])
 
 
 def test_a_deadlock_across_tasks_fails_naming_the_receives(ray_local, monkeypatch):
