@@ -66,10 +66,10 @@ def test_a_deadlock_across_tasks_fails_naming_the_receives(ray_local, monkeypatc
     for n in b.graph_def.nodes:
         n.device = n.device.replace("/cpu:", "/job:worker/task:")
     feeds = {ph[k]: v for k, v in FEEDS.items()}
-    with Session(b.graph_def, cluster={"worker": 2}) as sess:
+    with Cluster(ClusterSpec({"worker": 2})) as cluster, Session(b.graph_def, cluster=cluster) as sess:
         t0 = time.monotonic()
         with pytest.raises(RuntimeFailure, match="step deadlocked across tasks") as e:
             sess.run(r.outputs[1], feeds=feeds, timeout_s=30)
-        assert time.monotonic() - t0 < 5
+        assert time.monotonic() - t0 < 10  # found in about a second, not timed out
         assert "rnn/h/Enter:0 on /job:worker/replica:0/task:0/device:CPU:0 in frame" in str(e.value)
         assert "timed out" not in str(e.value)
