@@ -7,10 +7,14 @@ is the plan and the step:
 - plan (once per signature): prune -> optimize -> place on every device of the cluster ->
   partition, grouped by task (``placement.py``); each involved task gets its piece once
   (RegisterGraph) under a handle;
-- step: RunGraph on every involved task with one step id and the feeds its ``_Arg``s read; the
-  tasks exchange cross-task tensors among themselves (``remote_rendezvous.py``); the master
-  gathers each task's ``_Retval`` values. A task's step state is freed when its RunGraph ends
-  (CleanupGraph is sent only for a step the master gave up on: a timeout);
+- step: RunGraph on every involved task with one step id and the feeds its ``_Arg``s read, all
+  submitted at once; the master gathers each task's ``_Retval`` values. Cross-task tensors go
+  by the dataflow protocol when the tasks' transfers form no cycle (each task's held outbox is
+  returned and passed by reference to the tasks downstream, so no task calls another: the
+  fewest messages Ray allows, as a plain-Ray parameter server), else by the push protocol (the
+  tasks deliver to each other, ``remote_rendezvous.py``; the master watches a slow step for a
+  deadlock across tasks, ``deadlock_watch.py``). A task's step state is freed when its RunGraph
+  ends (CleanupGraph is sent only for a step the master gave up on: a timeout);
 - close: DeregisterGraph on every task; a cluster the session started is shut down.
 """
 
