@@ -247,7 +247,7 @@ def main(argv=None) -> int:
     p.add_argument("--transfer-only", action="store_true", help="only the 64 MB transfer")
     p.add_argument("--models", nargs="*", help="only these example models (default: all)")
     args = p.parse_args(argv)
-    console = Console()
+    console = Console(width=150)  # the table is wide; never wrap it
     t = Table(title="a step: local vs on Ray tasks (median ms; push = tasks call each other, auto = the "
                     "master's pick: dataflow when no cycle)", header_style="bold")  # fmt: skip
     t.add_column("model")
