@@ -7,6 +7,9 @@ local Session caches them) and each running step's rendezvous. The master calls:
 - ``register_graph(handle, partitions)``: build executors for this task's piece of a signature;
 - ``run_graph(handle, step_id, args, ...)``: run every partition with one rendezvous; returns the
   fetches this task produced, or the error (the step's rendezvous state is freed at its end);
+- ``run_graph_flow(call, *inboxes)``: the same in the dataflow protocol (upstream tasks' held
+  sends come in as arguments, this task's come back as extra return values);
+- ``step_state(step_id)``: what the master's deadlock watch polls;
 - ``deregister_graph(handles)``, ``cleanup_graph(step_id)`` (after an aborted step).
 
 Other tasks call ``deliver`` (a batch of cross-task tensors for a step) and ``abort_step``.
