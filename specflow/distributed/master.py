@@ -7,10 +7,14 @@ is the plan and the step:
 - plan (once per signature): prune -> optimize -> place on every device of the cluster ->
   partition, grouped by task (``placement.py``); each involved task gets its piece once
   (RegisterGraph) under a handle;
-- step: RunGraph on every involved task with one step id and the feeds its ``_Arg``s read; the
-  tasks exchange cross-task tensors among themselves (``remote_rendezvous.py``); the master
-  gathers each task's ``_Retval`` values. A task's step state is freed when its RunGraph ends
-  (CleanupGraph is sent only for a step the master gave up on: a timeout);
+- step: RunGraph on every involved task with one step id and the feeds its ``_Arg``s read, all
+  submitted at once; the master gathers each task's ``_Retval`` values. Cross-task tensors go
+  by the dataflow protocol when the tasks' transfers form no cycle (each task's held outbox is
+  returned and passed by reference to the tasks downstream, so no task calls another: the
+  fewest messages Ray allows, as a plain-Ray parameter server), else by the push protocol (the
+  tasks deliver to each other, ``remote_rendezvous.py``; the master watches a slow step for a
+  deadlock across tasks, ``deadlock_watch.py``). A task's step state is freed when its RunGraph
+  ends (CleanupGraph is sent only for a step the master gave up on: a timeout);
 - close: DeregisterGraph on every task; a cluster the session started is shut down.
 """
 
@@ -18,6 +22,7 @@ from __future__ import annotations
 
 import itertools
 import random
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,8 +31,9 @@ from specflow.graph.graph_def import GraphDef
 from specflow.runtime.executor import CallFrame
 from specflow.runtime.session import Session, SessionConfig, _feed_specs, _fetched, _Plan
 
+from .deadlock_watch import WATCH_AFTER_S, WATCH_EVERY_S, DeadlockWatch
 from .engine import Cluster, ensure_ray
-from .placement import ClusterStep, TaskAssignment, compile_cluster_step
+from .placement import ClusterStep, TaskAssignment, compile_cluster_step, task_order
 from .remote_rendezvous import pack_error, unpack_error
 
 
@@ -37,6 +43,10 @@ class _ClusterPlan(_Plan):
     step: ClusterStep | None = None
     tasks: list[str] = field(default_factory=list)
     args_of: dict[str, list[int]] = field(default_factory=dict)  # task -> the _Arg indices it reads
+    # The dataflow protocol, when no cycle joins the tasks' transfers: (task, its run_graph_flow
+    # with one return per downstream task + 1, [(upstream task, index of its outbox)], the
+    # downstream tasks) in topological order; None: the push protocol.
+    flow: list[tuple[str, Any, list[tuple[str, int]], list[str]]] | None = None
 
 
 class ClusterSession(Session):
@@ -56,6 +66,9 @@ class ClusterSession(Session):
         self._session_id = f"{rng.getrandbits(48):x}"
         self.cross_task_batches = 0  # batches of tensors sent between tasks, over all steps
         self.notices = list(spec.notices)
+        # The dataflow protocol for plans whose tasks' transfers form no cycle; False forces the
+        # push protocol everywhere (benchmarks compare the two).
+        self.dataflow = True
 
     @property
     def device_names(self) -> list[str]:
@@ -88,9 +101,16 @@ class ClusterSession(Session):
             t: sorted(n.attrs["index"] for g in piece.values() for n in g.nodes if n.op == "_Arg")
             for t, piece in step.pieces.items()
         }
-        return _ClusterPlan(feeds, _feed_specs(self.graph_def, feeds), fetches, [],
+        plan = _ClusterPlan(feeds, _feed_specs(self.graph_def, feeds), fetches, [],
                             step.compiled.partitioned.partitions, handle=handle, step=step,
                             tasks=step.tasks, args_of=args_of)  # fmt: skip
+        order = task_order(step) if self.dataflow else None
+        if order is not None:
+            plan.flow = []
+            for t, down, up in order:
+                method = actors[t].run_graph_flow
+                plan.flow.append((t, method.options(num_returns=1 + len(down)) if down else method, up, down))
+        return plan
 
     # --- a step ------------------------------------------------------------------------------
 
@@ -100,18 +120,13 @@ class ClusterSession(Session):
         import ray
 
         step_id = next(self._step_ids)
-        actors = self.cluster.actors
-        n_args, n_ret = len(args), len(plan.fetches)
-        refs = [
-            actors[t].run_graph.remote(plan.handle, step_id, {i: args[i] for i in plan.args_of[t]}, n_args, n_ret,
-                                       plan.tasks)  # fmt: skip
-            for t in plan.tasks
-        ]
+        n_ret = len(plan.fetches)
         try:
-            pending = () if timeout_s is None else ray.wait(refs, num_returns=len(refs), timeout=timeout_s)[1]
-            if pending:
-                raise self._abort(plan, step_id, RuntimeFailure(f"step timed out after {timeout_s}s"))
-            results = ray.get(refs)
+            if plan.flow is not None:
+                refs = self._submit_flow(plan, step_id, args)
+            else:
+                refs = self._submit_push(plan, step_id, args)
+            results = self._wait(plan, step_id, refs, timeout_s)
         except KeyboardInterrupt:  # Ctrl-C in the client stops the step on every task too
             self._abort(plan, step_id, RuntimeFailure("the step was interrupted"))
             raise
@@ -120,7 +135,7 @@ class ClusterSession(Session):
         frame = CallFrame((), n_ret)
         root = None
         for values, packed, sent, from_peer in results:
-            self.cross_task_batches += sent
+            self.cross_task_batches += sum(sent.values())
             if packed is not None and (root is None or (root[1] and not from_peer)):
                 root = (packed, from_peer)  # the task where the error began is the root cause
             for i, v in values.items():
@@ -128,6 +143,59 @@ class ClusterSession(Session):
         if root is not None:
             raise unpack_error(root[0])
         return _fetched(plan, frame)
+
+    def _submit_push(self, plan: _ClusterPlan, step_id: int, args: list) -> list:
+        """The push protocol: every task's RunGraph at once; tasks push tensors to each other."""
+        actors, n_args, n_ret = self.cluster.actors, len(args), len(plan.fetches)
+        return [
+            actors[t].run_graph.remote(plan.handle, step_id, {i: args[i] for i in plan.args_of[t]}, n_args, n_ret,
+                                       plan.tasks)  # fmt: skip
+            for t in plan.tasks
+        ]
+
+    def _wait(self, plan: _ClusterPlan, step_id: int, refs: list, timeout_s: float | None) -> list:
+        """The tasks' results; a step still running after WATCH_AFTER_S is watched for a
+        deadlock across tasks (pushing only: a dataflow task's own watch sees every value it
+        will get)."""
+        import ray
+
+        watch = DeadlockWatch(plan.tasks) if plan.flow is None else None
+        if watch is None and timeout_s is None:
+            return ray.get(refs)
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        wait_s = WATCH_AFTER_S
+        while True:
+            left = None if deadline is None else deadline - time.monotonic()
+            slice_s = left if watch is None else (wait_s if left is None else min(wait_s, left))
+            pending = ray.wait(refs, num_returns=len(refs), timeout=slice_s)[1] if slice_s is None or slice_s > 0 \
+                else refs  # fmt: skip
+            if not pending:
+                return ray.get(refs)
+            if deadline is not None and time.monotonic() >= deadline:
+                raise self._abort(plan, step_id, RuntimeFailure(f"step timed out after {timeout_s}s"))
+            error = None if watch is None else watch.check(self.cluster.actors, step_id, refs, pending)
+            if error is not None:
+                raise self._abort(plan, step_id, error)
+            wait_s = WATCH_EVERY_S
+
+    def _submit_flow(self, plan: _ClusterPlan, step_id: int, args: list) -> list:
+        """The dataflow protocol: every task's RunGraph submitted at once, in topological order,
+        each given its upstream tasks' outboxes as object refs. Ray starts a call when its
+        arguments are ready, as its plain-Ray parameter server's ``worker.step.remote(
+        ps.weights.remote())`` does, and the driver only waits for the results: no task calls
+        another, and large outboxes stay in the object store (zero-copy on the node)."""
+        n_args, n_ret = len(args), len(plan.fetches)
+        outs: dict[str, list] = {}
+        results = {}
+        for t, method, up, down in plan.flow:
+            boxes = [outs[u][k] for u, k in up]
+            got = method.remote((plan.handle, step_id, {i: args[i] for i in plan.args_of[t]}, n_args, n_ret, down),
+                                *boxes)  # fmt: skip
+            if down:
+                results[t], outs[t] = got[0], got[1:]
+            else:
+                results[t] = got
+        return [results[t] for t in plan.tasks]
 
     def _abort(self, plan: _ClusterPlan, step_id: int, error: RuntimeFailure) -> RuntimeFailure:
         """Abort the step on every task (each aborts its rendezvous: pending receives fail at

@@ -160,3 +160,39 @@ def compile_cluster_step(
         pieces.setdefault(task_of(dev), {})[dev] = g
     cross = [t for t in compiled.partitioned.transfers if task_of(t.src_device) != task_of(t.dst_device)]
     return ClusterStep(compiled, pieces, cross)
+
+
+def task_order(step: ClusterStep) -> list[tuple[str, list[str], list[tuple[str, int]]]] | None:
+    """The step's tasks in an order where every cross-task transfer goes forward, each with its
+    downstream tasks and its upstream (task, index in that task's downstream list); None when
+    the transfers between tasks form a cycle (a loop or a training step spanning tasks: tensors
+    go both ways within the step, so the tasks must run at once and push to each other)."""
+    down: dict[str, set[str]] = {t: set() for t in step.tasks}
+    for src, piece in step.pieces.items():  # the _Send nodes themselves: control loops' too
+        for g in piece.values():
+            for n in g.nodes:
+                if n.op == "_Send" and (dst := task_of(n.attrs["recv_device"])) != src:
+                    if dst not in down:
+                        return None  # sends to a task outside the step: keep the push protocol
+                    down[src].add(dst)
+    indegree = {t: 0 for t in step.tasks}
+    for outs in down.values():
+        for d in outs:
+            indegree[d] += 1
+    ready = [t for t in step.tasks if indegree[t] == 0]
+    order: list[str] = []
+    while ready:
+        t = ready.pop(0)
+        order.append(t)
+        for d in sorted(down[t]):
+            indegree[d] -= 1
+            if indegree[d] == 0:
+                ready.append(d)
+    if len(order) < len(step.tasks):
+        return None
+    lists = {t: sorted(down[t]) for t in order}
+    ups: dict[str, list[tuple[str, int]]] = {t: [] for t in order}
+    for t in order:
+        for k, d in enumerate(lists[t]):
+            ups[d].append((t, k))
+    return [(t, lists[t], ups[t]) for t in order]

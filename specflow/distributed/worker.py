@@ -7,6 +7,9 @@ local Session caches them) and each running step's rendezvous. The master calls:
 - ``register_graph(handle, partitions)``: build executors for this task's piece of a signature;
 - ``run_graph(handle, step_id, args, ...)``: run every partition with one rendezvous; returns the
   fetches this task produced, or the error (the step's rendezvous state is freed at its end);
+- ``run_graph_flow(call, *inboxes)``: the same in the dataflow protocol (upstream tasks' held
+  sends come in as arguments, this task's come back as extra return values);
+- ``step_state(step_id)``: what the master's deadlock watch polls;
 - ``deregister_graph(handles)``, ``cleanup_graph(step_id)`` (after an aborted step).
 
 Other tasks call ``deliver`` (a batch of cross-task tensors for a step) and ``abort_step``.
@@ -126,12 +129,13 @@ class TaskWorker:
 
     # --- steps -------------------------------------------------------------------------------
 
-    def _rendezvous(self, step_id: int) -> RemoteRendezvous | None:
+    def _rendezvous(self, step_id: int, hold: bool = False) -> RemoteRendezvous | None:
         with self.lock:
             rv = self.steps.get(step_id)
             if rv is None and step_id not in self.done:
                 rv = self.steps[step_id] = RemoteRendezvous(step_id, self.task, self.route, self.peers,
-                                                            later=self._flush_later)  # fmt: skip
+                                                            later=None if hold else self._flush_later,
+                                                            hold=hold)  # fmt: skip
             return rv
 
     def _finish(self, step_id: int) -> None:
@@ -143,15 +147,50 @@ class TaskWorker:
                 self.done.discard(self._done_order.popleft())
 
     def run_graph(self, handle: str, step_id: int, args: dict[int, Any], n_args: int, n_retvals: int,
-                  tasks: list[str]) -> tuple[dict[int, Any], tuple | None, int, bool]:  # fmt: skip
-        """Run this task's partitions of a step. Returns (fetches set here by _Retval index,
-        the packed error or None, cross-task batches sent, whether the error came from another
-        task)."""
-        executors = self.graphs[handle]
+                  tasks: list[str]) -> tuple[dict[int, Any], tuple | None, dict[str, int], bool]:  # fmt: skip
+        """Run this task's partitions of a step, pushing cross-task tensors to their tasks as it
+        goes. Returns (fetches set here by _Retval index, the packed error or None, cross-task
+        batches sent, whether the error came from another task)."""
         rv = self._rendezvous(step_id)
         if rv is None:  # cleaned up already: the master gave up on this step
-            return {}, pack_error(RuntimeError(f"step {step_id} was cleaned up before it ran on {self.task}")), 0, True
+            return {}, pack_error(RuntimeError(f"step {step_id} was cleaned up before it ran on {self.task}")), {}, True
         rv.tasks = tasks
+        return self._run(handle, step_id, rv, args, n_args, n_retvals)
+
+    def run_graph_flow(self, call: tuple, *inboxes: list | None):
+        """RunGraph of a step whose tasks send to each other without a cycle (the master's
+        dataflow protocol): ``inboxes`` are the upstream tasks' outboxes for this task (Ray
+        resolves them before the call runs, so every receive's value is here before the first
+        kernel); what this task sends to another task is held and returned, one value per
+        downstream task, for the master to pass on by reference. Returns run_graph's tuple,
+        followed by those outboxes (None for each when the step failed here). ``call`` is
+        (handle, step_id, args, n_args, n_retvals, downstream): one argument, as Ray serializes
+        each argument on its own."""
+        downstream = call[5]
+        result, out = self._flow(call, inboxes)
+        if not downstream:
+            return result
+        return (result, *[None if out is None else out.get(d, []) for d in downstream])
+
+    def _flow(self, call: tuple, inboxes) -> tuple[tuple, dict | None]:
+        handle, step_id, args, n_args, n_retvals, downstream = call
+        rv = self._rendezvous(step_id, hold=True)
+        if rv is None:
+            result = {}, pack_error(RuntimeError(f"step {step_id} was cleaned up before it ran on {self.task}")), {}, True
+        elif any(box is None for box in inboxes):  # an upstream task failed: its error is the one reported
+            self._finish(step_id)
+            result = {}, pack_error(RuntimeError(f"an upstream task of step {step_id} failed")), {}, True
+        else:
+            for box in inboxes:
+                rv.deliver(box)
+            result = self._run(handle, step_id, rv, args, n_args, n_retvals)
+        out = rv.take_outbox() if rv is not None and result[1] is None else None
+        sent = {} if out is None else {d: 1 for d in downstream if out.get(d)}
+        return (result[0], result[1], sent, result[3]), out
+
+    def _run(self, handle: str, step_id: int, rv: RemoteRendezvous, args: dict[int, Any], n_args: int,
+             n_retvals: int) -> tuple[dict[int, Any], tuple | None, dict[str, int], bool]:  # fmt: skip
+        executors = self.graphs[handle]
         rv.set_partitions(len(executors))
         frame = CallFrame([args.get(i) for i in range(n_args)], n_retvals)
         last = len(executors) - 1
@@ -166,12 +205,12 @@ class TaskWorker:
         errors = [h.error for h in handles if h.error is not None]
         self._finish(step_id)
         if errors:
-            return {}, pack_error(rv.error or errors[0]), rv.sent, rv.from_peer
+            return {}, pack_error(rv.error or errors[0]), dict(rv.sent_to), rv.from_peer
         out = {}
         for i, v in enumerate(frame.retvals):
             if v is not UNSET:
                 out[i] = v if isinstance(v, np.ndarray) or not hasattr(v, "get") else v.get()
-        return out, None, rv.sent, False
+        return out, None, dict(rv.sent_to), False
 
     def deliver(self, step_id: int, items: list) -> None:
         rv = self._rendezvous(step_id)
@@ -204,6 +243,13 @@ class TaskWorker:
         for rv in doomed:
             rv.abort_from_peer(unpack_error(packed))
         return len(doomed)
+
+    def step_state(self, step_id: int) -> tuple | None:
+        """The master's deadlock watch asks: RemoteRendezvous.state, or None when the step is
+        not running here (not begun, or ended)."""
+        with self.lock:
+            rv = self.steps.get(step_id)
+        return None if rv is None else rv.state()
 
     def running_steps(self) -> list[int]:
         with self.lock:
