@@ -66,7 +66,9 @@ def test_a_deadlock_across_tasks_fails_naming_the_receives(ray_local, monkeypatc
     for n in b.graph_def.nodes:
         n.device = n.device.replace("/cpu:", "/job:worker/task:")
     feeds = {ph[k]: v for k, v in FEEDS.items()}
-    with Cluster(ClusterSpec({"worker": 2})) as cluster, Session(b.graph_def, cluster=cluster) as sess:
+    # unroll_limit=0: keep the loop (its trip count is known, so inference would unroll it)
+    with Cluster(ClusterSpec({"worker": 2})) as cluster, \
+            Session(b.graph_def, SessionConfig(unroll_limit=0), cluster=cluster) as sess:
         t0 = time.monotonic()
         with pytest.raises(RuntimeFailure, match="step deadlocked across tasks") as e:
             sess.run(r.outputs[1], feeds=feeds, timeout_s=30)
