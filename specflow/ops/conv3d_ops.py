@@ -69,28 +69,6 @@ def _window(c, spatial, ksize, dilations=(1, 1, 1)) -> cv._Window:
     return cv._Window(tuple(ksize), strides, tuple(dilations), tuple(o for o, _ in sizes), tuple(p for _, p in sizes))
 
 
-def _sizes_input(ctx, sizes, what: str) -> tuple[int, ...]:
-    host = ctx.host(sizes)
-    dims = tuple(int(v) for v in host.ravel())
-    if host.ndim != 1 or len(dims) != 5 or min(dims) < 0:
-        raise ctx.fail(f"{what} must hold 5 non-negative sizes, got {list(dims)}")
-    return dims
-
-
-def _sizes_value(ic: InferenceContext, i: int, what: str) -> Shape:
-    s = ic.shape_from_value(i)
-    if s.rank is None:
-        return Shape.unknown_of_rank(5)
-    if s.rank != 5:
-        raise ic.fail(f"{what} must hold 5 sizes, got {s}")
-    return s
-
-
-def _check_shape(c, what: str, got, want, how: str) -> None:
-    if not as_shape(got).is_compatible_with(as_shape(want)):
-        raise c.fail(f"{what} has shape {as_shape(got)}, but {how} gives {as_shape(want)}")
-
-
 # --- Conv3D and its gradients -----------------------------------------------------------------
 
 
@@ -110,7 +88,7 @@ def _conv_window(c, x_shape, f_shape) -> tuple[cv._Window, tuple]:
 def _backprop_window(c, x_shape, f_shape, dy_shape) -> cv._Window:
     win, out = _conv_window(c, x_shape, f_shape)
     how = f"Conv3D of input {as_shape(x_shape)} with filter {as_shape(f_shape)}"
-    _check_shape(c, "out_backprop", _rank5(c, dy_shape, "out_backprop"), out, how)
+    cv._check_shape(c, "out_backprop", _rank5(c, dy_shape, "out_backprop"), out, how)
     return win
 
 
@@ -136,7 +114,7 @@ def _conv3d(ctx, x, f):
 
 
 def _backprop_input_shape(ic: InferenceContext) -> list[Shape]:
-    sizes = _sizes_value(ic, 0, "input_sizes")
+    sizes = cv._sizes_value(ic, 0, "input_sizes", rank=5)
     _backprop_window(ic, sizes, ic.shape(1), ic.shape(2))
     return [sizes]
 
@@ -154,13 +132,13 @@ register_op(
 @kernel("Conv3DBackpropInputV2", host_inputs=[0])
 def _conv3d_backprop_input(ctx, input_sizes, f, dy):
     xp, fmt = ctx.xp, ctx.attrs["data_format"]
-    sizes = _sizes_input(ctx, input_sizes, "input_sizes")
+    sizes = cv._sizes_input(ctx, input_sizes, "input_sizes", rank=5)
     win = _backprop_window(ctx, sizes, f.shape, dy.shape)
     return _from_last(wn.conv_input_grad(xp, _to_last(dy, fmt), f, _last_dims(sizes, fmt), win), fmt)
 
 
 def _backprop_filter_shape(ic: InferenceContext) -> list[Shape]:
-    sizes = _sizes_value(ic, 1, "filter_sizes")
+    sizes = cv._sizes_value(ic, 1, "filter_sizes", rank=5)
     _backprop_window(ic, ic.shape(0), sizes, ic.shape(2))
     return [sizes]
 
@@ -178,7 +156,7 @@ register_op(
 @kernel("Conv3DBackpropFilterV2", host_inputs=[1])
 def _conv3d_backprop_filter(ctx, x, filter_sizes, dy):
     xp, fmt = ctx.xp, ctx.attrs["data_format"]
-    sizes = _sizes_input(ctx, filter_sizes, "filter_sizes")
+    sizes = cv._sizes_input(ctx, filter_sizes, "filter_sizes", rank=5)
     win = _backprop_window(ctx, x.shape, sizes, dy.shape)
     cols = wn.im2col(xp, _to_last(x, fmt), win)
     k = cols.shape[-1]
@@ -226,9 +204,9 @@ def _avg_pool3d_gradient(b, node, dys):
 
 
 def _avg_pool3d_grad_shape(ic: InferenceContext) -> list[Shape]:
-    sizes = _sizes_value(ic, 0, "orig_input_shape")
+    sizes = cv._sizes_value(ic, 0, "orig_input_shape", rank=5)
     _, out = _pool_window(ic, sizes, "orig_input_shape")
-    _check_shape(ic, "grad", _rank5(ic, ic.shape(1), "grad"), out, f"AvgPool3D of an input of shape {sizes}")
+    cv._check_shape(ic, "grad", _rank5(ic, ic.shape(1), "grad"), out, f"AvgPool3D of an input of shape {sizes}")
     return [sizes]
 
 
@@ -246,9 +224,9 @@ register_op(
 @kernel("AvgPool3DGrad", host_inputs=[0])
 def _avg_pool3d_grad(ctx, orig_input_shape, dy):
     xp, fmt = ctx.xp, ctx.attrs["data_format"]
-    sizes = _sizes_input(ctx, orig_input_shape, "orig_input_shape")
+    sizes = cv._sizes_input(ctx, orig_input_shape, "orig_input_shape", rank=5)
     win, out = _pool_window(ctx, sizes, "orig_input_shape")
-    _check_shape(ctx, "grad", dy.shape, out, f"AvgPool3D of an input of shape {list(sizes)}")
+    cv._check_shape(ctx, "grad", dy.shape, out, f"AvgPool3D of an input of shape {list(sizes)}")
     shape = _last_dims(sizes, fmt)
     share = _to_last(dy, fmt) / wn.window_counts(xp, shape[1:4], win, dy.dtype)
     return _from_last(wn.scatter(xp, shape, win, dy.dtype, itertools.repeat(share)), fmt)

@@ -74,21 +74,23 @@ def _rank4(c, shape, what: str) -> tuple:
     return s.dims
 
 
-def _sizes_input(ctx, sizes, what: str) -> tuple[int, ...]:
-    """A 1-D int32 shape input (input_sizes, filter_sizes, orig_input_shape) read on the host."""
+def _sizes_input(ctx, sizes, what: str, rank: int = 4) -> tuple[int, ...]:
+    """A 1-D int shape input (input_sizes, filter_sizes, orig_input_shape) of ``rank`` sizes,
+    read on the host."""
     host = ctx.host(sizes)
     dims = tuple(int(v) for v in host.ravel())
-    if host.ndim != 1 or len(dims) != 4 or min(dims) < 0:
-        raise ctx.fail(f"{what} must hold 4 non-negative sizes, got {list(dims)}")
+    if host.ndim != 1 or len(dims) != rank or min(dims) < 0:
+        raise ctx.fail(f"{what} must hold {rank} non-negative sizes, got {list(dims)}")
     return dims
 
 
-def _sizes_value(ic: InferenceContext, i: int, what: str) -> Shape:
+def _sizes_value(ic: InferenceContext, i: int, what: str, rank: int = 4) -> Shape:
+    """The shape a sizes input holds, as far as it is known at graph time."""
     s = ic.shape_from_value(i)
     if s.rank is None:
-        return Shape.unknown_of_rank(4)
-    if s.rank != 4:
-        raise ic.fail(f"{what} must hold 4 sizes, got {s}")
+        return Shape.unknown_of_rank(rank)
+    if s.rank != rank:
+        raise ic.fail(f"{what} must hold {rank} sizes, got {s}")
     return s
 
 
@@ -162,11 +164,6 @@ def _window(c, in_hw: Dims, ksize: Dims, dilations=(1, 1)) -> _Window:
 def _check_shape(c, what: str, got: Dims, want: Dims, how: str) -> None:
     if not as_shape(got).is_compatible_with(as_shape(want)):
         raise c.fail(f"{what} has shape {as_shape(got)}, but {how} gives {as_shape(want)}")
-
-
-def _window_attrs(node) -> dict:
-    """A window op's attrs but T: its gradient ops take the same strides, padding, ... ."""
-    return {k: v for k, v in node.attrs.items() if k != "T" and not k.startswith("_")}
 
 
 # --- Conv2D and its gradients -----------------------------------------------------------------
@@ -286,36 +283,8 @@ def _conv2d_backprop_filter(ctx, x, filter_sizes, dy):
 # other two (TF's nn_grad.py), with the same window attrs.
 
 
-@gradient("Conv2D")
-def _conv2d_grad(b, node, dys):
-    x, f = node.data_inputs
-    attrs = _window_attrs(node)
-    return [
-        gu.emit(b, "Conv2DBackpropInput", gu.shape_of(b, x), f, dys[0], **attrs),
-        gu.emit(b, "Conv2DBackpropFilter", x, gu.shape_of(b, f), dys[0], **attrs),
-    ]
-
-
-@gradient("Conv2DBackpropInput")
-def _conv2d_backprop_input_grad(b, node, dys):
-    _, f, dy = node.data_inputs
-    attrs = _window_attrs(node)
-    return [
-        None,
-        gu.emit(b, "Conv2DBackpropFilter", dys[0], gu.shape_of(b, f), dy, **attrs),
-        gu.emit(b, "Conv2D", dys[0], f, **attrs),
-    ]
-
-
-@gradient("Conv2DBackpropFilter")
-def _conv2d_backprop_filter_grad(b, node, dys):
-    x, _, dy = node.data_inputs
-    attrs = _window_attrs(node)
-    return [
-        gu.emit(b, "Conv2DBackpropInput", gu.shape_of(b, x), dys[0], dy, **attrs),
-        None,
-        gu.emit(b, "Conv2D", x, dys[0], **attrs),
-    ]
+# All three are bilinear in (input, filter): each one's gradient is made of the other two.
+gu.conv_gradients("Conv2D", "Conv2DBackpropInput", "Conv2DBackpropFilter")
 
 
 # --- MaxPool / AvgPool and their gradients ----------------------------------------------------
@@ -367,7 +336,7 @@ def _max_pool(ctx, x):
 
 @gradient("MaxPool")
 def _max_pool_gradient(b, node, dys):
-    return [gu.emit(b, "MaxPoolGrad", node.data_inputs[0], node.name, dys[0], **_window_attrs(node))]
+    return [gu.emit(b, "MaxPoolGrad", node.data_inputs[0], node.name, dys[0], **gu.window_attrs(node))]
 
 
 register_op(
@@ -394,7 +363,7 @@ def _avg_pool(ctx, x):
 @gradient("AvgPool")
 def _avg_pool_gradient(b, node, dys):
     x = node.data_inputs[0]
-    return [gu.emit(b, "AvgPoolGrad", gu.shape_of(b, x), dys[0], **_window_attrs(node))]
+    return [gu.emit(b, "AvgPoolGrad", gu.shape_of(b, x), dys[0], **gu.window_attrs(node))]
 
 
 def _max_pool_grad_shape(ic: InferenceContext) -> list[Shape]:
@@ -425,7 +394,7 @@ def _max_pool_grad(ctx, x, y, dy):
 def _max_pool_grad_grad(b, node, dys):
     # Away from ties the maxima's positions are locally constant: no gradient for x and y.
     x, y, _ = node.data_inputs
-    attrs = _window_attrs(node)
+    attrs = gu.window_attrs(node)
     if attrs.pop("explicit_paddings"):
         raise GraphError(
             "no second derivative of MaxPool with EXPLICIT padding: MaxPoolGradGrad takes only "
@@ -474,7 +443,7 @@ def _max_pool_grad_grad_grad(b, node, dys):
     return [
         gu.zeros_like(b, x),
         gu.zeros_like(b, y),
-        gu.emit(b, "MaxPoolGrad", x, y, dys[0], **_window_attrs(node)),
+        gu.emit(b, "MaxPoolGrad", x, y, dys[0], **gu.window_attrs(node)),
     ]
 
 
@@ -508,4 +477,4 @@ def _avg_pool_grad(ctx, orig_input_shape, dy):
 @gradient("AvgPoolGrad")
 def _avg_pool_grad_grad(b, node, dys):
     # AvgPoolGrad is linear in grad; its transpose is AvgPool.
-    return [None, gu.emit(b, "AvgPool", dys[0], **_window_attrs(node))]
+    return [None, gu.emit(b, "AvgPool", dys[0], **gu.window_attrs(node))]
