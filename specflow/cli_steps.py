@@ -67,7 +67,23 @@ def _run_model(path, fetch, feeds, options, stats) -> list:
             if name.rsplit(":", 1)[0] not in nodes and name not in nodes:
                 raise UserError(f"{path} has no tensor '{name}'")
         check_supported(model.graph_def, fetch, list(feeds))
+        feeds = {name: _cast_to_placeholder(nodes, name, value) for name, value in feeds.items()}
         return model.session.run(fetch, feeds, options=options, run_metadata=stats)
+
+
+def _cast_to_placeholder(nodes, name: str, value):
+    """A feed of a model's placeholder follows the one feed rule that ``run SPEC --feed`` and
+    ``predict --input`` follow (io/feed_cast.py): cast to its dtype only when no value changes."""
+    from specflow.io.feed_cast import cast_exactly
+
+    node_name, _, index = name.partition(":")
+    node = nodes.get(node_name)
+    if node is None or node.op not in ("Placeholder", "PlaceholderWithDefault") or index not in ("", "0"):
+        return value  # an intermediate tensor: the session checks its dtype
+    want = node.attrs.get("dtype")
+    if want is None or want.np_type is None or want.name == "string":
+        return value
+    return cast_exactly(value, want.numpy, f"--feed {name}", UserError)
 
 
 def _quiet_numeric_warnings() -> None:

@@ -220,6 +220,9 @@ def test_one_feed_casting_rule_for_run_and_predict(tmp_path, trained):
     lost = "must be float32, got float64, and casting would change 128 of 128 value(s) (e.g. 0.1 -> 0.10000000149011612)"
     one_error(cli(*run, f"images={lossy}"), "--feed images " + lost)
     one_error(cli("predict", export, "--input", f"images={lossy}"), "input 'images' " + lost)
+    # run on a SavedModel feeds its placeholders by the same rule
+    assert cli("run", export, "--fetch", "probs", "--feed", f"images={exact}").exit_code == 0
+    one_error(cli("run", export, "--fetch", "probs", "--feed", f"images={lossy}"), "--feed images " + lost)
     for command in ("run", "predict"):
         assert "only when no value changes" in cli(command, "--help").output
 
