@@ -130,7 +130,8 @@ def test_ctrl_c_on_the_cli_run_command(tmp_path):
     spec = tmp_path / "forever.yaml"
     spec.write_text(FOREVER.replace("OP", "Identity"))
     np.save(tmp_path / "n.npy", np.int32(0))
-    proc = subprocess.Popen([sys.executable, "-m", "specflow.cli", "run", str(spec), "--fetch", "out",
+    # -m specflow: the console script's entry, which also turns a Ctrl-C during start-up into exit 130
+    proc = subprocess.Popen([sys.executable, "-m", "specflow", "run", str(spec), "--fetch", "out",
                              "--feed", f"n={tmp_path / 'n.npy'}"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)
     time.sleep(1.5)  # loaded and looping
