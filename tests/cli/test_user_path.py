@@ -261,7 +261,7 @@ def test_extras_declare_what_was_tested_and_the_name_is_not_a_strangers():
 
     meta = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     assert meta["name"] != "specflow"  # PyPI's specflow is an unrelated project
-    assert meta["scripts"] == {"specflow": "specflow.cli:main"}
+    assert meta["scripts"] == {"specflow": "specflow.__main__:main"}
     assert f"pip install {meta['name']}" in README
     onnx_extra = {re.split("[<>=]", r)[0]: r for r in meta["optional-dependencies"]["onnx"]}
     assert set(onnx_extra) == {"onnx", "onnxruntime"}
