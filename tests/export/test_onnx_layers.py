@@ -21,6 +21,7 @@ LAYER_NODES = {
     "attention": "{layer: multi_head_attention, inputs: {query: x, mask: m}, num_heads: 2, key_dim: 2, causal: true}",
     "layer_norm": "{layer: layer_norm, inputs: [x]}",
     "group_norm": "{layer: group_norm, inputs: [x], groups: 2}",
+    "group_norm_channels_first": "{layer: group_norm, inputs: [x], groups: 5, axis: 1}",
     "conv1d": "{layer: conv1d, inputs: [x], filters: 2, kernel_size: 3, padding: causal}",
     "activations": "{layer: dense, inputs: [x], units: 3, activation: gelu_tanh}",
     "hard_sigmoid": "{layer: hard_sigmoid, inputs: [x]}",

@@ -54,6 +54,15 @@ def test_bidirectional(mode):
             merge_mode=mode, rnn={"lstm": {"units": 3, "return_sequences": True}})
 
 
+def test_bidirectional_initial_state():
+    layer = keras.layers.Bidirectional(keras.layers.LSTM(3, return_sequences=True, return_state=True), merge_mode=None)
+    init = [RNG.normal(size=(3, 3)).astype(np.float32) for _ in range(4)]
+    names = ["forward_initial_h", "forward_initial_c", "backward_initial_h", "backward_initial_c"]
+    compare("bidirectional", layer, [X], {"initial_state": init}, {"x": X, **dict(zip(names, init))},
+            roles={"sequence": "x", **{n: n for n in names}}, merge_mode=None,
+            rnn={"lstm": {"units": 3, "return_sequences": True, "return_state": True}})
+
+
 def test_multi_head_attention():
     q = RNG.normal(size=(3, 5, 6)).astype(np.float32)
     pad = np.ones((3, 5, 6), bool)
@@ -64,11 +73,15 @@ def test_multi_head_attention():
     layer = keras.layers.MultiHeadAttention(num_heads=3, key_dim=2)
     compare("multi_head_attention", layer, [X, X], {"use_causal_mask": True}, {"x": X}, num_heads=3, key_dim=2,
             causal=True)
+    layer = keras.layers.MultiHeadAttention(num_heads=2, key_dim=2)
+    compare("multi_head_attention", layer, [X, X], {"return_attention_scores": True}, {"x": X}, num_heads=2,
+            key_dim=2, return_attention_scores=True)
 
 
 def test_norms_convs_and_activations():
     compare("layer_norm", keras.layers.LayerNormalization(epsilon=1e-3), [X], {}, {"x": X})
     compare("group_norm", keras.layers.GroupNormalization(groups=2), [X], {}, {"x": X}, groups=2)
+    compare("group_norm", keras.layers.GroupNormalization(groups=3, axis=1), [X], {}, {"x": X}, groups=3, axis=1)
     compare("conv1d", keras.layers.Conv1D(3, 3, padding="causal", dilation_rate=2), [X], {}, {"x": X},
             filters=3, kernel_size=3, padding="causal", dilation_rate=2)
     img = RNG.normal(size=(2, 3, 4, 2)).astype(np.float32)

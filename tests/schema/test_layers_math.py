@@ -67,6 +67,29 @@ def test_group_norm():
     run.check_gradients(["x", "gamma"])
 
 
+@pytest.mark.parametrize("axis", [1, -3, 2])
+def test_group_norm_on_another_axis(axis):
+    """Channels first (NCHW, axis 1) and a middle axis: gamma and beta broadcast along it."""
+    x = normal(2, 6, 4, 4) * 2 - 1
+    run = LayerRun("group_norm", {"x": x}, groups=2, axis=axis, epsilon=1e-5)
+    w = perturbed(run)
+    a = axis % 4
+    c = x.shape[a]
+    g = x.reshape(x.shape[:a] + (2, c // 2) + x.shape[a + 1:])
+    axes = tuple(i for i in range(1, 5) if i != a)
+    norm = ((g - g.mean(axis=axes, keepdims=True)) / np.sqrt(g.var(axis=axes, keepdims=True) + 1e-5)).reshape(x.shape)
+    bshape = [c if i == a else 1 for i in range(4)]
+    want = norm * w["gamma"].reshape(bshape) + w["beta"].reshape(bshape)
+    np.testing.assert_allclose(run.run()[0], want, rtol=1e-10)
+    run.check_gradients(["x", "gamma", "beta"])
+
+
+@pytest.mark.parametrize("axis, why", [(0, "axis 0 is the batch"), (4, "not a channel axis"), (-5, "not a channel")])
+def test_group_norm_axis_errors(axis, why):
+    with pytest.raises(SpecError, match=why):
+        LayerRun("group_norm", {"x": normal(2, 6, 3, 4)}, groups=2, axis=axis)
+
+
 # --- activations ------------------------------------------------------------------------------
 
 
@@ -160,6 +183,25 @@ def test_cross_attention_with_padding_and_causal_masks():
     allowed = (full & np.tril(np.ones((4, 4), bool)))[:, None]
     np.testing.assert_allclose(run.run()[0], np_mha(x, x, x, w, 1, 4, allowed), rtol=1e-9)
     run.check_gradients(["x", "key/kernel"])
+
+
+def test_attention_returns_its_scores_before_dropout():
+    x = normal(2, 4, 3)
+    run = LayerRun("multi_head_attention", {"x": x}, num_heads=2, key_dim=2, return_attention_scores=True,
+                   dropout=0.5, seed=1, causal=True)
+    w = perturbed(run)
+    out, scores = run.run()
+    allowed = np.tril(np.ones((4, 4), bool))[None, None]
+    np.testing.assert_allclose(out, np_mha(x, x, x, w, 2, 2, allowed), rtol=1e-9)
+    q = np.einsum("abc,cde->abde", x, w["query/kernel"]) + w["query/bias"]
+    k = np.einsum("abc,cde->abde", x, w["key/kernel"]) + w["key/bias"]
+    want = np_softmax(np.einsum("aecd,abcd->acbe", k, q / math.sqrt(2)) + (1 - allowed) * -1e9)
+    assert scores.shape == (2, 2, 4, 4)
+    np.testing.assert_allclose(scores, want, rtol=1e-9)
+    # in training the output sees dropout, the scores do not (Keras returns them before dropout)
+    out_t, scores_t = run.run({"training": np.array(True)})
+    np.testing.assert_allclose(scores_t, want, rtol=1e-9)
+    assert not np.allclose(out_t, out)
 
 
 def test_attention_dropout_in_training_only():

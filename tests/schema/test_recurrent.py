@@ -192,6 +192,29 @@ def test_bidirectional_return_state_order():
     np.testing.assert_allclose(got[2], c, rtol=1e-10)
 
 
+def test_bidirectional_initial_states_by_direction():
+    x = RNG.normal(size=(2, 3, 2))
+    h = {d: RNG.normal(size=(2, 2)) for d in ("hf", "cf", "hb", "cb")}
+    roles = {"sequence": "x", "forward_initial_h": "hf", "forward_initial_c": "cf", "backward_initial_h": "hb",
+             "backward_initial_c": "cb"}
+    run = LayerRun("bidirectional", {"x": x, **h}, roles=roles, merge_mode=None,
+                   rnn={"lstm": {"units": 2, "return_sequences": True, "return_state": True}})
+    w = randomize(run)
+    fw = {k.split("/", 1)[1]: v for k, v in w.items() if k.startswith("forward_lstm/")}
+    bw = {k.split("/", 1)[1]: v for k, v in w.items() if k.startswith("backward_lstm/")}
+    yf, (hf, cf) = np_rnn("lstm", x, fw, 2, initial=[h["hf"], h["cf"]])
+    yb, (hb, cb) = np_rnn("lstm", x, bw, 2, initial=[h["hb"], h["cb"]], go_backwards=True)
+    got = run.run()
+    for g, want in zip(got, [yf, yb[:, ::-1], hf, cf, hb, cb]):
+        np.testing.assert_allclose(g, want, rtol=1e-10)
+    run.check_gradients(["hf", "cf"])
+    run.check_gradients(["hb", "cb"], output=1)
+    with pytest.raises(SpecError, match="bidirectional gru has no state 'c'; its initial states are "
+                                        "forward_initial_h, backward_initial_h"):
+        LayerRun("bidirectional", {"x": x, "c": h["cf"]}, roles={"sequence": "x", "forward_initial_c": "c"},
+                 rnn={"gru": {"units": 2}})
+
+
 def test_errors():
     with pytest.raises(SpecError, match=r"lstm needs a \[batch, steps, features\] input"):
         LayerRun("lstm", {"x": np.zeros((2, 3))}, units=2)

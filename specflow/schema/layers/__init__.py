@@ -121,7 +121,9 @@ LAYER_INPUTS: dict[str, tuple[tuple[str, ...], tuple[str, ...]] | str] = {
     "lstm": (("sequence",), ("mask", "initial_h", "initial_c")),
     "gru": _RNN_INPUTS,
     "simple_rnn": _RNN_INPUTS,
-    "bidirectional": (("sequence",), ("mask",)),
+    # Keras's initial_state [h_f, (c_f,) h_b, (c_b)] by role; the c roles are lstm's only.
+    "bidirectional": (("sequence",), ("mask", "forward_initial_h", "forward_initial_c", "backward_initial_h",
+                                      "backward_initial_c")),
     "add": "*",
     "multiply": "*",
     "concat": "*",

@@ -8,6 +8,9 @@ key_dim] and ``query/bias`` [heads, key_dim], the same for ``key`` and ``value``
     scores  = (q / sqrt(key_dim)) k^T + (1 - mask) * -1e9      [batch, heads, T, S]
     probs   = dropout(softmax(scores))
     out     = (probs v) merged over heads, projected to the query's width
+
+With ``return_attention_scores`` the layer has two outputs, ``NAME`` and ``NAME:1`` (the
+softmax before dropout), as Keras's ``return_attention_scores=True`` returns them.
 """
 
 from __future__ import annotations
@@ -95,7 +98,7 @@ def multi_head_attention(e: Emitter, inputs: dict[str, str], cfg) -> str:
     adder = _mask_adder(e, scores, inputs.get("mask"), cfg.causal)
     if adder is not None:
         scores = e.op("AddV2", [scores, adder], name="masked_scores")
-    probs = e.op("Softmax", [scores], name="attention_scores")
+    weights = probs = e.op("Softmax", [scores], name="attention_scores")
     if cfg.dropout > 0:
         probs = apply_dropout(e, probs, cfg.dropout, cfg.seed, scope="dropout/")
     ctx = e.op("BatchMatMulV2", [probs, v], name="context")
@@ -110,6 +113,10 @@ def multi_head_attention(e: Emitter, inputs: dict[str, str], cfg) -> str:
         if bias is not None:
             y = e.op("BiasAdd", [y, bias.read])
         shape = e.lead_shape(query, 2, [out_dim], "shape")
-    return e.op("Reshape", [y, shape], final=True)
+    out = e.op("Reshape", [y, shape], final=not cfg.return_attention_scores)
+    if not cfg.return_attention_scores:
+        return out
+    # Keras returns the scores before dropout; output 0 is the layer's result, output 1 the scores.
+    return [e.op("Identity", [out], final=True), weights]
 
 

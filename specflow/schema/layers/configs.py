@@ -243,6 +243,7 @@ class MultiHeadAttentionConfig(LayerConfig):
     dropout: float = Field(0.0, ge=0.0, lt=1.0)
     use_bias: bool = True
     causal: bool = False
+    return_attention_scores: bool = False  # outputs (out, scores [batch, heads, T, S]) as Keras does
     kernel_initializer: InitializerSpec = "glorot_uniform"
     bias_initializer: InitializerSpec = "zeros"
     seed: int | None = None

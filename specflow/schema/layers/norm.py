@@ -130,28 +130,40 @@ def layer_norm(e: Emitter, x: str, cfg) -> str:
 
 
 def group_norm(e: Emitter, x: str, cfg) -> str:
-    """Keras GroupNormalization (channels last): channels split into ``groups``; moments per
-    sample and group over the spatial axes and the group's channels; gamma, beta per channel."""
+    """Keras GroupNormalization: the channels on ``axis`` (default the last) split into
+    ``groups``; moments per sample and group over every other axis and the group's channels;
+    gamma, beta per channel."""
     shape, dt = e.shape(x), e.dtype(x)
     name = e.ctx.name
     if shape.rank is None or shape.rank < 2:
         raise SpecError(f"group_norm needs an input of rank >= 2, got shape {shape}", node=name)
-    if cfg.axis not in (-1, shape.rank - 1):
-        raise SpecError(f"group_norm supports the channels-last axis (-1) only, got axis {cfg.axis}", node=name)
-    channels = shape.dims[-1]
+    rank = shape.rank
+    if not -rank <= cfg.axis < rank or cfg.axis % rank == 0:
+        raise SpecError(f"group_norm: axis {cfg.axis} is not a channel axis of a rank-{rank} input "
+                        f"(axis 0 is the batch)", node=name)
+    a = cfg.axis % rank
+    channels = shape.dims[a]
     if channels is None:
-        raise SpecError(f"group_norm needs the channel dimension known, got shape {shape}", node=name)
+        raise SpecError(f"group_norm needs the channel dimension (axis {cfg.axis}) known, got shape {shape}", node=name)
     if channels % cfg.groups:
         raise SpecError(f"group_norm: {channels} channels do not split into {cfg.groups} groups", node=name)
     params = {
         key: create_variable(e.b, key, [channels], dt, init, True, e.ctx.graph_seed).read
         for key, init, wanted in (("gamma", "ones", cfg.scale), ("beta", "zeros", cfg.center)) if wanted
     }
-    grouped = e.op("Reshape", [x, e.lead_shape(x, shape.rank - 1, [cfg.groups, channels // cfg.groups],
-                                               "grouped_shape")], name="grouped")  # fmt: skip
-    axes = [i for i in range(1, shape.rank + 1) if i != shape.rank - 1]  # all but batch and group
+    split = [cfg.groups, channels // cfg.groups]
+    if a == rank - 1:
+        grouped_shape = e.lead_shape(x, rank - 1, split, "grouped_shape")
+        input_shape = e.lead_shape(x, rank - 1, [channels], "input_shape")
+    else:  # channels first (or in the middle): the dims after the channels follow the split
+        grouped_shape = e.concat([e.dims(x, 0, a, "grouped_shape/lead"), e.i32(split, "grouped_shape/split"),
+                                  e.dims(x, a + 1, None, "grouped_shape/tail")], 0, "grouped_shape")  # fmt: skip
+        input_shape = e.op("Shape", [x], {"out_type": dtypes.int32}, name="input_shape")
+        per_channel = e.i32([channels] + [1] * (rank - 1 - a), "per_channel_shape")
+        params = {k: e.op("Reshape", [v, per_channel], name=f"{k}_per_channel") for k, v in params.items()}
+    grouped = e.op("Reshape", [x, grouped_shape], name="grouped")
+    axes = [i for i in range(1, rank + 1) if i != a]  # all but batch and group
     mean, inv = _normalize(e, grouped, e.i32(axes, "moments/axes"), cfg.epsilon)
     y = e.op("Mul", [e.op("Sub", [grouped, mean]), inv])
-    y = e.op("Reshape", [y, e.lead_shape(x, shape.rank - 1, [channels], "input_shape")], name="ungrouped",
-             final=not params)  # fmt: skip
+    y = e.op("Reshape", [y, input_shape], name="ungrouped", final=not params)
     return _affine(e, y, params.get("gamma"), params.get("beta"), final=True) if params else y

@@ -262,15 +262,25 @@ _MERGE_OPS = {"sum": "AddV2", "mul": "Mul"}
 def bidirectional(e: Emitter, inputs: dict[str, str], cfg):
     """Keras Bidirectional: ``forward_<kind>`` and ``backward_<kind>`` (go_backwards), the
     backward outputs put back in time order, merged by ``merge_mode`` (None: both, as a list).
-    With ``return_state`` the states follow: forward's, then backward's."""
+    With ``return_state`` the states follow: forward's, then backward's. Initial states come by
+    role, ``forward_initial_h`` ... ``backward_initial_c`` (Keras's ``initial_state`` list)."""
     kind, inner = cfg.inner
     fw_name, bw_name = f"forward_{kind}", f"backward_{kind}"
+    states = CELLS[kind].states
+    for role in inputs:
+        if "_initial_" in role and role.rsplit("_", 1)[1] not in states:
+            raise SpecError(f"bidirectional {kind} has no state '{role.rsplit('_', 1)[1]}'; its initial states are "
+                            + ", ".join(f"{d}_initial_{s}" for d in ("forward", "backward") for s in states),
+                            node=e.ctx.name)  # fmt: skip
     outs = {}
-    for sub, backwards in ((fw_name, False), (bw_name, True)):
+    for sub, direction, backwards in ((fw_name, "forward", False), (bw_name, "backward", True)):
         sub_cfg = inner.model_copy(update={"go_backwards": backwards})
         ctx = LayerContext(name=e.b.scoped(sub), graph_seed=e.ctx.graph_seed, training=e.ctx.training)
+        sub_inputs = {k: v for k, v in inputs.items() if "_initial_" not in k}
+        sub_inputs.update({f"initial_{s}": inputs[f"{direction}_initial_{s}"] for s in states
+                           if f"{direction}_initial_{s}" in inputs})  # fmt: skip
         with e.b.name_scope(sub):
-            outs[sub] = run_rnn(Emitter(e.b, ctx), kind, inputs, sub_cfg, reverse_output=backwards)
+            outs[sub] = run_rnn(Emitter(e.b, ctx), kind, sub_inputs, sub_cfg, reverse_output=backwards)
     fw, bw = outs[fw_name], outs[bw_name]
     y_f, y_b = fw[0], bw[0]
     if inner.return_sequences and inputs.get("mask") is not None:
