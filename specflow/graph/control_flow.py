@@ -121,8 +121,10 @@ def cond(
             first = len(nodes)
             with b.name_scope(label):
                 outs = _as_list(fn(b, *args))
-            built = [n.name for n in nodes[first:]]
-            _no_variables(b, built, what, full)
+            built, lifted = _hoist_variables(b, [n.name for n in nodes[first:]], {n.name for n in nodes[start:]},
+                                             what, full)
+            _move_to(b, lifted, start)
+            start += len(lifted)
             inside = {n.name for n in nodes[start:]}
             capture = lambda t, port=port: b.out(switch(t), port)  # noqa: E731
             _rewrite(b, built, inside, capture, pivot)
@@ -258,7 +260,11 @@ def while_loop(
                 captures[key] = _add(b, "Enter", [t], {**enter_attrs, "is_constant": True}, name=f"capture/{leaf}")
             return captures[key]
 
-        _no_variables(b, cond_nodes + body_nodes, what, full)
+        construct = {n.name for n in nodes[start:]}
+        cond_nodes, lifted_c = _hoist_variables(b, cond_nodes, construct, what, full)
+        body_nodes, lifted_b = _hoist_variables(b, body_nodes, construct, what, full)
+        _move_to(b, lifted_c + lifted_b, start)
+        start += len(lifted_c) + len(lifted_b)
         inside = {n.name for n in nodes[start:]}
         _rewrite(b, cond_nodes, inside, capture, merges[0], outer_control)
         _rewrite(b, body_nodes, inside, capture, identities[0], outer_control)
@@ -416,13 +422,53 @@ def _check_bool_scalar(b: GraphBuilder, t: str, what: str, role: str, node: str)
         raise ShapeError(f"{what}: the {role} must be a bool scalar, got {spec.dtype.name} {spec.shape}", node=node)
 
 
-def _no_variables(b: GraphBuilder, names: list[str], what: str, node: str) -> None:
+def _hoist_variables(b: GraphBuilder, names: list[str], construct: set[str], what: str,
+                     node: str) -> tuple[list[str], list[str]]:
     """Variables live outside control flow: one created in a branch or body would be created
-    (and initialized) only when, and as often as, that code runs."""
-    for name in names:
-        if b.graph_def.node(name).op == "VarHandleOp":
-            raise GraphError(f"{what}: variable '{name}' is created inside it; create variables outside "
-                             "and read them inside", node=node)
+    (and initialized) only when, and as often as, that code runs. So a variable that a branch or
+    body creates (a layer or a function with its own weights, called inside) is lifted out, as
+    TensorFlow's ``init_scope`` lifts it: its handle, initializer, initial assignment and its read
+    go before the construct, and the code inside reads the value through a capture; one copy per
+    place in the spec, shared by every iteration. ``construct``: every node of the cond or loop
+    so far. Returns (the names left inside, those lifted)."""
+    graph = b.graph_def.node_map()
+    handles = [n for n in names if graph[n].op == "VarHandleOp"]
+    if not handles:
+        return names, []
+    built = set(names)
+    init_ops = set(b.collections.get("init_ops", []))
+    lifted: set[str] = set()
+
+    def closure(first: str) -> set[str] | None:
+        """``first`` and what it needs from ``built``; None if any of it reads the construct."""
+        seen, stack = set(), [first]
+        while stack:
+            n = stack.pop()
+            if n in seen or n in lifted:
+                continue
+            seen.add(n)
+            for inp in graph[n].inputs:
+                src = parse_input(inp).node
+                if src in built:
+                    stack.append(src)
+                elif src in construct:
+                    return None
+        return seen
+
+    for h in handles:
+        users = [n for n in names if graph[n].op in ("AssignVariableOp", "ReadVariableOp")
+                 and graph[n].inputs and parse_input(graph[n].inputs[0]).node == h]
+        assigns = [n for n in users if n in init_ops]
+        pieces = [closure(h)] + [closure(n) for n in assigns]
+        if any(p is None for p in pieces):
+            raise GraphError(f"{what}: variable '{h}' is initialized from values computed inside it; create it "
+                             "outside and read it inside", node=node)
+        for p in pieces:
+            lifted |= p
+        for r in users:  # the variable's own read goes out too, unless something inside gates it
+            if r not in init_ops and r == f"{h}/Read/ReadVariableOp":
+                lifted |= closure(r) or set()
+    return [n for n in names if n not in lifted], [n for n in names if n in lifted]
 
 
 def _rewrite(b: GraphBuilder, names: list[str], inside: set[str], capture: Callable[[str], str], pivot: str,

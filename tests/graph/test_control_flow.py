@@ -11,6 +11,7 @@ from specflow.errors import GraphError, OpError, ShapeError, SpecflowError
 from specflow.graph import dtypes
 from specflow.graph.builder import GraphBuilder
 from specflow.graph.control_flow import cond, find_while_loops, while_loop
+from specflow.graph.graph_def import parse_input
 from specflow.graph.shapes import Shape
 from specflow.graph.verify import verify
 from specflow.ops.eval import evaluate_op
@@ -302,9 +303,23 @@ def test_a_condition_that_is_not_a_scalar_fails_at_run_time():
     assert e.value.node == "w/LoopCond"
 
 
-def test_variables_cannot_be_created_inside_a_body():
+def test_a_variable_created_inside_a_body_is_lifted_out():
     b = GraphBuilder()
-    with pytest.raises(GraphError, match="loop 'w': variable 'w/body/v' is created inside it"):
-        while_loop(b, lambda b, i: op(b, "Less", i, b.const(3)),
-                   lambda b, i: [i, b.add_op("VarHandleOp", [], {"dtype": I32, "shape": []}, name="v").name][0],
-                   [b.const(0)], name="w")
+    res = while_loop(b, lambda b, i: op(b, "Less", i, b.const(3)),
+                     lambda b, i: [i, b.add_op("VarHandleOp", [], {"dtype": I32, "shape": []}, name="v").name][0],
+                     [b.const(0)], name="w")
+    names = [n.name for n in b.graph_def.nodes]
+    assert names.index("w/body/v") < names.index(res.enters[0])  # before the loop, in no frame
+    assert not any(parse_input(i).node == "w/body/v" for i in b.graph_def.node(res.enters[0]).inputs)
+
+
+def test_a_variable_initialized_from_the_loop_is_refused():
+    b = GraphBuilder()
+
+    def body(b, i):
+        h = b.add_op("VarHandleOp", [], {"dtype": I32, "shape": []}, name="v").name
+        b.add_to_collection("init_ops", b.add_op("AssignVariableOp", [h, i], {"dtype": I32}, name="v/Assign").name)
+        return i
+
+    with pytest.raises(GraphError, match="loop 'w': variable 'w/body/v' is initialized from values computed inside"):
+        while_loop(b, lambda b, i: op(b, "Less", i, b.const(3)), body, [b.const(0)], name="w")

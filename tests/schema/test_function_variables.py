@@ -163,3 +163,78 @@ nodes:
         s.run([], targets=["init"])
         np.testing.assert_allclose(s.run("distance", {"a": x, "b": x}), 0, atol=1e-10)
         assert s.run("distance", {"a": x, "b": x + 1}).min() > 0
+
+
+LOOPED = """\
+specflow: 1
+name: looped
+inputs:
+  x: {dtype: float32, shape: [null, 3]}
+  flag: {dtype: bool, shape: []}
+functions:
+  step:
+    inputs: {h: {dtype: float32, shape: [null, 3]}}
+    variables:
+      scale: {shape: [3], initializer: {constant: 0.5}}
+    nodes:
+      d: {layer: dense, inputs: [h], units: 3, activation: tanh}
+      y: {op: Mul, inputs: [d, scale]}
+    outputs: {y: y}
+nodes:
+  loop:
+    while:
+      vars: {i: 0, h: x}
+      cond: {op: Less, inputs: [i], y: 3}
+      body:
+        i: {op: AddV2, inputs: [i], y: 1}
+        h: {call: step, inputs: [h]}
+  branch:
+    cond:
+      pred: flag
+      inputs: {a: "loop:1"}
+      then: {call: step, inputs: [a]}
+      else: {op: Identity, inputs: [a]}
+  loss: {op: Sum, inputs: [{op: Square, inputs: [branch]}], axis: [0, 1]}
+"""
+
+
+def test_a_function_with_variables_inside_a_loop_and_a_cond():
+    """Its variables are lifted out (TF's init_scope): one copy per call site, shared by every
+    iteration; the values and gradients are those of the unrolled math."""
+    spec = load_spec_text(LOOPED, "looped.yaml")
+    names = [v.name for v in spec.variables]
+    assert names == ["loop/body/h/scale", "loop/body/h/d/kernel", "loop/body/h/d/bias",
+                     "branch/then/step/scale", "branch/then/step/d/kernel", "branch/then/step/d/bias"]
+    b = spec.lowered.builder
+    reads = [f"{n}/Read/ReadVariableOp" for n in names]
+    grads = gradients(b, ["loss"], reads)
+    x = np.random.default_rng(1).normal(size=(2, 3)).astype(np.float32)
+    with Session(b.graph_def) as s:
+        s.run([], targets=["init"])
+        w = dict(zip(names, s.run(reads)))
+
+        def numpy_loss(w, flag):
+            h = x.astype(np.float64)
+            for _ in range(3):
+                h = np.tanh(h @ w["loop/body/h/d/kernel"] + w["loop/body/h/d/bias"]) * w["loop/body/h/scale"]
+            if flag:
+                h = np.tanh(h @ w["branch/then/step/d/kernel"] + w["branch/then/step/d/bias"]) * w["branch/then/step/scale"]
+            return (h**2).sum()
+
+        for flag in (True, False):
+            feeds = {"x": x, "flag": np.array(flag)}
+            np.testing.assert_allclose(s.run("loss", feeds), numpy_loss(w, flag), rtol=1e-5)
+            got = s.run(grads, feeds)
+            for name, g in zip(names, got):
+                if not flag and name.startswith("branch/"):
+                    assert g is None or not np.any(g)
+                    continue
+                num = np.zeros(w[name].shape)
+                for j in range(w[name].size):
+                    hi, lo = dict(w), dict(w)
+                    hi[name] = w[name].astype(np.float64).copy()
+                    lo[name] = w[name].astype(np.float64).copy()
+                    hi[name].flat[j] += 1e-6
+                    lo[name].flat[j] -= 1e-6
+                    num.flat[j] = (numpy_loss(hi, flag) - numpy_loss(lo, flag)) / 2e-6
+                np.testing.assert_allclose(g, num, rtol=2e-3, atol=1e-5)
