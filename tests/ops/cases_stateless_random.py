@@ -15,6 +15,13 @@ KAT_ZERO = [0x6627E8D5, 0xE169C58D, 0xBC57AC4C, 0x9B00DBD8]  # counter 0, key 0
 KAT_ONES = [0x408F276D, 0x41C83B0E, 0xA20BC7C6, 0x6D5451FD]  # every bit of counter and key set
 
 
+TF_KEY_12345_F32 = np.array([float.fromhex(h) for h in (
+    "0x1.f967ap-1", "0x1.e18e8p-5", "0x1.ca1ep-8", "0x1.25c7p-2", "0x1.e7bc7p-3", "0x1.93adbp-1")], np.float32)
+TF_KEY_12345_F64 = np.array([float.fromhex(h) for h in (
+    "0x1.cb3d0870f0c74p-1", "0x1.ca1f354971c00p-5", "0x1.cf78ef4c9d6d8p-1", "0x1.468b831e2f3a8p-1",
+    "0x1.cbb9452c95bd8p-3", "0x1.52ba7ed0822c2p-1")], np.float64)
+
+
 def _f32(words):
     return np.array([(w & 0x7FFFFF) / 2**23 for w in words], np.float32)
 
@@ -73,6 +80,9 @@ CASES = [
     _case([3], 0, [0, 0], _f32(KAT_ZERO)[:3], alg=3, id="StatelessRandomUniformV2-auto-partial-group"),
     _case([2], 0, [0, 0], _f64(KAT_ZERO), dtype="float64", id="StatelessRandomUniformV2-float64"),
     _case([4], ALL_ONES, [ALL_ONES, ALL_ONES], _f16(KAT_ONES), dtype="float16", id="StatelessRandomUniformV2-float16"),
+    # Recorded from TensorFlow 2.21 (tf.raw_ops.StatelessRandomUniformV2, CPU), bit for bit.
+    _case([2, 3], 12345, [7, 0], TF_KEY_12345_F32.reshape(2, 3), id="StatelessRandomUniformV2-tf-float32"),
+    _case([6], 12345, [7, 0], TF_KEY_12345_F64, dtype="float64", id="StatelessRandomUniformV2-tf-float64"),
     Case("StatelessRandomUniformV2", _uniform([100, 100], 12345, [9, 1])[0], check=_check_stream, const_inputs=[0],
          id="StatelessRandomUniformV2-stream"),
     Case("Multinomial", [_logits, np.int32(4000)], attrs={"seed": 3, "seed2": 4}, check=_check_multinomial,
