@@ -58,9 +58,13 @@ _VALUE_FIELD = {
 # when our OpDef lacks them: attr -> the value it may have (None: any value).
 INFORMATIONAL_ATTRS: dict[str, dict[str, Any]] = {
     "VarHandleOp": {"debug_name": None, "allowed_devices": []},
-    "AssignVariableOp": {"validate_shape": False},
-    "MatMul": {"grad_a": False, "grad_b": False},
-    "BatchMatMulV2": {"grad_x": False, "grad_y": False},
+    # Our kernel always checks that the value fits (validate_shape=true's meaning); with false a
+    # value of another shape is refused at run time, with the node named, never silently taken.
+    "AssignVariableOp": {"validate_shape": None},
+    # Hints TF's gradient code sets on the products it emits (for oneDNN); the math is the same.
+    "MatMul": {"grad_a": None, "grad_b": None},
+    "BatchMatMul": {"grad_x": None, "grad_y": None},
+    "BatchMatMulV2": {"grad_x": None, "grad_y": None},
 }
 
 

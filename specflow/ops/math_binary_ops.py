@@ -133,7 +133,7 @@ _DIVISIONS = {"Div", "RealDiv", "FloorDiv", "FloorMod", "Pow", "TruncateDiv", "T
 def _register_binary(name, types, body, kernel_types, doc):
     register_op(
         name,
-        inputs=["x: T", "y: T"],
+        inputs=["y: T", "x: T"] if name == "Atan2" else ["x: T", "y: T"],  # TF's names: atan2(y, x)
         outputs=["z: T"],
         attrs=[f"T: {{{types}}}"],
         shape=broadcast_shape,

@@ -124,8 +124,8 @@ _NEVER_WARN = {"Neg", "Floor", "Ceil", "IsNan", "IsFinite", "IsInf", "Rint", "Co
 def _register_unary(name, types, body, out_dtype, kernel_types, doc):
     register_op(
         name,
-        inputs=["x: T"],
-        outputs=["y: bool" if out_dtype is np.bool_ else "y: T"],
+        inputs=["input: T"] if name == "Conj" else ["x: T"],  # TF's names
+        outputs=["y: bool" if out_dtype is np.bool_ else "output: T" if name == "Conj" else "y: T"],
         attrs=[f"T: {{{types}}}" + (" = complex64" if name == "Conj" else "")],
         shape=unchanged_shape,
         doc=doc,

@@ -126,3 +126,10 @@ def test_random_ops_draw_new_numbers_each_call():
     a = sf.ops.random_uniform([3], dtype="float32").numpy()
     b = sf.ops.random_uniform([3], dtype="float32").numpy()
     assert a.shape == (3,) and not np.array_equal(a, b)
+
+
+def test_keyword_inputs_take_tensorflows_names():
+    """Atan2's inputs are (y, x), as TF names them: by keyword, atan2(y=1, x=-1) is 3pi/4."""
+    got = sf.ops.atan2(y=np.float32(1.0), x=np.float32(-1.0)).numpy()
+    np.testing.assert_allclose(got, 3 * np.pi / 4, rtol=1e-6)
+    np.testing.assert_allclose(sf.ops.atan2(np.float32(1.0), np.float32(-1.0)).numpy(), 3 * np.pi / 4, rtol=1e-6)

@@ -130,6 +130,21 @@ def test_internal_attrs_are_dropped_both_ways():
     assert sorted(from_tf_graph_def(proto).node("a").attrs) == ["T", "index"]
 
 
+def test_tf_hints_on_gradient_products_are_dropped_whatever_their_value():
+    """TF's gradient code marks the products it emits (grad_a/grad_b, grad_x/grad_y = true); the
+    math is the same, so a training graph with them loads."""
+    a = NodeDef("a", "Placeholder", attrs={"dtype": dtypes.float32, "shape": Shape([2, 2])})
+    mm = NodeDef("mm", "MatMul", ["a", "a"], attrs={"T": dtypes.float32, "transpose_a": False, "transpose_b": False})
+    proto = to_tf_graph_def(GraphDef([a, mm]))
+    proto.node[1].attr["grad_a"].b = True
+    proto.node[1].attr["grad_b"].b = False
+    got = from_tf_graph_def(proto)
+    assert sorted(got.node("mm").attrs) == ["T", "transpose_a", "transpose_b"]
+    x = np.array([[1, 2], [3, 4]], np.float32)
+    with specflow.Session(got) as s:
+        np.testing.assert_array_equal(s.run("mm:0", {"a:0": x}), x @ x)
+
+
 TENSORS = [
     np.float32(3.5), np.array(7, dtype=np.int64), np.arange(12, dtype=np.int8).reshape(3, 4),
     np.array([0, 65535], dtype=np.uint16), np.array([1, 2], dtype=np.uint32), np.array([-1.5], dtype=np.float16),
