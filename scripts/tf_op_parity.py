@@ -14,7 +14,6 @@ import sys
 
 import numpy as np
 
-
 # Where tf.raw_ops' Python parameter is not the OpDef's name.
 RENAMED = {("Squeeze", "squeeze_dims"): "axis"}
 
