@@ -15,7 +15,11 @@ import sys
 import numpy as np
 
 # Where tf.raw_ops' Python parameter is not the OpDef's name.
-RENAMED = {("Squeeze", "squeeze_dims"): "axis"}
+RENAMED = {
+    ("Squeeze", "squeeze_dims"): "axis", ("Split", "split_dim"): "axis", ("SplitV", "split_dim"): "axis",
+    ("ExpandDims", "dim"): "axis", ("Select", "t"): "x", ("Select", "e"): "y", ("Where", "input"): "condition",
+    **{(op, "reduction_indices"): "axis" for op in ("Sum", "Mean", "Max", "Min", "Prod", "All", "Any")},
+}
 
 
 def _tf_attr(value):

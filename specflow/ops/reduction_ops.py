@@ -21,12 +21,15 @@ from specflow.ops.registry import gradient, kernel, not_differentiable, register
 
 
 def normalize_axes(values, rank: int) -> tuple[int, ...]:
-    """Axes as sorted non-negative ints (duplicates allowed, as in TF); ValueError if out of range."""
+    """Axes as sorted non-negative ints; ValueError if one is out of range or named twice (TF's
+    ReductionHelper refuses [1, 1] and, for rank 2, [1, -1])."""
     flat = values.tolist() if isinstance(values, np.ndarray) else np.ravel(values).tolist()
     out = set()
     for a in flat if isinstance(flat, list) else [flat]:  # a 0-d array's tolist() is a scalar
         if not -rank <= a < rank:
             raise ValueError(f"Invalid reduction dimension {a} for input with {rank} dimension(s)")
+        if a % rank in out:
+            raise ValueError(f"Axes contains duplicate dimension: {a % rank}")
         out.add(a % rank)
     return tuple(sorted(out))
 

@@ -91,6 +91,13 @@ def test_reduction_axis_out_of_range():
     assert e.value.message == "Sum: Invalid reduction dimension 2 for input with 2 dimension(s)"
 
 
+def test_reduction_axis_named_twice_is_refused_as_tf_does():
+    with pytest.raises(ShapeError, match=r"Sum: Axes contains duplicate dimension: 1"):
+        _build("Sum", [[2, 3], None], consts={1: np.array([1, -1], np.int32)})
+    with pytest.raises(OpError, match="Axes contains duplicate dimension: 1"):
+        evaluate_op("Max", [np.ones((2, 3), np.float32), np.array([1, 1], np.int32)])
+
+
 def test_argmax_dimension_must_be_scalar():
     with pytest.raises(ShapeError, match=r"ArgMax: dimension must be a scalar, got shape \[1\]"):
         _build("ArgMax", [[2, 3], None], consts={1: np.array([1], np.int32)})
