@@ -364,13 +364,14 @@ def _cumsum_grad(b, node, dys):
 
 @gradient("Cumprod")
 def _cumprod_grad(b, node, dys):
-    # TF's formula: cumsum(out * dout) in the opposite direction, divided by x (x must be nonzero).
+    # TF's formula: cumsum(out * dout) in the opposite direction, divided by x with DivNoNan, so
+    # an element that is 0 gets gradient 0 (TF 2.21's value there, not the true derivative).
     require_real(node)
     x, axis = node.data_inputs
     attrs = node.attrs
     weighted = gu.emit(b, "Mul", node.name, dys[0])
     total = gu.emit(b, "Cumsum", weighted, axis, exclusive=attrs["exclusive"], reverse=not attrs["reverse"])
-    return [gu.emit(b, "RealDiv", total, x), None]
+    return [gu.emit(b, "DivNoNan", total, x), None]
 
 
 # --- ArgMax / ArgMin --------------------------------------------------------------------------
