@@ -179,3 +179,20 @@ def _bga(ctx, s0, s1):
 
 
 not_differentiable("BroadcastGradientArgs")
+
+
+class IndexedSlices:
+    """A sparse gradient of a variable (TF's IndexedSlices): ``values[i]`` is the gradient of
+    row ``indices[i]`` (rows may repeat: they add up). ResourceGather's gradient is one;
+    ``gradients(..., sparse=True)`` hands it to the optimizer, which then sends and updates only
+    those rows. ``dense()`` adds the ops making the full gradient (UnsortedSegmentSum)."""
+
+    def __init__(self, b, values: str, indices: str, rows):
+        self.values, self.indices = values, indices
+        self._rows = rows  # () -> an int32 scalar tensor: the variable's row count
+
+    def dense(self, b) -> str:
+        return emit(b, "UnsortedSegmentSum", self.values, self.indices, self._rows())
+
+    def __repr__(self) -> str:
+        return f"IndexedSlices(values={self.values!r}, indices={self.indices!r})"
