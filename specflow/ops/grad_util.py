@@ -191,8 +191,12 @@ class IndexedSlices:
         self.values, self.indices = values, indices
         self._rows = rows  # () -> an int32 scalar tensor: the variable's row count
 
-    def dense(self, b) -> str:
-        return emit(b, "UnsortedSegmentSum", self.values, self.indices, self._rows())
+    def dense(self, b, colocate_with: str | None = None) -> str:
+        """The full gradient; made beside ``colocate_with`` (a variable) when given, so on a
+        cluster only the rows travel to the variable's task."""
+        rows = self._rows()
+        return b.add_op("UnsortedSegmentSum", [self.values, self.indices, rows],
+                        colocate_with=[colocate_with] if colocate_with else ()).name  # fmt: skip
 
     def __repr__(self) -> str:
         return f"IndexedSlices(values={self.values!r}, indices={self.indices!r})"
