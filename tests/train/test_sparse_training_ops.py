@@ -112,7 +112,7 @@ def test_sparse_apply_matches_tensorflow_rule(op, kind, tensors, attrs, dtype):
 def test_sparse_apply_agrees_with_tensorflow():
     tf = pytest.importorskip("tensorflow")
     g = RNG.uniform(-1, 1, (len(IDS), 3)).astype(np.float32)
-    for op, kind, tensors, attrs in SPARSE:
+    for op, _kind, tensors, attrs in SPARSE:
         feeds = {t: np.asarray(HYPER[t], np.float32) for t in tensors if t in HYPER} | {"grad": g, "indices": IDS}
         values, (var, accum) = _run(op, ["var", "accum"], tensors, attrs, "float32", feeds)
         tv, ta = tf.Variable(values["var"]), tf.Variable(values["accum"])
