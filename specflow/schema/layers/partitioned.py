@@ -144,6 +144,10 @@ def embedding_lookup(e, table: PartitionedVariable, ids: str, strategy: Strategy
             for i, p in enumerate(table.parts)]  # fmt: skip
     stitched = e.op("DynamicStitch", [*(f"{split_pos}:{i}" for i in range(n)), *rows], name="stitch")
     tail = [int(d) for d in table.shape[1:]]
-    shape = e.concat([e.op("Shape", [ids], {"out_type": dtypes.int32}, name="ids_shape"), e.i32(tail, "row_shape")],
-                     0, "out_shape")  # fmt: skip
+    rank = e.shape(ids).rank
+    if rank is not None and rank > 0:  # a constant where the ids' dims after the first are known
+        shape = e.lead_shape(ids, rank, tail, "out_shape")
+    else:
+        shape = e.concat([e.op("Shape", [ids], {"out_type": dtypes.int32}, name="ids_shape"),
+                          e.i32(tail, "row_shape")], 0, "out_shape")  # fmt: skip
     return e.op("Reshape", [stitched, shape], final=final, name=None if final else "lookup")
