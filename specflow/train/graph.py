@@ -46,10 +46,12 @@ class TrainingGraph:
     gradients: dict[str, str] = field(default_factory=dict)  # variable name -> gradient (a sparse one's rows)
 
 
-def build_training_graph(spec, cfg, train_arrays: dict[str, np.ndarray] | None, replicas=None) -> TrainingGraph:
+def build_training_graph(spec, cfg, train_arrays: dict[str, np.ndarray] | None, replicas=None,
+                         sparse_gradients: bool = True) -> TrainingGraph:  # fmt: skip
     """The training graph of the loaded ``spec`` under its TrainConfig ``cfg``. With
     ``train_arrays`` (field -> array) the model inputs named in ``cfg.data.feeds`` are fed by an
-    input queue; without, they stay Placeholders (fed by the caller)."""
+    input queue; without, they stay Placeholders (fed by the caller). ``sparse_gradients=False``
+    makes every gradient dense (to measure what sparse updates save)."""
     b = GraphBuilder()
     lowered = spec.lowered
     pipeline = None
@@ -83,7 +85,7 @@ def build_training_graph(spec, cfg, train_arrays: dict[str, np.ndarray] | None, 
     opt_name, opt_params = optimizer_choice(cfg)
     lr = schedules.learning_rate(b, opt_params.get("learning_rate"), global_step.read)
     # Sparse where a variable is only gathered from (embeddings): the update sends only the rows.
-    grads = gradients(b, [loss], [v.handle for v in trainable], sparse=True)
+    grads = gradients(b, [loss], [v.handle for v in trainable], sparse=sparse_gradients)
     if cfg.clip_global_norm is not None or replicas is not None:  # both work on dense gradients
         with b.name_scope("gradients"):
             grads = [g.dense(b) if isinstance(g, IndexedSlices) else g for g in grads]
