@@ -70,11 +70,16 @@ def _register_scatter(op: str, what: str, update) -> None:
 
 
 def _add(xp, value, rows, updates):
-    xp.add.at(value, rows, updates)  # repeated rows add up
+    if xp is np:
+        np.add.at(value, rows, updates)  # repeated rows add up
+    else:  # cupy: its scatter-add (unverified on a GPU, as the rest of the cupy path)
+        import cupyx
+
+        cupyx.scatter_add(value, rows, xp.broadcast_to(updates, (len(rows),) + value.shape[1:]))
 
 
 def _sub(xp, value, rows, updates):
-    xp.subtract.at(value, rows, updates)
+    _add(xp, value, rows, -updates)
 
 
 def _assign(xp, value, rows, updates):

@@ -193,7 +193,7 @@ def _node_gradient(b, node: NodeDef, grads: dict[str, list[str]], ys, accept) ->
         dxs = fn(b, node, dys)
         data_inputs = node.data_inputs
         # A sparse gradient stays sparse only where the caller takes it so (an x, with sparse=True).
-        dxs = [dx.dense(b) if isinstance(dx, IndexedSlices) and canonical_tensor(inp) not in accept.keep_sparse
+        dxs = [dx.dense(b) if isinstance(dx, IndexedSlices) and canonical_tensor(inp) not in getattr(accept, "keep_sparse", ())
                else dx for inp, dx in zip(data_inputs, dxs)]  # fmt: skip
     if len(dxs) != len(data_inputs):
         raise GraphError(

@@ -86,3 +86,26 @@ def test_sparse_updates_send_only_the_batch_rows():
         to_part = [t for t in step.cross if t.dst_device.startswith(where[f"emb/embeddings/part_{k}"] + "/")
                    and parted[t.tensor] > 1024]  # fmt: skip
         assert to_part and all(t.shape.dims[0] is None for t in to_part)  # rows: known only from the batch
+
+
+def test_inspect_shows_the_parts():
+    import json
+
+    from typer.testing import CliRunner
+
+    from specflow.cli import app
+
+    r = CliRunner().invoke(app, ["inspect", str(MODELS / "word2vec_partitioned.yaml"), "--cluster", "local:ps=2,worker=1",
+                                 "--placed", "--fetch", "score", "-f", "json"])  # fmt: skip
+    assert r.exit_code == 0, r.output
+    parted = {v["variable"]: v for v in json.loads(r.output)["partitioned_variables"]}
+    assert set(parted) == {"target_vec/embeddings", "context_vec/embeddings"}
+    target = parted["target_vec/embeddings"]
+    assert target["shape"] == [35, 16]
+    assert [(p["part"], p["rows"], p["bytes"]) for p in target["parts"]] == [
+        ("target_vec/embeddings/part_0", [0, 18], 18 * 16 * 4), ("target_vec/embeddings/part_1", [18, 35], 17 * 16 * 4)]
+    tasks = {p["task"] for v in parted.values() for p in v["parts"]}
+    assert tasks == {"/job:ps/replica:0/task:0", "/job:ps/replica:0/task:1"}
+    r = CliRunner().invoke(app, ["inspect", str(MODELS / "word2vec_partitioned.yaml"), "--cluster", "local:ps=2,worker=1",
+                                 "--placed"])  # fmt: skip
+    assert r.exit_code == 0 and "partitioned variables" in r.output and "18:35" in r.output
