@@ -168,3 +168,29 @@ def test_spec_errors():
         _spec(", partitions: 2, partitioner: {fixed: 2}")
     with pytest.raises(SpecflowError, match="exactly one of fixed, max_shard_bytes, min_slice_size"):
         _spec(", partitioner: {fixed: 2, max_shard_bytes: 10}")
+
+
+def test_a_partitioned_free_variable_reads_as_the_whole():
+    text = """specflow: 1
+name: pvv
+seed: 0
+inputs:
+  x: {dtype: float32, shape: [null, 5]}
+variables:
+  w: {shape: [5, 300], initializer: glorot_uniform, PART}
+nodes:
+  y: {op: MatMul, inputs: [x, w]}
+"""
+    parted = Model(load_spec_text(text.replace("PART", "partitions: 2"), "pvv.yaml"))
+    values = parted.values()
+    assert values["w/part_0"].shape == (3, 300) and values["w/part_1"].shape == (2, 300)
+    # glorot's limit from the whole variable's fans (5, 300), as TF's partition_info gives them
+    limit = np.sqrt(6 / 305)
+    both = np.concatenate([values["w/part_0"], values["w/part_1"]])
+    assert np.abs(both).max() <= limit and np.abs(both).max() > 0.9 * limit
+    W = np.random.default_rng(1).normal(size=(5, 300)).astype(np.float32)
+    parted.load({"w": W})
+    x = np.random.default_rng(2).normal(size=(4, 5)).astype(np.float32)
+    np.testing.assert_allclose(parted.sess.run(["y:0"], {"x": x})[0], x @ W, rtol=1e-5, atol=1e-5)
+    with pytest.raises(SpecflowError, match="scalar variable cannot be partitioned"):
+        load_spec_text(text.replace("[5, 300]", "[]").replace("PART", "partitions: 2"), "pvv.yaml")

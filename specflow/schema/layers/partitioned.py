@@ -151,3 +151,15 @@ def embedding_lookup(e, table: PartitionedVariable, ids: str, strategy: Strategy
         shape = e.concat([e.op("Shape", [ids], {"out_type": dtypes.int32}, name="ids_shape"),
                           e.i32(tail, "row_shape")], 0, "out_shape")  # fmt: skip
     return e.op("Reshape", [stitched, shape], final=final, name=None if final else "lookup")
+
+
+def partitioned_variable_value(b, name: str, spec, initializer, seed: int | None) -> str:
+    """A ``variables:`` entry with ``partitions``/``partitioner``: its parts, and the whole value
+    they make (TF's ``PartitionedVariable.as_tensor()``: the parts' reads concatenated), which is
+    what the variable's name reads."""
+    dtype = dtypes.as_dtype(spec.dtype)
+    n = num_partitions(spec.partitioner or PartitionerConfig(fixed=spec.partitions), list(spec.shape), dtype)
+    table = create_partitioned_variable(b, name, spec.shape, dtype, initializer, spec.trainable, seed, n)
+    axis = b.const(np.int32(0), name=f"{table.name}/ConcatPartitions/axis")
+    return b.add_op("ConcatV2", [*(p.read for p in table.parts), axis], name=f"{table.name}/ConcatPartitions/concat",
+                    exact_name=True).name  # fmt: skip
