@@ -120,7 +120,9 @@ def test_lookup_and_gradient_equal_the_unpartitioned_table(strategy):
 def test_sparse_update_touches_only_the_batch_rows_and_matches_dense():
     from specflow.train.graph import build_training_graph
 
-    for opt in ("sgd: {learning_rate: 0.05}", "adagrad: {learning_rate: 0.1}", "adam: {learning_rate: 0.1}"):
+    # The same batch every step: momentum's untouched rows keep zero velocity, so sparse == dense.
+    for opt in ("sgd: {learning_rate: 0.05}", "adagrad: {learning_rate: 0.1}", "adam: {learning_rate: 0.1}",
+                "momentum: {learning_rate: 0.05}"):  # fmt: skip
         results = []
         for extra in ("", ", partitions: 3"):
             spec = _spec(extra, opt)
@@ -142,7 +144,8 @@ def test_sparse_update_touches_only_the_batch_rows_and_matches_dense():
         if not opt.startswith("adam"):  # rows no id touched keep their values exactly
             untouched = sorted(set(range(VOCAB)) - set(IDS.ravel().tolist()))
             np.testing.assert_array_equal(joined[untouched], TABLE[untouched])
-        sparse_op = {"sgd": "ResourceScatterAdd", "adagrad": "ResourceSparseApplyAdagradV2", "adam": "ResourceApplyAdam"}
+        sparse_op = {"sgd": "ResourceScatterAdd", "adagrad": "ResourceSparseApplyAdagradV2", "adam": "ResourceApplyAdam",
+                     "momentum": "ResourceSparseApplyKerasMomentum"}  # fmt: skip
         assert sparse_op[opt.split(":")[0]] in sparse_ops
 
 
