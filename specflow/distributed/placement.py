@@ -5,7 +5,8 @@ per signature: a variable must live on the same task in the init step and in eve
 
 - ``ps`` (default when the cluster has a ps job): each variable (``VarHandleOp``; what uses its
   handle follows through the placer's resource-edge colocation) goes to the ps task holding the
-  fewest bytes so far, in graph order (``replica_device_setter``'s greedy load balancing); the
+  fewest bytes so far, in graph order (``replica_device_setter``'s greedy load balancing), and
+  the variables of one colocation group (a variable and its optimizer slots) go together; the
   rest prefers the worker job (the placer's ``default_device``), so compute lands on workers.
 - ``round_robin``: the colocation groups of the whole graph, in graph order, go to the tasks in
   turn (spreads a graph over every task; tests use it to force cross-task edges).
@@ -49,11 +50,14 @@ def _unrequested(node) -> bool:
 class TaskAssignment:
     """Node name -> task constraint (``/job:J/replica:0/task:T``) for the session graph."""
 
-    def __init__(self, cluster: ClusterSpec):
+    def __init__(self, cluster: ClusterSpec, strategy: str = "greedy"):
         self.cluster = cluster
+        self.strategy = strategy  # how variables spread over the ps tasks: greedy | round_robin
         self.by_node: dict[str, str] = {}
         self.ps_load: dict[str, int] = {}  # ps task -> bytes of variables placed there
         self.seen = 0  # nodes of the session graph already assigned
+        self._groups: dict[str, int] = {}
+        self._turn = 0
 
     @property
     def default_device(self) -> str | None:
@@ -72,21 +76,34 @@ class TaskAssignment:
             return
         if self.cluster.placement == "round_robin":
             self._round_robin(graph)
-        else:
+        elif self.cluster.jobs.get("ps", 0):
+            # Colocation groups (a slot shares its variable's through the update op's resource
+            # edges): a group's variables all go where its first one went.
+            self._groups = place(graph, PlacementOptions(devices=self.cluster.all_devices)).groups
             self._ps(graph.nodes[self.seen :])
         self.seen = len(graph.nodes)
 
     def _ps(self, nodes) -> None:
-        n_ps = self.cluster.jobs.get("ps", 0)
-        if not n_ps:
-            return
-        for t in range(n_ps):
-            self.ps_load.setdefault(f"/job:ps/replica:0/task:{t}", 0)
+        """Variables on ps tasks (``greedy``: the least loaded by bytes, in graph order;
+        ``round_robin``: in turn). A variable colocated with another (``_class``, e.g.
+        sync_replicas' gradient slots) follows it instead."""
+        tasks = [f"/job:ps/replica:0/task:{t}" for t in range(self.cluster.jobs.get("ps", 0))]
+        for t in tasks:
+            self.ps_load.setdefault(t, 0)
+        group_task = {self._groups.get(n): t for n, t in self.by_node.items()}
         for n in nodes:
-            if n.op == "VarHandleOp" and _unrequested(n):
+            if n.op != "VarHandleOp" or not _unrequested(n) or n.attrs.get("_class"):
+                continue
+            group = self._groups.get(n.name)
+            if group in group_task:
+                task = group_task[group]
+            elif self.strategy == "round_robin":
+                task = tasks[self._turn % len(tasks)]
+                self._turn += 1
+            else:
                 task = min(self.ps_load, key=lambda k: (self.ps_load[k], k))  # least loaded, then lowest
-                self.ps_load[task] += _variable_bytes(n)
-                self.by_node[n.name] = task
+            self.ps_load[task] += _variable_bytes(n)
+            self.by_node[n.name] = group_task[group] = task
 
     def _round_robin(self, graph: GraphDef) -> None:
         tasks = [f"/job:{j}/replica:0/task:{t}" for j, t in self.cluster.tasks]

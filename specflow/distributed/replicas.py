@@ -12,10 +12,9 @@ from __future__ import annotations
 import dataclasses
 
 from specflow.errors import SpecflowError
-from specflow.runtime.place import PlacementOptions, place
 
 from .cluster_spec import ClusterSpec
-from .placement import TaskAssignment, _unrequested, _variable_bytes
+from .placement import TaskAssignment
 
 
 class ReplicaAssignment(TaskAssignment):
@@ -24,42 +23,12 @@ class ReplicaAssignment(TaskAssignment):
     (``_class``, e.g. sync_replicas' gradient slots) follows it instead."""
 
     def __init__(self, cluster: ClusterSpec, worker: str, strategy: str = "greedy"):
-        super().__init__(cluster)
+        super().__init__(cluster, strategy)
         self.worker = worker
-        self.strategy = strategy
-        self._turn = 0
 
     @property
     def default_device(self) -> str | None:
         return self.worker
-
-    def update(self, graph) -> None:
-        if len(graph.nodes) == self.seen:
-            return
-        # Colocation groups (a slot shares its variable's through the update op's resource edges):
-        # a group's variables all go where its first one went.
-        self._groups = place(graph, PlacementOptions(devices=self.cluster.all_devices)).groups
-        self._ps(graph.nodes[self.seen :])
-        self.seen = len(graph.nodes)
-
-    def _ps(self, nodes) -> None:
-        tasks = [f"/job:ps/replica:0/task:{t}" for t in range(self.cluster.jobs.get("ps", 0))]
-        for t in tasks:
-            self.ps_load.setdefault(t, 0)
-        group_task = {self._groups.get(n): t for n, t in self.by_node.items()}
-        for n in nodes:
-            if n.op != "VarHandleOp" or not _unrequested(n) or n.attrs.get("_class"):
-                continue
-            group = self._groups.get(n.name)
-            if group in group_task:
-                task = group_task[group]
-            elif self.strategy == "round_robin":
-                task = tasks[self._turn % len(tasks)]
-                self._turn += 1
-            else:
-                task = min(self.ps_load, key=lambda k: (self.ps_load[k], k))
-            self.ps_load[task] += _variable_bytes(n)
-            self.by_node[n.name] = group_task[group] = task
 
 
 def replica_tasks(spec: ClusterSpec) -> list[str]:

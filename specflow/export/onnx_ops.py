@@ -120,9 +120,17 @@ def _is_finite(cx):
 
 @maps("FloorDiv")
 def _floor_div(cx):
-    if not cx.dtype(0).is_floating:
-        raise cx.fail(f"FloorDiv on {cx.dtype(0).name} has no ONNX mapping (ONNX's Div truncates integers)")
-    cx.op("Floor", [cx.op("Div", [cx.inp(0), cx.inp(1)])], out=cx.out())
+    x, y = cx.inp(0), cx.inp(1)
+    if cx.dtype(0).is_floating:
+        cx.op("Floor", [cx.op("Div", [x, y])], out=cx.out())
+        return
+    # ONNX's Div truncates integers: one less where the remainder is nonzero and x, y differ in sign.
+    rem = cx.op("Mod", [x, y], fmod=1)  # the sign follows x
+    zero = scalar(cx, 0, 0)
+    inexact = cx.op("Not", [cx.op("Equal", [rem, zero])])
+    signs = cx.op("Xor", [cx.op("Less", [rem, zero]), cx.op("Less", [y, zero])])
+    down = cx.op("Cast", [cx.op("And", [inexact, signs])], to=cx.onnx_type(cx.dtype(0)))
+    cx.op("Sub", [cx.op("Div", [x, y]), down], out=cx.out())
 
 
 @maps("FloorMod")

@@ -179,3 +179,24 @@ def _bga(ctx, s0, s1):
 
 
 not_differentiable("BroadcastGradientArgs")
+
+
+class IndexedSlices:
+    """A sparse gradient of a variable (TF's IndexedSlices): ``values[i]`` is the gradient of
+    row ``indices[i]`` (rows may repeat: they add up). ResourceGather's gradient is one;
+    ``gradients(..., sparse=True)`` hands it to the optimizer, which then sends and updates only
+    those rows. ``dense()`` adds the ops making the full gradient (UnsortedSegmentSum)."""
+
+    def __init__(self, b, values: str, indices: str, rows):
+        self.values, self.indices = values, indices
+        self._rows = rows  # () -> an int32 scalar tensor: the variable's row count
+
+    def dense(self, b, colocate_with: str | None = None) -> str:
+        """The full gradient; made beside ``colocate_with`` (a variable) when given, so on a
+        cluster only the rows travel to the variable's task."""
+        rows = self._rows()
+        return b.add_op("UnsortedSegmentSum", [self.values, self.indices, rows],
+                        colocate_with=[colocate_with] if colocate_with else ()).name  # fmt: skip
+
+    def __repr__(self) -> str:
+        return f"IndexedSlices(values={self.values!r}, indices={self.indices!r})"

@@ -28,7 +28,7 @@ from specflow.graph.shapes import Shape, as_shape
 from specflow.ops import grad_util as gu
 from specflow.ops.inference import InferenceContext, no_outputs, scalar_shape
 from specflow.ops.registry import KernelContext, TensorSpec, gradient, kernel, not_differentiable, register_op
-from specflow.ops.slice_ops import ShapeOf, gather_grad
+from specflow.ops.slice_ops import ShapeOf, concat_vectors, gather_grad
 from specflow.runtime.resources import ResourceHandle, ResourceMgr, Variable
 
 # --- shared kernel helpers ----------------------------------------------------------------------
@@ -386,7 +386,8 @@ def _resource_gather(ctx, resource, indices):
 
 @gradient("ResourceGather")
 def _resource_gather_grad(b, node, dys):
-    # Dense, of the variable's shape: the gathered rows' gradients added back into place.
+    # Sparse for a plain gather (gradients() makes it dense unless the caller takes it sparse);
+    # dense, of the variable's shape, with batch dims.
     handle, indices = node.data_inputs
     ref = parse_input(handle)
     spec = b.inferencer.handle_data.get(ref.node, {}).get(ref.index)
@@ -402,6 +403,11 @@ def _resource_gather_grad(b, node, dys):
         return gu.emit(b, "Shape", gu.emit(b, "ReadVariableOp", handle, dtype=node.attrs["dtype"]))
 
     shape = ShapeOf(b, static, run_time_shape)
+    if batch_dims == 0 and static.rank is not None:
+        # Sparse (TF's IndexedSlices): the gathered rows' gradients and where they go.
+        values = gu.emit(b, "Reshape", dys[0], concat_vectors(b, [gu.const(b, [-1], "int32"), shape.vector(1, static.rank)]))
+        ids = gu.emit(b, "Reshape", indices, gu.const(b, [-1], "int32"))
+        return [gu.IndexedSlices(b, values, ids, lambda: shape.size(0, 1)), None]
     return [gather_grad(b, node, dys[0], indices, shape, batch_dims, batch_dims), None]
 
 

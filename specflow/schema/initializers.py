@@ -201,11 +201,12 @@ def emit_initializer(
     dtype: DType | str,
     seed: int | None = None,
     graph_seed: int | None = None,
+    fan_shape=None,
 ) -> str:
     """Emit ops computing ``init``'s value for a variable of ``shape``/``dtype`` under the
     builder's current scope; return the value tensor. ``seed`` is the op seed used when the
     initializer gives none (derived per variable from the graph seed); ``graph_seed`` goes in
-    the random ops' ``seed`` attr."""
+    the random ops' ``seed`` attr; fans come from ``fan_shape`` when given (a variable's part)."""
     init = parse_initializer(init) if not isinstance(init, Initializer) else init
     dtype = as_dtype(dtype)
     dims = [int(d) for d in shape]
@@ -220,7 +221,7 @@ def emit_initializer(
         raise SpecError(f"initializer '{kind}' needs a floating dtype, got {dtype.name}")
     op_seed = init.seed if init.seed is not None else seed
     seeds = random_seed_attrs(op_seed, graph_seed)
-    fan_in, fan_out = compute_fans(dims)
+    fan_in, fan_out = compute_fans([int(d) for d in fan_shape] if fan_shape is not None else dims)
     if kind == "random_uniform":
         return _uniform(builder, dims, dtype, p["minval"], p["maxval"], seeds)
     if kind == "random_normal":

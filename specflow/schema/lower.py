@@ -34,6 +34,7 @@ from specflow.schema.layers import (
     expand_layer,
 )
 from specflow.schema.layers.common import ensure_training_flag
+from specflow.schema.layers.partitioned import partitioned_variable_value
 from specflow.schema.namespace import Namespace, Skip, split_ref
 from specflow.schema.source import SourceMap, dotted
 
@@ -178,6 +179,9 @@ class Lowerer:
                 if init.kind == "checkpoint":
                     init = checkpoint_initializer(self.filename, init, name)
                 with b.location(self.source.key_location(path)), b.device(spec.device or ""):
+                    if spec.partitions is not None or spec.partitioner is not None:
+                        ns.add_tensors(name, [partitioned_variable_value(b, name, spec, init, self.model.seed)])
+                        continue
                     info = create_variable(b, name, spec.shape, spec.dtype, init, spec.trainable, self.model.seed)
                 ns.add_variable(name, info)
             except SpecflowError as e:

@@ -18,6 +18,7 @@ from pydantic import (
     AfterValidator,
     BaseModel,
     ConfigDict,
+    Field,
     PlainValidator,
     PrivateAttr,
     TypeAdapter,
@@ -33,6 +34,7 @@ from specflow.graph.device_spec import DeviceSpec
 from specflow.ops.registry import all_ops, get_op
 from specflow.schema.initializers import InitializerSpec
 from specflow.schema.layers import LAYERS
+from specflow.schema.layers.partitioned import PartitionerConfig
 from specflow.schema.source import SourceMap
 from specflow.schema.validation_errors import convert, custom_error, line_errors, raise_errors, show
 
@@ -218,6 +220,17 @@ class VariableSpec(StrictModel):
     trainable: bool = True
     device: Device | None = None
     doc: str | None = None
+    # Held as N variables `name/part_k` split along axis 0 (layers/partitioned.py); the name reads the whole.
+    partitions: int | None = Field(None, ge=1)
+    partitioner: PartitionerConfig | None = None
+
+    @model_validator(mode="after")
+    def _partitioning(self):
+        if self.partitions is not None and self.partitioner is not None:
+            raise ValueError("give partitions or partitioner, not both")
+        if (self.partitions is not None or self.partitioner is not None) and not self.shape:
+            raise ValueError("a scalar variable cannot be partitioned")
+        return self
 
 
 # --- nodes -------------------------------------------------------------------------------------

@@ -15,9 +15,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from contextlib import contextmanager
 
+import numpy as np
+
 from specflow.errors import GraphError
 from specflow.graph import dtypes
 from specflow.graph.graph_def import NodeDef, canonical_tensor, parse_input, tensor_name
+from specflow.ops.grad_util import IndexedSlices
 from specflow.ops.registry import NOT_DIFFERENTIABLE, get_op, output_dtypes
 from specflow.train.loop_gradients import backprop_loop
 from specflow.train.loop_structure import analyze_loops
@@ -43,10 +46,13 @@ def gradients(
     xs: Sequence[str],
     grad_ys: Sequence[str | None] | None = None,
     stop_gradients: Sequence[str] = (),
-) -> list[str | None]:
+    sparse: bool = False,
+) -> list:
     """Add to builder ``b`` the ops computing d(sum of ys)/d(x) for each x; return their
     tensor names (None where an x does not affect the ys). ``grad_ys`` seed each y's gradient
-    (default: ones). Tensors in ``stop_gradients`` are treated as constants."""
+    (default: ones). Tensors in ``stop_gradients`` are treated as constants. With ``sparse``,
+    a variable handle reached only through gathers gets an :class:`IndexedSlices` (the rows
+    its gathers read, and their gradients) instead of a dense tensor."""
     nodes = {n.name: n for n in b.graph_def.nodes}
     ys = [canonical_tensor(y) for y in ys]
     xs = [canonical_tensor(x) for x in xs]
@@ -110,6 +116,8 @@ def gradients(
     def accept(t: str) -> bool:
         return (parse_input(t).node in between or t in x_set) and edge_ok(t)
 
+    accept.keep_sparse = x_set if sparse else set()  # where an IndexedSlices may stay sparse
+
     def walk(gb, level, order: list[NodeDef], frame_grads: dict[str, list[str]]) -> dict[str, list[str]]:
         """The reverse walk over ``order`` (nodes of loop ``level``'s frame and the loops nested
         in it; None: the root frame), building through ``gb``. Each loop directly inside ``level``
@@ -136,6 +144,20 @@ def gradients(
         with b.name_scope("gradients"):
             result.append(_aggregate(b, contributions))
     return result
+
+
+def _sparse_sum(b, parts: list[IndexedSlices]) -> IndexedSlices:
+    """IndexedSlices added up: their values and indices joined (repeated rows add up later),
+    as TF aggregates them."""
+    if len(parts) == 1:
+        return parts[0]
+    axis = b.const(np.int32(0), name="concat_axis")
+    wide = any(b.spec(p.indices).dtype == dtypes.int64 for p in parts)
+    ids = [b.add_op("Cast", [p.indices], {"DstT": dtypes.int64}).name if wide and b.spec(p.indices).dtype != dtypes.int64
+           else p.indices for p in parts]  # fmt: skip
+    values = b.add_op("ConcatV2", [*(p.values for p in parts), axis]).name
+    indices = b.add_op("ConcatV2", [*ids, axis]).name
+    return IndexedSlices(b, values, indices, parts[0]._rows)
 
 
 def _node_gradient(b, node: NodeDef, grads: dict[str, list[str]], ys, accept) -> None:
@@ -169,7 +191,10 @@ def _node_gradient(b, node: NodeDef, grads: dict[str, list[str]], ys, accept) ->
             if dy is not None:
                 grads[_tensor(node.name, k)] = [dy]
         dxs = fn(b, node, dys)
-    data_inputs = node.data_inputs
+        data_inputs = node.data_inputs
+        # A sparse gradient stays sparse only where the caller takes it so (an x, with sparse=True).
+        dxs = [dx.dense(b) if isinstance(dx, IndexedSlices) and canonical_tensor(inp) not in getattr(accept, "keep_sparse", ())
+               else dx for inp, dx in zip(data_inputs, dxs)]  # fmt: skip
     if len(dxs) != len(data_inputs):
         raise GraphError(
             f"internal error: the gradient of {node.op} returned {len(dxs)} value(s) for "
@@ -182,10 +207,14 @@ def _node_gradient(b, node: NodeDef, grads: dict[str, list[str]], ys, accept) ->
             grads.setdefault(t, []).append(dx)
 
 
-def _aggregate(b, contributions: list[str]) -> str:
+def _aggregate(b, contributions: list):
+    sparse = [c for c in contributions if isinstance(c, IndexedSlices)]
+    if sparse and len(sparse) == len(contributions):
+        return _sparse_sum(b, sparse)
     if len(contributions) == 1:
         return contributions[0]
-    return b.add_op("AddN", list(contributions)).name
+    dense = [c.dense(b) if isinstance(c, IndexedSlices) else c for c in contributions]
+    return b.add_op("AddN", dense).name
 
 
 def _out_dtypes(node: NodeDef) -> list:

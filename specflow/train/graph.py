@@ -20,6 +20,7 @@ import numpy as np
 from specflow.errors import GraphError
 from specflow.graph.builder import GraphBuilder
 from specflow.graph.graph_def import GraphDef
+from specflow.ops.grad_util import IndexedSlices
 from specflow.schema.layers.variables import VariableInfo
 from specflow.train import clipping, optimizers, schedules
 from specflow.train.gradients import gradients
@@ -42,13 +43,15 @@ class TrainingGraph:
     pipeline: InputPipeline | None
     training_flag: str | None
     global_norm: str | None = None
-    gradients: dict[str, str] = field(default_factory=dict)  # variable name -> gradient tensor
+    gradients: dict[str, str] = field(default_factory=dict)  # variable name -> gradient (a sparse one's rows)
 
 
-def build_training_graph(spec, cfg, train_arrays: dict[str, np.ndarray] | None, replicas=None) -> TrainingGraph:
+def build_training_graph(spec, cfg, train_arrays: dict[str, np.ndarray] | None, replicas=None,
+                         sparse_gradients: bool = True) -> TrainingGraph:  # fmt: skip
     """The training graph of the loaded ``spec`` under its TrainConfig ``cfg``. With
     ``train_arrays`` (field -> array) the model inputs named in ``cfg.data.feeds`` are fed by an
-    input queue; without, they stay Placeholders (fed by the caller)."""
+    input queue; without, they stay Placeholders (fed by the caller). ``sparse_gradients=False``
+    makes every gradient dense (to measure what sparse updates save)."""
     b = GraphBuilder()
     lowered = spec.lowered
     pipeline = None
@@ -81,7 +84,11 @@ def build_training_graph(spec, cfg, train_arrays: dict[str, np.ndarray] | None, 
     global_step = optimizers.create_global_step(b)
     opt_name, opt_params = optimizer_choice(cfg)
     lr = schedules.learning_rate(b, opt_params.get("learning_rate"), global_step.read)
-    grads = gradients(b, [loss], [v.handle for v in trainable])
+    # Sparse where a variable is only gathered from (embeddings): the update sends only the rows.
+    grads = gradients(b, [loss], [v.handle for v in trainable], sparse=sparse_gradients)
+    if cfg.clip_global_norm is not None or replicas is not None:  # both work on dense gradients
+        with b.name_scope("gradients"):
+            grads = [g.dense(b) if isinstance(g, IndexedSlices) else g for g in grads]
     missing = [v.name for v, g in zip(trainable, grads) if g is None]
     if len(missing) == len(trainable):
         raise GraphError(f"the loss '{cfg.loss}' does not depend on any trainable variable", node=cfg.loss)
@@ -116,7 +123,8 @@ def build_training_graph(spec, cfg, train_arrays: dict[str, np.ndarray] | None, 
         pipeline=pipeline,
         training_flag=lowered.training_flag,
         global_norm=global_norm,
-        gradients={v.name: g for v, g in zip(trainable, grads) if g is not None},
+        gradients={v.name: g.values if isinstance(g, IndexedSlices) else g for v, g in zip(trainable, grads)
+                   if g is not None},  # fmt: skip
     )
 
 

@@ -21,6 +21,7 @@ from typing import Any, ClassVar
 
 from specflow.errors import GraphError, SpecError, did_you_mean
 from specflow.graph.dtypes import DType, int64
+from specflow.ops.grad_util import IndexedSlices
 from specflow.schema.initializers import Initializer, parse_initializer
 from specflow.schema.layers.variables import VariableInfo, create_variable
 from specflow.train.schedules import is_number, parse_schedule
@@ -149,6 +150,17 @@ class Optimizer(ABC):
     def _apply_op(self, s: _Scalars, grad: str, var: VariableInfo, slots, lr: str, globals_) -> tuple:
         """``(op, inputs, attrs)`` of the ResourceApply op updating ``var``."""
 
+    def _apply_sparse_op(self, s: _Scalars, grad: IndexedSlices, var: VariableInfo, slots, lr: str, globals_):
+        """``(op, inputs, attrs)`` of the ResourceSparseApply op for a sparse gradient with
+        unique rows. Optimizers without one (Adam, RMSProp: TF 1's update every row) get the
+        gradient made dense beside the variable, so on a cluster still only the rows travel."""
+        raise NotImplementedError
+
+    def _sparse_update(self, b, s: _Scalars, grad: IndexedSlices, var: VariableInfo, slots, lr: str, globals_):
+        if type(self)._apply_sparse_op is Optimizer._apply_sparse_op:
+            return self._apply_op(s, grad.dense(b, colocate_with=var.handle), var, slots, lr, globals_)
+        return self._apply_sparse_op(s, _deduplicate(b, grad), var, slots, lr, globals_)
+
     def _finish(self, builder, s: _Scalars, updates: list[str], globals_) -> list[str]:
         """Ops to run once after every update (Adam advances its beta powers)."""
         return []
@@ -168,9 +180,10 @@ class Optimizer(ABC):
         if not pairs:
             raise SpecError("no gradients to apply: the loss does not depend on any trainable variable")
         for g, v in pairs:
-            if builder.spec(g).dtype != v.dtype:
+            gv = g.values if isinstance(g, IndexedSlices) else g
+            if builder.spec(gv).dtype != v.dtype:
                 raise GraphError(
-                    f"gradient '{g}' is {builder.spec(g).dtype.name} but variable '{v.name}' is {v.dtype.name}",
+                    f"gradient '{gv}' is {builder.spec(gv).dtype.name} but variable '{v.name}' is {v.dtype.name}",
                     node=v.name,
                 )
         with _at_root(builder, clear_control=True):
@@ -185,7 +198,10 @@ class Optimizer(ABC):
                     with builder.name_scope(f"update_{v.name}"):
                         lr = s.cast(learning_rate_tensor, v.dtype)
                         decay = self._weight_decay(builder, s, v, lr)
-                        op, inputs, attrs = self._apply_op(s, g, v, slots[v.name], lr, globals_)
+                        if isinstance(g, IndexedSlices):
+                            op, inputs, attrs = self._sparse_update(builder, s, g, v, slots[v.name], lr, globals_)
+                        else:
+                            op, inputs, attrs = self._apply_op(s, g, v, slots[v.name], lr, globals_)
                         node = builder.add_op(op, inputs, attrs, name=op, control_inputs=decay)
                         updates.append(node.name)
                 done = updates + self._finish(builder, s, updates, globals_)
@@ -206,7 +222,11 @@ class Optimizer(ABC):
         out = []
         for init in self.slot_initializers():
             name = _free_name(builder, f"{var.name}/{self.tf_name}")
-            out.append(create_variable(builder, name, list(var.shape), var.dtype, init, trainable=False))
+            slot = create_variable(builder, name, list(var.shape), var.dtype, init, trainable=False)
+            if var.save_slice is not None:  # a part's slot is the same part of the whole slot
+                full, shape, offset, rows = var.save_slice
+                slot.save_slice = (full + name[len(var.name):], shape, offset, rows)
+            out.append(slot)
         return out
 
     def _weight_decay(self, builder, s: _Scalars, var: VariableInfo, lr: str) -> list[str]:
@@ -221,12 +241,27 @@ class Optimizer(ABC):
         ]
 
 
+def _deduplicate(b, grad: IndexedSlices) -> IndexedSlices:
+    """One row per index, the repeats' values summed (TF's _deduplicate_indexed_slices): made
+    where the gradient is, so only unique rows travel."""
+    unique = b.add_op("Unique", [grad.indices], {"out_idx": b.spec(grad.indices).dtype}, name="Unique").name
+    count = b.add_op("Size", [unique], {"out_type": b.spec(grad.indices).dtype}, name="num_unique").name
+    summed = b.add_op("UnsortedSegmentSum", [grad.values, f"{unique}:1", count], name="summed_rows").name
+    return IndexedSlices(b, summed, unique, grad._rows)
+
+
 class SGD(Optimizer):
-    """var -= lr * grad."""
+    """var -= lr * grad (a sparse gradient: ResourceScatterAdd of -lr * rows, as TF)."""
 
     key = "sgd"
     tf_name = "GradientDescent"
     defaults = {"learning_rate": 0.01}
+
+    def _sparse_update(self, b, s, grad, var, slots, lr, globals_):
+        # Repeated rows add up in the scatter: no deduplication needed (as TF's SGD).
+        delta = b.add_op("Mul", [grad.values, lr], name="scaled_rows").name
+        neg = b.add_op("Neg", [delta], name="neg_rows").name
+        return "ResourceScatterAdd", [var.handle, grad.indices, neg], {"dtype": var.dtype}
 
     def _apply_op(self, s, grad, var, slots, lr, globals_):
         return "ResourceApplyGradientDescent", [var.handle, lr, grad], {}
@@ -248,6 +283,15 @@ class Momentum(Optimizer):
         return (
             "ResourceApplyKerasMomentum",
             [var.handle, slots[0].handle, lr, grad, momentum],
+            {"use_nesterov": self.params["nesterov"]},
+        )
+
+    def _apply_sparse_op(self, s, grad, var, slots, lr, globals_):
+        # Only the touched rows' velocities decay (Keras' sparse momentum).
+        momentum = s.const(self.params["momentum"], var.dtype, "momentum")
+        return (
+            "ResourceSparseApplyKerasMomentum",
+            [var.handle, slots[0].handle, lr, grad.values, grad.indices, momentum],
             {"use_nesterov": self.params["nesterov"]},
         )
 
@@ -340,6 +384,12 @@ class Adagrad(Optimizer):
     def _apply_op(self, s, grad, var, slots, lr, globals_):
         eps = s.const(self.params["epsilon"], var.dtype, "epsilon")
         return "ResourceApplyAdagradV2", [var.handle, slots[0].handle, lr, eps, grad], {"update_slots": True}
+
+    def _apply_sparse_op(self, s, grad, var, slots, lr, globals_):
+        # The same as the dense update (a zero gradient leaves a row and its accumulator as they are).
+        eps = s.const(self.params["epsilon"], var.dtype, "epsilon")
+        return ("ResourceSparseApplyAdagradV2", [var.handle, slots[0].handle, lr, eps, grad.values, grad.indices],
+                {"update_slots": True})  # fmt: skip
 
 
 OPTIMIZERS: dict[str, type[Optimizer]] = {cls.key: cls for cls in (SGD, Momentum, Adam, AdamW, RMSProp, Adagrad)}

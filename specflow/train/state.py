@@ -15,6 +15,7 @@ import numpy as np
 
 from specflow.errors import CheckpointError
 from specflow.schema.layers.variables import VariableInfo
+from specflow.train import partitioned_restore
 
 RNG_PREFIX = "_specflow/rng/"
 NEXT_BATCH = "_specflow/input/next_batch"
@@ -59,6 +60,7 @@ def restore(session, sr: SaveRestore, tensors: dict[str, np.ndarray], path: str)
     pipeline's next batch (None if the checkpoint has none). Every variable must be present
     with its declared dtype and shape."""
     feeds = {}
+    tensors = partitioned_restore.fill_missing(tensors, sr.variables)  # across partitionings
     for name, v in sr.variables.items():
         if name not in tensors:
             raise CheckpointError(f"checkpoint {path} has no value for variable '{name}' (was the spec changed?)")

@@ -4,6 +4,7 @@ partitions, and the tensors crossing tasks with their bytes per step."""
 from __future__ import annotations
 
 import json
+import re
 
 from rich.console import Group
 from rich.table import Table
@@ -46,6 +47,36 @@ def _task_rows(cstep, cluster) -> list[dict]:
     return out
 
 
+_PART = re.compile(r"(.+)/part_(\d+)")
+
+
+def _partitioned_rows(cstep) -> list[dict]:
+    """The partitioned variables (``name/part_0..``, see layers/partitioned.py) and where each
+    part sits: task, rows of the whole, bytes."""
+    found: dict[str, dict[int, tuple]] = {}
+    for task, piece in cstep.pieces.items():
+        for g in piece.values():
+            for n in g.nodes:
+                m = _PART.fullmatch(n.name) if n.op == "VarHandleOp" else None
+                if m and n.attrs.get("shape") is not None and n.attrs["shape"].rank:
+                    found.setdefault(m.group(1), {})[int(m.group(2))] = (n.name, task, n.attrs["shape"], n.attrs["dtype"])
+    out = []
+    for name, parts in sorted(found.items()):
+        if sorted(parts) != list(range(len(parts))):
+            continue  # not every part in this step
+        offset, rows = 0, []
+        for k in range(len(parts)):
+            part, task, shape, dtype = parts[k]
+            n_rows = shape.dims[0]
+            size = shape.num_elements()
+            rows.append({"part": part, "task": task, "rows": [offset, offset + n_rows] if n_rows is not None else None,
+                         "bytes": None if size is None else size * (dtype.itemsize or 0)})  # fmt: skip
+            offset += n_rows or 0
+        tail = parts[0][2].dims[1:]
+        out.append({"variable": name, "shape": [offset, *tail], "parts": rows})
+    return out
+
+
 def _bytes(transfers) -> int | None:
     sizes = [t.bytes_per_step for t in transfers]
     return None if any(b is None for b in sizes) else sum(sizes)
@@ -73,8 +104,20 @@ def cluster_renderable(cstep, cluster, title: str) -> Group:
     summary = Text(f"{len(cstep.pieces)} task(s) involved, {len(rows)} cross-task transfer(s) over {len(pairs)} "
                    f"task pair(s) (one message per pair per flush), {_fmt_bytes(total)}"
                    f"{' + unknown' if partial else ''} crossing tasks per step", style="bold")  # fmt: skip
-    return Group(placement_renderable(cstep.compiled, title), tasks, cross if rows else Text("no tensors cross tasks"),
-                 summary)  # fmt: skip
+    pieces = []
+    parted = _partitioned_rows(cstep)
+    if parted:
+        table = Table(title="partitioned variables", header_style="bold")
+        for col in ("variable", "part", "task", "rows", "bytes"):
+            table.add_column(col)
+        for v in parted:
+            for p in v["parts"]:
+                span = "?" if p["rows"] is None else f"{p['rows'][0]}:{p['rows'][1]}"
+                table.add_row(Text(f"{v['variable']}{v['shape']}"), Text(p["part"].rsplit("/", 1)[-1]), Text(p["task"]),
+                              span, _fmt_bytes(p["bytes"]))  # fmt: skip
+        pieces.append(table)
+    return Group(placement_renderable(cstep.compiled, title), tasks, *pieces,
+                 cross if rows else Text("no tensors cross tasks"), summary)  # fmt: skip
 
 
 def cluster_json(cstep, cluster) -> str:
@@ -83,6 +126,7 @@ def cluster_json(cstep, cluster) -> str:
     total, partial = _total(rows)
     data["cluster"] = {"jobs": cluster.jobs, "task_devices": cluster.task_devices, "placement": cluster.placement}
     data["tasks"] = _task_rows(cstep, cluster)
+    data["partitioned_variables"] = _partitioned_rows(cstep)
     data["cross_task_transfers"] = rows
     data["cross_task_bytes_per_step"] = total
     data["cross_task_bytes_per_step_complete"] = not partial

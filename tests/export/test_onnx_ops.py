@@ -112,6 +112,7 @@ CASES: dict[str, Case] = {
     "Pow": binary("Pow", rand(3, 4, lo=0.5, hi=2), rand(4)),
     "Div-int": binary("Div", ints(3, 4), ints(4, lo=1, hi=5) * np.array([1, -1, 1, -1], np.int32)),
     "FloorMod-int": binary("FloorMod", ints(3, 4), ints(4, lo=1, hi=5) * np.array([1, -1, 1, -1], np.int32)),
+    "FloorDiv-int": binary("FloorDiv", ints(3, 4), ints(4, lo=1, hi=5) * np.array([1, -1, 1, -1], np.int32)),
     "Add-int64": binary("AddV2", ints(3, 4, dtype=np.int64), ints(4, dtype=np.int64)),
     "LogicalAnd": binary("LogicalAnd", X4 > 0, rand(4) > 0),
     "LogicalOr": binary("LogicalOr", X4 > 0, rand(4) > 0),

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from specflow.schema.initializers import InitializerSpec
 from specflow.schema.layers.common import Activation
+from specflow.schema.layers.partitioned import PartitionerConfig
 
 IntPair = int | list[int]
 
@@ -92,6 +93,16 @@ class EmbeddingConfig(LayerConfig):
     output_dim: int = Field(ge=1)
     mask_zero: bool = False  # a second output: the mask ids != 0 (bool), for an RNN's mask input
     embeddings_initializer: InitializerSpec = {"random_uniform": {"minval": -0.05, "maxval": 0.05}}
+    # A table split along axis 0 (layers/partitioned.py): `partitions: N` or a `partitioner:`.
+    partitions: int | None = Field(None, ge=1)
+    partitioner: PartitionerConfig | None = None
+    partition_strategy: Literal["div", "mod"] = "div"
+
+    @model_validator(mode="after")
+    def _one_partitioning(self):
+        if self.partitions is not None and self.partitioner is not None:
+            raise ValueError("give partitions or partitioner, not both")
+        return self
 
 
 class ActivationConfig(LayerConfig):

@@ -8,6 +8,12 @@ from specflow.errors import SpecError
 from specflow.graph import dtypes
 from specflow.schema.initializers import derive_seed, random_seed_attrs
 from specflow.schema.layers.common import Emitter, is_linear, static_dims
+from specflow.schema.layers.partitioned import (
+    PartitionerConfig,
+    create_partitioned_variable,
+    embedding_lookup,
+    num_partitions,
+)
 from specflow.schema.layers.variables import create_variable
 
 
@@ -98,11 +104,17 @@ def embedding(e: Emitter, ids: str, cfg) -> str | list[str]:
         if not (dt.is_integer or dt.is_floating):
             raise SpecError(f"embedding needs integer ids, got {dt.name}", node=e.ctx.name)
         ids = e.op("Cast", [ids], {"DstT": dtypes.int32})
-    table = create_variable(
-        e.b, "embeddings", [cfg.input_dim, cfg.output_dim], dtypes.float32,
-        cfg.embeddings_initializer, True, e.ctx.graph_seed,
-    )  # fmt: skip
-    out = e.op("ResourceGather", [table.handle, ids], {"dtype": dtypes.float32}, final=True)
+    shape = [cfg.input_dim, cfg.output_dim]
+    if cfg.partitions is not None or cfg.partitioner is not None:
+        n = num_partitions(cfg.partitioner or PartitionerConfig(fixed=cfg.partitions), shape, dtypes.float32)
+        table = create_partitioned_variable(e.b, "embeddings", shape, dtypes.float32, cfg.embeddings_initializer,
+                                            True, e.ctx.graph_seed, n)  # fmt: skip
+        out = embedding_lookup(e, table, ids, cfg.partition_strategy)
+    else:
+        table = create_variable(
+            e.b, "embeddings", shape, dtypes.float32, cfg.embeddings_initializer, True, e.ctx.graph_seed,
+        )  # fmt: skip
+        out = e.op("ResourceGather", [table.handle, ids], {"dtype": dtypes.float32}, final=True)
     if not cfg.mask_zero:
         return out
     zero = e.const(np.zeros((), e.dtype(raw).numpy), e.dtype(raw), name="mask/zero")

@@ -27,6 +27,9 @@ class VariableInfo:
     shape: Shape
     trainable: bool
     initializer: Initializer
+    # A part of a partitioned variable: (full name, full shape, first row, rows); checkpoints
+    # can join the parts under the full name (see layers/partitioned.py).
+    save_slice: tuple[str, tuple[int, ...], int, int] | None = None
 
 
 def create_variable(
@@ -37,10 +40,13 @@ def create_variable(
     initializer,
     trainable: bool = True,
     seed: int | None = None,
+    fan_shape=None,
 ) -> VariableInfo:
     """Create variable ``name`` (scoped by the builder) and register it in the collections
     "variables", "trainable_variables" and "init_ops". ``seed`` is the graph seed: when set and
-    the initializer has none, the variable gets its own op seed derived from its name."""
+    the initializer has none, the variable gets its own op seed derived from its name.
+    ``fan_shape``: the shape variance-scaling initializers take their fans from (a partitioned
+    variable's part: the whole variable's, as TF's partition_info gives them)."""
     dtype = as_dtype(dtype)
     init = initializer if isinstance(initializer, Initializer) else parse_initializer(initializer)
     dims = Shape([int(d) for d in shape])
@@ -55,7 +61,7 @@ def create_variable(
     ).name
     op_seed = derive_seed(full) if seed is not None and init.seed is None else None
     with builder.name_scope(name), builder.name_scope("Initializer"):
-        value = emit_initializer(builder, init, dims.dims, dtype, seed=op_seed, graph_seed=seed)
+        value = emit_initializer(builder, init, dims.dims, dtype, seed=op_seed, graph_seed=seed, fan_shape=fan_shape)
     assign = builder.add_op(
         "AssignVariableOp", [handle, value], {"dtype": dtype}, name=f"{full}/Assign", exact_name=True
     ).name
