@@ -143,6 +143,7 @@ class _Graph:
     def __init__(self, graph_def: GraphDef):
         self.order = [n.copy() for n in topological_order(graph_def, allow_back_edges=LOOP_BACK_EDGES)]
         self.nodes = {n.name: n for n in self.order}
+        self._pos: dict[str, int] = {}  # name -> index in order; checked on use (order is edited freely)
 
     def live(self) -> list[NodeDef]:
         return [n for n in self.order if n.name in self.nodes]
@@ -156,7 +157,12 @@ class _Graph:
         return out
 
     def replace(self, old: str, new: NodeDef) -> None:
-        self.order = [new if n.name == old else n for n in self.order]
+        # O(1) per call while the order is unchanged (folding an unrolled loop replaces thousands).
+        i = self._pos.get(old)
+        if i is None or i >= len(self.order) or self.order[i].name != old:
+            self._pos = {n.name: k for k, n in enumerate(self.order)}
+            i = self._pos[old]
+        self.order[i] = new
         self.nodes[old] = new
 
     def to_graph_def(self, like: GraphDef) -> GraphDef:

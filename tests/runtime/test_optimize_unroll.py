@@ -1,6 +1,7 @@
 """Loop unrolling in the optimize stage (runtime/optimize_unroll.py): a counted loop becomes
-straight-line copies of its body with the same values; loops with unknown trip counts, over the
-limit, or holding a gradient's stacks are left alone."""
+straight-line copies of its body with the same values, a loop with a gradient together with its
+backward loop (stack pushes and pops become edges); loops with unknown trip counts, over the
+limit, or with random draws are left alone."""
 
 from __future__ import annotations
 
@@ -65,21 +66,97 @@ def test_zero_trips_return_the_entering_value():
         np.testing.assert_array_equal(sess.run("y", {"x": x}), x)
 
 
-def test_unknown_trip_counts_the_limit_and_gradient_loops_are_left_alone():
+def test_unknown_trip_counts_and_the_limit_keep_the_loop():
     assert _optimized(_loop(counter_fed=True), ["y"], ["x", "n"]).unrolled == []
     assert _optimized(_loop(3), ["y"], ["x"], unroll_limit=0).unrolled == []
     assert OptimizeOptions().unroll_limit == 2000
     assert _optimized(_loop(300), ["y"], ["x"]).unrolled == []  # 300 trips x 9 body nodes > 2,000
     assert _optimized(_loop(4), ["y"], ["x"], unroll_limit=30).unrolled == []  # 4 x 9 > 30
     assert _optimized(_loop(3), ["y"], ["x"], unroll_limit=30).unrolled == ["while x3"]
-    b = _loop(3)
+
+
+def _grad_loop(trips=3, counter_fed=False):
+    """_loop's graph plus d(sum of y)/dx: a forward loop pushing onto stacks, a backward loop."""
+    b = _loop(trips, counter_fed)
     loss = b.add_op("Sum", ["y", b.const(np.array([0, 1], np.int32))], name="loss").name
     (dx,) = gradients(b, [loss], ["x"])
+    return b, loss, dx
+
+
+def _runs(b, fetches, feeds, configs):
+    out = []
+    for config in configs:
+        with Session(b.graph_def, config) as sess:
+            out.append(sess.run(fetches, feeds))
+    return out
+
+
+def test_a_loop_with_a_gradient_unrolls_with_its_backward_loop():
+    b, loss, dx = _grad_loop(3)
     r = _optimized(b, [loss, dx], ["x"])
-    assert r.unrolled == []  # the forward loop pushes onto the gradient's stacks
+    assert r.unrolled == ["while x3", "while_grad x3"]
+    ops = {n.op for n in r.graph_def.nodes}
+    assert not {"Enter", "Exit", "StackV2", "StackPushV2", "StackPopV2"} & ops
     x = np.random.default_rng(1).standard_normal((2, 3))
-    runs = []
-    for optimize_flag in (True, False):
-        with Session(b.graph_def, SessionConfig(optimize=optimize_flag)) as sess:
-            runs.append(sess.run([loss, dx], {"x": x}))
-    np.testing.assert_allclose(runs[0][1], runs[1][1], rtol=1e-14)
+    unrolled, looped = _runs(b, [loss, dx], {"x": x}, [SessionConfig(), SessionConfig(unroll_limit=0)])
+    np.testing.assert_allclose(unrolled[0], looped[0], rtol=1e-14)
+    np.testing.assert_allclose(unrolled[1], looped[1], rtol=1e-14)
+    # Against finite differences of the loss.
+    eps, fd = 1e-6, np.zeros_like(x)
+    with Session(b.graph_def, SessionConfig()) as sess:
+        for idx in np.ndindex(x.shape):
+            up, down = x.copy(), x.copy()
+            up[idx] += eps
+            down[idx] -= eps
+            fd[idx] = (sess.run(loss, {"x": up}) - sess.run(loss, {"x": down})) / (2 * eps)
+    np.testing.assert_allclose(unrolled[1], fd, rtol=1e-6, atol=1e-8)
+
+
+def test_gradient_loops_the_limit_counts_both_loops_and_fed_counts_keep():
+    b, loss, dx = _grad_loop(4)
+    forward_only = _optimized(_loop(4), ["y"], ["x"], unroll_limit=40)
+    assert forward_only.unrolled == ["while x4"]  # 4 x 9 forward nodes fit in 40
+    assert _optimized(b, [loss, dx], ["x"], unroll_limit=40).unrolled == []  # with the backward copies: not
+    b, loss, dx = _grad_loop(counter_fed=True)
+    assert _optimized(b, [loss, dx], ["x", "n"]).unrolled == []
+    x = np.random.default_rng(2).standard_normal((2, 3))
+    feeds = {"x": x, "n": np.int32(5)}
+    optimized, plain = _runs(b, [loss, dx], feeds, [SessionConfig(), SessionConfig(optimize=False)])
+    np.testing.assert_allclose(optimized[1], plain[1], rtol=1e-14)
+
+
+def test_a_random_op_in_a_gradient_loop_keeps_the_loop():
+    """A draw per iteration stays the executor's: the loop (and its backward loop) are kept."""
+    b = GraphBuilder()
+    b.add_op("Placeholder", attrs={"dtype": F64, "shape": [2]}, name="x")
+
+    def body(b, i, h):
+        noise = b.add_op("RandomUniform", [b.const(np.array([2], np.int32))], {"dtype": F64, "seed": 1, "seed2": 2}).name
+        return [b.add_op("AddV2", [i, b.const(np.int32(1))]).name, b.add_op("Mul", [h, noise]).name]
+
+    out = while_loop(b, lambda b, i, h: b.add_op("Less", [i, b.const(np.int32(3))]).name, body, [b.const(np.int32(0)), "x"])
+    loss = b.add_op("Sum", [out.outputs[1], b.const(np.int32(0))], name="loss").name
+    (dx,) = gradients(b, [loss], ["x"])
+    assert _optimized(b, [loss, dx], ["x"]).unrolled == []
+
+
+def test_the_rnn_models_training_steps_are_the_same_unrolled():
+    """models/rnn_sequence_sum.yaml: five Adam steps, losses and weights equal with the loops kept."""
+    from pathlib import Path
+
+    from specflow.schema.loader import load_spec
+    from specflow.train.graph import build_training_graph
+
+    spec = load_spec(Path(__file__).parents[2] / "models" / "rnn_sequence_sum.yaml")
+    tg = build_training_graph(spec, spec.train, None)
+    rng = np.random.default_rng(0)
+    x = rng.uniform(-1, 1, (16, 8, 1)).astype(np.float32)
+    feeds = {"x": x, "y": x.sum(axis=1)}
+    results = []
+    for limit in (2000, 0):
+        with Session(tg.graph_def, SessionConfig(devices="cpu:1", graph_seed=0, unroll_limit=limit)) as sess:
+            sess.run([], targets=[tg.init_op])
+            losses = [sess.run(tg.loss, feeds, targets=[tg.train_op]) for _ in range(5)]
+            results.append((losses, sess.run("U/Read/ReadVariableOp")))
+    np.testing.assert_allclose(results[0][0], results[1][0], rtol=1e-6)
+    np.testing.assert_allclose(results[0][1], results[1][1], rtol=1e-6, atol=1e-7)
