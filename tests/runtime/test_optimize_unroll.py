@@ -160,3 +160,35 @@ def test_the_rnn_models_training_steps_are_the_same_unrolled():
             results.append((losses, sess.run("U/Read/ReadVariableOp")))
     np.testing.assert_allclose(results[0][0], results[1][0], rtol=1e-6)
     np.testing.assert_allclose(results[0][1], results[1][1], rtol=1e-6, atol=1e-7)
+
+
+def test_a_gradient_loop_split_across_devices_unrolls_to_the_same_gradients():
+    """test_loops_split's RNN (the loop vars entered on cpu:1, MatMuls there): unrolled on cpu:2,
+    the copies keep their devices and the gradients equal the loops' bit for bit."""
+    from tests.runtime.test_loops_split import CPU1, FEEDS, loop_vars_entered_on_cpu1, rnn_graph
+
+    b, _, loss, ph = rnn_graph()
+    grads = gradients(b, [loss], [ph["seq"], ph["w"], ph["u"]])
+    loop_vars_entered_on_cpu1(b)
+    feeds = {ph[k]: v for k, v in FEEDS.items()}
+    runs = []
+    for limit in (2000, 0):
+        with Session(b.graph_def, SessionConfig(devices="cpu:2", unroll_limit=limit)) as s:
+            runs.append(s.run(grads, feeds=feeds, timeout_s=20.0))
+            ops = {n.op for n in s.plan_for(grads, feeds=list(feeds)).partitions[CPU1].nodes}
+            assert ("Enter" in ops) == (limit == 0) and "MatMul" in ops
+    for unrolled, looped in zip(*runs, strict=True):
+        np.testing.assert_array_equal(unrolled, looped)
+
+
+def test_two_backward_loops_of_one_forward_loop_unroll_together():
+    """Two gradients() calls give the forward loop two sets of stacks, one per backward loop."""
+    b, loss, dx = _grad_loop(3)
+    (dx2,) = gradients(b, [b.add_op("Mul", [loss, loss]).name], ["x"])
+    r = _optimized(b, [dx, dx2], ["x"])
+    assert sorted(r.unrolled) == ["while x3", "while_grad x3", "while_grad_1 x3"]
+    x = np.random.default_rng(3).standard_normal((2, 3))
+    unrolled, looped = _runs(b, [dx, dx2], {"x": x}, [SessionConfig(), SessionConfig(unroll_limit=0)])
+    for u, v in zip(unrolled, looped, strict=True):
+        np.testing.assert_allclose(u, v, rtol=1e-14)
+    np.testing.assert_allclose(unrolled[1], 2 * looped[0] * _runs(b, loss, {"x": x}, [SessionConfig()])[0], rtol=1e-12)
