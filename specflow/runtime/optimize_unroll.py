@@ -86,21 +86,27 @@ def unroll_loops(g: _Graph, limit: int, result: OptimizeResult) -> None:
 def _top_level(g: _Graph, frames: dict[str, list[NodeDef]], bodies: dict[str, set[str]]) -> set[str]:
     """The frames not nested in another (their copies would have to live in the outer frame).
     A loop may read another's Exit (a backward loop its forward loop's counter) if that one is
-    top-level too."""
-    top: set[str] = set()
-    for frame, enters in frames.items():  # in topological order: a loop after those it reads
-        body = bodies[frame]
+    top-level too (found until nothing changes: the frames' order need not be the loops')."""
+    candidates = {}
+    for frame, enters in frames.items():
         others = {f: b for f, b in bodies.items() if f != frame}
-        if any(b & body for b in others.values()):
+        if any(b & bodies[frame] for b in others.values()):
             continue
+        needs: set[str] = set()  # loops whose Exits it reads
         for e in enters:
             src = parse_input(e.inputs[0]).node
-            holders = [f for f, b in others.items() if src in b]
-            if holders and (g.nodes[src].op != "Exit" or any(f not in top for f in holders)):
+            holders = {f for f, b in others.items() if src in b}
+            if holders and g.nodes[src].op != "Exit":
                 break
+            needs |= holders
         else:
-            top.add(frame)
-    return top
+            candidates[frame] = needs
+    top: set[str] = set()
+    while True:
+        more = {f for f, needs in candidates.items() if f not in top and needs <= top}
+        if not more:
+            return top
+        top |= more
 
 
 class _StackPair:

@@ -192,3 +192,23 @@ def test_two_backward_loops_of_one_forward_loop_unroll_together():
     for u, v in zip(unrolled, looped, strict=True):
         np.testing.assert_allclose(u, v, rtol=1e-14)
     np.testing.assert_allclose(unrolled[1], 2 * looped[0] * _runs(b, loss, {"x": x}, [SessionConfig()])[0], rtol=1e-12)
+
+
+def test_a_loop_reading_another_loops_exit_unrolls_after_it():
+    """Two loops in a row (the second starts from the first's result), with the gradient of both:
+    four frames unrolled, whatever order their Enters come in."""
+    b = _loop(2)
+
+    def body(b, i, h):
+        return [b.add_op("AddV2", [i, b.const(np.int32(1))]).name, b.add_op("Cos", [h]).name]
+
+    out = while_loop(b, lambda b, i, h: b.add_op("Less", [i, b.const(np.int32(3))]).name, body,
+                     [b.const(np.int32(0)), "y"], name="second")  # fmt: skip
+    loss = b.add_op("Sum", [out.outputs[1], b.const(np.array([0, 1], np.int32))], name="loss").name
+    (dx,) = gradients(b, [loss], ["x"])
+    r = _optimized(b, [loss, dx], ["x"])
+    assert len(r.unrolled) == 4 and not {"Enter", "StackV2"} & {n.op for n in r.graph_def.nodes}
+    x = np.random.default_rng(4).standard_normal((2, 3))
+    unrolled, looped = _runs(b, [loss, dx], {"x": x}, [SessionConfig(), SessionConfig(unroll_limit=0)])
+    np.testing.assert_allclose(unrolled[0], looped[0], rtol=1e-14)
+    np.testing.assert_allclose(unrolled[1], looped[1], rtol=1e-14)
