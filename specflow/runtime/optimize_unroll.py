@@ -45,20 +45,22 @@ def unroll_loops(g: _Graph, limit: int, result: OptimizeResult) -> None:
         return
     consumers = g.consumers()
     bodies = {f: _body(g, enters, consumers) for f, enters in frames.items()}
-    top = _top_level(g, frames, bodies)
+    top = _top_level(g, frames, bodies)  # a loop after those whose Exits it reads
     stacks = _stack_pairs(g, frames, bodies, consumers)
     done: set[str] = set()
-    for frame, enters in frames.items():
-        if frame in done or frame not in top:
+    known: dict = {}  # the Exit values of loops planned so far (a backward loop's trip count reads them)
+    for frame in top:
+        if frame in done:
             continue
+        enters = frames[frame]
         own = [s for s in stacks if s.push_frame == frame]
         backward = list(dict.fromkeys(s.pop_frame for s in own))
         if any(f not in top or f in done for f in backward):
             continue
-        plan = _plan(g, enters, bodies[frame], consumers, limit, {s.push.name for s in own})
+        plan = _plan(g, enters, bodies[frame], consumers, limit, {s.push.name for s in own}, known)
         if plan is None:
             continue
-        trips, finals = plan[0], plan[3]
+        trips, finals = plan[0], {**known, **plan[3]}
         plans = [(frame, plan)]
         for f in backward:
             allowed = {s.pop.name for s in stacks if s.pop_frame == f and s.push_frame == frame}
@@ -77,16 +79,17 @@ def unroll_loops(g: _Graph, limit: int, result: OptimizeResult) -> None:
                 _unroll(g, frames[f], bodies[f], n, loop_vars, copied, pushed, pops)
                 result.unrolled.append(f"{f} x{n}")
                 done.add(f)
+            known.update(finals)
             for s in own:  # their Enters went with the frames
                 del g.nodes[s.stack.name]
             g.order = g.live()
             consumers = g.consumers()
 
 
-def _top_level(g: _Graph, frames: dict[str, list[NodeDef]], bodies: dict[str, set[str]]) -> set[str]:
-    """The frames not nested in another (their copies would have to live in the outer frame).
-    A loop may read another's Exit (a backward loop its forward loop's counter) if that one is
-    top-level too (found until nothing changes: the frames' order need not be the loops')."""
+def _top_level(g: _Graph, frames: dict[str, list[NodeDef]], bodies: dict[str, set[str]]) -> list[str]:
+    """The frames not nested in another (their copies would have to live in the outer frame),
+    each after the loops whose Exits it reads (a backward loop its forward loop's counter),
+    which must be top-level too. The frames' order need not be the loops'."""
     candidates = {}
     for frame, enters in frames.items():
         others = {f: b for f, b in bodies.items() if f != frame}
@@ -101,12 +104,12 @@ def _top_level(g: _Graph, frames: dict[str, list[NodeDef]], bodies: dict[str, se
             needs |= holders
         else:
             candidates[frame] = needs
-    top: set[str] = set()
+    top: dict[str, None] = {}  # ordered
     while True:
-        more = {f for f, needs in candidates.items() if f not in top and needs <= top}
+        more = [f for f, needs in candidates.items() if f not in top and needs <= top.keys()]
         if not more:
-            return top
-        top |= more
+            return list(top)
+        top.update(dict.fromkeys(more))
 
 
 class _StackPair:

@@ -212,3 +212,25 @@ def test_a_loop_reading_another_loops_exit_unrolls_after_it():
     unrolled, looped = _runs(b, [loss, dx], {"x": x}, [SessionConfig(), SessionConfig(unroll_limit=0)])
     np.testing.assert_allclose(unrolled[0], looped[0], rtol=1e-14)
     np.testing.assert_allclose(unrolled[1], looped[1], rtol=1e-14)
+
+
+def test_a_gradient_loop_with_no_stacks_unrolls_with_its_backward_loop():
+    """h <- h + x: the backward loop needs no forward value (no stack), only the forward loop's
+    iteration count, known once the forward loop is planned."""
+    b = GraphBuilder()
+    b.add_op("Placeholder", attrs={"dtype": F64, "shape": [2]}, name="x")
+
+    def body(b, i, h):
+        return [b.add_op("AddV2", [i, b.const(np.int32(1))]).name, b.add_op("AddV2", [h, "x"]).name]
+
+    out = while_loop(b, lambda b, i, h: b.add_op("Less", [i, b.const(np.int32(4))]).name, body,
+                     [b.const(np.int32(0)), b.const(np.zeros(2))])  # fmt: skip
+    loss = b.add_op("Sum", [b.add_op("Square", [out.outputs[1]]).name, b.const(np.int32(0))], name="loss").name
+    (dx,) = gradients(b, [loss], ["x"])
+    r = _optimized(b, [loss, dx], ["x"])
+    assert sorted(r.unrolled) == ["while x4", "while_grad x4"]
+    assert not {"StackV2", "Enter"} & {n.op for n in r.graph_def.nodes}
+    x = np.array([0.5, -2.0])
+    unrolled, looped = _runs(b, [loss, dx], {"x": x}, [SessionConfig(), SessionConfig(unroll_limit=0)])
+    np.testing.assert_allclose(unrolled[1], looped[1], rtol=1e-14)
+    np.testing.assert_allclose(unrolled[1], 2 * 16 * x, rtol=1e-14)  # loss = sum((4x)^2)
