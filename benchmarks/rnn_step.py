@@ -102,26 +102,28 @@ class TensorFlow:
         return self._infer(self.args[0]).numpy()
 
 
-def interleaved(fns: dict[str, Callable[[], object]], repeats: int, number: int) -> dict[str, tuple[float, float]]:
-    """(median, mean) seconds per call of each function over ``repeats`` rounds that run each
-    ``number`` times in turn (the order rotating every round), after a warm-up. Every call is
-    timed: on a machine shared with other jobs a descheduled call takes 10-100x a normal one,
-    and the median of the calls is the statistic that holds still (the mean is what an idle
-    machine would give)."""
+def interleaved(fns: dict[str, Callable[[], object]], repeats: int, number: int) -> dict[str, tuple[float, ...]]:
+    """(median, mean, median CPU) seconds per call of each function over ``repeats`` rounds that
+    run each ``number`` times in turn (the order rotating every round), after a warm-up. Every
+    call is timed: on a machine shared with other jobs a descheduled call takes 10-100x a normal
+    one, so the median of the calls holds still better than the mean (what an idle machine
+    gives), and the process's CPU time per call (all its threads) best of all."""
     for fn in fns.values():
         for _ in range(3):
             fn()
     names = list(fns)
-    samples: dict[str, list[float]] = {k: [] for k in names}
-    clock = time.perf_counter
+    wall: dict[str, list[float]] = {k: [] for k in names}
+    cpu: dict[str, list[float]] = {k: [] for k in names}
+    clock, cpu_clock = time.perf_counter, time.process_time
     for r in range(repeats):
         for k in names[r % len(names) :] + names[: r % len(names)]:
-            fn, out = fns[k], samples[k]
+            fn, out, out_cpu = fns[k], wall[k], cpu[k]
             for _ in range(number):
-                t0 = clock()
+                c0, t0 = cpu_clock(), clock()
                 fn()
                 out.append(clock() - t0)
-    return {k: (statistics.median(v), statistics.mean(v)) for k, v in samples.items()}
+                out_cpu.append(cpu_clock() - c0)
+    return {k: (statistics.median(wall[k]), statistics.mean(wall[k]), statistics.median(cpu[k])) for k in names}
 
 
 def main() -> int:
@@ -162,16 +164,16 @@ def main() -> int:
         np.testing.assert_allclose(peer.infer(), model.infer(), rtol=1e-5, atol=1e-6)
         fns["tensorflow"] = peer.infer
     rows.append(("inference", interleaved(fns, args.repeats, args.number)))
-    print(f"\nµs per call, median (mean) of {args.repeats} x {args.number} interleaved calls; load now "
-          f"{os.getloadavg()[0]:.1f}")  # fmt: skip
-    print(f"{'workload':26} {'unrolled':>16} {'loop':>16} {'tensorflow':>16} {'unrolled/TF':>12} {'loop/TF':>8}")
+    print(f"\nµs per call over {args.repeats} x {args.number} interleaved calls: wall median (mean) | CPU "
+          f"median; load now {os.getloadavg()[0]:.1f}")  # fmt: skip
+    cols = ("unrolled", "loop", "tensorflow")
+    print(f"{'workload':26} " + " ".join(f"{c:>23}" for c in cols) + f" {'unrolled/TF':>12} {'loop/TF':>8}")
     for label, t in rows:
+        cells = [f"{t[c][0] * 1e6:6.0f} ({t[c][1] * 1e6:6.0f}) | {t[c][2] * 1e6:5.0f}" if c in t else "-" for c in cols]
         peer = t.get("tensorflow")
-        cells = [f"{m * 1e6:7.0f} ({a * 1e6:6.0f})" for m, a in (t["unrolled"], t["loop"], peer or (0, 0))]
-        if peer is None:
-            cells[2] = f"{'-':>16}"
-        ratios = [f"{t['unrolled'][0] / peer[0]:11.2f}x", f"{t['loop'][0] / peer[0]:7.2f}x"] if peer else ["-", "-"]
-        print(f"{label:26} " + " ".join(f"{c:>16}" for c in cells) + f" {ratios[0]:>12} {ratios[1]:>8}")
+        ratios = [f"{t[c][0] / peer[0]:.2f}x|{t[c][2] / peer[2]:.2f}x" if peer else "-" for c in ("unrolled", "loop")]
+        print(f"{label:26} " + " ".join(f"{c:>23}" for c in cells) + f" {ratios[0]:>12} {ratios[1]:>8}")
+    print("ratios: wall median | CPU median")
     return 0
 
 
