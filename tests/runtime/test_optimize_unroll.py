@@ -234,3 +234,32 @@ def test_a_gradient_loop_with_no_stacks_unrolls_with_its_backward_loop():
     unrolled, looped = _runs(b, [loss, dx], {"x": x}, [SessionConfig(), SessionConfig(unroll_limit=0)])
     np.testing.assert_allclose(unrolled[1], looped[1], rtol=1e-14)
     np.testing.assert_allclose(unrolled[1], 2 * 16 * x, rtol=1e-14)  # loss = sum((4x)^2)
+
+
+def test_a_gradient_loop_on_a_cond_branch_unrolls_and_stays_dead_with_it():
+    """The loop and its backward loop inside the taken or untaken branch of a cond: the copies
+    are dead with the branch, and both branches give the loops' values and gradients."""
+    from specflow.graph.control_flow import cond
+
+    b = GraphBuilder()
+    b.add_op("Placeholder", attrs={"dtype": F64, "shape": [2, 3]}, name="x")
+    b.add_op("Placeholder", attrs={"dtype": dtypes.bool_, "shape": []}, name="p")
+
+    def body(b, i, h):
+        h2 = b.add_op("Mul", [h, b.const(0.5, F64)]).name
+        return [b.add_op("AddV2", [i, b.const(np.int32(1))]).name, b.add_op("Sin", [h2]).name]
+
+    def then(b, x):
+        cond_fn = lambda b, i, h: b.add_op("Less", [i, b.const(np.int32(3))]).name  # noqa: E731
+        return while_loop(b, cond_fn, body, [b.const(np.int32(0)), x]).outputs[1]
+
+    out = cond(b, "p", then, lambda b, x: b.add_op("Cos", [x]).name, ["x"])
+    loss = b.add_op("Sum", [out.outputs[0], b.const(np.array([0, 1], np.int32))], name="loss").name
+    (dx,) = gradients(b, [loss], ["x"])
+    assert _optimized(b, [loss, dx], ["x", "p"]).unrolled == ["cond/then/while x3", "cond/then/while_grad x3"]
+    x = np.random.default_rng(5).standard_normal((2, 3))
+    for p in (True, False):
+        feeds = {"x": x, "p": np.bool_(p)}
+        unrolled, looped = _runs(b, [loss, dx], feeds, [SessionConfig(), SessionConfig(unroll_limit=0)])
+        np.testing.assert_array_equal(unrolled[1], looped[1])
+        np.testing.assert_array_equal(unrolled[0], looped[0])
