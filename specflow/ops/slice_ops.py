@@ -310,6 +310,15 @@ register_op(
 @kernel("GatherV2", host_inputs=(2,))
 def _gather(ctx, params, indices, axis):
     xp = ctx.xp
+    if not indices.ndim and params.ndim and not ctx.attrs["batch_dims"]:
+        # One index (a loop's time step): no shape arithmetic, the same checks and result.
+        a, n_dims = ctx.host(axis), params.ndim
+        if not a.ndim and -n_dims <= int(a) < n_dims:
+            a = int(a) % n_dims
+            i, n = int(ctx.host(indices)), params.shape[a]
+            if not 0 <= i < n:
+                raise ctx.fail(f"index = {i} is not in [0, {n})")
+            return xp.take(params, indices, axis=a)
     out, axis, b = _gather_shape(ctx.fail, shape_of(params), shape_of(indices),
                                  scalar_arg(ctx.fail, ctx.host(axis), "axis"), ctx.attrs["batch_dims"])  # fmt: skip
     n = params.shape[axis]

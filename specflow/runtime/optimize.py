@@ -18,8 +18,9 @@ computes the same values with fewer, cheaper nodes:
    ``Switch`` waits on an Identity of that output: a control edge from the Switch itself is
    live on both branches).
 3. **Arithmetic simplification** (exact only): ``Identity``, ``Reshape`` to the shape it already
-   has, ``Mul`` by a ones constant that does not broadcast, and one-input ``AddN`` forward their
-   input to their consumers; an ``AddV2``/``Sub``/``Mul``/``RealDiv`` operand that is a constant
+   has, ``EnsureShape`` of a statically known compatible shape, ``Sum`` over no axes, ``Mul`` by
+   a ones constant that does not broadcast, and one-input ``AddN`` forward their input to their
+   consumers; an ``AddV2``/``Sub``/``Mul``/``RealDiv`` operand that is a constant
    of one repeated value, and does not widen the result, becomes a scalar ``Const`` (the
    gradient of ``Mean`` scales by a [batch, 1] block of 1/n: the same products, without
    numpy's slower broadcast loop).
@@ -46,7 +47,7 @@ import numpy as np
 
 from specflow.errors import SpecflowError
 from specflow.graph.graph_def import GraphDef, NodeDef, parse_input, tensor_name
-from specflow.graph.shapes import Shape, broadcast_shapes
+from specflow.graph.shapes import Shape, as_shape, broadcast_shapes
 from specflow.graph.topo import LOOP_BACK_EDGES, topological_order
 from specflow.ops.registry import get_op
 from specflow.runtime.prune import infer_runtime_graph
@@ -142,6 +143,7 @@ class _Graph:
     def __init__(self, graph_def: GraphDef):
         self.order = [n.copy() for n in topological_order(graph_def, allow_back_edges=LOOP_BACK_EDGES)]
         self.nodes = {n.name: n for n in self.order}
+        self._pos: dict[str, int] = {}  # name -> index in order; checked on use (order is edited freely)
 
     def live(self) -> list[NodeDef]:
         return [n for n in self.order if n.name in self.nodes]
@@ -155,7 +157,12 @@ class _Graph:
         return out
 
     def replace(self, old: str, new: NodeDef) -> None:
-        self.order = [new if n.name == old else n for n in self.order]
+        # O(1) per call while the order is unchanged (folding an unrolled loop replaces thousands).
+        i = self._pos.get(old)
+        if i is None or i >= len(self.order) or self.order[i].name != old:
+            self._pos = {n.name: k for k, n in enumerate(self.order)}
+            i = self._pos[old]
+        self.order[i] = new
         self.nodes[old] = new
 
     def to_graph_def(self, like: GraphDef) -> GraphDef:
@@ -367,6 +374,14 @@ def _forwarded_input(g: _Graph, node: NodeDef, specs) -> str | None:
     if node.op == "Reshape":
         before, after = specs.spec(ins[0]).shape, specs.outputs(node.name)[0].shape
         return ins[0] if before.is_fully_defined and before == after else None
+    if node.op == "EnsureShape":  # a shape known statically passes the check at run time
+        before = specs.spec(ins[0]).shape
+        return ins[0] if before.is_fully_defined and before.is_compatible_with(as_shape(node.attrs["shape"])) else None
+    if node.op == "Sum":  # over no axes (a gradient's broadcast reduction where none broadcast)
+        axes = g.nodes[parse_input(ins[1]).node]
+        if axes.op == "Const" and not parse_input(ins[1]).index and np.size(axes.attrs["value"]) == 0:
+            return ins[0]
+        return None
     if node.op == "Mul":
         out = specs.outputs(node.name)[0]
         for x, one in ((ins[0], ins[1]), (ins[1], ins[0])):

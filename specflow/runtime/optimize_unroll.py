@@ -6,11 +6,19 @@ The trip count is found by running the loop's own nodes on the host while their 
 known (a counter from a Const, ``Less`` against a Const, ...), as Grappler's loop optimizer
 reasons about counted loops. Only simple loops are unrolled; all others are left as they are:
 
-- the body holds no stateful op (so no stack of a loop gradient, no variable update, no random
-  draw: the loops a gradient reads are never changed, and gradients stay as they were), no
-  ``Switch``/``Merge`` of its own (no cond inside) and no other frame (no nested loop);
+- the body holds no stateful op (no variable update, no random draw: the order and count of
+  their runs stay the executor's), no ``Switch``/``Merge`` of its own (no cond inside) and no
+  other frame (no nested loop);
 - no ``Merge``'s value_index is read; nothing but the loop's own nodes sits in the frame;
 - trip count x body nodes <= ``OptimizeOptions.unroll_limit`` (2,000).
+
+A loop with a gradient (``train/loop_gradients.py``) is unrolled together with its backward
+loops, or not at all: the forward loop's stack pushes are its only stateful nodes, each stack
+(a ``StackV2`` outside every loop) has one push in the forward loop and one pop in one backward
+loop, and each backward loop, whose trip count comes from the forward loop's counter Exit,
+runs as many iterations. Then the pop of backward iteration ``j`` is the value pushed by forward
+iteration ``trips - 1 - j``: a direct edge, and the stacks go. The limit counts the copies of
+all the loops together.
 
 Deadness: the copies read the tensors that entered the loop, so a loop on a cond branch stays
 dead with it; a copy with no inputs at all, and each Exit's replacement, waits on the entering
@@ -37,16 +45,118 @@ def unroll_loops(g: _Graph, limit: int, result: OptimizeResult) -> None:
         return
     consumers = g.consumers()
     bodies = {f: _body(g, enters, consumers) for f, enters in frames.items()}
-    for frame, enters in frames.items():
-        body = bodies[frame]
-        others = set().union(*(b for f, b in bodies.items() if f != frame))
-        if others & body or any(parse_input(e.inputs[0]).node in others for e in enters):
-            continue  # nested: its copies would have to live in the outer frame
-        plan = _plan(g, enters, body, consumers, limit)
-        if plan is not None:
-            _unroll(g, enters, body, *plan)
-            result.unrolled.append(f"{frame} x{plan[0]}")
+    top = _top_level(g, frames, bodies)  # a loop after those whose Exits it reads
+    stacks = _stack_pairs(g, frames, bodies, consumers)
+    done: set[str] = set()
+    known: dict = {}  # the Exit values of loops planned so far (a backward loop's trip count reads them)
+    for frame in top:
+        if frame in done:
+            continue
+        enters = frames[frame]
+        own = [s for s in stacks if s.push_frame == frame]
+        backward = list(dict.fromkeys(s.pop_frame for s in own))
+        if any(f not in top or f in done for f in backward):
+            continue
+        plan = _plan(g, enters, bodies[frame], consumers, limit, {s.push.name for s in own}, known)
+        if plan is None:
+            continue
+        trips, finals = plan[0], {**known, **plan[3]}
+        plans = [(frame, plan)]
+        for f in backward:
+            allowed = {s.pop.name for s in stacks if s.pop_frame == f and s.push_frame == frame}
+            if len(allowed) != sum(1 for s in stacks if s.pop_frame == f):
+                break  # it pops stacks another loop pushes
+            p = _plan(g, frames[f], bodies[f], consumers, limit, allowed, finals)
+            if p is None or p[0] != trips:
+                break
+            plans.append((f, p))
+        else:
+            if trips * sum(len(p[2]) for _, p in plans) > limit or any(s.overflows(g, trips) for s in own):
+                continue
+            pushed = {s.push.name: [] for s in own}
+            pops = {s.pop.name: pushed[s.push.name] for s in own}
+            for f, (n, loop_vars, copied, _) in plans:
+                _unroll(g, frames[f], bodies[f], n, loop_vars, copied, pushed, pops)
+                result.unrolled.append(f"{f} x{n}")
+                done.add(f)
+            known.update(finals)
+            for s in own:  # their Enters went with the frames
+                del g.nodes[s.stack.name]
+            g.order = g.live()
             consumers = g.consumers()
+
+
+def _top_level(g: _Graph, frames: dict[str, list[NodeDef]], bodies: dict[str, set[str]]) -> list[str]:
+    """The frames not nested in another (their copies would have to live in the outer frame),
+    each after the loops whose Exits it reads (a backward loop its forward loop's counter),
+    which must be top-level too. The frames' order need not be the loops'."""
+    candidates = {}
+    for frame, enters in frames.items():
+        others = {f: b for f, b in bodies.items() if f != frame}
+        if any(b & bodies[frame] for b in others.values()):
+            continue
+        needs: set[str] = set()  # loops whose Exits it reads
+        for e in enters:
+            src = parse_input(e.inputs[0]).node
+            holders = {f for f, b in others.items() if src in b}
+            if holders and g.nodes[src].op != "Exit":
+                break
+            needs |= holders
+        else:
+            candidates[frame] = needs
+    top: dict[str, None] = {}  # ordered
+    while True:
+        more = [f for f, needs in candidates.items() if f not in top and needs <= top.keys()]
+        if not more:
+            return list(top)
+        top.update(dict.fromkeys(more))
+
+
+class _StackPair:
+    """A gradient's stack: ``StackV2`` outside the loops, one push in a forward loop, one pop in
+    another loop."""
+
+    def __init__(self, stack: NodeDef, push: NodeDef, push_frame: str, pop: NodeDef, pop_frame: str):
+        self.stack, self.push, self.push_frame, self.pop, self.pop_frame = stack, push, push_frame, pop, pop_frame
+
+    def overflows(self, g: _Graph, trips: int) -> bool:
+        """Whether ``trips`` pushes exceed a constant ``max_size`` (the loop reports that error)."""
+        src = g.nodes[parse_input(self.stack.inputs[0]).node]
+        if src.op != "Const":
+            return True
+        size = int(src.attrs["value"])
+        return 0 <= size < trips
+
+
+def _stack_pairs(g: _Graph, frames, bodies, consumers) -> list[_StackPair]:
+    """The stacks used only as one push in one loop and one pop in another, of the same type."""
+    frame_of = {e.name: f for f, enters in frames.items() for e in enters}
+    pairs = []
+    for stack in g.live():
+        if stack.op != "StackV2" or stack.control_inputs:
+            continue
+        users = {"StackPushV2": [], "StackPopV2": []}
+        for enter, i in consumers.get(stack.name, ()):
+            if enter.op != "Enter" or not enter.attrs.get("is_constant") or i != 0:
+                break
+            for c, k in consumers.get(enter.name, ()):
+                if c.op not in users or k != 0 or c.inputs[k].startswith("^"):
+                    users["bad"] = [c]
+                    break
+                users[c.op].append((c, frame_of[enter.name]))
+        else:
+            if set(users) != {"StackPushV2", "StackPopV2"} or len(users["StackPushV2"]) != 1 or len(users["StackPopV2"]) != 1:
+                continue
+            (push, fp), (pop, fq) = users["StackPushV2"][0], users["StackPopV2"][0]
+            if fp == fq or push.attrs.get("T") != pop.attrs.get("elem_type") or pop.attrs.get("elem_type") != stack.attrs.get("elem_type"):
+                continue
+            # Only the loop's own nodes may read the push (its control edges order the counter).
+            if any(c.name not in bodies[fp] for c, _ in consumers.get(push.name, ())):
+                continue
+            if any(c.name not in bodies[fq] for c, _ in consumers.get(pop.name, ())):
+                continue
+            pairs.append(_StackPair(stack, push, fp, pop, fq))
+    return pairs
 
 
 def _body(g: _Graph, enters: list[NodeDef], consumers) -> set[str]:
@@ -70,8 +180,10 @@ class _Loop:
         self.enter, self.merge, self.switch, self.next, self.exit = enter, merge, switch, nxt, exit_
 
 
-def _plan(g: _Graph, enters, body: set[str], consumers, limit: int):
-    """(trip count, loop vars, body order) when the loop can be unrolled, else None."""
+def _plan(g: _Graph, enters, body: set[str], consumers, limit: int, stack_ops=frozenset(), known_exits=None):
+    """(trip count, loop vars, body order, final loop var values) when the loop can be unrolled,
+    else None. ``stack_ops``: the stack pushes/pops allowed in the body (paired with another
+    loop's); ``known_exits``: values of other loops' Exits known at plan time."""
     nodes = [g.nodes[n] for n in body]
     loop_conds = [n for n in nodes if n.op == "LoopCond"]
     if len(loop_conds) != 1:
@@ -79,7 +191,7 @@ def _plan(g: _Graph, enters, body: set[str], consumers, limit: int):
     for n in nodes:
         if n.op in ("RefEnter", "RefExit", "RefMerge", "RefSwitch", "RefNextIteration", "ControlTrigger"):
             return None
-        if n.op not in _FRAME_OPS and (get_op(n.op).is_stateful or n.op.startswith("_")):
+        if n.op not in _FRAME_OPS and (get_op(n.op).is_stateful or n.op.startswith("_")) and n.name not in stack_ops:
             return None
     loop_vars = []
     for e in enters:
@@ -111,15 +223,17 @@ def _plan(g: _Graph, enters, body: set[str], consumers, limit: int):
                 return None
     order = [n for n in topological_order(GraphDef(g.live()), allow_back_edges=LOOP_BACK_EDGES) if n.name in body]
     copied = [n for n in order if n.op not in _FRAME_OPS]
-    trips = _trip_count(g, loop_vars, order, loop_conds[0], max(limit // max(len(copied), 1), 0))
-    if trips is None:
+    counted = _trip_count(g, loop_vars, order, loop_conds[0], max(limit // max(len(copied), 1), 0), known_exits or {})
+    if counted is None:
         return None
-    return trips, loop_vars, copied
+    finals = {v.exit.name: x for v, x in zip(loop_vars, counted[1]) if v.exit is not None and x is not None}
+    return counted[0], loop_vars, copied, finals
 
 
-def _trip_count(g: _Graph, loop_vars, order, loop_cond: NodeDef, max_trips: int) -> int | None:
+def _trip_count(g: _Graph, loop_vars, order, loop_cond: NodeDef, max_trips: int, exits: dict):
     """Run the loop's nodes on the host as far as their inputs are known; the iterations until
-    LoopCond is false, or None (unknown, or more than ``max_trips``)."""
+    LoopCond is false and the loop vars' values then, or None (unknown, or more than
+    ``max_trips``). ``exits``: other loops' Exit values known (a forward loop's counter)."""
     values: dict[str, list] = {}
 
     def known(tensor: str):
@@ -129,7 +243,9 @@ def _trip_count(g: _Graph, loop_vars, order, loop_cond: NodeDef, max_trips: int)
 
     def outside(tensor: str):
         node = g.nodes[parse_input(tensor).node]
-        return node.attrs["value"] if node.op == "Const" and not parse_input(tensor).index else None
+        if parse_input(tensor).index:
+            return None
+        return node.attrs["value"] if node.op == "Const" else exits.get(node.name)
 
     current = [outside(v.enter.inputs[0]) for v in loop_vars]
     for trips in range(max_trips + 2):
@@ -158,17 +274,22 @@ def _trip_count(g: _Graph, loop_vars, order, loop_cond: NodeDef, max_trips: int)
         if pred is None or getattr(pred, "shape", ()) != ():
             return None
         if not bool(pred):
-            return trips
+            return trips, current
         if trips >= max_trips:
             return None
         current = [known(v.next.data_inputs[0]) for v in loop_vars]
     return None
 
 
-def _unroll(g: _Graph, enters, body: set[str], trips: int, loop_vars, copied: list[NodeDef]) -> None:
-    """Replace the frame by ``trips`` copies of its body; each Exit by an Identity of the final value."""
+def _unroll(g: _Graph, enters, body: set[str], trips: int, loop_vars, copied: list[NodeDef],
+            pushed: dict[str, list[str]], pops: dict[str, list[str]]) -> None:
+    """Replace the frame by ``trips`` copies of its body; each Exit by an Identity of the final
+    value. A push in ``pushed`` appends what iteration i pushes; a pop in ``pops`` reads the
+    list a forward loop filled, from the end (the pushes and pops are not copied)."""
     # What waits on the values entering the loop (their deadness): see the module docstring.
-    gate = sorted({_control_source(g, e.inputs[0]) for e in enters})
+    # A paired stack's handle is not among them: the stack goes.
+    handles = {parse_input(n.data_inputs[0]).node for n in copied if n.name in pushed or n.name in pops}
+    gate = sorted({_control_source(g, e.inputs[0]) for e in enters if e.name not in handles})
     state = [v.enter.inputs[0] for v in loop_vars]  # each var's value entering this iteration
     merges = {v.merge.name: k for k, v in enumerate(loop_vars)}
     switches = {v.switch.name: k for k, v in enumerate(loop_vars)}
@@ -176,8 +297,9 @@ def _unroll(g: _Graph, enters, body: set[str], trips: int, loop_vars, copied: li
     new_nodes: list[NodeDef] = []
     for it in range(trips):
         names = {n.name: f"{n.name}/unrolled_{it}" for n in copied}
+        alias = {n: values[trips - 1 - it] for n, values in pops.items() if n in body}
 
-        def mapped(inp: str, names=names, state=state) -> str | None:
+        def mapped(inp: str, names=names, state=state, alias=alias) -> str | None:
             ref = parse_input(inp)
             if ref.is_control and (ref.node in body or ref.node in captures):
                 # Inside the frame a control edge places a node in it (a Const on the pivot) or
@@ -191,12 +313,20 @@ def _unroll(g: _Graph, enters, body: set[str], trips: int, loop_vars, copied: li
             if ref.node in captures:
                 src = captures[ref.node]
                 return "^" + parse_input(src).node if ref.is_control else src
+            if ref.node in alias:  # a push forwards what it pushes; a pop reads it
+                return alias[ref.node]
             if ref.node in names:
                 new = names[ref.node]
                 return "^" + new if ref.is_control else (new if ref.index == 0 else f"{new}:{ref.index}")
             return inp
 
         for n in copied:
+            if n.name in pushed:
+                alias[n.name] = mapped(n.data_inputs[1])
+                pushed[n.name].append(alias[n.name])
+                continue
+            if n.name in pops:
+                continue
             inputs = [m for m in (mapped(i) for i in n.inputs) if m is not None]
             if not inputs:
                 inputs = ["^" + c for c in gate]

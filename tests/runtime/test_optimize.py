@@ -86,7 +86,7 @@ def test_each_known_output_of_a_multi_output_node_becomes_its_own_const():
     b.add_op("BroadcastGradientArgs", [b.add_op("Shape", ["a"], name="sa").name,
                                        b.add_op("Shape", ["c"], name="sc").name], name="bga")  # fmt: skip
     b.add_op("Sum", ["c", "bga:1"], {"keep_dims": True}, name="y")
-    r = _optimized(b, ["y"], ["a", "c"])
+    r = _optimized(b, ["y"], ["a", "c"], simplify=False)  # a Sum over no axes would go: kept here
     assert_golden(
         r.graph_def,
         [
@@ -108,7 +108,9 @@ def test_exact_simplifications_forward_their_input():
     b.add_op("Reshape", ["i2", b.const(np.array([2, 3], np.int32), name="same")], name="r")
     b.add_op("Mul", [b.const(np.ones((1, 3), np.float32), name="ones"), "r"], name="m")
     b.add_op("AddN", ["m"], name="s")
-    b.add_op("Neg", ["s"], name="y")
+    b.add_op("EnsureShape", ["s"], {"shape": [2, -1]}, name="e")
+    b.add_op("Sum", ["e", b.const(np.zeros(0, np.int32), name="no_axes")], name="z")
+    b.add_op("Neg", ["z"], name="y")
     b.add_op("Identity", ["x"], name="pivot")
     b.add_op("NoOp", control_inputs=["pivot"], name="after")
     r = _optimized(b, ["y"], ["x"], targets=["after"])
@@ -122,7 +124,15 @@ def test_exact_simplifications_forward_their_input():
             "_retval_y_0_0 = _Retval(y)",
         ],
     )
-    assert r.forwarded == ["i1", "i2", "r", "m", "s"]
+    assert r.forwarded == ["i1", "i2", "r", "m", "s", "e", "z"]
+
+
+def test_ensure_shape_of_an_unknown_shape_and_sums_over_axes_are_kept():
+    b = GraphBuilder()
+    b.add_op("Placeholder", attrs={"dtype": "float32", "shape": [None, 3]}, name="x")
+    b.add_op("EnsureShape", ["x"], {"shape": [2, 3]}, name="e")  # checks the fed batch at run time
+    b.add_op("Sum", ["e", b.const(np.array([1], np.int32))], name="y")
+    assert _optimized(b, ["y"], ["x"]).forwarded == []
 
 
 def test_mul_by_ones_that_broadcasts_is_kept():
