@@ -276,6 +276,27 @@ def _read(ctx: KernelContext, done, reader: Reader, queue, n: int, batch: bool) 
             return False
         return True
 
+    def dequeue_file():
+        """Ask the queue for a filename: (outputs, error) when served at once, else None (the
+        callback then opens the file and resumes reading)."""
+        served: list = []
+        lock, waiting = threading.Lock(), [False]
+
+        def on_work(outputs=None, error=None) -> None:
+            with lock:
+                if not waiting[0]:
+                    served.append((outputs, error))
+                    return
+            if error is not None:
+                done(error=error)
+            elif start(outputs):
+                pump()
+
+        _wait(ctx, on_work, queue, queue.dequeue, outputs=tuple)
+        with lock:
+            waiting[0] = not served
+        return served[0] if served else None
+
     def pump() -> None:
         while True:
             try:
@@ -286,25 +307,10 @@ def _read(ctx: KernelContext, done, reader: Reader, queue, n: int, batch: bool) 
             if got:
                 finish(got)
                 return
-            served: list = []
-            lock, waiting = threading.Lock(), [False]
-
-            def on_work(outputs=None, error=None) -> None:
-                with lock:
-                    if not waiting[0]:
-                        served.append((outputs, error))
-                        return
-                if error is not None:
-                    done(error=error)
-                elif start(outputs):
-                    pump()
-
-            _wait(ctx, on_work, queue, queue.dequeue, outputs=tuple)
-            with lock:
-                waiting[0] = not served
-            if not served:
-                return  # on_work resumes when the queue serves the dequeue
-            outputs, error = served[0]
+            served = dequeue_file()
+            if served is None:
+                return
+            outputs, error = served
             if error is not None:
                 done(error=error)
                 return
