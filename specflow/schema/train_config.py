@@ -24,6 +24,7 @@ from pydantic import (
     PlainSerializer,
     PlainValidator,
     ValidationError,
+    WithJsonSchema,
     model_validator,
 )
 from pydantic_core import PydanticCustomError
@@ -324,6 +325,14 @@ class CsvSource(StrictModel):
         return dict(CSV_FIELDS)
 
 
+def _one_or_list(v: Any) -> Any:
+    return [v] if isinstance(v, str) else v
+
+
+_PATH_SCHEMA = {"type": "string", "minLength": 1}
+_PATHS_SCHEMA = {"anyOf": [_PATH_SCHEMA, {"type": "array", "items": _PATH_SCHEMA, "minItems": 1}]}
+
+
 class TFRecordFeature(StrictModel):
     """One field of a TFRecord source: a feature of every tf.train.Example, of a fixed shape."""
 
@@ -338,8 +347,8 @@ class TFRecordSource(StrictModel):
     tf.train.Example records of TFRecord files (paths or globs relative to the spec file, read in
     the order given, each glob sorted), one field per feature."""
 
-    tfrecord: Annotated[list[Annotated[str, Field(min_length=1)]], BeforeValidator(lambda v: [v] if isinstance(v, str) else v),
-                        Field(min_length=1)]  # fmt: skip
+    tfrecord: Annotated[list[Annotated[str, Field(min_length=1)]], BeforeValidator(_one_or_list), Field(min_length=1),
+                        WithJsonSchema(_PATHS_SCHEMA)]  # fmt: skip
     features: Annotated[dict[Ident, TFRecordFeature], Field(min_length=1)]
     compression_type: Literal["", "ZLIB", "GZIP"] = ""
 
