@@ -224,7 +224,32 @@ def test_read_parse_pipeline_end_to_end(tmp_path):
              attrs={"num_sparse": 0, "sparse_types": [], "dense_shapes": [[2], []], "ragged_value_types": [],
                     "ragged_split_types": []}, name="parse")  # fmt: skip
     s = Session(b.graph_def)
-    s.run([], targets=["enqueue", "close"])
+    s.run([], targets=["enqueue"])
+    s.run([], targets=["close"])
     x, y = s.run(["parse", "parse:1"])
     np.testing.assert_array_equal(x, np.array([[i, i + 0.5] for i in range(5)], np.float32))
     np.testing.assert_array_equal(y, np.arange(5))
+
+
+def test_a_tf_written_input_graph_runs_as_in_tf():
+    """TF 2.21's own tf.compat.v1 pipeline as a GraphDef (tests/io/data/tf_reader_graph.pbtxt:
+    FIFOQueueV2 -> TFRecordReaderV2 (GZIP) -> ReaderReadUpToV2 -> ParseExampleV2 with a dense
+    default and a VarLen feature) on TF-written records: what TF's Session returned for them."""
+    from pathlib import Path
+
+    from specflow.io.graph_loader import read_graph_def
+
+    data = Path(__file__).parent / "data"
+    s = Session(read_graph_def(data / "tf_reader_graph.pbtxt"))
+    s.run([], feeds={"names": np.array([str(data / "tf_written.tfrecord.gz").encode()], dtype=object)},
+          targets=["enqueue"])  # fmt: skip
+    s.run([], targets=["close"])
+    x, y, indices, values, shape = s.run(["x", "y", "tags_indices", "tags_values", "tags_shape"])
+    want = np.load(data / "tf_written_expected.npz")
+    np.testing.assert_array_equal(x, want["x"])
+    np.testing.assert_array_equal(y, want["y"])
+    np.testing.assert_array_equal(indices, want["tags_indices"])
+    assert list(values) == list(want["tags_values"])
+    np.testing.assert_array_equal(shape, want["tags_shape"])
+    with pytest.raises(OutOfRangeError):
+        s.run("x")
