@@ -15,6 +15,7 @@ TFRecords (the record's byte offset), ``file:line`` (1-based, header lines count
 from __future__ import annotations
 
 import threading
+from collections import deque
 from collections.abc import Callable, Iterator
 
 import numpy as np
@@ -51,14 +52,23 @@ class Reader:
     def reset(self) -> None:
         self.work: str | None = None
         self.records: Records | None = None
+        # Files dequeued but not yet started: two reads of one reader waiting on the queue at once
+        # each get a file; neither may be dropped.
+        self.pending: deque[str] = deque()
         self.records_produced = 0
         self.work_units_completed = 0
 
     def read_from_file(self, n: int) -> list[tuple[bytes, bytes]]:
-        """Up to ``n`` records of the current file; at its end the file is finished."""
+        """Up to ``n`` records of one file (the current one, or the next pending one when there
+        is none); at its end the file is finished. Empty when there is no file to read."""
         out: list[tuple[bytes, bytes]] = []
         with self.lock:
-            while len(out) < n and self.records is not None:
+            while len(out) < n:
+                if self.records is None:
+                    if out or not self.pending:
+                        break
+                    self.work = self.pending.popleft()
+                    self.records = self.open_file(self.work)
                 try:
                     out.append(next(self.records))
                 except StopIteration:
@@ -69,10 +79,9 @@ class Reader:
             self.records_produced += len(out)
         return out
 
-    def start_work(self, filename: str) -> None:
+    def add_work(self, filename: str) -> None:
         with self.lock:
-            self.work = filename
-            self.records = self.open_file(filename)
+            self.pending.append(filename)
 
     def _finish_work(self) -> None:
         self.work, self.records = None, None
@@ -266,15 +275,10 @@ def _read(ctx: KernelContext, done, reader: Reader, queue, n: int, batch: bool) 
         values[:] = [v for _, v in got]
         done((keys, values) if batch else (np.array(keys[0], dtype=object), np.array(values[0], dtype=object)))
 
-    def start(filename) -> bool:
-        """Open the dequeued file; False when the step has failed."""
+    def start(filename) -> None:
+        """Hand the dequeued file to the reader (opened by its next read)."""
         name = np.asarray(filename[0]).item()
-        try:
-            reader.start_work(name.decode() if isinstance(name, bytes) else str(name))
-        except SpecflowError as e:
-            done(error=e)
-            return False
-        return True
+        reader.add_work(name.decode() if isinstance(name, bytes) else str(name))
 
     def dequeue_file():
         """Ask the queue for a filename: (outputs, error) when served at once, else None (the
@@ -289,7 +293,8 @@ def _read(ctx: KernelContext, done, reader: Reader, queue, n: int, batch: bool) 
                     return
             if error is not None:
                 done(error=error)
-            elif start(outputs):
+            else:
+                start(outputs)
                 pump()
 
         _wait(ctx, on_work, queue, queue.dequeue, outputs=tuple)
@@ -314,8 +319,7 @@ def _read(ctx: KernelContext, done, reader: Reader, queue, n: int, batch: bool) 
             if error is not None:
                 done(error=error)
                 return
-            if not start(outputs):
-                return
+            start(outputs)
 
     pump()
 

@@ -253,3 +253,24 @@ def test_a_tf_written_input_graph_runs_as_in_tf():
     np.testing.assert_array_equal(shape, want["tags_shape"])
     with pytest.raises(OutOfRangeError):
         s.run("x")
+
+
+def test_two_reads_of_one_reader_in_one_step_lose_no_file(tmp_path):
+    paths = []
+    for i in range(4):
+        paths.append(tmp_path / f"{i}.tfrecord")
+        write_records(paths[-1], [f"only{i}".encode()])
+    b = GraphBuilder()
+    q = b.add_op("FIFOQueueV2", attrs={"component_types": ["string"], "shapes": [[]]}, name="files").name
+    b.add_op("QueueEnqueueManyV2", [q, b.const(np.array([str(p).encode() for p in paths], dtype=object))], name="enqueue")
+    b.add_op("QueueCloseV2", [q], name="close")
+    r = b.add_op("TFRecordReaderV2", name="reader").name
+    b.add_op("ReaderReadV2", [r, q], name="a")
+    b.add_op("ReaderReadV2", [r, q], name="b")
+    s = Session(b.graph_def)
+    s.run([], targets=["enqueue"])
+    s.run([], targets=["close"])
+    got = [v.item() for _ in range(2) for v in s.run(["a:1", "b:1"])]
+    assert sorted(got) == [b"only0", b"only1", b"only2", b"only3"]
+    with pytest.raises(OutOfRangeError):
+        s.run("a")
