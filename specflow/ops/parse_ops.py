@@ -30,7 +30,7 @@ from specflow.graph.dtypes import DType, as_dtype
 from specflow.graph.shapes import Shape, as_shape
 from specflow.io.extra_protos import Example
 from specflow.ops.inference import InferenceContext
-from specflow.ops.registry import KernelContext, kernel, register_op
+from specflow.ops.registry import KernelContext, kernel, not_differentiable, register_op
 
 _CPU = ("CPU",)
 _KINDS = {dtypes.float32: "float_list", dtypes.int64: "int64_list", dtypes.string: "bytes_list"}
@@ -325,3 +325,6 @@ def _decode_raw(ctx, data):
     joined = b"".join(bytes(b) for b in flat)
     out = np.frombuffer(joined, dtype=dt).astype(dt.newbyteorder("="), copy=True)
     return out.reshape([*np.shape(data), size // dt.itemsize])
+
+
+not_differentiable("ParseExampleV2", "ParseSingleExample", "DecodeRaw")  # as in TF: parsing has no gradient

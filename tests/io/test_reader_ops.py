@@ -274,3 +274,20 @@ def test_two_reads_of_one_reader_in_one_step_lose_no_file(tmp_path):
     assert sorted(got) == [b"only0", b"only1", b"only2", b"only3"]
     with pytest.raises(OutOfRangeError):
         s.run("a")
+
+
+def test_parse_example_v2_eager_groups_its_six_list_outputs():
+    import specflow as sf
+    from tests.ops.cases_parse import example, serialized
+    from tests.ops.cases_io import strings
+
+    out = sf.ops.parse_example_v2(
+        serialized(example(x=[1.0, 2.0], ids=[4]), example(x=[3.0, 4.0])), strings(), strings("ids"), strings("x"),
+        strings(), [np.zeros(0, np.float32)], num_sparse=1, sparse_types=["int64"], dense_shapes=[[2]],
+        ragged_value_types=[], ragged_split_types=[])  # fmt: skip
+    (indices,), (values,), (shape,), (x,), ragged_values, ragged_splits = out
+    np.testing.assert_array_equal(indices.numpy(), [[0, 0]])
+    np.testing.assert_array_equal(values.numpy(), [4])
+    np.testing.assert_array_equal(shape.numpy(), [2, 1])
+    np.testing.assert_array_equal(x.numpy(), [[1, 2], [3, 4]])
+    assert ragged_values == [] and ragged_splits == []
