@@ -278,8 +278,8 @@ def test_two_reads_of_one_reader_in_one_step_lose_no_file(tmp_path):
 
 def test_parse_example_v2_eager_groups_its_six_list_outputs():
     import specflow as sf
-    from tests.ops.cases_parse import example, serialized
     from tests.ops.cases_io import strings
+    from tests.ops.cases_parse import example, serialized
 
     out = sf.ops.parse_example_v2(
         serialized(example(x=[1.0, 2.0], ids=[4]), example(x=[3.0, 4.0])), strings(), strings("ids"), strings("x"),
