@@ -15,6 +15,7 @@ TFRecords (the record's byte offset), ``file:line`` (1-based, header lines count
 from __future__ import annotations
 
 import threading
+import zlib
 from collections import deque
 from collections.abc import Callable, Iterator
 
@@ -111,7 +112,7 @@ def _read_all(name: str, compression: str = "") -> bytes:
     stream = open_stream(name, compression)
     try:
         return stream.read()
-    except (OSError, EOFError) as e:
+    except (OSError, EOFError, zlib.error) as e:
         raise RecordFileError(f"{name}: not a readable {compression or 'uncompressed'} file ({e})") from None
     finally:
         stream.close()
@@ -275,10 +276,17 @@ def _read(ctx: KernelContext, done, reader: Reader, queue, n: int, batch: bool) 
         values[:] = [v for _, v in got]
         done((keys, values) if batch else (np.array(keys[0], dtype=object), np.array(values[0], dtype=object)))
 
-    def start(filename) -> None:
-        """Hand the dequeued file to the reader (opened by its next read)."""
-        name = np.asarray(filename[0]).item()
+    def start(filename) -> bool:
+        """Hand the dequeued file to the reader (opened by its next read); False (the step
+        failed) when the queue gave something other than one filename."""
+        name = np.asarray(filename[0])
+        if name.ndim != 0:
+            done(error=ctx.fail(f"the filename queue '{queue.name}' gave a {list(name.shape)} tensor, not one "
+                                "filename (enqueue names with QueueEnqueueManyV2, one per element)"))  # fmt: skip
+            return False
+        name = name.item()
         reader.add_work(name.decode() if isinstance(name, bytes) else str(name))
+        return True
 
     def dequeue_file():
         """Ask the queue for a filename: (outputs, error) when served at once, else None (the
@@ -293,8 +301,7 @@ def _read(ctx: KernelContext, done, reader: Reader, queue, n: int, batch: bool) 
                     return
             if error is not None:
                 done(error=error)
-            else:
-                start(outputs)
+            elif start(outputs):
                 pump()
 
         _wait(ctx, on_work, queue, queue.dequeue, outputs=tuple)
@@ -309,6 +316,9 @@ def _read(ctx: KernelContext, done, reader: Reader, queue, n: int, batch: bool) 
             except SpecflowError as e:
                 done(error=e)
                 return
+            except Exception as e:  # noqa: BLE001  (may run on a queue's callback: report, never raise)
+                done(error=ctx.fail(f"reading {reader.work or 'a file'} failed: {type(e).__name__}: {e}"))
+                return
             if got:
                 finish(got)
                 return
@@ -319,7 +329,8 @@ def _read(ctx: KernelContext, done, reader: Reader, queue, n: int, batch: bool) 
             if error is not None:
                 done(error=error)
                 return
-            start(outputs)
+            if not start(outputs):
+                return
 
     pump()
 

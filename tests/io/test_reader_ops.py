@@ -291,3 +291,16 @@ def test_parse_example_v2_eager_groups_its_six_list_outputs():
     np.testing.assert_array_equal(shape.numpy(), [2, 1])
     np.testing.assert_array_equal(x.numpy(), [[1, 2], [3, 4]])
     assert ragged_values == [] and ragged_splits == []
+
+
+def test_a_queue_of_vectors_is_not_a_filename_queue(tfrecords):
+    b = GraphBuilder()
+    q = b.add_op("FIFOQueueV2", attrs={"component_types": ["string"]}, name="files").name
+    b.add_op("QueueEnqueueV2", [q, b.const(np.array([str(p).encode() for p in tfrecords], dtype=object))],
+             name="enqueue")  # fmt: skip
+    r = b.add_op("TFRecordReaderV2", name="reader").name
+    b.add_op("ReaderReadV2", [r, q], name="read")
+    s = Session(b.graph_def)
+    s.run([], targets=["enqueue"])
+    with pytest.raises(RuntimeFailure, match=r"filename queue 'files' gave a \[3\] tensor, not one filename"):
+        s.run("read")
