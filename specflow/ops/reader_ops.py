@@ -311,13 +311,14 @@ def _read(ctx: KernelContext, done, reader: Reader, queue, n: int, batch: bool) 
 
     def pump() -> None:
         while True:
+            current = reader.work or (reader.pending[0] if reader.pending else "a file")
             try:
                 got = reader.read_from_file(n)
             except SpecflowError as e:
                 done(error=e)
                 return
             except Exception as e:  # noqa: BLE001  (may run on a queue's callback: report, never raise)
-                done(error=ctx.fail(f"reading {reader.work or 'a file'} failed: {type(e).__name__}: {e}"))
+                done(error=ctx.fail(f"reading {current} failed: {type(e).__name__}: {e}"))
                 return
             if got:
                 finish(got)
