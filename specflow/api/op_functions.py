@@ -84,7 +84,7 @@ def make_function(opdef: OpDef, pyname: str):
                     break
             else:
                 outs = execute(opdef, args, kwargs, name)
-                return outs[0] if one_out else _result(opdef, outs)
+                return outs[0] if one_out else _result(opdef, outs, kwargs)
         return apply(opdef, args, kwargs, name)
 
     op_function.__name__ = pyname
@@ -111,9 +111,9 @@ def apply(opdef: OpDef, args: tuple, kwargs: dict, name: str | None):
                 break
     if trace is not None:
         flat = _convert(opdef, given, attrs, name, trace)
-        return _result(opdef, trace.add_op(opdef, flat, attrs, name))
+        return _result(opdef, trace.add_op(opdef, flat, attrs, name), attrs)
     flat = _convert(opdef, given, attrs, name, None)
-    return _result(opdef, eager.execute(opdef, flat, attrs, name))
+    return _result(opdef, eager.execute(opdef, flat, attrs, name), attrs)
 
 
 def _split(opdef: OpDef, args: tuple, kwargs: dict, name: str | None) -> tuple[dict[str, list], dict]:
@@ -239,7 +239,7 @@ def to_tensor(value: Any, dtype: DType | None = None, what: str = "value", node:
     return EagerTensor(arr, dt, eager_device().name)
 
 
-def _result(opdef: OpDef, outs: list):
+def _result(opdef: OpDef, outs: list, attrs: dict | None = None):
     outputs = opdef.outputs
     if len(outputs) == 1 and not outputs[0].is_list:
         return outs[0]
@@ -247,16 +247,29 @@ def _result(opdef: OpDef, outs: list):
         return None
     if len(outputs) == 1:
         return list(outs)
+    # A list output's length comes from its attr when given (ParseExampleV2 has six lists); the
+    # one list whose attr was inferred from the inputs takes what is left.
+    sizes = [_list_size(arg, attrs or {}) if arg.is_list else 1 for arg in outputs]
+    if sizes.count(None) == 1:
+        sizes[sizes.index(None)] = len(outs) - sum(n for n in sizes if n is not None)
+    elif None in sizes:  # several unknown: only one list output per op in practice
+        sizes = [len(outs) - (len(outputs) - 1) if arg.is_list else 1 for arg in outputs]
     grouped, i = [], 0
-    for arg in outputs:
+    for arg, n in zip(outputs, sizes):
         if arg.is_list:
-            n = len(outs) - (len(outputs) - 1)  # only one list output per op in practice
             grouped.append(list(outs[i:i + n]))
-            i += n
         else:
             grouped.append(outs[i])
-            i += 1
+        i += n
     return tuple(grouped)
+
+
+def _list_size(arg, attrs: dict) -> int | None:
+    if arg.number_attr is not None and arg.number_attr in attrs:
+        return int(attrs[arg.number_attr])
+    if arg.type_list_attr is not None and arg.type_list_attr in attrs:
+        return len(attrs[arg.type_list_attr])
+    return None
 
 
 # --- what the Tensor operators call ---------------------------------------------------------------

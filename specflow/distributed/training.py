@@ -33,7 +33,7 @@ from specflow.train.data import select
 from specflow.train.evaluate import load_split
 from specflow.train.graph import build_training_graph
 from specflow.train.loop import Trainer, TrainingError, TrainResult, has_run
-from specflow.train.sharding import ShardBatches
+from specflow.train.sharding import FILE_INDEX, ShardBatches
 
 from .engine import Cluster
 from .recovery import Recovery
@@ -85,7 +85,8 @@ class DistributedTrainer(Recovery, Trainer):
         self.saver = ShardedSaver(self.graph.builder, self.save_restore, self._variable_tasks())
         inputs = select(self.train_arrays, cfg.data.feeds)
         d = cfg.data
-        self.shards = [ShardBatches(inputs, k, n, batch_size=d.batch_size, shuffle=d.shuffle, seed=d.seed)
+        files = self.train_arrays.get(FILE_INDEX)  # a tfrecord source: each worker takes its own files
+        self.shards = [ShardBatches(inputs, k, n, batch_size=d.batch_size, shuffle=d.shuffle, seed=d.seed, files=files)
                        for k in range(n)]  # fmt: skip
         self.cluster.connect()
         sessions = replica_sessions(self.graph.graph_def, self.cluster, self.spec.model.seed, self.strategy)

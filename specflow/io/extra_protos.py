@@ -72,7 +72,21 @@ _MESSAGES: dict[str, list[tuple]] = {
         ("saved_model_schema_version", 1, "int64"),
         ("meta_graphs", 2, ".tensorboard.MetaGraphDef", "repeated"),
     ],
+    # tensorflow/core/example/feature.proto and example.proto (tf.train.Example)
+    "BytesList": [("value", 1, "bytes", "repeated")],
+    "FloatList": [("value", 1, "float", "repeated")],  # proto3: packed
+    "Int64List": [("value", 1, "int64", "repeated")],
+    "Feature": [
+        ("bytes_list", 1, ".tensorflow.BytesList", "oneof:kind"),
+        ("float_list", 2, ".tensorflow.FloatList", "oneof:kind"),
+        ("int64_list", 3, ".tensorflow.Int64List", "oneof:kind"),
+    ],
+    "Features": [("feature", 1, ".tensorflow.Features.FeatureEntry", "repeated")],
+    "Features.FeatureEntry": [("key", 1, "string"), ("value", 2, ".tensorflow.Feature")],
+    "Example": [("features", 1, ".tensorflow.Features")],
 }
+# Nested messages that are protobuf's entries of a map<key, value> field.
+_MAP_ENTRIES = {"Features.FeatureEntry"}
 
 # Enum name ("Message.Enum" for a nested one) -> values.
 _ENUMS: dict[str, dict[str, int]] = {
@@ -125,6 +139,8 @@ def _file_proto() -> descriptor_pb2.FileDescriptorProto:
         outer, _, inner = name.rpartition(".")
         parent = protos[outer].nested_type if outer else fdp.message_type
         protos[name] = parent.add(name=inner)
+        if name in _MAP_ENTRIES:
+            protos[name].options.map_entry = True
     for name, fields in _MESSAGES.items():
         for spec in fields:
             _field(protos[name], spec)
@@ -169,3 +185,5 @@ BundleEntryProto = message_class("tensorflow.BundleEntryProto")
 TensorSliceProto = message_class("tensorflow.TensorSliceProto")
 CheckpointState = message_class("tensorflow.CheckpointState")
 SavedModel = message_class("tensorflow.SavedModel")
+Example = message_class("tensorflow.Example")
+Feature = message_class("tensorflow.Feature")

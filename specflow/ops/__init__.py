@@ -26,8 +26,10 @@ from specflow.ops import (  # noqa: F401,E402  (importing registers the ops)
     matmul_ops,
     nn_loss_ops,
     nn_ops,
+    parse_ops,
     pool_ops,
     random_ops,
+    reader_ops,
     reduction_ops,
     registry,  # noqa: F401
     reverse_ops,

@@ -170,7 +170,9 @@ def _parse_attr(text: str) -> AttrDef:
     if mm:
         rest, minimum = mm.group(1).strip(), int(mm.group(2))
     allowed = None
-    if rest.startswith("{"):
+    if rest.startswith("list({") and rest.endswith("})"):  # a list of types from a set
+        typ, allowed = "list(type)", _parse_types(rest[len("list({") : -2])
+    elif rest.startswith("{"):
         body = rest.strip("{}")
         if "'" in body or '"' in body:
             typ = "string"

@@ -24,6 +24,7 @@ from pydantic import (
     PlainSerializer,
     PlainValidator,
     ValidationError,
+    WithJsonSchema,
     model_validator,
 )
 from pydantic_core import PydanticCustomError
@@ -324,8 +325,47 @@ class CsvSource(StrictModel):
         return dict(CSV_FIELDS)
 
 
-SOURCES: dict[str, type[StrictModel]] = {"builtin": BuiltinSource, "npz": NpzSource, "npy": NpySource, "csv": CsvSource}
-DataSource = BuiltinSource | NpzSource | NpySource | CsvSource
+def _one_or_list(v: Any) -> Any:
+    return [v] if isinstance(v, str) else v
+
+
+_PATH_SCHEMA = {"type": "string", "minLength": 1}
+_PATHS_SCHEMA = {"anyOf": [_PATH_SCHEMA, {"type": "array", "items": _PATH_SCHEMA, "minItems": 1}]}
+
+
+class TFRecordFeature(StrictModel):
+    """One field of a TFRecord source: a feature of every tf.train.Example, of a fixed shape."""
+
+    dtype: Literal["float32", "int64"]
+    shape: list[NonNegInt] = []  # per example; [] a scalar
+    key: str | None = None  # the feature's name in the Examples (default: the field's name)
+    default: Float | None = None  # for examples without the feature (default: it is required)
+
+
+class TFRecordSource(StrictModel):
+    """``{tfrecord: [a.tfrecord, data/*.tfrecord], features: {x: {dtype: float32, shape: [64]}}}``:
+    tf.train.Example records of TFRecord files (paths or globs relative to the spec file, read in
+    the order given, each glob sorted), one field per feature."""
+
+    tfrecord: Annotated[list[Annotated[str, Field(min_length=1)]], BeforeValidator(_one_or_list), Field(min_length=1),
+                        WithJsonSchema(_PATHS_SCHEMA)]  # fmt: skip
+    features: Annotated[dict[Ident, TFRecordFeature], Field(min_length=1)]
+    compression_type: Literal["", "ZLIB", "GZIP"] = ""
+
+    @model_validator(mode="after")
+    def _reserved(self):
+        if "_file_index" in self.features:  # train/sharding.py's FILE_INDEX: each record's file
+            msg = "'_file_index' is reserved (each record's file index, for sharding); name the field otherwise"
+            raise_errors("TFRecordSource", [custom_error("reserved_field", msg, ("features", "_file_index"), None)])
+        return self
+
+    def fields(self) -> dict[str, tuple[str, list[int | None]] | None]:
+        return {name: (f.dtype, [None, *f.shape]) for name, f in self.features.items()}
+
+
+SOURCES: dict[str, type[StrictModel]] = {"builtin": BuiltinSource, "npz": NpzSource, "npy": NpySource, "csv": CsvSource,
+                                         "tfrecord": TFRecordSource}  # fmt: skip
+DataSource = BuiltinSource | NpzSource | NpySource | CsvSource | TFRecordSource
 
 
 def _parse_source(v: Any) -> DataSource:

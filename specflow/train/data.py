@@ -7,6 +7,7 @@ loaded into named arrays (one row per example), and a deterministic train/test s
     {npz: data.npz}                         # one field per array, by name
     {npy: {x: x.npy, y: y.npy}}             # one field per file
     {csv: data.csv, label_column: label, header: true}   # x: the other columns (float32), y: int64
+    {tfrecord: [a.tfrecord, b/*.tfrecord], features: {x: {dtype: float32, shape: [64]}, y: {dtype: int64}}}
 
 Paths are relative to ``base_dir`` (the spec file's directory). Problems are SpecErrors naming the
 spec path (``train.data.source.csv``) and the file, and for CSV cells the row and the column.
@@ -22,11 +23,13 @@ import numpy as np
 
 from specflow.errors import SpecError, did_you_mean
 from specflow.io.npy import NpyError, load_array_file
+from specflow.train.sharding import FILE_INDEX
+from specflow.train.tfrecord_source import load_tfrecord
 
 SOURCE_PATH = "train.data.source"
 _DATA_DIR = Path(__file__).resolve().parent.parent / "data"
-_KINDS = ("builtin", "npz", "npy", "csv")
-_CSV_OPTIONS = ("label_column", "header")
+_KINDS = ("builtin", "npz", "npy", "csv", "tfrecord")
+_OPTIONS = {"csv": ("label_column", "header"), "tfrecord": ("features", "compression_type")}
 # Mixed into the split's seed so the split and epoch 0's shuffle (seeded [seed, 0]) draw from
 # different streams.
 _SPLIT_STREAM = 0x53504C4954  # "SPLIT"
@@ -43,7 +46,7 @@ def load_source(source: dict, base_dir: str | Path = ".") -> dict[str, np.ndarra
             path=SOURCE_PATH,
         )
     kind = kinds[0]
-    allowed = {kind, *(_CSV_OPTIONS if kind == "csv" else ())}
+    allowed = {kind, *_OPTIONS.get(kind, ())}
     for key in source:
         if key not in allowed:
             raise SpecError(f"unknown option '{key}' for a {kind} source" + did_you_mean(key, allowed), path=SOURCE_PATH)
@@ -54,6 +57,8 @@ def load_source(source: dict, base_dir: str | Path = ".") -> dict[str, np.ndarra
         arrays = _npz(_existing(base, source["npz"], f"{SOURCE_PATH}.npz"))
     elif kind == "npy":
         arrays = _npy(base, source["npy"])
+    elif kind == "tfrecord":
+        arrays = load_tfrecord(source, base, SOURCE_PATH)
     else:
         arrays = _csv(
             _existing(base, source["csv"], f"{SOURCE_PATH}.csv"),
@@ -81,10 +86,11 @@ def check_lengths(arrays: dict[str, np.ndarray], where: str) -> int:
 def select(arrays: dict[str, np.ndarray], feeds: dict[str, str], where: str = "train.data.feeds") -> dict[str, np.ndarray]:
     """``{model_input: arrays[field]}`` for ``feeds`` = ``{model_input: field}``."""
     out = {}
+    fields = [f for f in arrays if f != FILE_INDEX]
     for inp, field in feeds.items():
-        if field not in arrays:
+        if field not in fields:
             raise SpecError(
-                f"the data source has no field '{field}'" + did_you_mean(field, arrays) + "; fields: " + ", ".join(arrays),
+                f"the data source has no field '{field}'" + did_you_mean(field, fields) + "; fields: " + ", ".join(fields),
                 path=f"{where}.{inp}",
             )
         out[inp] = arrays[field]

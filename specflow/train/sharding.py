@@ -14,6 +14,9 @@ import numpy as np
 
 from specflow.errors import SpecError
 
+# A field some sources add (tfrecord): each record's file index, so shards can be whole files.
+FILE_INDEX = "_file_index"
+
 
 def shard_indices(num_records: int, index: int, count: int) -> np.ndarray:
     """The record indices of shard ``index`` of ``count``."""
@@ -22,10 +25,16 @@ def shard_indices(num_records: int, index: int, count: int) -> np.ndarray:
     return np.arange(index, num_records, count)
 
 
-def shard(arrays: dict[str, np.ndarray], index: int, count: int) -> dict[str, np.ndarray]:
-    """Every field of ``arrays`` (one record per row) restricted to shard ``index`` of ``count``."""
+def shard(arrays: dict[str, np.ndarray], index: int, count: int, files: np.ndarray | None = None) -> dict[str, np.ndarray]:
+    """Every field of ``arrays`` (one record per row) restricted to shard ``index`` of ``count``.
+    With ``files`` (each record's file index) the shard is the records of files ≡ index (mod
+    count), unless there are fewer files than shards: then records by index, as without."""
     n = min((len(a) for a in arrays.values()), default=0)
-    idx = shard_indices(n, index, count)
+    if files is not None and len(files) == n and n and int(files.max()) + 1 >= count:
+        shard_indices(0, index, count)  # the same check of (index, count)
+        idx = np.flatnonzero(np.asarray(files) % count == index)
+    else:
+        idx = shard_indices(n, index, count)
     return {k: np.asarray(a)[idx] for k, a in arrays.items()}
 
 
@@ -33,8 +42,8 @@ class ShardBatches:
     """Batches of one shard, each a pure function of its index (what a worker feeds)."""
 
     def __init__(self, arrays: dict[str, np.ndarray], index: int, count: int, *, batch_size: int,
-                 shuffle: bool = True, seed: int = 0):  # fmt: skip
-        self.arrays = shard(arrays, index, count)
+                 shuffle: bool = True, seed: int = 0, files: np.ndarray | None = None):  # fmt: skip
+        self.arrays = shard(arrays, index, count, files)
         self.num_examples = min(len(a) for a in self.arrays.values())
         if batch_size > self.num_examples:
             raise SpecError(f"batch_size {batch_size} is larger than shard {index} of {count} "
