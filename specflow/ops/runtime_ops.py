@@ -161,8 +161,9 @@ register_op(
 @kernel("_TruncateToBfloat16")
 def _truncate_to_bfloat16(ctx, x):
     xp = ctx.xp
-    bits = xp.ascontiguousarray(x).view(xp.uint32)
-    y = (bits >> 16).astype(xp.uint16)
+    bits = xp.asarray(x, order="C").view(xp.uint32)  # (ascontiguousarray would make a scalar 1-D)
+    y = xp.empty(x.shape, xp.uint16)
+    xp.right_shift(bits, 16, out=y, casting="unsafe")  # out=: a 0-d result stays an array
     # A NaN whose payload sits only in the low 16 bits would truncate to an infinity.
     if not xp.isfinite(x).all():
         nan = xp.isnan(x)
@@ -182,4 +183,6 @@ register_op(
 @kernel("_ExpandFromBfloat16")
 def _expand_from_bfloat16(ctx, x):
     xp = ctx.xp
-    return (x.astype(xp.uint32) << 16).view(xp.float32)
+    y = x.astype(xp.uint32)
+    y <<= 16  # in place: one temporary, and a 0-d result stays an array
+    return y.view(xp.float32)

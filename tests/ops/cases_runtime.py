@@ -27,6 +27,8 @@ CASES: list = [
     Case("_TruncateToBfloat16", [f32(3, 5, low=-1e4, high=1e4)], ref=_top16, id="TruncateToBfloat16"),
     Case("_TruncateToBfloat16", [f32(4, 6)[:, ::2]], ref=_top16, id="TruncateToBfloat16-strided"),
     Case("_TruncateToBfloat16", [_BITS], ref=lambda x: _BITS_OUT, id="TruncateToBfloat16-bits"),
+    Case("_TruncateToBfloat16", [np.float32(-3.7)], ref=_top16, id="TruncateToBfloat16-scalar"),
+    Case("_ExpandFromBfloat16", [np.uint16(0xC06C)], ref=_widen, id="ExpandFromBfloat16-scalar"),
     Case("_ExpandFromBfloat16", [np.arange(0, 65536, 97, dtype=np.uint16).reshape(-1, 1)], ref=_widen,
          id="ExpandFromBfloat16"),
     Case("_ExpandFromBfloat16", [_BITS_OUT], ref=lambda y: _widen(_BITS_OUT), id="ExpandFromBfloat16-bits"),

@@ -137,3 +137,16 @@ def test_a_loop_split_across_devices_truncates_every_iteration():
     for _ in range(5):
         exact = np.tanh(exact @ u0)
     assert np.abs(got - exact).max() > 1e-4  # the truncation is really there
+
+
+def test_scalars_and_empty_tensors_keep_their_shapes():
+    """A learning rate (a scalar) crossing to the parameter server stays a scalar."""
+    b = GraphBuilder()
+    for name, shape in (("s", []), ("e", [0, 3])):
+        b.add_op("Placeholder", attrs={"dtype": "float32", "shape": shape}, name=f"{name}_in", device=cpu(0))
+        b.add_op("Neg", [f"{name}_in"], name=name, device=cpu(0))
+        b.add_op("Neg", [name], name=f"{name}_out", device=cpu(1))
+    with Session(b.graph_def, SessionConfig(devices="cpu:2", lossy_transfers=True)) as s:
+        got_s, got_e = s.run(["s_out", "e_out"], {"s_in": np.float32(1 / 3), "e_in": np.zeros((0, 3), np.float32)})
+    assert got_s.shape == () and got_s == bf16(np.float32(1 / 3))
+    assert got_e.shape == (0, 3)
