@@ -28,6 +28,12 @@ nested frame's control loop enters from its parent frame's control loop on the s
 control loops only on receiving devices, which leaves a device that only sends inside the loop
 with one iteration.) A loop's back edge (NextIteration -> Merge) never crosses devices: the
 placer colocates them.
+
+16-bit transfers (whitepaper 5.5, opt-in: ``PartitionOptions.lossy_transfers``, or the producer's
+``_transfer`` attr, which wins): a float32 tensor crosses as its top 16 bits,
+``x -> _TruncateToBfloat16 -> _Send(T=uint16)`` on the sending device and
+``_Recv(uint16) -> _ExpandFromBfloat16`` on the receiving one, whose consumers all read the
+expansion. A rewrite here, so the local and the remote rendezvous carry it unchanged.
 """
 
 from __future__ import annotations
