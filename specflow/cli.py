@@ -142,6 +142,8 @@ def _num_elements(shape) -> int:
 
 
 DevicesOpt = typer.Option(None, "--devices", help="Devices, e.g. cpu:2 or cpu:2,gpu:1 (default: one CPU).")
+LossyOpt = typer.Option(False, "--lossy-transfers", help="Send float32 tensors across devices and tasks as their "
+                        "top 16 bits (bfloat16 by truncation; the spec's transfer: bfloat16 does the same).")
 
 
 @app.command()
@@ -159,6 +161,7 @@ def inspect(
     cluster: str | None = typer.Option(None, "--cluster", help="Place on a cluster, e.g. local:ps=1,worker=2 (Ray is not started)."),
     task_devices: list[str] | None = typer.Option(None, "--task-devices", help="Devices of each task of a job, e.g. worker=cpu:2."),
     placement: str | None = typer.Option(None, "--placement", help="On a cluster: ps or round_robin."),
+    lossy_transfers: bool = LossyOpt,
     set_: list[str] | None = SetOpt,
 ):
     """Print the lowered graph, or with --placed the pruned, placed and partitioned graph
@@ -193,10 +196,11 @@ def inspect(
         return
     cspec = _cluster_spec(s, cluster, None, task_devices, placement)
     no_devices_on_a_cluster(cspec, devices)
+    lossy = lossy_transfers or s.model.transfer == "bfloat16"
     if cspec is not None:
         from specflow.views.cluster_view import cluster_dot, cluster_json, cluster_renderable
 
-        cstep = _compile(s, devices, fetch, feed, batch_size, soft_placement, optimize, cluster=cspec)
+        cstep = _compile(s, devices, fetch, feed, batch_size, soft_placement, optimize, cluster=cspec, lossy=lossy)
         if fmt == "json":
             print(cluster_json(cstep, cspec))
         elif fmt == "dot":
@@ -206,7 +210,7 @@ def inspect(
         return
     from specflow.views.placement_view import placement_dot, placement_json, placement_renderable
 
-    step = _compile(s, devices, fetch, feed, batch_size, soft_placement, optimize)
+    step = _compile(s, devices, fetch, feed, batch_size, soft_placement, optimize, lossy=lossy)
     if fmt == "json":
         print(placement_json(step))
     elif fmt == "dot":
@@ -246,6 +250,7 @@ def run(
     address: str | None = typer.Option(None, "--address", help="Attach to a running Ray cluster (host:port or auto) instead of starting a private one."),
     task_devices: list[str] | None = typer.Option(None, "--task-devices", help="Devices of each task of a job, e.g. worker=cpu:2 (repeatable)."),
     placement: str | None = typer.Option(None, "--placement", help="On a cluster: ps (variables on ps tasks, compute on workers) or round_robin."),
+    lossy_transfers: bool = LossyOpt,
     set_: list[str] | None = SetOpt,
 ):
     """Run one step: initialize the variables (or restore them with --checkpoint), feed the
@@ -258,13 +263,14 @@ def run(
     stats = StepStats() if trace else None
     options = {"trace": True} if trace else None
     if _is_model(spec):  # a SavedModel or GraphDef: any tensor of its graph, variables restored
-        for flag, given in (("--set", set_), ("--checkpoint", checkpoint), ("--cluster", cluster or address)):
+        for flag, given in (("--set", set_), ("--checkpoint", checkpoint), ("--cluster", cluster or address),
+                            ("--lossy-transfers", lossy_transfers)):
             if given:
                 raise UserError(f"{flag} applies to a spec, not to a SavedModel or GraphDef")
         values = _run_model(spec, list(fetch), dict(_read_feed(f) for f in feed or []), options, stats)
     else:
         on_cluster = (cluster, address, task_devices, placement)
-        values = _run_spec(spec, fetch, feed, devices, seed, set_, checkpoint, options, stats, on_cluster)
+        values = _run_spec(spec, fetch, feed, devices, seed, set_, checkpoint, options, stats, on_cluster, lossy_transfers)
     if trace:
         from specflow.io.atomic_write import write_atomically
 
@@ -280,7 +286,7 @@ def run(
     out.print(values_renderable(list(fetch), values))
 
 
-def _run_spec(spec, fetch, feed, devices, seed, set_, checkpoint, options, stats, on_cluster) -> list:
+def _run_spec(spec, fetch, feed, devices, seed, set_, checkpoint, options, stats, on_cluster, lossy) -> list:
     from specflow.cli_cluster import connect
     from specflow.runtime.session import Session, SessionConfig
 
@@ -290,7 +296,8 @@ def _run_spec(spec, fetch, feed, devices, seed, set_, checkpoint, options, stats
     cspec = _cluster_spec(s, *on_cluster)
     no_devices_on_a_cluster(cspec, devices)
     where = connect(cspec, on_cluster[1], options is not None) if cspec is not None else None
-    with Session(graph, SessionConfig(devices=devices, graph_seed=graph_seed), cluster=where) as sess:
+    config = SessionConfig(devices=devices, graph_seed=graph_seed, lossy_transfers=lossy or s.model.transfer == "bfloat16")
+    with Session(graph, config, cluster=where) as sess:
         if restore is not None:
             restore(sess)
         elif s.variables:
@@ -352,6 +359,7 @@ def train(
     set_: list[str] | None = SetOpt,
     cluster: str | None = typer.Option(None, "--cluster", help="Train on Ray tasks, e.g. local:ps=1,worker=2 (train.distributed picks async or sync)."),
     address: str | None = typer.Option(None, "--address", help="Attach to a running Ray cluster (host:port or auto)."),
+    lossy_transfers: bool = LossyOpt,
 ):
     """Train a model: progress bar, checkpoints, TensorBoard summaries, evaluation; Ctrl-C or
     SIGTERM saves a final checkpoint (a second signal exits at once). Training again into a
@@ -375,7 +383,8 @@ def train(
             return
     _quiet_numeric_warnings()
     with ProgressListener(out) as listener:
-        options = TrainOptions(logdir=logdir, steps=steps, resume=plan.resume, devices=devices)
+        options = TrainOptions(logdir=logdir, steps=steps, resume=plan.resume, devices=devices,
+                               lossy_transfers=lossy_transfers)
         if cluster or address:
             from specflow.cli_cluster import distributed_trainer
 

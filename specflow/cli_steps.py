@@ -24,7 +24,7 @@ def _default_fetches(s) -> list[str]:
     return [n.name for n in s.graph_def.nodes if n.name not in consumed and n.op != "NoOp"]
 
 
-def _compile(s, devices, fetch, feed, batch_size, soft_placement, optimize=False, cluster=None):
+def _compile(s, devices, fetch, feed, batch_size, soft_placement, optimize=False, cluster=None, lossy=False):
     from specflow.runtime.pipeline import compile_step
 
     graph = s.graph_def
@@ -39,9 +39,9 @@ def _compile(s, devices, fetch, feed, batch_size, soft_placement, optimize=False
 
         return compile_cluster_step(cluster.constrained(graph), cluster, TaskAssignment(cluster), feeds=feeds,
                                     fetches=fetches, targets=targets, soft_placement=soft_placement,
-                                    optimize_graph=optimize)
+                                    optimize_graph=optimize, lossy_transfers=lossy)
     return compile_step(graph, _device_names(devices), feeds=feeds, fetches=fetches, targets=targets,
-                        soft_placement=soft_placement, optimize_graph=optimize)
+                        soft_placement=soft_placement, optimize_graph=optimize, lossy_transfers=lossy)
 
 
 def _with_batch_size(graph, batch_size: int):

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import threading
 import warnings
 from dataclasses import dataclass
 from typing import Any
@@ -28,6 +29,7 @@ from specflow.graph.graph_def import GraphDef
 from specflow.graph.shapes import Shape, as_shape
 
 RETRACE_WARNING = 5
+_SESSION_LOCK = threading.Lock()  # a concrete function's Session is made once (slow path only)
 
 
 class RetracingWarning(UserWarning):
@@ -145,7 +147,11 @@ class ConcreteFunction:
 
     @property
     def session(self):
-        if self._session is None:
+        if self._session is not None:
+            return self._session
+        with _SESSION_LOCK:  # threads calling a new concrete function at once make one Session
+            if self._session is not None:
+                return self._session
             from specflow.runtime.session import Session, SessionConfig
 
             devices = devices_needed(self.graph_def)
@@ -216,6 +222,10 @@ class Function:
         self._relaxed: dict[tuple, ConcreteFunction] = {}  # reduce_retracing: by dtype/rank key
         self._fast: dict[tuple, ConcreteFunction] = {}  # see __call__
         self.trace_count = 0
+        # Held while looking up or tracing a concrete function (not on the fast path): a trace
+        # runs Python code that may create variables, so it happens once per signature. Reentrant:
+        # a function may call itself (or get_concrete_function) while tracing.
+        self._lock = threading.RLock()
         functools.update_wrapper(self, fn)
 
     def __get__(self, instance, owner):
@@ -227,7 +237,7 @@ class Function:
         if bound is None:
             bound = Function(functools.partial(self.python_function, instance), self.input_signature,
                              self.reduce_retracing, self.name)
-            instance.__dict__[key] = bound
+            bound = instance.__dict__.setdefault(key, bound)  # atomic: threads share one
         return bound
 
     def __call__(self, *args, **kwargs):
@@ -241,14 +251,16 @@ class Function:
             concrete = self._fast.get(fast)
             if concrete is not None:
                 return concrete.call_flat(args)
-        concrete, tensors = self._concrete(args, kwargs)
+        with self._lock:  # threads calling with a new signature at once trace it once
+            concrete, tensors = self._concrete(args, kwargs)
         if fast is not None and len(tensors) == len(args) and all(t is a for t, a in zip(tensors, args)):
             self._fast[fast] = concrete
         return concrete.call_flat(tensors)
 
     def get_concrete_function(self, *args, **kwargs) -> ConcreteFunction:
         """The concrete function for these arguments (TensorSpecs stand for tensors), traced if new."""
-        return self._concrete(args, kwargs)[0]
+        with self._lock:
+            return self._concrete(args, kwargs)[0]
 
     @property
     def concrete_functions(self) -> list[ConcreteFunction]:

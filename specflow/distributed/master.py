@@ -87,6 +87,7 @@ class ClusterSession(Session):
             soft_placement=self.config.soft_placement, cost_model=self.config.cost_model,
             measured_costs=dict(self.measured_costs), incarnations=dict(self.cluster_incarnations),
             optimize_graph=self.config.optimize, feed_shapes=shapes, unroll_limit=self.config.unroll_limit,
+            lossy_transfers=self.config.lossy_transfers,
         )  # fmt: skip
 
     def _build_plan(self, feeds, fetches, targets, shapes) -> _ClusterPlan:

@@ -52,20 +52,21 @@ def training_cluster(spec: ClusterSpec) -> ClusterSpec:
 DRIVER_TASK = "/job:ps/replica:0/task:0"
 
 
-def replica_session(graph_def, cluster, seed: int | None, strategy: str, task: str):
+def replica_session(graph_def, cluster, seed: int | None, strategy: str, task: str, lossy_transfers: bool = False):
     """A ClusterSession over the connected ``cluster`` whose compute runs on ``task``."""
     from specflow.runtime.session import SessionConfig
 
     from .master import ClusterSession
 
-    sess = ClusterSession(graph_def, SessionConfig(graph_seed=seed), cluster=cluster)
+    config = SessionConfig(graph_seed=seed, lossy_transfers=lossy_transfers)
+    sess = ClusterSession(graph_def, config, cluster=cluster)
     sess.assignment = ReplicaAssignment(cluster.spec, task, strategy)
     return sess
 
 
-def replica_sessions(graph_def, cluster, seed: int | None, strategy: str) -> list:
+def replica_sessions(graph_def, cluster, seed: int | None, strategy: str, lossy_transfers: bool = False) -> list:
     """A driver session for the chief's own work (init, restore, sync's apply, checkpoints,
     summaries, evaluation), then one session per replica task (chief first). The driver computes
     on ps 0, so losing a worker never takes the chief's session with it."""
     tasks = replica_tasks(cluster.spec)
-    return [replica_session(graph_def, cluster, seed, strategy, t) for t in [DRIVER_TASK, *tasks]]
+    return [replica_session(graph_def, cluster, seed, strategy, t, lossy_transfers) for t in [DRIVER_TASK, *tasks]]

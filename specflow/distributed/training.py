@@ -89,7 +89,8 @@ class DistributedTrainer(Recovery, Trainer):
         self.shards = [ShardBatches(inputs, k, n, batch_size=d.batch_size, shuffle=d.shuffle, seed=d.seed, files=files)
                        for k in range(n)]  # fmt: skip
         self.cluster.connect()
-        sessions = replica_sessions(self.graph.graph_def, self.cluster, self.spec.model.seed, self.strategy)
+        sessions = replica_sessions(self.graph.graph_def, self.cluster, self.spec.model.seed, self.strategy,
+                                    lossy_transfers=self.options.lossy(self.spec))
         self.session, self.replicas = sessions[0], sessions[1:]
         # The chief initializes (or restores); the replicas start only after, so they find the
         # model ready without polling.

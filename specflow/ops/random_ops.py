@@ -47,7 +47,8 @@ def _generator(ctx: KernelContext) -> np.random.Generator:
         else:
             entropy = None  # fresh OS entropy: nondeterministic, as in TF
         rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence(entropy)))
-        ctx.state["rng"] = rng
+        # Concurrent steps: one generator per node (setdefault is atomic), so no two draw alike.
+        rng = ctx.state.setdefault("rng", rng)
     return rng
 
 

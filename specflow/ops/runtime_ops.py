@@ -15,7 +15,7 @@ import numpy as np
 
 from specflow.graph import dtypes
 from specflow.graph.shapes import Shape, as_shape
-from specflow.ops.inference import InferenceContext, no_outputs
+from specflow.ops.inference import InferenceContext, no_outputs, unchanged_shape
 from specflow.ops.registry import kernel, register_op
 from specflow.runtime.rendezvous import DEAD, rendezvous_key
 
@@ -141,3 +141,48 @@ def _recv(ctx, done):
             done((value,))
 
     ctx.extras["rendezvous"].recv_async(_key(ctx), on_value)
+
+
+# --- 16-bit transfers (whitepaper 5.5): float32 across devices as its top 16 bits ---------------
+# The partitioner puts _TruncateToBfloat16 before a _Send and _ExpandFromBfloat16 after its
+# _Recv on edges that opted in (runtime/lossy_transfers.py). The wire value is the bfloat16 bit
+# pattern as uint16 (specflow has no bfloat16 dtype): sign, 8 exponent bits, 7 mantissa bits.
+
+register_op(
+    "_TruncateToBfloat16",
+    inputs=["x: float32"],
+    outputs=["y: uint16"],
+    shape=unchanged_shape,
+    doc="The top 16 bits of each float32 (bfloat16 by truncation, not rounding): relative error "
+    "below 2^-7. A NaN stays a NaN (its quiet bit is set if only low mantissa bits were set).",
+)
+
+
+@kernel("_TruncateToBfloat16")
+def _truncate_to_bfloat16(ctx, x):
+    xp = ctx.xp
+    bits = xp.asarray(x, order="C").view(xp.uint32)  # (ascontiguousarray would make a scalar 1-D)
+    y = xp.empty(x.shape, xp.uint16)
+    xp.right_shift(bits, 16, out=y, casting="unsafe")  # out=: a 0-d result stays an array
+    # A NaN whose payload sits only in the low 16 bits would truncate to an infinity.
+    if not xp.isfinite(x).all():
+        nan = xp.isnan(x)
+        y[nan] |= xp.uint16(0x0040)
+    return y
+
+
+register_op(
+    "_ExpandFromBfloat16",
+    inputs=["x: uint16"],
+    outputs=["y: float32"],
+    shape=unchanged_shape,
+    doc="The float32 whose top 16 bits are `x` and whose low 16 bits are zero.",
+)
+
+
+@kernel("_ExpandFromBfloat16")
+def _expand_from_bfloat16(ctx, x):
+    xp = ctx.xp
+    y = x.astype(xp.uint32)
+    y <<= 16  # in place: one temporary, and a 0-d result stays an array
+    return y.view(xp.float32)

@@ -188,6 +188,8 @@ def _const_node(name: str, value: np.ndarray, like: NodeDef, controls: list[str]
     attrs = {"value": value, "dtype": _dtype_of(value)}
     if "_class" in like.attrs:  # keep colocation requests
         attrs["_class"] = list(like.attrs["_class"])
+    if "_transfer" in like.attrs:  # and how the value crosses devices
+        attrs["_transfer"] = like.attrs["_transfer"]
     return NodeDef(name, "Const", ["^" + c for c in _dedupe(controls)], like.device, attrs, like.location)
 
 
@@ -478,6 +480,8 @@ def _fuse_matmul(g: _Graph, result: OptimizeResult) -> None:
             },
             last.location,
         )
+        if "_transfer" in last.attrs:  # how its output crosses devices (runtime/partition.py)
+            fused.attrs["_transfer"] = last.attrs["_transfer"]
         for n in group[:-1]:
             del g.nodes[n.name]
         g.replace(last.name, fused)

@@ -28,6 +28,12 @@ nested frame's control loop enters from its parent frame's control loop on the s
 control loops only on receiving devices, which leaves a device that only sends inside the loop
 with one iteration.) A loop's back edge (NextIteration -> Merge) never crosses devices: the
 placer colocates them.
+
+16-bit transfers (whitepaper 5.5, opt-in: ``PartitionOptions.lossy_transfers``, or the producer's
+``_transfer`` attr, which wins): a float32 tensor crosses as its top 16 bits,
+``x -> _TruncateToBfloat16 -> _Send(T=uint16)`` on the sending device and
+``_Recv(uint16) -> _ExpandFromBfloat16`` on the receiving one, whose consumers all read the
+expansion. A rewrite here, so the local and the remote rendezvous carry it unchanged.
 """
 
 from __future__ import annotations
@@ -38,7 +44,7 @@ import numpy as np
 
 from specflow.errors import DeviceError, GraphError
 from specflow.graph.device_spec import DeviceSpec
-from specflow.graph.dtypes import DType, float32
+from specflow.graph.dtypes import DType, float32, uint16
 from specflow.graph.graph_def import GraphDef, NodeDef, parse_input, tensor_name
 from specflow.graph.shapes import Shape
 from specflow.graph.topo import LOOP_BACK_EDGES, topological_order
@@ -55,6 +61,9 @@ _CONTROL_LOOP_OPS = ("Enter", "Merge", "Switch", "NextIteration")
 @dataclass
 class PartitionOptions:
     incarnations: dict[str, int] | None = None  # device -> incarnation (DEFAULT_INCARNATION if absent)
+    # Send every float32 tensor crossing devices as its top 16 bits (whitepaper 5.5; a node's
+    # ``_transfer`` attr, "bfloat16" or "float32", decides for its own outputs either way).
+    lossy_transfers: bool = False
 
 
 @dataclass
@@ -69,6 +78,7 @@ class Transfer:
     bytes_per_step: int | None  # None when the shape is not fully known statically
     send_node: str
     recv_node: str
+    lossy: bool = False  # sent as bfloat16 bits (uint16): half the bytes, see lossy_transfer()
 
 
 @dataclass
@@ -90,6 +100,8 @@ class _Partitioner:
         self.graph_def = graph_def
         self.specs = infer_runtime_graph(graph_def)
         self.incarnations = {DeviceSpec.parse(k).to_string(): v for k, v in (opts.incarnations or {}).items()}
+        self.lossy_default = opts.lossy_transfers
+        self.node_attrs = {n.name: n.attrs for n in graph_def.nodes}
         self.device: dict[str, str] = {}
         for n in graph_def.nodes:
             spec = DeviceSpec.parse(n.device)
@@ -146,26 +158,42 @@ class _Partitioner:
             "client_terminated": False,
         }
         inp = src_node if index == 0 else tensor
+        lossy = label != "ctrl" and lossy_transfer(spec.dtype, self.node_attrs.get(src_node, {}), self.lossy_default)
+        frame = self.frames.out_frame(src_node) if self.frames else ROOT
+        wire = spec.dtype
+        if lossy:  # truncate on the sending device: only the top 16 bits travel
+            trunc = self.add(src, NodeDef(
+                self.unique(f"{owner}/_to_bfloat16_{label}_for_{self.short[dst]}"), "_TruncateToBfloat16", [inp],
+            ))  # fmt: skip
+            if self.frames:
+                self.frames.add(trunc.name, frame, self.frames.first_only(src_node))
+            inp, wire = trunc.name, uint16
         send = self.add(src, NodeDef(
             self.unique(f"{owner}/_send_{label}_to_{self.short[dst]}"), "_Send", [inp],
-            attrs={"T": spec.dtype, **common},
+            attrs={"T": wire, **common},
         ))  # fmt: skip
-        frame = self.frames.out_frame(src_node) if self.frames else ROOT
         gate = []
         if frame != ROOT:
             enter, merge = self.control_loops[(frame, dst)]
             gate = [f"^{enter if self.frames.first_only(src_node) else merge}"]
         recv = self.add(dst, NodeDef(
             self.unique(f"{owner}/_recv_{label}_on_{self.short[dst]}"), "_Recv", gate,
-            attrs={"tensor_type": spec.dtype, **common},
+            attrs={"tensor_type": wire, **common},
         ))  # fmt: skip
+        out = recv.name
+        if lossy:  # zeros into the low 16 bits on the receiving device
+            out = self.add(dst, NodeDef(
+                self.unique(f"{owner}/_from_bfloat16_{label}_on_{self.short[dst]}"), "_ExpandFromBfloat16", [recv.name],
+            )).name  # fmt: skip
+            if self.frames:
+                self.frames.add(out, frame, self.frames.first_only(src_node))
         n = spec.shape.num_elements()
         self.transfers.append(Transfer(
             tensor, src, dst, spec.dtype, spec.shape,
-            None if n is None else n * spec.dtype.itemsize, send.name, recv.name,
+            None if n is None else n * wire.itemsize, send.name, recv.name, lossy,
         ))  # fmt: skip
-        self.recvs[(tensor, dst)] = recv.name
-        return recv.name
+        self.recvs[(tensor, dst)] = out
+        return out
 
     def control_transfer(self, src_node: str, dst: str) -> str:
         """Carry ``^src_node`` to ``dst``: returns the Identity there that stands for it."""
@@ -274,6 +302,16 @@ class _Partitioner:
             g.nodes = topological_order(g, allow_back_edges=LOOP_BACK_EDGES)
             partitions[dev] = g
         return PartitionResult(partitions, self.transfers)
+
+
+def lossy_transfer(dtype: DType, attrs: dict, default: bool) -> bool:
+    """Whether a tensor of ``dtype`` made by a node with ``attrs`` crosses devices as 16 bits:
+    float32 only; the node's ``_transfer`` attr ("bfloat16" or "float32") wins over the
+    session's ``default``."""
+    if dtype != float32:
+        return False
+    own = attrs.get("_transfer")
+    return default if own is None else own == "bfloat16"
 
 
 def partition(graph_def: GraphDef, opts: PartitionOptions | None = None) -> PartitionResult:

@@ -41,12 +41,14 @@ def compile_step(
     default_device: str | None = None,
     constrain: Callable[[GraphDef], GraphDef] | None = None,
     unroll_limit: int = 2000,
+    lossy_transfers: bool = False,
 ) -> CompiledStep:
     """``feed_shapes`` (per feed, None for unknown) specialises the step to those exact shapes:
     the optimizer folds the shape computations they decide, so the plan is only valid for
     feeds of exactly those shapes. ``optimize_graph=False`` places the pruned graph as it is.
     ``constrain`` rewrites the requests of the graph about to be placed, and ``default_device``
-    is preferred for what requests nothing (both for a cluster: ``distributed/placement.py``)."""
+    is preferred for what requests nothing (both for a cluster: ``distributed/placement.py``).
+    ``lossy_transfers`` sends float32 tensors crossing devices as 16 bits (``partition.py``)."""
     pruned = prune(graph_def, PruneOptions(fetches=list(fetches), feeds=list(feeds), targets=list(targets)))
     graph, optimized = pruned.graph_def, None
     if optimize_graph:
@@ -66,5 +68,5 @@ def compile_step(
             default_device=default_device,
         ),
     )
-    parts = partition(placed.graph_def, PartitionOptions(incarnations=incarnations))
+    parts = partition(placed.graph_def, PartitionOptions(incarnations=incarnations, lossy_transfers=lossy_transfers))
     return CompiledStep(pruned, optimized, placed, parts)

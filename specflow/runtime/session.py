@@ -52,6 +52,7 @@ class SessionConfig:
     inter_op_threads: int | None = None  # per device; None: one per CPU core
     optimize: bool = True  # runtime/optimize.py; feeds of unknown shape get plans per fed shape
     unroll_limit: int = 2000  # unroll counted loops when trips x body nodes <= this; 0: keep loops
+    lossy_transfers: bool = False  # float32 crossing devices or tasks as 16 bits (whitepaper 5.5)
 
 
 @dataclass
@@ -378,6 +379,7 @@ class Session:
             optimize_graph=self.config.optimize,
             feed_shapes=shapes,
             unroll_limit=self.config.unroll_limit,
+            lossy_transfers=self.config.lossy_transfers,
         ).partitioned.partitions
         executors = [
             Executor(

@@ -39,6 +39,7 @@ from specflow.schema.models import (
     Node,
     Reference,
     StrictModel,
+    Transfer,
     _fail,
     _mapping,
     show,
@@ -265,6 +266,7 @@ class _ControlNode(StrictModel):
     colocate_with: NameList = []
     after: NameList = []
     doc: str | None = None
+    transfer: Transfer | None = None
 
 
 class WhileNodeSpec(_ControlNode):

@@ -38,7 +38,7 @@ from specflow.schema.layers.partitioned import partitioned_variable_value
 from specflow.schema.namespace import Namespace, Skip, split_ref
 from specflow.schema.source import SourceMap, dotted
 
-COMMON_FIELDS = ("inputs", "device", "colocate_with", "after", "doc")
+COMMON_FIELDS = ("inputs", "device", "colocate_with", "after", "doc", "transfer")
 
 
 @dataclass
@@ -253,6 +253,7 @@ class Lowerer:
         b = self.builder
         loc = self.source.key_location(path)
         device = spec.device if spec.device else None
+        start = len(b.graph_def.nodes)
         with b.location(loc):
             control = [n for a in spec.after for n in ns.control_nodes(a, path + ("after",), self)]
             coloc = [ns.colocation_node(c, path + ("colocate_with",), self) for c in spec.colocate_with]
@@ -273,6 +274,9 @@ class Lowerer:
                 from specflow.schema.functions import inline_call
 
                 ns.add_tensors(name, inline_call(self, ns, name, spec, path, device, control))
+        if spec.transfer:  # how this node's float32 outputs cross devices (runtime/partition.py)
+            for n in b.graph_def.nodes[start:]:
+                n.attrs.setdefault("_transfer", spec.transfer)
 
     def _lower_layer(self, ns, spec, name, path, device, control, coloc) -> str | list[str]:
         b = self.builder

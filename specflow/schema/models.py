@@ -51,7 +51,7 @@ ATTR_REF_RE = re.compile(r"^\$([A-Za-z_][A-Za-z0-9_]*)$")
 TYPE_VAR_RE = re.compile(r"^[A-Z][A-Za-z0-9_]*$")
 
 # Keys every node kind understands besides its kind key.
-COMMON_NODE_FIELDS = ("inputs", "device", "colocate_with", "after", "doc")
+COMMON_NODE_FIELDS = ("inputs", "device", "colocate_with", "after", "doc", "transfer")
 NODE_KINDS = ("op", "layer", "call", "while", "cond")
 
 
@@ -128,6 +128,8 @@ Ident = Annotated[str, AfterValidator(_check_ident)]
 Reference = Annotated[str, AfterValidator(_check_ref)]
 DTypeName = Annotated[str, AfterValidator(_check_dtype)]
 Device = Annotated[str, AfterValidator(_check_device)]
+# How float32 outputs cross devices and tasks: bfloat16 = their top 16 bits (whitepaper 5.5).
+Transfer = Literal["float32", "bfloat16"]
 Dim = Annotated[Any, _dim(allow_unknown=True, allow_symbol=False)]
 KnownDim = Annotated[Any, _dim(allow_unknown=False, allow_symbol=False)]
 PatternDim = Annotated[Any, _dim(allow_unknown=True, allow_symbol=True)]
@@ -242,6 +244,7 @@ class _NodeCommon(BaseModel):
     colocate_with: NameList = []
     after: NameList = []
     doc: str | None = None
+    transfer: Transfer | None = None
 
 
 class OpNodeSpec(_NodeCommon):
@@ -280,6 +283,7 @@ class CallNodeSpec(StrictModel):
     colocate_with: NameList = []
     after: NameList = []
     doc: str | None = None
+    transfer: Transfer | None = None
 
 
 NodeSpec = OpNodeSpec | LayerNodeSpec | CallNodeSpec
@@ -532,6 +536,7 @@ class ModelSpec(StrictModel):
     signatures: dict[str, SignatureSpec] = {}
     train: TrainConfig | None = None  # resolved by train_config.py (imported at the end)
     cluster: dict[str, Any] | None = None  # validated by the distributed runtime
+    transfer: Transfer = "float32"  # bfloat16: every session of the spec sends float32 as 16 bits
 
     @field_validator("specflow")
     @classmethod

@@ -41,6 +41,11 @@ class TrainOptions:
     steps: int | None = None  # overrides train.steps
     resume: bool = False
     devices: str | None = None
+    lossy_transfers: bool = False  # float32 across devices/tasks as 16 bits (also the spec's transfer:)
+
+    def lossy(self, spec) -> bool:
+        """Whether this run's sessions send float32 tensors as 16 bits (whitepaper 5.5)."""
+        return self.lossy_transfers or spec.model.transfer == "bfloat16"
 
 
 @dataclass
@@ -100,7 +105,9 @@ class Trainer:
         self.graph: TrainingGraph = build_training_graph(self.spec, cfg, self.train_arrays)
         self.save_restore = state.add_save_restore(self.graph.builder, self.graph.variables)
         self.session = Session(
-            self.graph.graph_def, SessionConfig(devices=self.options.devices, graph_seed=self.spec.model.seed)
+            self.graph.graph_def,
+            SessionConfig(devices=self.options.devices, graph_seed=self.spec.model.seed,
+                          lossy_transfers=self.options.lossy(self.spec)),
         )
         self.session.run([], targets=[self.graph.init_op])
         next_batch = 0

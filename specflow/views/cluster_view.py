@@ -13,6 +13,7 @@ from rich.text import Text
 from specflow.views.placement_view import (
     _fmt_bytes,
     _total,
+    _wire,
     placement_dot,
     placement_json,
     placement_renderable,
@@ -22,7 +23,7 @@ from specflow.views.placement_view import (
 def _cross_rows(cstep) -> list[dict]:
     return [
         {"tensor": t.tensor, "from": t.src_device, "to": t.dst_device, "dtype": t.dtype.name,
-         "shape": t.shape.as_list(), "bytes_per_step": t.bytes_per_step}
+         "shape": t.shape.as_list(), "bytes_per_step": t.bytes_per_step, "lossy": t.lossy}
         for t in cstep.cross
     ]  # fmt: skip
 
@@ -97,7 +98,7 @@ def cluster_renderable(cstep, cluster, title: str) -> Group:
         cross.add_column(col)
     for r in rows:
         shape = "?" if r["shape"] is None else "[" + ", ".join("?" if d is None else str(d) for d in r["shape"]) + "]"
-        cross.add_row(*(Text(x) for x in (r["tensor"], r["from"], r["to"], f"{r['dtype']}{shape}",
+        cross.add_row(*(Text(x) for x in (r["tensor"], r["from"], r["to"], f"{r['dtype']}{shape}{_wire(r)}",
                                            _fmt_bytes(r["bytes_per_step"]))))  # fmt: skip
     total, partial = _total(rows)
     pairs = {(r["from"].rsplit("/device", 1)[0], r["to"].rsplit("/device", 1)[0]) for r in rows}

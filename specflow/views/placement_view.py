@@ -41,7 +41,7 @@ def _spec_of(graph_def, transfers=()):
     for n in g.nodes:
         t = received.get(n.name)
         if n.op == "_Recv" and t is not None:
-            n.op, n.attrs = "Placeholder", {"dtype": t.dtype, "shape": t.shape}
+            n.op, n.attrs = "Placeholder", {"dtype": n.attrs["tensor_type"], "shape": t.shape}  # uint16 if lossy
     specs = infer_runtime_graph(g).inferencer.specs
 
     def fn(name):
@@ -59,12 +59,18 @@ def transfer_rows(step: CompiledStep) -> list[dict]:
             "to": t.dst_device,
             "dtype": t.dtype.name,
             "shape": t.shape.as_list(),
-            "bytes_per_step": t.bytes_per_step,
+            "bytes_per_step": t.bytes_per_step,  # on the wire: half the tensor's when lossy
+            "lossy": t.lossy,  # sent as bfloat16 bits (whitepaper 5.5)
             "send": t.send_node,
             "recv": t.recv_node,
         }
         for t in step.partitioned.transfers
     ]
+
+
+def _wire(row: dict) -> str:
+    """What a lossy transfer's dtype cell adds: the tensor travels as bfloat16 bits."""
+    return " as bfloat16" if row.get("lossy") else ""
 
 
 def _total(rows: list[dict]) -> tuple[int, bool]:
@@ -82,7 +88,7 @@ def placement_renderable(step: CompiledStep, title: str) -> Group:
         t.add_column(col)
     for r in rows:
         shape = "?" if r["shape"] is None else "[" + ", ".join("?" if d is None else str(d) for d in r["shape"]) + "]"
-        t.add_row(*(Text(x) for x in (r["tensor"], short_device(r["from"]), short_device(r["to"]), f"{r['dtype']}{shape}",
+        t.add_row(*(Text(x) for x in (r["tensor"], short_device(r["from"]), short_device(r["to"]), f"{r['dtype']}{shape}{_wire(r)}",
                                        _fmt_bytes(r["bytes_per_step"]), f"{r['send']} → {r['recv']}")))
     total, partial = _total(rows)
     summary = Text(
