@@ -29,6 +29,7 @@ skewing the clock.
 
 Memory: a value sits in its consumers' input slots and leaves each slot when that consumer runs,
 so it is freed after its last consumer (``peak_live`` on the step handle tracks the live set).
+A traced step also counts the live bytes per device (``runtime/memory.py``: ``_account``).
 
 Dead tensors (control flow): a value may be :data:`DEAD`; a node with a dead input produces dead
 outputs without running, except the ops in ``RUNS_ON_DEAD_INPUT``.
@@ -128,6 +129,7 @@ class Executor(StraightLine, Frames, AsyncNodes):
         self._n_expensive = 0
         self._cost_lock = threading.Lock()
         self._lines_free: list = []  # see StraightLine._new_line
+        self._mem_frees: list | None = None  # see _memory_plan
         # Step wall time (ns, a moving average) of the two ways to run this partition while it
         # has expensive nodes: [straight line, dataflow loop]; -1 until measured.
         self._mode_ns = [-1, -1]
@@ -302,8 +304,11 @@ class Executor(StraightLine, Frames, AsyncNodes):
         step.quiet = False
         if step.rendezvous.watching:
             step.rendezvous.watched.append(step)
-        if self._loops:
+        step.mem = None
+        if self._loops:  # (frames keep values per iteration: their bytes are not counted)
             return self._run_frames(step, caller_runs)
+        if stats is not None:
+            step.mem = stats.memory_for(self.device.name)
         # Timed only while there is a choice to make (see _pick_line).
         step.t0 = time.perf_counter_ns() if self._n_expensive and self._straight_ok else 0
         if self._straight_ok and (self._n_expensive == 0 or self._pick_line()):
@@ -332,6 +337,8 @@ class Executor(StraightLine, Frames, AsyncNodes):
         step.slots = [None] * self._slot_count
         step.pending = list(self._pending)
         step.refs = [0] * self._out_count
+        if step.mem is not None:
+            step.sizes = [0] * self._out_count
         step.outstanding = len(self._roots)
         step.done_event = threading.Event()
         if not self._roots:
@@ -531,6 +538,8 @@ class Executor(StraightLine, Frames, AsyncNodes):
                         ready.append(dst)
                 if step.live > step.peak_live:
                     step.peak_live = step.live
+            if step.mem is not None:
+                self._account(step, item, outs)
             step.outstanding += len(ready) - 1
             finished = step.outstanding == 0
             deadlocked = (finished or step.parked) and step._went_quiet()
@@ -542,6 +551,37 @@ class Executor(StraightLine, Frames, AsyncNodes):
             step._finish()
         elif ready:
             self._schedule(step, ready, todo)
+
+    # --- memory accounting (traced steps only) ------------------------------------------------------
+
+    def _memory_plan(self) -> tuple[list[tuple[int, ...]], frozenset[int]]:
+        """The flat values a ``_Retval`` fetches (they count until the step returns them) and,
+        per node, the values the straight line releases after it (it is their last consumer
+        in topological order), those left out."""
+        plan = self._mem_frees
+        if plan is None:
+            held = frozenset(src for n in self._nodes if n.op == "_Retval" for src in n.in_srcs)
+            plan = self._mem_frees = ([tuple(f for f in n.frees if f not in held) for n in self._nodes], held)
+        return plan
+
+    def _account(self, step: StepHandle, item: NodeItem, outs) -> None:
+        """The dataflow loop's bytes for one finished node (under ``step.lock``): its outputs
+        allocated, then the inputs whose last consumer it was released, and the outputs nobody
+        consumes dropped."""
+        produced = consumed = released = 0
+        if outs:
+            sizes = step.sizes
+            produced = sum(getattr(o, "nbytes", 0) for o in outs)
+            for k, flat, _ in item.outputs:
+                consumed += (b := getattr(outs[k], "nbytes", 0))
+                sizes[flat] = b
+        if item.in_srcs:
+            refs, sizes, held = step.refs, step.sizes, self._memory_plan()[1]
+            for src in item.in_srcs:  # (refs at 0: no consumer left, whatever the order they ran in)
+                if refs[src] == 0 and sizes[src] and src not in held:
+                    released += sizes[src]
+                    sizes[src] = 0
+        step.mem.node_ran(produced, released + produced - consumed)
 
     def _fail(self, step: StepHandle, item: NodeItem | None, error: BaseException) -> None:
         """Record the step's first error and abort its rendezvous."""

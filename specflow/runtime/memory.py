@@ -1,0 +1,116 @@
+"""Peak bytes per device: measured on a traced step, estimated statically for a placed graph.
+
+Both follow one model of a step's memory, TensorFlow's allocator's view of it:
+
+- a node's outputs are allocated while its inputs are still live (the kernel reads them), so the
+  candidate peak at each node is the live set plus everything the node produces;
+- a value is released when the last node consuming it on its device has run (a value nobody
+  consumes is released as soon as it exists); a value handed to ``_Send`` leaves its device
+  (the receiving device counts it from its ``_Recv``);
+- a fetched value (the input of a ``_Retval``) stays until the step returns it.
+
+Bytes are the values' ``nbytes``: values sharing one buffer (a variable's read, a reshape) count
+once per value, so on such graphs the number is an upper bound of the buffers really held.
+
+``DeviceMemory`` is the measured counter: the executor feeds it only on traced steps
+(``StepStats.memory_for``), so untraced steps pay nothing. :func:`estimate_peak_bytes` runs the
+same model over a partition in the executor's schedule order (its topological order, what the
+straight line runs) with the byte sizes shape inference knows.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from specflow.graph.graph_def import GraphDef, parse_input
+from specflow.graph.topo import LOOP_BACK_EDGES, topological_order
+
+
+class DeviceMemory:
+    """The live bytes of one device during one step, its peak, and a timeline of both
+    (``samples``: (perf_counter_ns, live bytes) after each node, for the trace's counter track).
+    Not locked: each device's partition updates its own counter, under its step's lock."""
+
+    __slots__ = ("device", "live", "peak", "samples")
+
+    def __init__(self, device: str):
+        self.device = device
+        self.live = 0
+        self.peak = 0
+        self.samples: list[tuple[int, int]] = []
+
+    def node_ran(self, produced: int, released: int) -> None:
+        """A node allocated ``produced`` bytes (its inputs still live), then ``released`` left."""
+        live = self.live + produced
+        if live > self.peak:
+            self.peak = live
+        now = time.perf_counter_ns()
+        if produced:
+            self.samples.append((now, live))
+        if released or not produced:
+            self.samples.append((now, live - released))
+        self.live = live - released
+
+
+def nbytes(value) -> int:
+    """A value's bytes (0 for a dead value or a resource handle)."""
+    return getattr(value, "nbytes", 0)
+
+
+def _key(inp: str) -> tuple[str, int]:
+    ref = parse_input(inp)
+    return ref.node, ref.index
+
+
+def held_to_end(nodes) -> frozenset[tuple[str, int]]:
+    """The (node, output) pairs a partition keeps until the step ends: what its ``_Retval``
+    nodes fetch."""
+    return frozenset(_key(n.data_inputs[0]) for n in nodes if n.op == "_Retval" and n.data_inputs)
+
+
+@dataclass
+class PeakEstimate:
+    """The estimated peak of one partition: ``bytes`` of the values whose size is known,
+    ``unknown`` how many values of unknown size (an unknown batch dimension) it leaves out."""
+
+    bytes: int
+    unknown: int
+
+
+def estimate_peak_bytes(graph_def: GraphDef, sizes: Callable[[str], list[int | None]]) -> PeakEstimate:
+    """The peak of the module docstring's model over ``graph_def`` run in topological order.
+
+    ``sizes(node)`` gives the byte size of each of the node's outputs (None: unknown)."""
+    order = topological_order(graph_def, allow_back_edges=LOOP_BACK_EDGES)
+    pos = {n.name: i for i, n in enumerate(order)}
+    last: dict[tuple[str, int], int] = {}  # (node, output) -> position of its last consumer
+    for i, n in enumerate(order):
+        for inp in n.data_inputs:
+            if n.op == "Merge" and pos.get(parse_input(inp).node, -1) > i:  # a loop's back edge
+                continue
+            last[_key(inp)] = i
+    held = held_to_end(order)
+    frees: dict[int, list[tuple[str, int]]] = {}
+    for t, i in last.items():
+        if t not in held:
+            frees.setdefault(i, []).append(t)
+    size_of: dict[tuple[str, int], int] = {}
+    live = peak = unknown = 0
+    for i, n in enumerate(order):
+        produced = dropped = 0
+        for k, b in enumerate(sizes(n.name)):
+            if b is None:
+                unknown += 1
+                b = 0
+            produced += b
+            t = (n.name, k)
+            if t in last:
+                size_of[t] = b
+            else:  # nobody consumes it: released as soon as it exists
+                dropped += b
+        live += produced
+        peak = max(peak, live)
+        live -= dropped + sum(size_of.pop(t, 0) for t in frees.get(i, ()))
+    return PeakEstimate(peak, unknown)
