@@ -52,6 +52,7 @@ class SessionConfig:
     inter_op_threads: int | None = None  # per device; None: one per CPU core
     optimize: bool = True  # runtime/optimize.py; feeds of unknown shape get plans per fed shape
     unroll_limit: int = 2000  # unroll counted loops when trips x body nodes <= this; 0: keep loops
+    alap_recv: bool = True  # start each _Recv when its consumer is nearly ready (runtime/alap.py)
 
 
 @dataclass
@@ -378,6 +379,7 @@ class Session:
             optimize_graph=self.config.optimize,
             feed_shapes=shapes,
             unroll_limit=self.config.unroll_limit,
+            alap_recv=self.config.alap_recv,
         ).partitioned.partitions
         executors = [
             Executor(
