@@ -58,12 +58,11 @@ def _matmul(ctx, a, b):
     ta, tb = attrs["transpose_a"], attrs["transpose_b"]
     if a.ndim != 2 or b.ndim != 2:
         raise ctx.fail(f"inputs must be matrices, got shapes {_fmt(a.shape)} and {_fmt(b.shape)}")
-    try:
-        # Both operands have type T, and so has their product: no dtype pinning needed.
-        return ctx.xp.matmul(a.T if ta else a, b.T if tb else b)
-    except ValueError:  # the inner dimensions differ: say which, as TF does
+    a2, b2 = a.T if ta else a, b.T if tb else b
+    if a2.shape[1] != b2.shape[0]:  # the inner dimensions differ: say which, as TF does
         _inner_check(ctx, a, b, 0 if ta else 1, 1 if tb else 0, transpose_a=ta, transpose_b=tb)
-        raise
+    # Both operands have type T, and so has their product (into a reused buffer when large).
+    return ctx.xp.matmul(a2, b2, out=ctx.empty((a2.shape[0], b2.shape[1]), a.dtype))
 
 
 def _batch_matmul_shape(ic: InferenceContext) -> list[Shape]:

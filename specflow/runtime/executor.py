@@ -57,6 +57,7 @@ from specflow.graph.device_spec import DeviceSpec
 from specflow.graph.dtypes import DType
 from specflow.graph.graph_def import GraphDef, NodeDef, parse_input
 from specflow.graph.topo import LOOP_BACK_EDGES, topological_order
+from specflow.ops.buffers import Arena
 from specflow.ops.math_ops import FP_STATE, QUIET_FP
 from specflow.ops.registry import (
     KernelContext,
@@ -109,6 +110,8 @@ class Executor(StraightLine, Frames, AsyncNodes):
         # session so a node keeps one stream across signatures and can be checkpointed.
         self._kernel_state = kernel_state if kernel_state is not None else {}
         self.graph_def = graph_def
+        # Large kernel outputs reused across this partition's steps (ops/buffers.py).
+        self.arena = Arena(device.xp)
         order = topological_order(graph_def, allow_back_edges=LOOP_BACK_EDGES)
         self._nodes: list[NodeItem] = []
         self._slot_count = 0
@@ -214,6 +217,7 @@ class Executor(StraightLine, Frames, AsyncNodes):
             "state": item.state,
             "graph_seed": self.graph_seed,
             "extras": None,
+            "arena": self.arena,
         }
         return item
 
