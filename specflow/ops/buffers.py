@@ -4,14 +4,17 @@ A training step allocates the same multi-MB temporaries every step (im2col colum
 matmul products, activations and their gradients). With glibc those are ``mmap``'d and unmapped
 each time once they pass its (dynamic) mmap threshold, so a step pays page faults on fresh
 memory and its time jumps with where the threshold happens to sit (the issue's 2x run-to-run
-spread). An :class:`Arena` keeps such buffers, keyed by (shape, dtype), and hands one out again
-once nothing but the arena refers to it.
+spread). An :class:`Arena` keeps such buffers, keyed by (size, dtype) so a buffer serves every
+shape of that many elements (a conv's [N*H*W, C] product and the [N, H, W, C] activations
+after it), and hands one out again, as a view of the requested shape, once nothing but the
+arena refers to it.
 
 Whether anything else holds a buffer is read from its reference count, as
 ``state_ops.writable_value`` does: a value is referenced while it waits in a consumer's input
 slot or a straight line's local variable, is fetched (the call frame's return values), stored by
 a variable, held by a rendezvous, a loop frame, a queue or the step's extras (a shared im2col),
-or viewed by another array (a view refers to its base). Only when all of those are gone is the
+or viewed by another array (a view refers to its base: the arrays handed out are such views).
+Only when all of those are gone is the
 count at its baseline (the arena's own list entry and the scan's temporaries), and only then is
 the buffer handed out again: it can never be handed out while referenced.
 
@@ -30,7 +33,7 @@ import numpy as np
 
 # Below this, malloc serves allocations from its heap without page faults: not worth keeping.
 MIN_BYTES = 256 * 1024
-# Buffers kept per (shape, dtype): the most of one shape a step holds at once, in practice.
+# Buffers kept per (size, dtype): the most of one size a step holds at once, in practice.
 MAX_PER_KEY = 8
 
 
@@ -59,9 +62,10 @@ class Arena:
         self.hits = 0  # buffers handed out again
         self.misses = 0  # buffers newly allocated (kept or not)
 
-    def empty(self, shape: tuple[int, ...], dtype: Any) -> Any:
-        """An uninitialised array of ``shape`` and ``dtype``: a free kept buffer if there is one."""
-        key = (shape, dtype)
+    def empty(self, shape: tuple[int, ...], size: int, dtype: Any) -> Any:
+        """An uninitialised array of ``shape`` (``size`` elements) and ``dtype``: a view of a
+        free kept buffer if there is one."""
+        key = (size, dtype)
         with self._lock:
             bufs = self._bufs.get(key)
             if bufs is None:
@@ -69,13 +73,13 @@ class Arena:
             for buf in bufs:
                 if sys.getrefcount(buf) == _FREE:
                     self.hits += 1
-                    return buf
-            buf = self.xp.empty(shape, dtype)
+                    return buf.reshape(shape)
+            buf = self.xp.empty(size, dtype)
             self.misses += 1
             if len(bufs) < MAX_PER_KEY:
                 bufs.append(buf)
                 self.held_bytes += buf.nbytes
-            return buf
+            return buf.reshape(shape)
 
     def in_use(self) -> int:
         """Bytes of kept buffers something still refers to."""
@@ -98,9 +102,9 @@ def empty(ctx: Any, shape: tuple[int, ...], dtype: Any) -> Any:
     arena = ctx.arena
     if arena is not None:
         dtype = np.dtype(dtype)
-        n = dtype.itemsize
+        size = 1
         for d in shape:
-            n *= d
-        if n >= MIN_BYTES:
-            return arena.empty(tuple(shape), dtype)
+            size *= d
+        if size * dtype.itemsize >= MIN_BYTES:
+            return arena.empty(tuple(shape), size, dtype)
     return ctx.xp.empty(shape, dtype)
