@@ -17,7 +17,7 @@ import numpy as np
 
 from specflow.graph.shapes import Shape
 from specflow.ops import grad_util as gu
-from specflow.ops.buffers import MIN_BYTES
+from specflow.ops import buffers
 from specflow.ops.inference import InferenceContext, same_shape_inputs, unchanged_shape
 from specflow.ops.registry import gradient, kernel, not_differentiable, register_op
 
@@ -187,7 +187,7 @@ def _register_elementwise(name: str, spec: _Elementwise) -> None:
                 f"got {list(xs[0].shape)} and {list(xs[1].shape)}"
             )
         x = xs[0]
-        if spec.into is not None and ctx.arena is not None and x.nbytes >= MIN_BYTES:
+        if spec.into is not None and ctx.arena is not None and x.nbytes >= buffers.MIN_BYTES:
             return spec.into(ctx.xp, ctx.attrs, ctx.empty(x.shape, x.dtype), *xs)
         # Python-scalar constants in the formulas must not change the result's dtype.
         return spec.fn(ctx.xp, ctx.attrs, *xs).astype(x.dtype, copy=False)
@@ -425,7 +425,7 @@ def _bias_add(ctx, value, bias):
             f"(axis {axis}, {ctx.attrs['data_format']}) of value {list(value.shape)}"
         )
     bias = bias.reshape((-1,) + (1,) * (value.ndim - 1 - axis))
-    if ctx.arena is not None and value.nbytes >= MIN_BYTES:
+    if ctx.arena is not None and value.nbytes >= buffers.MIN_BYTES:
         return ctx.xp.add(value, bias, out=ctx.empty(value.shape, value.dtype))
     return value + bias
 
