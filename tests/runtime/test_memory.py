@@ -3,6 +3,8 @@ against hand-computed numbers; receives as late as possible (runtime/alap.py).""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -160,3 +162,23 @@ def test_two_tower_golden_edges_and_identical_results():
             s.run([], targets=[spec.lowered.init_op])
             outs.append(s.run("out", {"x": x}))
     np.testing.assert_array_equal(outs[0], outs[1])
+
+
+def test_the_cli_reports_estimated_and_measured_peaks(tmp_path):
+    from typer.testing import CliRunner
+
+    from specflow.cli import app
+
+    runner = CliRunner()
+    r = runner.invoke(app, ["inspect", "models/two_tower.yaml", "--placed", "--devices", "cpu:2", "--batch-size", "8",
+                            "--format", "json"])  # fmt: skip
+    assert r.exit_code == 0, r.output
+    peaks = json.loads(r.output)["estimated_peak_bytes"]
+    assert set(peaks) == {CPU0, CPU1} and all(p["bytes"] > 0 and p["unknown_values"] == 0 for p in peaks.values())
+    np.save(tmp_path / "x.npy", np.ones((8, 32), np.float32))
+    r = runner.invoke(app, ["run", "models/two_tower.yaml", "--fetch", "out", "--feed", f"x={tmp_path / 'x.npy'}",
+                            "--devices", "cpu:2", "--trace", str(tmp_path / "t.json")], env={"COLUMNS": "200"})  # fmt: skip
+    assert r.exit_code == 0, r.output
+    assert "peak memory of the step: CPU:0 " in r.output and ", CPU:1 " in r.output
+    trace = json.loads((tmp_path / "t.json").read_text())
+    assert set(trace["otherData"]["peak_bytes"]) == {CPU0, CPU1}
