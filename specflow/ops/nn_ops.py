@@ -16,8 +16,8 @@ from typing import NamedTuple
 import numpy as np
 
 from specflow.graph.shapes import Shape
-from specflow.ops import grad_util as gu
 from specflow.ops import buffers
+from specflow.ops import grad_util as gu
 from specflow.ops.inference import InferenceContext, same_shape_inputs, unchanged_shape
 from specflow.ops.registry import gradient, kernel, not_differentiable, register_op
 
