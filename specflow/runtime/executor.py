@@ -85,6 +85,7 @@ from specflow.runtime.executor_types import (
     describe,
 )
 from specflow.runtime.frames import Frames
+from specflow.runtime.memory import MemoryAccounting
 from specflow.runtime.rendezvous import DEAD, Rendezvous
 from specflow.runtime.resources import ResourceHandle
 from specflow.runtime.step_stats import NodeStats, StepStats, output_bytes
@@ -93,7 +94,7 @@ from specflow.runtime.straight_line import StraightLine
 __all__ = ["CallFrame", "Executor", "StepHandle"]
 
 
-class Executor(StraightLine, Frames, AsyncNodes):
+class Executor(StraightLine, Frames, AsyncNodes, MemoryAccounting):
     """Runs one partition ``graph_def`` on ``device``. Thread-safe: steps may overlap."""
 
     def __init__(
@@ -555,37 +556,6 @@ class Executor(StraightLine, Frames, AsyncNodes):
             step._finish()
         elif ready:
             self._schedule(step, ready, todo)
-
-    # --- memory accounting (traced steps only) ------------------------------------------------------
-
-    def _memory_plan(self) -> tuple[list[tuple[int, ...]], frozenset[int]]:
-        """The flat values a ``_Retval`` fetches (they count until the step returns them) and,
-        per node, the values the straight line releases after it (it is their last consumer
-        in topological order), those left out."""
-        plan = self._mem_frees
-        if plan is None:
-            held = frozenset(src for n in self._nodes if n.op == "_Retval" for src in n.in_srcs)
-            plan = self._mem_frees = ([tuple(f for f in n.frees if f not in held) for n in self._nodes], held)
-        return plan
-
-    def _account(self, step: StepHandle, item: NodeItem, outs) -> None:
-        """The dataflow loop's bytes for one finished node (under ``step.lock``): its outputs
-        allocated, then the inputs whose last consumer it was released, and the outputs nobody
-        consumes dropped."""
-        produced = consumed = released = 0
-        if outs:
-            sizes = step.sizes
-            produced = sum(getattr(o, "nbytes", 0) for o in outs)
-            for k, flat, _ in item.outputs:
-                consumed += (b := getattr(outs[k], "nbytes", 0))
-                sizes[flat] = b
-        if item.in_srcs:
-            refs, sizes, held = step.refs, step.sizes, self._memory_plan()[1]
-            for src in item.in_srcs:  # (refs at 0: no consumer left, whatever the order they ran in)
-                if refs[src] == 0 and sizes[src] and src not in held:
-                    released += sizes[src]
-                    sizes[src] = 0
-        step.mem.node_ran(produced, released + produced - consumed)
 
     def _fail(self, step: StepHandle, item: NodeItem | None, error: BaseException) -> None:
         """Record the step's first error and abort its rendezvous."""

@@ -23,6 +23,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from specflow.graph.graph_def import GraphDef, parse_input
 from specflow.graph.topo import LOOP_BACK_EDGES, topological_order
@@ -114,3 +115,48 @@ def estimate_peak_bytes(graph_def: GraphDef, sizes: Callable[[str], list[int | N
         peak = max(peak, live)
         live -= dropped + sum(size_of.pop(t, 0) for t in frees.get(i, ()))
     return PeakEstimate(peak, unknown)
+
+
+class MemoryAccounting:
+    """The executor's side of the count (a mixin of ``Executor``: its nodes, ``_mem_frees``),
+    called only on traced steps: by the dataflow loop under the step's lock (``_account``) and
+    by the straight line's generic loop (``_account_line``)."""
+
+    def _memory_plan(self) -> tuple[list[tuple[int, ...]], frozenset[int]]:
+        """The flat values a ``_Retval`` fetches (they count until the step returns them) and,
+        per node, the values the straight line releases after it (it is their last consumer
+        in topological order), those left out."""
+        plan = self._mem_frees
+        if plan is None:
+            held = frozenset(src for n in self._nodes if n.op == "_Retval" for src in n.in_srcs)
+            plan = self._mem_frees = ([tuple(f for f in n.frees if f not in held) for n in self._nodes], held)
+        return plan
+
+    def _account(self, step, item, outs) -> None:
+        """The dataflow loop's bytes for one finished node (under ``step.lock``): its outputs
+        allocated, then the inputs whose last consumer it was released, and the outputs nobody
+        consumes dropped."""
+        produced = consumed = released = 0
+        if outs:
+            sizes = step.sizes
+            produced = sum(getattr(o, "nbytes", 0) for o in outs)
+            for k, flat, _ in item.outputs:
+                consumed += (b := getattr(outs[k], "nbytes", 0))
+                sizes[flat] = b
+        if item.in_srcs:
+            refs, sizes, held = step.refs, step.sizes, self._memory_plan()[1]
+            for src in item.in_srcs:  # (refs at 0: no consumer left, whatever the order they ran in)
+                if refs[src] == 0 and sizes[src] and src not in held:
+                    released += sizes[src]
+                    sizes[src] = 0
+        step.mem.node_ran(produced, released + produced - consumed)
+
+    @staticmethod
+    def _account_line(mem, item, out: Any, vals: list, releases: tuple[int, ...]) -> None:
+        """A traced straight-line node's bytes: ``out`` (the kernel's return, not yet checked)
+        allocated, then its inputs' last uses and the outputs nobody consumes released."""
+        outs = out if type(out) is tuple or type(out) is list else () if out is None else (out,)
+        produced = sum(getattr(o, "nbytes", 0) for o in outs)
+        consumed = sum(getattr(outs[k], "nbytes", 0) for k, _, _ in item.outputs if k < len(outs))
+        released = sum(getattr(vals[f], "nbytes", 0) for f in releases)
+        mem.node_ran(produced, released + produced - consumed)

@@ -238,16 +238,6 @@ class StraightLine:
             self._fail(step, item, e)
         return ran
 
-    @staticmethod
-    def _account_line(mem, item: NodeItem, out: Any, vals: list, releases: tuple[int, ...]) -> None:
-        """A traced straight-line node's bytes: ``out`` (the kernel's return, not yet checked)
-        allocated, then its inputs' last uses and the outputs nobody consumes released."""
-        outs = out if type(out) is tuple or type(out) is list else () if out is None else (out,)
-        produced = sum(getattr(o, "nbytes", 0) for o in outs)
-        consumed = sum(getattr(outs[k], "nbytes", 0) for k, _, _ in item.outputs if k < len(outs))
-        released = sum(getattr(vals[f], "nbytes", 0) for f in releases)
-        mem.node_ran(produced, released + produced - consumed)
-
     def _new_line(self) -> _Line:
         """A line of kernel contexts (the first step, or more steps at once than ever before):
         per node, in topological order, its KernelContext and the fields the generic loop reads,
