@@ -91,6 +91,11 @@ class Arena:
                         used += buf.nbytes
         return used
 
+    def sizes(self) -> list[int]:
+        """The byte size of each kept buffer."""
+        with self._lock:
+            return [b.nbytes for bufs in self._bufs.values() for b in bufs]
+
     def clear(self) -> None:
         with self._lock:
             self._bufs.clear()
