@@ -18,6 +18,10 @@ Only when all of those are gone is the
 count at its baseline (the arena's own list entry and the scan's temporaries), and only then is
 the buffer handed out again: it can never be handed out while referenced.
 
+A buffer held a moment longer than its value is needed (a pool thread still holding the step
+that just finished, and through it the step's fetched values) is simply not reused that time: a
+new one is allocated, and kept while fewer than ``MAX_PER_KEY`` of its size are.
+
 Kernels take a buffer with :func:`empty` (an ``xp.empty`` when the context has no arena, e.g. in
 eager mode, or the result is small) and must write every element of it. The executor makes one
 arena per partition (``Executor.arena``): it lives and dies with the plan.

@@ -161,6 +161,6 @@ def test_large_outputs_from_the_arena_equal_plain_numpy(op):
         assert arena.misses == 2 and got[0].base is not got[1].base  # the first result is held
         for _ in range(4):  # results dropped at once: later runs reuse their buffers
             s.run("out", {"x": x, "y": y})
-        assert arena.hits >= 2
+        assert arena.hits >= 1
     for g in got:
         np.testing.assert_allclose(g, want, rtol=1e-6 if op == "MatMul" else 0)
