@@ -277,6 +277,10 @@ def run(
         trace = _output_file(trace, "trace.json")
         write_atomically(trace, lambda f: f.write(json.dumps(stats.to_chrome_trace()).encode()))
         out.print(f"wrote trace of {len(stats)} node executions to {_escape(str(trace))}")
+        if stats.memory:
+            from specflow.views.placement_view import peak_line
+
+            out.print(peak_line(stats.peak_bytes(), "peak memory of the step"))
     if output:
         target = _save_npz(output, dict(zip(fetch, values)), f"{spec.stem}.npz")
         out.print(f"wrote {len(values)} value(s) to {_escape(str(target))}")

@@ -217,11 +217,12 @@ SHARE_MAX_BYTES = 256 << 20  # larger ones are rebuilt rather than held from for
 def _conv2d(ctx, x, f):
     xp, fmt = ctx.xp, ctx.attrs["data_format"]
     win, _ = _conv_window(ctx, x.shape, f.shape)
-    cols = wn.im2col(xp, _to_nhwc(x, fmt), win)
+    cols = wn.im2col(xp, _to_nhwc(x, fmt), win, ctx.empty)
     if ctx.node.attrs.get(SHARE_ATTR) and cols.nbytes <= SHARE_MAX_BYTES:
-        ctx.extras[("im2col", ctx.node.name)] = (x, cols)
+        ctx.extras[("im2col", ctx.node.name)] = (x, cols)  # (held here, no buffer is reused)
     n, oh, ow, k = cols.shape
-    out = xp.matmul(cols.reshape(n * oh * ow, k), f.reshape(k, f.shape[3]))
+    out = ctx.empty((n * oh * ow, f.shape[3]), cols.dtype)
+    xp.matmul(cols.reshape(n * oh * ow, k), f.reshape(k, f.shape[3]), out=out)
     return _from_nhwc(out.reshape(n, oh, ow, f.shape[3]), fmt)
 
 
@@ -246,7 +247,7 @@ def _conv2d_backprop_input(ctx, input_sizes, f, dy):
     xp, fmt = ctx.xp, ctx.attrs["data_format"]
     sizes = _sizes_input(ctx, input_sizes, "input_sizes")
     win = _conv_backprop_window(ctx, sizes, f.shape, dy.shape)
-    return _from_nhwc(wn.conv_input_grad(xp, _to_nhwc(dy, fmt), f, _nhwc_dims(sizes, fmt), win), fmt)
+    return _from_nhwc(wn.conv_input_grad(xp, _to_nhwc(dy, fmt), f, _nhwc_dims(sizes, fmt), win, ctx.empty), fmt)
 
 
 def _backprop_filter_shape(ic: InferenceContext) -> list[Shape]:
@@ -273,7 +274,7 @@ def _conv2d_backprop_filter(ctx, x, filter_sizes, dy):
     source = ctx.node.attrs.get(FROM_ATTR)
     shared = ctx.extras.pop(("im2col", source), None) if source else None
     # The same array the forward kernel read (another iteration's or step's x is not).
-    cols = shared[1] if shared is not None and shared[0] is x else wn.im2col(xp, _to_nhwc(x, fmt), win)
+    cols = shared[1] if shared is not None and shared[0] is x else wn.im2col(xp, _to_nhwc(x, fmt), win, ctx.empty)
     n, oh, ow, k = cols.shape
     dy = _to_nhwc(dy, fmt).reshape(n * oh * ow, sizes[3])
     return xp.matmul(cols.reshape(n * oh * ow, k).T, dy).reshape(sizes)
@@ -331,7 +332,7 @@ register_op(
 def _max_pool(ctx, x):
     xp, fmt = ctx.xp, ctx.attrs["data_format"]
     win, _ = _pool_window(ctx, x.shape)
-    return _from_nhwc(wn.max_pool(xp, _to_nhwc(x, fmt), win), fmt)
+    return _from_nhwc(wn.max_pool(xp, _to_nhwc(x, fmt), win, ctx.empty), fmt)
 
 
 @gradient("MaxPool")
@@ -387,7 +388,7 @@ def _max_pool_grad(ctx, x, y, dy):
     xp, fmt = ctx.xp, ctx.attrs["data_format"]
     win = _pool_grad_window(ctx, x.shape, orig_output=y.shape, grad=dy.shape)
     x, y, dy = (_to_nhwc(t, fmt) for t in (x, y, dy))
-    return _from_nhwc(wn.max_pool_grad(xp, x, y, dy, win), fmt)
+    return _from_nhwc(wn.max_pool_grad(xp, x, y, dy, win, ctx.empty), fmt)
 
 
 @gradient("MaxPoolGrad")

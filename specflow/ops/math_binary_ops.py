@@ -6,6 +6,7 @@ family: the shared helpers (output dtype pinning, broadcast and divisor checks) 
 from __future__ import annotations
 
 from specflow.graph import dtypes
+from specflow.ops import buffers
 from specflow.ops import grad_util as gu
 from specflow.ops.inference import broadcast_shape
 from specflow.ops.math_ops import (
@@ -128,6 +129,8 @@ _BINARY = [
 
 
 _DIVISIONS = {"Div", "RealDiv", "FloorDiv", "FloorMod", "Pow", "TruncateDiv", "TruncateMod"}
+# Plain ufuncs: a large result of two same-shaped inputs goes into a reused buffer (ops/buffers.py).
+_INTO = {"Add": "add", "AddV2": "add", "Sub": "subtract", "Mul": "multiply", "Maximum": "maximum", "Minimum": "minimum"}
 
 
 def _register_binary(name, types, body, kernel_types, doc):
@@ -145,8 +148,15 @@ def _register_binary(name, types, body, kernel_types, doc):
     # also check their divisor before computing, and a shape error must come first; the other
     # ops leave the (slow) broadcast check to when numpy refuses the shapes.
     divides = name in _DIVISIONS
+    into = _INTO.get(name)
 
     def run(ctx, x, y):
+        if (into is not None and ctx.arena is not None and x.nbytes >= buffers.MIN_BYTES and x.shape == y.shape
+                and x.dtype == y.dtype and x.dtype.kind in "fiuc"):  # fmt: skip
+            if x.dtype.kind in "fc" and FP_STATE.get() is not QUIET_FP:
+                with quiet_fp():
+                    return getattr(ctx.xp, into)(x, y, out=ctx.empty(x.shape, x.dtype))
+            return getattr(ctx.xp, into)(x, y, out=ctx.empty(x.shape, x.dtype))
         # Equal shapes and scalars always broadcast: only other pairs need the check.
         if divides and x.shape != y.shape and x.ndim and y.ndim:
             check_broadcast(ctx, x, y)

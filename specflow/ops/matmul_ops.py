@@ -7,6 +7,7 @@ import numpy as np
 
 from specflow.errors import GraphError
 from specflow.graph.shapes import Shape, broadcast_shapes
+from specflow.ops import buffers
 from specflow.ops import grad_util as gu
 from specflow.ops.inference import InferenceContext
 from specflow.ops.math_ops import _fmt, _is_complex, _out
@@ -58,12 +59,14 @@ def _matmul(ctx, a, b):
     ta, tb = attrs["transpose_a"], attrs["transpose_b"]
     if a.ndim != 2 or b.ndim != 2:
         raise ctx.fail(f"inputs must be matrices, got shapes {_fmt(a.shape)} and {_fmt(b.shape)}")
-    try:
-        # Both operands have type T, and so has their product: no dtype pinning needed.
-        return ctx.xp.matmul(a.T if ta else a, b.T if tb else b)
-    except ValueError:  # the inner dimensions differ: say which, as TF does
+    a2, b2 = a.T if ta else a, b.T if tb else b
+    if a2.shape[1] != b2.shape[0]:  # the inner dimensions differ: say which, as TF does
         _inner_check(ctx, a, b, 0 if ta else 1, 1 if tb else 0, transpose_a=ta, transpose_b=tb)
-        raise
+    # Both operands have type T, and so has their product: into a reused buffer when large.
+    m, n = a2.shape[0], b2.shape[1]
+    if ctx.arena is not None and m * n * a.itemsize >= buffers.MIN_BYTES:
+        return ctx.xp.matmul(a2, b2, out=ctx.empty((m, n), a.dtype))
+    return ctx.xp.matmul(a2, b2)
 
 
 def _batch_matmul_shape(ic: InferenceContext) -> list[Shape]:

@@ -16,6 +16,7 @@ from typing import NamedTuple
 import numpy as np
 
 from specflow.graph.shapes import Shape
+from specflow.ops import buffers
 from specflow.ops import grad_util as gu
 from specflow.ops.inference import InferenceContext, same_shape_inputs, unchanged_shape
 from specflow.ops.registry import gradient, kernel, not_differentiable, register_op
@@ -63,6 +64,12 @@ def _relu_grad(xp, attrs, g, f):
     return out
 
 
+def _relu_grad_into(xp, attrs, out, g, f):
+    xp.greater(f, 0, out=out, casting="unsafe")  # the mask as T (1 or 0), then the product
+    out *= g
+    return out
+
+
 
 class _Elementwise(NamedTuple):
     inputs: tuple[str, ...]
@@ -71,6 +78,9 @@ class _Elementwise(NamedTuple):
     doc: str
     fn: Callable  # fn(xp, attrs, *inputs) -> array
     attrs: tuple[str, ...] = ()  # extra attrs; T gets TF's default float32 when these exist
+    # into(xp, attrs, out, *inputs) -> out: the same values written into ``out`` (a reused
+    # buffer, ops/buffers.py), for the activations large training steps run.
+    into: Callable | None = None
 
 
 _UNARY = ("features",)
@@ -88,6 +98,7 @@ _ELEMENTWISE: dict[str, _Elementwise] = {
     "Relu": _Elementwise(
         _UNARY, "activations", "real", "max(features, 0).",
         lambda xp, a, x: xp.maximum(x, 0),
+        into=lambda xp, a, out, x: xp.maximum(x, 0, out=out),
     ),
     "Relu6": _Elementwise(
         _UNARY, "activations", "real", "min(max(features, 0), 6).",
@@ -117,7 +128,7 @@ _ELEMENTWISE: dict[str, _Elementwise] = {
     ),
     "ReluGrad": _Elementwise(
         _GRAD, "backprops", "real", "gradients where features > 0, else 0 (the gradient of Relu).",
-        _relu_grad,
+        _relu_grad, into=_relu_grad_into,
     ),
     "Relu6Grad": _Elementwise(
         _GRAD, "backprops", "real",
@@ -175,8 +186,11 @@ def _register_elementwise(name: str, spec: _Elementwise) -> None:
                 f"{spec.inputs[0]} and {spec.inputs[1]} must have the same shape, "
                 f"got {list(xs[0].shape)} and {list(xs[1].shape)}"
             )
+        x = xs[0]
+        if spec.into is not None and ctx.arena is not None and x.nbytes >= buffers.MIN_BYTES:
+            return spec.into(ctx.xp, ctx.attrs, ctx.empty(x.shape, x.dtype), *xs)
         # Python-scalar constants in the formulas must not change the result's dtype.
-        return spec.fn(ctx.xp, ctx.attrs, *xs).astype(xs[0].dtype, copy=False)
+        return spec.fn(ctx.xp, ctx.attrs, *xs).astype(x.dtype, copy=False)
 
 
 for _name, _spec in _ELEMENTWISE.items():
@@ -410,7 +424,10 @@ def _bias_add(ctx, value, bias):
             f"bias of shape {list(bias.shape)} does not match the channel dimension "
             f"(axis {axis}, {ctx.attrs['data_format']}) of value {list(value.shape)}"
         )
-    return value + bias.reshape((-1,) + (1,) * (value.ndim - 1 - axis))
+    bias = bias.reshape((-1,) + (1,) * (value.ndim - 1 - axis))
+    if ctx.arena is not None and value.nbytes >= buffers.MIN_BYTES:
+        return ctx.xp.add(value, bias, out=ctx.empty(value.shape, value.dtype))
+    return value + bias
 
 
 @gradient("BiasAdd")

@@ -25,6 +25,7 @@ class _Window:
 
     def __init__(self, c, **attrs):
         self._c, self.node, self.xp = c, c.node, getattr(c, "xp", None)
+        self.empty = getattr(c, "empty", None)  # a kernel context's reused buffers (ops/buffers.py)
         self.attrs = {"data_format": "NHWC", "explicit_paddings": [], **c.attrs, **attrs}
 
     def fail(self, message: str):

@@ -39,6 +39,7 @@ from specflow.graph import dtypes
 from specflow.graph.dtypes import DType, as_dtype
 from specflow.graph.graph_def import FuncRef, NodeDef
 from specflow.graph.shapes import as_shape
+from specflow.ops import buffers
 from specflow.ops.op_def import (  # noqa: F401  (re-exported: the registry is the public face)
     ArgDef,
     AttrDef,
@@ -459,6 +460,11 @@ class KernelContext:
     state: dict = field(default_factory=dict)
     graph_seed: int | None = None
     extras: dict = field(default_factory=dict)
+    arena: Any = None  # the executor's reused buffers (ops/buffers.py); None outside an executor
+
+    def empty(self, shape, dtype) -> Any:
+        """An output buffer to fill completely: reused from the arena when large."""
+        return buffers.empty(self, shape, dtype)
 
     @property
     def step_id(self) -> int:

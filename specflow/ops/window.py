@@ -107,13 +107,14 @@ def lowest(dtype) -> float | int:
     return -np.inf if dtype.kind == "f" else np.iinfo(dtype).min
 
 
-def bordered(xp, x, win: _Window, value=0):
+def bordered(xp, x, win: _Window, value=0, empty=None):
     """``x`` inside a border of ``value`` as wide as the window's padding: one copy into a
-    fresh buffer whose border strips alone are filled (``x`` itself when nothing is padded)."""
+    fresh buffer whose border strips alone are filled (``x`` itself when nothing is padded).
+    ``empty(shape, dtype)`` allocates it (a kernel's ``ctx.empty``: reused buffers)."""
     if not any(a or z for a, z in win.pads):
         return x
     n, *spatial, c = x.shape
-    buf = xp.empty((n, *(d + a + z for d, (a, z) in zip(spatial, win.pads)), c), dtype=x.dtype)
+    buf = (empty or xp.empty)((n, *(d + a + z for d, (a, z) in zip(spatial, win.pads)), c), x.dtype)
     inner = tuple(slice(a, a + d) for d, (a, _) in zip(spatial, win.pads))
     for d, (a, z) in enumerate(win.pads):
         for strip in (slice(0, a), slice(a + spatial[d], a + spatial[d] + z)):
@@ -123,10 +124,10 @@ def bordered(xp, x, win: _Window, value=0):
     return buf
 
 
-def windows(xp, x, win: _Window):
+def windows(xp, x, win: _Window, empty=None):
     """A read-only strided view [N, *out, *ksize, C] of the bordered input: every output
     position's window (no copy beyond the border)."""
-    xb = bordered(xp, x, win)
+    xb = bordered(xp, x, win, empty=empty)
     n, *spatial, c = xb.shape
     s = xb.strides
     sp = s[1:-1]
@@ -137,19 +138,20 @@ def windows(xp, x, win: _Window):
     return xp.lib.stride_tricks.as_strided(xb, shape, strides)
 
 
-def im2col(xp, x, win: _Window):
+def im2col(xp, x, win: _Window, empty=None):
     """[N, *out, K * C] (K window offsets): each output position's window, flattened in
     (kh, kw, c) order, the order of a [KH, KW, C, O] filter reshaped to [KH * KW * C, O].
     With enough channels one copy of the strided window view (its innermost KW * C elements
     are contiguous); with few, one copy per tap of the rectangle that reads real elements,
-    zeroing only the border strips."""
+    zeroing only the border strips. ``empty`` as for :func:`bordered`."""
     n, *spatial, c = x.shape
     k = int(np.prod(win.ksize))
+    empty = empty or xp.empty
     if win.ksize[-1] * c >= 8:
-        cols = xp.empty((n, *win.out, *win.ksize, c), dtype=x.dtype)
-        cols[...] = windows(xp, x, win)
+        cols = empty((n, *win.out, *win.ksize, c), x.dtype)
+        cols[...] = windows(xp, x, win, empty)
         return cols.reshape(n, *win.out, k * c)
-    cols = xp.empty((n, *win.out, k, c), dtype=x.dtype)
+    cols = empty((n, *win.out, k, c), x.dtype)
     for t in taps(win, spatial):
         dst = cols[(_ALL, *(_ALL,) * len(spatial), t.index)]
         if not t.empty:
@@ -159,10 +161,18 @@ def im2col(xp, x, win: _Window):
     return cols.reshape(n, *win.out, k * c)
 
 
-def scatter(xp, shape: Dims, win: _Window, dtype, parts: Iterable):
+def _zeros(xp, shape, dtype, empty):
+    if empty is None:
+        return xp.zeros(shape, dtype=dtype)
+    out = empty(shape, dtype)
+    out.fill(0)
+    return out
+
+
+def scatter(xp, shape: Dims, win: _Window, dtype, parts: Iterable, empty=None):
     """The gradient w.r.t. a channels-last input of ``shape``: the k-th of ``parts`` (shaped
     like the output) is added where the k-th window offset reads; padding gets nothing."""
-    grad = xp.zeros(tuple(shape), dtype=dtype)
+    grad = _zeros(xp, tuple(shape), dtype, empty)
     for t, part in zip(taps(win, shape[1:-1]), parts, strict=False):  # parts may be endless
         if not t.empty:
             grad[(_ALL, *t.inp)] += part if t.full else part[(_ALL, *t.out)]
@@ -177,12 +187,15 @@ def window_counts(xp, spatial: Dims, win: _Window, dtype):
     return xp.asarray(counts[None, ..., None])
 
 
-def max_pool(xp, x, win: _Window):
+def max_pool(xp, x, win: _Window, empty=None):
     """The maximum of each window; a window with no real element gives the dtype's lowest."""
     n, *spatial, c = x.shape
     ts = [t for t in taps(win, spatial) if not t.empty]
     first = next((t for t in ts if t.full), None)
-    if first is not None:
+    if first is not None and empty is not None:
+        out = empty((n, *win.out, c), x.dtype)
+        out[...] = x[(_ALL, *first.inp)]
+    elif first is not None:
         out = x[(_ALL, *first.inp)].copy()
     else:
         out = xp.full((n, *win.out, c), lowest(x.dtype), dtype=x.dtype)
@@ -225,10 +238,10 @@ def disjoint(win: _Window) -> bool:
     return all((k - 1) * d + 1 <= s for k, d, s in zip(win.ksize, win.dilations, win.strides))
 
 
-def max_pool_grad(xp, x, y, dy, win: _Window):
+def max_pool_grad(xp, x, y, dy, win: _Window, empty=None):
     """Each window's dy added at its first maximum (written, not added, when windows are
     disjoint: no zeroed read-modify-write)."""
-    grad = xp.zeros(x.shape, dtype=dy.dtype)
+    grad = _zeros(xp, x.shape, dy.dtype, empty)
     write = disjoint(win)
     for t, hit in first_max(xp, x, y, win):
         dst = grad[(_ALL, *t.inp)]
@@ -247,7 +260,7 @@ def max_pool_grad_grad(xp, x, y, g, win: _Window):
     return out
 
 
-def conv_input_grad(xp, dy, f, shape: Dims, win: _Window):
+def conv_input_grad(xp, dy, f, shape: Dims, win: _Window, empty=None):
     """The gradient of a convolution w.r.t. its channels-last input of ``shape``, for filter
     ``f`` [*ksize, C, O] and output gradient ``dy`` [N, *out, O]: per tap, dy times that tap's
     [C, O] filter slice, added into the input slice the tap reads. With few input channels one
@@ -258,8 +271,8 @@ def conv_input_grad(xp, dy, f, shape: Dims, win: _Window):
     if cin < 16:
         dcols = xp.matmul(dy2, f.reshape(k * cin, o).T).reshape(*dy.shape[:-1], k * cin)
         parts = (dcols[..., i * cin : (i + 1) * cin] for i in range(k))
-        return scatter(xp, shape, win, dy.dtype, parts)
-    grad = xp.zeros(tuple(shape), dtype=dy.dtype)
+        return scatter(xp, shape, win, dy.dtype, parts, empty)
+    grad = _zeros(xp, tuple(shape), dy.dtype, empty)
     taps_f = f.reshape(k, cin, o)
     buf = xp.empty((dy2.shape[0], cin), dtype=dy.dtype)
     for t in taps(win, shape[1:-1]):

@@ -29,6 +29,7 @@ skewing the clock.
 
 Memory: a value sits in its consumers' input slots and leaves each slot when that consumer runs,
 so it is freed after its last consumer (``peak_live`` on the step handle tracks the live set).
+A traced step also counts the live bytes per device (``runtime/memory.py``: ``_account``).
 
 Dead tensors (control flow): a value may be :data:`DEAD`; a node with a dead input produces dead
 outputs without running, except the ops in ``RUNS_ON_DEAD_INPUT``.
@@ -56,6 +57,7 @@ from specflow.graph.device_spec import DeviceSpec
 from specflow.graph.dtypes import DType
 from specflow.graph.graph_def import GraphDef, NodeDef, parse_input
 from specflow.graph.topo import LOOP_BACK_EDGES, topological_order
+from specflow.ops.buffers import Arena
 from specflow.ops.math_ops import FP_STATE, QUIET_FP
 from specflow.ops.registry import (
     KernelContext,
@@ -83,6 +85,7 @@ from specflow.runtime.executor_types import (
     describe,
 )
 from specflow.runtime.frames import Frames
+from specflow.runtime.memory import MemoryAccounting
 from specflow.runtime.rendezvous import DEAD, Rendezvous
 from specflow.runtime.resources import ResourceHandle
 from specflow.runtime.step_stats import NodeStats, StepStats, output_bytes
@@ -91,7 +94,7 @@ from specflow.runtime.straight_line import StraightLine
 __all__ = ["CallFrame", "Executor", "StepHandle"]
 
 
-class Executor(StraightLine, Frames, AsyncNodes):
+class Executor(StraightLine, Frames, AsyncNodes, MemoryAccounting):
     """Runs one partition ``graph_def`` on ``device``. Thread-safe: steps may overlap."""
 
     def __init__(
@@ -108,6 +111,8 @@ class Executor(StraightLine, Frames, AsyncNodes):
         # session so a node keeps one stream across signatures and can be checkpointed.
         self._kernel_state = kernel_state if kernel_state is not None else {}
         self.graph_def = graph_def
+        # Large kernel outputs reused across this partition's steps (ops/buffers.py).
+        self.arena = Arena(device.xp)
         order = topological_order(graph_def, allow_back_edges=LOOP_BACK_EDGES)
         self._nodes: list[NodeItem] = []
         self._slot_count = 0
@@ -128,6 +133,7 @@ class Executor(StraightLine, Frames, AsyncNodes):
         self._n_expensive = 0
         self._cost_lock = threading.Lock()
         self._lines_free: list = []  # see StraightLine._new_line
+        self._mem_frees: list | None = None  # see _memory_plan
         # Step wall time (ns, a moving average) of the two ways to run this partition while it
         # has expensive nodes: [straight line, dataflow loop]; -1 until measured.
         self._mode_ns = [-1, -1]
@@ -212,6 +218,7 @@ class Executor(StraightLine, Frames, AsyncNodes):
             "state": item.state,
             "graph_seed": self.graph_seed,
             "extras": None,
+            "arena": self.arena,
         }
         return item
 
@@ -302,8 +309,11 @@ class Executor(StraightLine, Frames, AsyncNodes):
         step.quiet = False
         if step.rendezvous.watching:
             step.rendezvous.watched.append(step)
-        if self._loops:
+        step.mem = None
+        if self._loops:  # (frames keep values per iteration: their bytes are not counted)
             return self._run_frames(step, caller_runs)
+        if stats is not None:
+            step.mem = stats.memory_for(self.device.name)
         # Timed only while there is a choice to make (see _pick_line).
         step.t0 = time.perf_counter_ns() if self._n_expensive and self._straight_ok else 0
         if self._straight_ok and (self._n_expensive == 0 or self._pick_line()):
@@ -332,6 +342,8 @@ class Executor(StraightLine, Frames, AsyncNodes):
         step.slots = [None] * self._slot_count
         step.pending = list(self._pending)
         step.refs = [0] * self._out_count
+        if step.mem is not None:
+            step.sizes = [0] * self._out_count
         step.outstanding = len(self._roots)
         step.done_event = threading.Event()
         if not self._roots:
@@ -531,6 +543,8 @@ class Executor(StraightLine, Frames, AsyncNodes):
                         ready.append(dst)
                 if step.live > step.peak_live:
                     step.peak_live = step.live
+            if step.mem is not None:
+                self._account(step, item, outs)
             step.outstanding += len(ready) - 1
             finished = step.outstanding == 0
             deadlocked = (finished or step.parked) and step._went_quiet()

@@ -114,7 +114,7 @@ class StepHandle:
     __slots__ = (
         "slots", "pending", "refs", "lock", "outstanding", "error", "dead", "stats", "extras",
         "step_id", "rendezvous", "live", "peak_live", "done_event", "callback", "nodes_run", "t0", "root",
-        "parked", "quiet",
+        "parked", "quiet", "mem", "sizes",
     )  # fmt: skip
 
     def wait(self, timeout: float | None = None) -> bool:

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from specflow.graph.graph_def import GraphDef
+from specflow.runtime.alap import AlapResult, schedule_receives_late
 from specflow.runtime.optimize import OptimizeOptions, OptimizeResult, optimize
 from specflow.runtime.partition import PartitionOptions, PartitionResult, partition
 from specflow.runtime.place import PlacementOptions, PlacementResult, place
@@ -23,6 +24,7 @@ class CompiledStep:
     optimized: OptimizeResult | None  # None when optimization was off
     placed: PlacementResult
     partitioned: PartitionResult
+    alap: AlapResult | None = None  # the control edges that hold receives back (None: pass off)
 
 
 def compile_step(
@@ -42,13 +44,15 @@ def compile_step(
     constrain: Callable[[GraphDef], GraphDef] | None = None,
     unroll_limit: int = 2000,
     lossy_transfers: bool = False,
+    alap_recv: bool = True,
 ) -> CompiledStep:
     """``feed_shapes`` (per feed, None for unknown) specialises the step to those exact shapes:
     the optimizer folds the shape computations they decide, so the plan is only valid for
     feeds of exactly those shapes. ``optimize_graph=False`` places the pruned graph as it is.
     ``constrain`` rewrites the requests of the graph about to be placed, and ``default_device``
     is preferred for what requests nothing (both for a cluster: ``distributed/placement.py``).
-    ``lossy_transfers`` sends float32 tensors crossing devices as 16 bits (``partition.py``)."""
+    ``lossy_transfers`` sends float32 tensors crossing devices as 16 bits (``partition.py``);
+    ``alap_recv`` starts each ``_Recv`` only when its consumer is nearly ready (``alap.py``)."""
     pruned = prune(graph_def, PruneOptions(fetches=list(fetches), feeds=list(feeds), targets=list(targets)))
     graph, optimized = pruned.graph_def, None
     if optimize_graph:
@@ -69,4 +73,5 @@ def compile_step(
         ),
     )
     parts = partition(placed.graph_def, PartitionOptions(incarnations=incarnations, lossy_transfers=lossy_transfers))
-    return CompiledStep(pruned, optimized, placed, parts)
+    alap = schedule_receives_late(parts.partitions, placed.graph_def) if alap_recv else None
+    return CompiledStep(pruned, optimized, placed, parts, alap)

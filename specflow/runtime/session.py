@@ -53,6 +53,7 @@ class SessionConfig:
     optimize: bool = True  # runtime/optimize.py; feeds of unknown shape get plans per fed shape
     unroll_limit: int = 2000  # unroll counted loops when trips x body nodes <= this; 0: keep loops
     lossy_transfers: bool = False  # float32 crossing devices or tasks as 16 bits (whitepaper 5.5)
+    alap_recv: bool = True  # start each _Recv when its consumer is nearly ready (runtime/alap.py)
 
 
 @dataclass
@@ -380,6 +381,7 @@ class Session:
             feed_shapes=shapes,
             unroll_limit=self.config.unroll_limit,
             lossy_transfers=self.config.lossy_transfers,
+            alap_recv=self.config.alap_recv,
         ).partitioned.partitions
         executors = [
             Executor(

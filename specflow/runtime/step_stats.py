@@ -13,6 +13,8 @@ import threading
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from specflow.runtime.memory import DeviceMemory
+
 
 @dataclass
 class NodeStats:
@@ -38,15 +40,32 @@ def output_bytes(outputs) -> int:
 class StepStats:
     nodes: list[NodeStats] = field(default_factory=list)
     step_id: int | None = None
+    # Live bytes per device (runtime/memory.py), counted by the executor on traced steps.
+    memory: dict[str, DeviceMemory] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def record(self, stats: NodeStats) -> None:
         with self._lock:
             self.nodes.append(stats)
 
+    def memory_for(self, device: str) -> DeviceMemory:
+        with self._lock:
+            mem = self.memory.get(device)
+            if mem is None:
+                mem = self.memory[device] = DeviceMemory(device)
+            return mem
+
+    def peak_bytes(self) -> dict[str, int]:
+        """Each accounted device's peak live bytes in this step (a device whose partition
+        runs on frames, a loop's, is not accounted)."""
+        return {d: m.peak for d, m in sorted(self.memory.items())}
+
     def extend(self, other: StepStats) -> None:
         with self._lock:
             self.nodes.extend(other.nodes)
+            for d, m in other.memory.items():  # a later step on a device: the larger peak
+                if d not in self.memory or m.peak > self.memory[d].peak:
+                    self.memory[d] = m
             if self.step_id is None:
                 self.step_id = other.step_id
 
@@ -72,9 +91,10 @@ class StepStats:
 
     def to_chrome_trace(self) -> dict[str, Any]:
         """Trace-event format: ``{"traceEvents": [...]}``; times in microseconds from step start."""
-        devices = self.devices()
+        devices = sorted(set(self.devices()) | set(self.memory))
         pid = {d: i for i, d in enumerate(devices)}
-        t0 = min((s.start_ns for s in self.nodes), default=0)
+        starts = [s.start_ns for s in self.nodes] + [m.samples[0][0] for m in self.memory.values() if m.samples]
+        t0 = min(starts, default=0)
         events: list[dict[str, Any]] = []
         for d in devices:
             events.append({"name": "process_name", "ph": "M", "pid": pid[d], "tid": 0, "args": {"name": d}})
@@ -100,11 +120,16 @@ class StepStats:
                     "args": {"op": s.op, "bytes": s.output_bytes},
                 }
             )
-        return {"traceEvents": events, "displayTimeUnit": "ns", "otherData": {"step_id": self.step_id}}
+        for d, mem in sorted(self.memory.items()):  # a counter track per device: its live bytes
+            for t, live in mem.samples:
+                events.append({"name": "live bytes", "ph": "C", "pid": pid[d], "ts": (t - t0) / 1000.0,
+                               "args": {"bytes": live}})  # fmt: skip
+        other = {"step_id": self.step_id, "peak_bytes": self.peak_bytes()}
+        return {"traceEvents": events, "displayTimeUnit": "ns", "otherData": other}
 
     def write_chrome_trace(self, path: str) -> None:
         with open(path, "w") as f:
             json.dump(self.to_chrome_trace(), f)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"step_id": self.step_id, "nodes": [asdict(s) for s in self.nodes]}
+        return {"step_id": self.step_id, "nodes": [asdict(s) for s in self.nodes], "peak_bytes": self.peak_bytes()}

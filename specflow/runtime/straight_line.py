@@ -185,12 +185,17 @@ class StraightLine:
         now = time.perf_counter_ns
         inline_ns, shift = xt.INLINE_COST_NS, xt.COST_SHIFT
         item = None
+        mem = step.mem
+        if mem is not None:
+            mem_frees = self._memory_plan()[0]
         try:
             for ctx, item, fn, n, srcs, frees, check0, out_flat in entries[start:] if start else entries:
                 if rv.error is not None:  # aborted: a timeout, or another device failed
                     raise rv.error
                 ran += 1
                 if dead and item.id in dead and not item.run_dead:
+                    if mem is not None:
+                        mem.node_ran(0, sum(getattr(vals[f], "nbytes", 0) for f in mem_frees[item.id]))
                     for f in frees:
                         vals[f] = None
                     self._store(step, item, item.dead_outs, vals, True)
@@ -203,6 +208,8 @@ class StraightLine:
                 else:
                     out = fn(ctx, *[vals[i] for i in srcs])
                 t1 = now()
+                if mem is not None:  # a traced step: bytes allocated and released (runtime/memory.py)
+                    self._account_line(mem, item, out, vals, mem_frees[item.id])
                 for f in frees:
                     vals[f] = None
                 # The cost average, inlined from _observe (this loop is the hot path).

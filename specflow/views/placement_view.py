@@ -9,6 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from specflow.graph.device_spec import DeviceSpec
+from specflow.runtime.memory import PeakEstimate, estimate_peak_bytes
 from specflow.runtime.pipeline import CompiledStep
 from specflow.runtime.prune import infer_runtime_graph
 from specflow.views.graph_view import graph_dot, graph_table
@@ -32,7 +33,7 @@ def short_device(name: str) -> str:
     return name
 
 
-def _spec_of(graph_def, transfers=()):
+def _specs(graph_def, transfers=()) -> dict:
     """Each node's output specs. A _Recv's own shape function knows nothing of what it receives,
     so for inference each _Recv stands in as a Placeholder of the sent tensor's dtype and shape:
     received tensors, and what is computed from them, keep their shapes."""
@@ -42,13 +43,53 @@ def _spec_of(graph_def, transfers=()):
         t = received.get(n.name)
         if n.op == "_Recv" and t is not None:
             n.op, n.attrs = "Placeholder", {"dtype": n.attrs["tensor_type"], "shape": t.shape}  # uint16 if lossy
-    specs = infer_runtime_graph(g).inferencer.specs
+    return infer_runtime_graph(g).inferencer.specs
+
+
+def _spec_of(graph_def, transfers=()):
+    specs = _specs(graph_def, transfers)
 
     def fn(name):
         s = specs.get(name)
         return None if s is None else [str(x) for x in s]
 
     return fn
+
+
+def estimated_peaks(step: CompiledStep) -> dict[str, PeakEstimate]:
+    """Per device, the step's estimated peak live bytes (runtime/memory.py's model over the
+    partition in its executor's order, sizes from shape inference)."""
+    out = {}
+    for dev, g in step.partitioned.partitions.items():
+        specs = _specs(g, step.partitioned.transfers)
+
+        def sizes(name, specs=specs):
+            return [_spec_bytes(s) for s in specs.get(name, ())]
+
+        out[dev] = estimate_peak_bytes(g, sizes)
+    return out
+
+
+def _spec_bytes(spec) -> int | None:
+    if spec.dtype.np_type is None:  # a resource handle: no tensor memory
+        return 0
+    if not spec.shape.is_fully_defined:
+        return None
+    n = spec.dtype.itemsize
+    for d in spec.shape.dims:
+        n *= d
+    return n
+
+
+def peak_line(peaks: dict, what: str) -> str:
+    """``what: CPU:0 1.5 MiB, CPU:1 12 KiB`` (peaks: bytes or PeakEstimate per device)."""
+
+    def fmt(p) -> str:
+        if isinstance(p, int):
+            return _fmt_bytes(p)
+        return _fmt_bytes(p.bytes) + (f" + {p.unknown} value(s) of unknown size" if p.unknown else "")
+
+    return f"{what}: " + ", ".join(f"{short_device(d)} {fmt(p)}" for d, p in peaks.items())
 
 
 def transfer_rows(step: CompiledStep) -> list[dict]:
@@ -98,6 +139,7 @@ def placement_renderable(step: CompiledStep, title: str) -> Group:
         style="bold",
     )
     parts.append(t if rows else Text("no tensors cross devices"))
+    parts.append(Text(peak_line(estimated_peaks(step), "estimated peak memory per step")))
     parts.append(summary)
     return Group(*parts)
 
@@ -113,6 +155,8 @@ def placement_json(step: CompiledStep) -> str:
             "bytes_per_step": total,
             "bytes_per_step_complete": not partial,
             "estimated_makespan_s": step.placed.estimated_makespan,
+            "estimated_peak_bytes": {d: {"bytes": p.bytes, "unknown_values": p.unknown}
+                                     for d, p in estimated_peaks(step).items()},  # fmt: skip
         },
         indent=2,
     )
