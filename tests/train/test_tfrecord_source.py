@@ -39,7 +39,11 @@ def digits_dir(tmp_path_factory):
 
 
 def test_digits_tfrecord_loads_as_the_builtin_arrays(digits_dir):
-    got = load_source({"tfrecord": "data/digits_tfrecord/*.tfrecord", "features": FEATURES}, digits_dir)
+    got = load_source({"tfrecord": "data/digits_tfrecord/*.tfrecord.gz", "compression_type": "GZIP",
+                       "features": FEATURES}, digits_dir)
+    committed = load_source({"tfrecord": "data/digits_tfrecord/*.tfrecord.gz", "compression_type": "GZIP",
+                             "features": FEATURES}, ROOT / "models")  # the example's files are these
+    np.testing.assert_array_equal(committed["x"], got["x"])
     want = load_source({"builtin": "digits"})
     interleaved = np.concatenate([np.arange(k, 1797, 4) for k in range(4)])  # file k holds examples k, k+4, ...
     np.testing.assert_array_equal(got["x"], want["x"][interleaved])
@@ -61,7 +65,8 @@ def test_training_from_tfrecords_equals_training_from_the_same_arrays(tmp_path, 
     text = (ROOT / "models" / "digits_tfrecord.yaml").read_text().replace("steps: 2000", "steps: 30")
     tf_spec = tmp_path / "tf.yaml"
     tf_spec.write_text(text.replace("data/digits_tfrecord", str(digits_dir / "data" / "digits_tfrecord")))
-    arrays = load_source({"tfrecord": str(digits_dir / "data/digits_tfrecord/*.tfrecord"), "features": FEATURES})
+    arrays = load_source({"tfrecord": str(digits_dir / "data/digits_tfrecord/*.tfrecord.gz"), "compression_type": "GZIP",
+                          "features": FEATURES})
     np.savez(tmp_path / "same.npz", x=arrays["x"], y=arrays["y"])
     npz_spec = tmp_path / "npz.yaml"
     start, end = text.index("    source:"), text.index("    feeds:")
@@ -89,7 +94,8 @@ def test_shards_are_whole_files_when_there_are_enough():
 
 
 def test_split_keeps_file_indices_aligned(digits_dir):
-    arrays = load_source({"tfrecord": "data/digits_tfrecord/*.tfrecord", "features": FEATURES}, digits_dir)
+    arrays = load_source({"tfrecord": "data/digits_tfrecord/*.tfrecord.gz", "compression_type": "GZIP",
+                          "features": FEATURES}, digits_dir)
     train, test = split(arrays, 0.2, seed=2)
     for part in (train, test):
         assert len(part[FILE_INDEX]) == len(part["x"])
