@@ -5,8 +5,8 @@
 is the plan and the step:
 
 - plan (once per signature): prune -> optimize -> place on every device of the cluster ->
-  partition, grouped by task (``placement.py``); each involved task gets its piece once
-  (RegisterGraph) under a handle;
+  partition by task (``placement.py``, ``task_partition.py``); each involved task gets its piece,
+  one GraphDef, once (RegisterGraph) under a handle, and partitions it by device itself;
 - step: RunGraph on every involved task with one step id and the feeds its ``_Arg``s read, all
   submitted at once; the master gathers each task's ``_Retval`` values. Cross-task tensors go
   by the dataflow protocol when the tasks' transfers form no cycle (each task's held outbox is
@@ -35,6 +35,7 @@ from .deadlock_watch import WATCH_AFTER_S, WATCH_EVERY_S, DeadlockWatch
 from .engine import Cluster, ensure_ray
 from .placement import ClusterStep, TaskAssignment, compile_cluster_step, task_order
 from .remote_rendezvous import pack_error, unpack_error
+from .task_partition import piece_args
 
 
 @dataclass
@@ -96,14 +97,11 @@ class ClusterSession(Session):
         handle = f"{self._session_id}/{next(self._handles)}"
         actors = self.cluster.actors
         seed = self.config.graph_seed
-        ray.get([actors[t].register_graph.remote(handle, piece, seed) for t, piece in step.pieces.items()])
-        args_of = {
-            t: sorted(n.attrs["index"] for g in piece.values() for n in g.nodes if n.op == "_Arg")
-            for t, piece in step.pieces.items()
-        }
-        plan = _ClusterPlan(feeds, _feed_specs(self.graph_def, feeds), fetches, [],
-                            step.compiled.partitioned.partitions, handle=handle, step=step,
-                            tasks=step.tasks, args_of=args_of)  # fmt: skip
+        incarnations = self.cluster_incarnations
+        ray.get([actors[t].register_graph.remote(handle, g, seed, incarnations) for t, g in step.graphs.items()])
+        args_of = {t: piece_args(g) for t, g in step.graphs.items()}
+        plan = _ClusterPlan(feeds, _feed_specs(self.graph_def, feeds), fetches, [], step.graphs, handle=handle,
+                            step=step, tasks=step.tasks, args_of=args_of)  # fmt: skip
         order = task_order(step) if self.dataflow else None
         if order is not None:
             plan.flow = []

@@ -41,12 +41,14 @@ def compile_step(
     default_device: str | None = None,
     constrain: Callable[[GraphDef], GraphDef] | None = None,
     unroll_limit: int = 2000,
+    partition_fn: Callable[[GraphDef, dict[str, int] | None], PartitionResult] | None = None,
 ) -> CompiledStep:
     """``feed_shapes`` (per feed, None for unknown) specialises the step to those exact shapes:
     the optimizer folds the shape computations they decide, so the plan is only valid for
     feeds of exactly those shapes. ``optimize_graph=False`` places the pruned graph as it is.
     ``constrain`` rewrites the requests of the graph about to be placed, and ``default_device``
-    is preferred for what requests nothing (both for a cluster: ``distributed/placement.py``)."""
+    is preferred for what requests nothing, and ``partition_fn(placed, incarnations)`` partitions
+    instead of by device (all three for a cluster, which partitions by task: ``distributed/``)."""
     pruned = prune(graph_def, PruneOptions(fetches=list(fetches), feeds=list(feeds), targets=list(targets)))
     graph, optimized = pruned.graph_def, None
     if optimize_graph:
@@ -66,5 +68,8 @@ def compile_step(
             default_device=default_device,
         ),
     )
-    parts = partition(placed.graph_def, PartitionOptions(incarnations=incarnations))
+    if partition_fn is not None:
+        parts = partition_fn(placed.graph_def, incarnations)
+    else:
+        parts = partition(placed.graph_def, PartitionOptions(incarnations=incarnations))
     return CompiledStep(pruned, optimized, placed, parts)
