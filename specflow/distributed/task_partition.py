@@ -29,7 +29,6 @@ from specflow.runtime.partition import (
     PartitionOptions,
     PartitionResult,
     _Partitioner,
-    partition,
 )
 from specflow.runtime.place import device_sort_key
 
@@ -53,17 +52,11 @@ def partition_by_task(graph_def: GraphDef, incarnations: dict[str, int] | None =
     for n in by_task.nodes:
         if devices[n.name]:  # else the partitioner names the node that lacks a device
             n.device = home[task_of(devices[n.name])]
-    result = partition(by_task, PartitionOptions(incarnations=incarnations))
-    # Devices back: the graph's nodes their own, an added node its first input's (a _Send sits
-    # with what it sends, a control dependency's dummy with its source), else the home device.
+    partitioner = _Partitioner(by_task, PartitionOptions(incarnations=incarnations))
+    partitioner.short = {dev: _short_task(task) for task, dev in home.items()}  # a/_send_0_to_ps_0
+    result = partitioner.run()
     for g in result.partitions.values():
-        placed: dict[str, str] = {}
-        for n in g.nodes:
-            if n.name in devices:
-                n.device = devices[n.name]
-            elif n.inputs and parse_input(n.inputs[0]).node in placed:
-                n.device = placed[parse_input(n.inputs[0]).node]
-            placed[n.name] = n.device
+        _restore_devices(g, devices)
     nodes = {n.name: n for g in result.partitions.values() for n in g.nodes}
     for t in result.transfers:
         send, recv = nodes[t.send_node], nodes[t.recv_node]
@@ -74,6 +67,35 @@ def partition_by_task(graph_def: GraphDef, incarnations: dict[str, int] | None =
             n.attrs["recv_device"] = recv.device
     pieces = {task_of(dev): g for dev, g in result.partitions.items()}
     return PartitionResult(pieces, result.transfers)
+
+
+def _short_task(task: str) -> str:
+    s = DeviceSpec.parse(task)
+    return f"{s.job}_{s.task}"
+
+
+def _restore_devices(g: GraphDef, devices: dict[str, str]) -> None:
+    """The graph's nodes get their own devices back. What the partitioner added: a ``_Recv``
+    with no gate goes where its first consumer is (as TensorFlow places it; through a control
+    dependency's Identity, where that one's consumer is), anything else where its first input is
+    (a ``_Send`` with what it sends, a control dependency's dummy with its source, a gated
+    ``_Recv`` with its control loop), a node with no input stays on the task's home device (a
+    control loop's start)."""
+    wanted: dict[str, str] = {}  # node -> its first consumer's device (nodes come in topological order)
+    for n in reversed(g.nodes):
+        dev = devices.get(n.name) or wanted.get(n.name)
+        if dev:
+            for inp in n.inputs:
+                wanted[parse_input(inp).node] = dev
+    placed: dict[str, str] = {}
+    for n in g.nodes:
+        if n.name in devices:
+            n.device = devices[n.name]
+        elif n.op == "_Recv" and not n.inputs and n.name in wanted:
+            n.device = wanted[n.name]
+        elif n.inputs and parse_input(n.inputs[0]).node in placed:
+            n.device = placed[parse_input(n.inputs[0]).node]
+        placed[n.name] = n.device
 
 
 def partition_piece(piece: GraphDef, incarnations: dict[str, int] | None = None) -> PartitionResult:
