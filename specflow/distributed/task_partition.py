@@ -136,3 +136,13 @@ def downstream_tasks(task: str, piece: GraphDef) -> set[str]:
     """The tasks this piece sends to (its cross-task ``_Send``s, control loops' included)."""
     return {d for n in piece.nodes if n.op == "_Send" and (d := task_of(n.attrs["recv_device"])) != task}
 
+
+
+# What a piece may hold to be a pure read of its task's variables: its outboxes are then a
+# function of those variables alone (no feed, no received value, no kernel with state or
+# randomness), so the master may pass on the last ones while nothing wrote to the task.
+_PURE_READ_OPS = frozenset({"VarHandleOp", "ReadVariableOp", "Const", "Identity", "NoOp", "_Send"})
+
+
+def pure_read(piece: GraphDef) -> bool:
+    return any(n.op == "_Send" for n in piece.nodes) and all(n.op in _PURE_READ_OPS for n in piece.nodes)
