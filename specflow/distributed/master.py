@@ -80,6 +80,8 @@ class ClusterSession(Session):
         # The dataflow protocol for plans whose tasks' transfers form no cycle; False forces the
         # push protocol everywhere (benchmarks compare the two).
         self.dataflow = True
+        # False: call a pure-read task every step (benchmarks measure the transfer itself).
+        self.reuse_reads = True
 
     @property
     def device_names(self) -> list[str]:
@@ -229,7 +231,7 @@ class ClusterSession(Session):
             result = got[0] if down else got
             if down:
                 outs[t] = got[1:]
-                if t not in plan.writers:
+                if t not in plan.writers and self.reuse_reads:
                     reads.append((t, epochs.get(t), outs[t]))
             (refs if t in plan.awaited else unawaited).append(result)
         return refs, unawaited, reads
