@@ -19,12 +19,12 @@ and each worker partitions its task's piece by device.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 
 from specflow.graph.device_spec import DeviceSpec
 from specflow.graph.graph_def import GraphDef
-from specflow.runtime.partition import Transfer
+from specflow.runtime.partition import PartitionResult, Transfer
 from specflow.runtime.pipeline import CompiledStep, compile_step
 from specflow.runtime.place import PlacementOptions, place
 
@@ -120,7 +120,7 @@ class TaskAssignment:
 class ClusterStep:
     """One signature placed on a cluster and partitioned by task (the master's level)."""
 
-    compiled: CompiledStep  # its ``partitioned``: the task-level partition (keyed by task)
+    by_task: CompiledStep  # its ``partitioned``: the partition by task (keyed by task)
     graphs: dict[str, GraphDef]  # task -> its piece, one GraphDef (tasks in device order)
     cross: list[Transfer]  # the transfers between tasks
     incarnations: dict[str, int] | None = None
@@ -130,10 +130,22 @@ class ClusterStep:
         return list(self.graphs)
 
     @cached_property
+    def _by_device(self) -> dict[str, PartitionResult]:
+        return {t: partition_piece(g, self.incarnations) for t, g in self.graphs.items()}
+
+    @property
     def pieces(self) -> dict[str, dict[str, GraphDef]]:
         """task -> device -> partition: what each worker's own partitioning makes of its piece
         (computed here only to show it: ``inspect --placed``, tests)."""
-        return {t: partition_piece(g, self.incarnations).partitions for t, g in self.graphs.items()}
+        return {t: r.partitions for t, r in self._by_device.items()}
+
+    @cached_property
+    def compiled(self) -> CompiledStep:
+        """Both levels as one partition by device (what ``inspect --placed`` shows): every
+        task's device partitions, the cross-task transfers and those within each task."""
+        parts = {d: g for r in self._by_device.values() for d, g in r.partitions.items()}
+        within = [t for r in self._by_device.values() for t in r.transfers]
+        return replace(self.by_task, partitioned=PartitionResult(parts, self.cross + within))
 
 
 def compile_cluster_step(
