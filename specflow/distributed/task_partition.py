@@ -10,9 +10,10 @@
 Both levels are ``runtime/partition.py``'s partitioner. The task level runs it on a copy of the
 graph whose devices are each task's *home* device (its first one in device order), so the
 partitioner cuts exactly the edges between tasks; the nodes then get their devices back, what
-the partitioner added goes where its input is (a ``_Send`` next to the tensor it sends, a control
-loop on the home device), and each pair's ``send_device``/``recv_device`` name the devices the
-two ends really sit on (the rendezvous key both ends build).
+the partitioner added is placed as TensorFlow does (a ``_Send`` next to the tensor it sends, a
+``_Recv`` with its first consumer, a control loop on the home device: ``_restore_devices``), and
+each pair's ``send_device``/``recv_device`` name the devices the two ends really sit on (the
+rendezvous key both ends build).
 
 Applied twice, the loop handling needs one thing more: a task that holds part of a loop but not
 its ``LoopCond`` follows the iterations through the LoopCond value it receives (the task-level
