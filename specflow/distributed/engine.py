@@ -11,6 +11,7 @@ from __future__ import annotations
 import atexit
 import logging
 import os
+import threading
 from typing import Any
 
 from specflow.errors import SpecflowError
@@ -74,6 +75,7 @@ class Cluster:
         self.threads = threads
         self.actors: dict[str, Any] = {}
         self.infos: dict[str, dict] = {}
+        self.write_epochs = WriteEpochs()
 
     @property
     def connected(self) -> bool:
@@ -93,6 +95,7 @@ class Cluster:
             raise SpecflowError(f"cannot start the cluster's tasks: {_first_line(e)}") from None
         self.actors = actors
         self.infos = dict(zip(actors, infos))
+        self.write_epochs.bump(actors)
         return self
 
     def _start(self, job: str, t: int):
@@ -124,6 +127,7 @@ class Cluster:
             except Exception:  # already gone
                 pass
         self.actors[task] = self._start(spec.job, spec.task)
+        self.write_epochs.bump([task])
         ray.get([a.connect.remote(self.actors) for a in self.actors.values()])
         self.infos[task] = ray.get(self.actors[task].info.remote())
 
@@ -136,12 +140,14 @@ class Cluster:
             raise SpecflowError(f"cannot share tasks {self.spec.describe()} with a cluster of {other.describe()}")
         view = Cluster(other, address=self.address, threads=self.threads)
         view.actors, view.infos = self.connect().actors, self.infos
+        view.write_epochs = self.write_epochs
         return view
 
     def reset(self) -> None:
         """Clear the resources (variables, queues) of every task, as TF's ``Session.reset``."""
         import ray
 
+        self.write_epochs.bump(self.actors)
         ray.get([a.reset.remote() for a in self.actors.values()])
 
     def shutdown(self) -> None:
@@ -155,6 +161,7 @@ class Cluster:
                 ray.kill(a)
             except Exception:  # already gone
                 pass
+        self.write_epochs.bump(self.actors)
         self.actors = {}
 
     def __enter__(self) -> Cluster:
@@ -162,6 +169,26 @@ class Cluster:
 
     def __exit__(self, *exc) -> None:
         self.shutdown()
+
+
+class WriteEpochs:
+    """Per task, a counter bumped when a step that may change the task's state (its variables)
+    starts and when it ends, and when the task is reset or replaced: the master passes on a
+    task's cached pure-read outboxes only while the counter is what it was when they were read.
+    Shared by the sessions (and ``sharing`` views) on these tasks, the only ones running steps
+    there."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._n: dict[str, int] = {}
+
+    def bump(self, tasks) -> None:
+        with self._lock:
+            for t in tasks:
+                self._n[t] = self._n.get(t, 0) + 1
+
+    def get(self, task: str) -> int:
+        return self._n.get(task, 0)
 
 
 def _gpus(spec: ClusterSpec, job: str) -> int:

@@ -5,8 +5,8 @@
 is the plan and the step:
 
 - plan (once per signature): prune -> optimize -> place on every device of the cluster ->
-  partition, grouped by task (``placement.py``); each involved task gets its piece once
-  (RegisterGraph) under a handle;
+  partition by task (``placement.py``, ``task_partition.py``); each involved task gets its piece,
+  one GraphDef, once (RegisterGraph) under a handle, and partitions it by device itself;
 - step: RunGraph on every involved task with one step id and the feeds its ``_Arg``s read, all
   submitted at once; the master gathers each task's ``_Retval`` values. Cross-task tensors go
   by the dataflow protocol when the tasks' transfers form no cycle (each task's held outbox is
@@ -35,6 +35,7 @@ from .deadlock_watch import WATCH_AFTER_S, WATCH_EVERY_S, DeadlockWatch
 from .engine import Cluster, ensure_ray
 from .placement import ClusterStep, TaskAssignment, compile_cluster_step, task_order
 from .remote_rendezvous import pack_error, unpack_error
+from .task_partition import piece_args, pure_read
 
 
 @dataclass
@@ -47,6 +48,15 @@ class _ClusterPlan(_Plan):
     # with one return per downstream task + 1, [(upstream task, index of its outbox)], the
     # downstream tasks) in topological order; None: the push protocol.
     flow: list[tuple[str, Any, list[tuple[str, int]], list[str]]] | None = None
+    # Dataflow: tasks whose result the master waits for (they set fetches or send to no task;
+    # the others' success shows in their downstream tasks' results), and the pairs of tasks
+    # that exchange a batch each step.
+    awaited: set[str] = field(default_factory=set)
+    flow_batches: int = 0
+    # Tasks whose piece may change their state (all but pure reads), and for each pure-read
+    # task its last outboxes with the task's write epoch then (``_submit_flow``).
+    writers: list[str] = field(default_factory=list)
+    reads: dict[str, tuple[int, list]] = field(default_factory=dict)
 
 
 class ClusterSession(Session):
@@ -65,10 +75,13 @@ class ClusterSession(Session):
         self._handles = itertools.count()
         self._session_id = f"{rng.getrandbits(48):x}"
         self.cross_task_batches = 0  # batches of tensors sent between tasks, over all steps
+        self.reads_reused = 0  # pure-read tasks' outboxes passed on again instead of a call
         self.notices = list(spec.notices)
         # The dataflow protocol for plans whose tasks' transfers form no cycle; False forces the
         # push protocol everywhere (benchmarks compare the two).
         self.dataflow = True
+        # False: call a pure-read task every step (benchmarks measure the transfer itself).
+        self.reuse_reads = True
 
     @property
     def device_names(self) -> list[str]:
@@ -97,20 +110,21 @@ class ClusterSession(Session):
         handle = f"{self._session_id}/{next(self._handles)}"
         actors = self.cluster.actors
         seed = self.config.graph_seed
-        ray.get([actors[t].register_graph.remote(handle, piece, seed) for t, piece in step.pieces.items()])
-        args_of = {
-            t: sorted(n.attrs["index"] for g in piece.values() for n in g.nodes if n.op == "_Arg")
-            for t, piece in step.pieces.items()
-        }
-        plan = _ClusterPlan(feeds, _feed_specs(self.graph_def, feeds), fetches, [],
-                            step.compiled.partitioned.partitions, handle=handle, step=step,
-                            tasks=step.tasks, args_of=args_of)  # fmt: skip
+        incarnations = self.cluster_incarnations
+        ray.get([actors[t].register_graph.remote(handle, g, seed, incarnations) for t, g in step.graphs.items()])
+        args_of = {t: piece_args(g) for t, g in step.graphs.items()}
+        plan = _ClusterPlan(feeds, _feed_specs(self.graph_def, feeds), fetches, [], step.graphs, handle=handle,
+                            step=step, tasks=step.tasks, args_of=args_of)  # fmt: skip
+        plan.writers = [t for t, g in step.graphs.items() if not pure_read(g)]
         order = task_order(step) if self.dataflow else None
         if order is not None:
             plan.flow = []
             for t, down, up in order:
                 method = actors[t].run_graph_flow
                 plan.flow.append((t, method.options(num_returns=1 + len(down)) if down else method, up, down))
+                if not down or any(n.op == "_Retval" for n in step.graphs[t].nodes):
+                    plan.awaited.add(t)
+                plan.flow_batches += len(up)
         return plan
 
     # --- a step ------------------------------------------------------------------------------
@@ -122,27 +136,38 @@ class ClusterSession(Session):
 
         step_id = next(self._step_ids)
         n_ret = len(plan.fetches)
+        epochs = self.cluster.write_epochs
+        if plan.writers:  # a pure read cached before this step is stale once it starts
+            epochs.bump(plan.writers)
         try:
             if plan.flow is not None:
-                refs = self._submit_flow(plan, step_id, args)
+                refs, unawaited, reads = self._submit_flow(plan, step_id, args)
             else:
-                refs = self._submit_push(plan, step_id, args)
+                refs, unawaited, reads = self._submit_push(plan, step_id, args), [], []
             results = self._wait(plan, step_id, refs, timeout_s)
+            if unawaited and any(r[1] is not None for r in results):  # an upstream failure's root cause
+                results += ray.get(unawaited)
         except KeyboardInterrupt:  # Ctrl-C in the client stops the step on every task too
             self._abort(plan, step_id, RuntimeFailure("the step was interrupted"))
             raise
         except ray.exceptions.RayError as e:  # a task died
             raise RuntimeFailure(f"a task of the cluster failed: {str(e).strip().splitlines()[-1]}") from None
+        finally:
+            if plan.writers:  # and so is one made while it ran
+                epochs.bump(plan.writers)
         frame = CallFrame((), n_ret)
         root = None
-        for values, packed, sent, from_peer in results:
-            self.cross_task_batches += sum(sent.values())
+        self.cross_task_batches += plan.flow_batches if plan.flow is not None else sum(sum(r[2].values()) for r in results)
+        for values, packed, _, from_peer in results:
             if packed is not None and (root is None or (root[1] and not from_peer)):
                 root = (packed, from_peer)  # the task where the error began is the root cause
             for i, v in values.items():
                 frame.retvals[i] = v
         if root is not None:
             raise unpack_error(root[0])
+        for t, epoch, boxes in reads:
+            if epochs.get(t) == epoch:  # no step that may write the task ran meanwhile
+                plan.reads[t] = (epoch, boxes)
         return _fetched(plan, frame)
 
     def _submit_push(self, plan: _ClusterPlan, step_id: int, args: list) -> list:
@@ -179,24 +204,38 @@ class ClusterSession(Session):
                 raise self._abort(plan, step_id, error)
             wait_s = WATCH_EVERY_S
 
-    def _submit_flow(self, plan: _ClusterPlan, step_id: int, args: list) -> list:
+    def _submit_flow(self, plan: _ClusterPlan, step_id: int, args: list) -> tuple[list, list, list]:
         """The dataflow protocol: every task's RunGraph submitted at once, in topological order,
         each given its upstream tasks' outboxes as object refs. Ray starts a call when its
         arguments are ready, as its plain-Ray parameter server's ``worker.step.remote(
-        ps.weights.remote())`` does, and the driver only waits for the results: no task calls
-        another, and large outboxes stay in the object store (zero-copy on the node)."""
+        ps.weights.remote())`` does, and the driver only waits for the results it needs: no
+        task calls another, and large outboxes stay in the object store (zero-copy on the node).
+
+        A task whose piece only reads its variables (``pure_read``: a ps serving weights) is not
+        called again while no step that may write to it has run since its last outboxes: they
+        are passed on as they are (the plain parameter server's weights ref, kept), which saves
+        the step a round trip. Returns (the refs to wait for, the others' result refs, the pure
+        reads made: (task, write epoch, outbox refs))."""
         n_args, n_ret = len(args), len(plan.fetches)
+        epochs = self.cluster.write_epochs
         outs: dict[str, list] = {}
-        results = {}
+        refs, unawaited, reads = [], [], []
         for t, method, up, down in plan.flow:
+            cached = plan.reads.get(t)
+            if cached is not None and cached[0] == epochs.get(t):
+                outs[t] = cached[1]
+                self.reads_reused += 1
+                continue
             boxes = [outs[u][k] for u, k in up]
             got = method.remote((plan.handle, step_id, {i: args[i] for i in plan.args_of[t]}, n_args, n_ret, down),
                                 *boxes)  # fmt: skip
+            result = got[0] if down else got
             if down:
-                results[t], outs[t] = got[0], got[1:]
-            else:
-                results[t] = got
-        return [results[t] for t in plan.tasks]
+                outs[t] = got[1:]
+                if t not in plan.writers and self.reuse_reads:
+                    reads.append((t, epochs.get(t), outs[t]))
+            (refs if t in plan.awaited else unawaited).append(result)
+        return refs, unawaited, reads
 
     def _abort(self, plan: _ClusterPlan, step_id: int, error: RuntimeFailure) -> RuntimeFailure:
         """Abort the step on every task (each aborts its rendezvous: pending receives fail at

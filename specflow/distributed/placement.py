@@ -12,28 +12,25 @@ per signature: a variable must live on the same task in the init step and in eve
   turn (spreads a graph over every task; tests use it to force cross-task edges).
 
 Either way a node's own request wins: only nodes that name no job and no task are assigned.
-The per-signature pipeline (prune, optimize, place, partition by device) is the local one
-(``runtime/pipeline.compile_step``) over every device of the cluster; the master then groups the
-device partitions by task, and the edges between tasks are the cross-task ``_Send``/``_Recv``.
+The per-signature pipeline (prune, optimize, place) is the local one
+(``runtime/pipeline.compile_step``) over every device of the cluster; the master then partitions
+by task (``task_partition.py``): the edges between tasks are the cross-task ``_Send``/``_Recv``,
+and each worker partitions its task's piece by device.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import cached_property
 
 from specflow.graph.device_spec import DeviceSpec
 from specflow.graph.graph_def import GraphDef
-from specflow.runtime.partition import Transfer
+from specflow.runtime.partition import PartitionResult, Transfer
 from specflow.runtime.pipeline import CompiledStep, compile_step
 from specflow.runtime.place import PlacementOptions, place
 
 from .cluster_spec import ClusterSpec
-
-
-def task_of(device: str) -> str:
-    """``/job:worker/replica:0/task:1/device:CPU:0`` -> ``/job:worker/replica:0/task:1``."""
-    s = DeviceSpec.parse(device)
-    return DeviceSpec(s.job, s.replica or 0, s.task).to_string()
+from .task_partition import downstream_tasks, partition_by_task, partition_piece, task_of  # noqa: F401 (task_of: re-exported)
 
 
 def _variable_bytes(node) -> int:
@@ -138,15 +135,34 @@ class TaskAssignment:
 
 @dataclass
 class ClusterStep:
-    """One signature placed on a cluster: the local pipeline's result, grouped by task."""
+    """One signature placed on a cluster and partitioned by task (the master's level)."""
 
-    compiled: CompiledStep
-    pieces: dict[str, dict[str, GraphDef]]  # task -> device -> partition (tasks in device order)
+    by_task: CompiledStep  # its ``partitioned``: the partition by task (keyed by task)
+    graphs: dict[str, GraphDef]  # task -> its piece, one GraphDef (tasks in device order)
     cross: list[Transfer]  # the transfers between tasks
+    incarnations: dict[str, int] | None = None
 
     @property
     def tasks(self) -> list[str]:
-        return list(self.pieces)
+        return list(self.graphs)
+
+    @cached_property
+    def _by_device(self) -> dict[str, PartitionResult]:
+        return {t: partition_piece(g, self.incarnations) for t, g in self.graphs.items()}
+
+    @property
+    def pieces(self) -> dict[str, dict[str, GraphDef]]:
+        """task -> device -> partition: what each worker's own partitioning makes of its piece
+        (computed here only to show it: ``inspect --placed``, tests)."""
+        return {t: r.partitions for t, r in self._by_device.items()}
+
+    @cached_property
+    def compiled(self) -> CompiledStep:
+        """Both levels as one partition by device (what ``inspect --placed`` shows): every
+        task's device partitions, the cross-task transfers and those within each task."""
+        parts = {d: g for r in self._by_device.values() for d, g in r.partitions.items()}
+        within = [t for r in self._by_device.values() for t in r.transfers]
+        return replace(self.by_task, partitioned=PartitionResult(parts, self.cross + within))
 
 
 def compile_cluster_step(
@@ -160,7 +176,8 @@ def compile_cluster_step(
     **kw,
 ) -> ClusterStep:
     """prune -> optimize -> place (over every device of the cluster, the assignment's tasks in
-    the requests) -> partition by device; then the partitions grouped by task."""
+    the requests) -> partition by task (``task_partition.py``); each worker partitions its
+    piece by device."""
     assignment.update(graph)
     compiled = compile_step(
         graph,
@@ -170,13 +187,11 @@ def compile_cluster_step(
         targets=targets,
         default_device=assignment.default_device,
         constrain=assignment.constrain,
+        partition_fn=partition_by_task,
         **kw,
     )
-    pieces: dict[str, dict[str, GraphDef]] = {}
-    for dev, g in compiled.partitioned.partitions.items():
-        pieces.setdefault(task_of(dev), {})[dev] = g
-    cross = [t for t in compiled.partitioned.transfers if task_of(t.src_device) != task_of(t.dst_device)]
-    return ClusterStep(compiled, pieces, cross)
+    parts = compiled.partitioned
+    return ClusterStep(compiled, dict(parts.partitions), list(parts.transfers), kw.get("incarnations"))
 
 
 def task_order(step: ClusterStep) -> list[tuple[str, list[str], list[tuple[str, int]]]] | None:
@@ -185,13 +200,10 @@ def task_order(step: ClusterStep) -> list[tuple[str, list[str], list[tuple[str, 
     the transfers between tasks form a cycle (a loop or a training step spanning tasks: tensors
     go both ways within the step, so the tasks must run at once and push to each other)."""
     down: dict[str, set[str]] = {t: set() for t in step.tasks}
-    for src, piece in step.pieces.items():  # the _Send nodes themselves: control loops' too
-        for g in piece.values():
-            for n in g.nodes:
-                if n.op == "_Send" and (dst := task_of(n.attrs["recv_device"])) != src:
-                    if dst not in down:
-                        return None  # sends to a task outside the step: keep the push protocol
-                    down[src].add(dst)
+    for src, piece in step.graphs.items():  # the _Send nodes themselves: control loops' too
+        down[src] = downstream_tasks(src, piece)
+        if not down[src] <= set(step.graphs):
+            return None  # sends to a task outside the step: keep the push protocol
     indegree = {t: 0 for t in step.tasks}
     for outs in down.values():
         for d in outs:

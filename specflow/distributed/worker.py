@@ -4,7 +4,8 @@ It holds the task's devices (each with its resource manager, so variables persis
 steps), the graphs the master registered (one Executor per device partition, built once, as the
 local Session caches them) and each running step's rendezvous. The master calls:
 
-- ``register_graph(handle, partitions)``: build executors for this task's piece of a signature;
+- ``register_graph(handle, piece)``: partition this task's piece of a signature by device and
+  build an executor per partition (cached until deregistered);
 - ``run_graph(handle, step_id, args, ...)``: run every partition with one rendezvous; returns the
   fetches this task produced, or the error (the step's rendezvous state is freed at its end);
 - ``run_graph_flow(call, *inboxes)``: the same in the dataflow protocol (upstream tasks' held
@@ -33,8 +34,8 @@ from specflow.runtime.devices import local_devices
 from specflow.runtime.executor import CallFrame, Executor
 from specflow.runtime.executor_types import UNSET
 
-from .placement import task_of
 from .remote_rendezvous import FLUSH_DELAY_S, RemoteRendezvous, pack_error, unpack_error
+from .task_partition import partition_piece, task_of
 
 _DONE_MEMORY = 4096  # finished step ids remembered, so a late message for one is dropped
 
@@ -90,17 +91,19 @@ class TaskWorker:
         """The other tasks' actor handles (task -> handle)."""
         self.peers = dict(peers)
 
-    def register_graph(self, handle: str, partitions: dict[str, GraphDef], graph_seed: int | None = None) -> int:
+    def register_graph(self, handle: str, piece: GraphDef, graph_seed: int | None = None,
+                       incarnations: dict[str, int] | None = None) -> int:  # fmt: skip
+        """This task's piece of a signature (one GraphDef, its nodes on this task's devices):
+        partitioned by device here, as the local Session does, one Executor per partition."""
         executors = []
-        for dev, g in partitions.items():
-            device = self.by_name.get(DeviceSpec.parse(dev).to_string())
+        for dev, g in partition_piece(piece, incarnations).partitions.items():
+            device = self.by_name.get(dev)
             if device is None:
                 raise RuntimeError(f"{self.task} has no device {dev} (it has {', '.join(self.by_name)})")
             executors.append(Executor(g, device, graph_seed=graph_seed, kernel_state=self.kernel_state))
             for n in g.nodes:
                 if n.op == "_Send":
-                    recv = DeviceSpec.parse(n.attrs["recv_device"]).to_string()
-                    t = task_of(recv)
+                    t = task_of(n.attrs["recv_device"])
                     self.route[n.attrs["recv_device"]] = None if t == self.task else t
         with self.lock:
             self.graphs[handle] = executors

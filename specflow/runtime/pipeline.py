@@ -45,14 +45,17 @@ def compile_step(
     unroll_limit: int = 2000,
     lossy_transfers: bool = False,
     alap_recv: bool = True,
+    partition_fn: Callable[[GraphDef, PartitionOptions], PartitionResult] | None = None,
 ) -> CompiledStep:
     """``feed_shapes`` (per feed, None for unknown) specialises the step to those exact shapes:
     the optimizer folds the shape computations they decide, so the plan is only valid for
     feeds of exactly those shapes. ``optimize_graph=False`` places the pruned graph as it is.
     ``constrain`` rewrites the requests of the graph about to be placed, and ``default_device``
-    is preferred for what requests nothing (both for a cluster: ``distributed/placement.py``).
+    is preferred for what requests nothing, and ``partition_fn(placed, options)`` partitions
+    instead of by device (all three for a cluster, which partitions by task: ``distributed/``).
     ``lossy_transfers`` sends float32 tensors crossing devices as 16 bits (``partition.py``);
-    ``alap_recv`` starts each ``_Recv`` only when its consumer is nearly ready (``alap.py``)."""
+    ``alap_recv`` starts each ``_Recv`` only when its consumer is nearly ready (``alap.py``; by
+    device only: a cluster's tasks run their own pieces)."""
     pruned = prune(graph_def, PruneOptions(fetches=list(fetches), feeds=list(feeds), targets=list(targets)))
     graph, optimized = pruned.graph_def, None
     if optimize_graph:
@@ -72,6 +75,9 @@ def compile_step(
             default_device=default_device,
         ),
     )
-    parts = partition(placed.graph_def, PartitionOptions(incarnations=incarnations, lossy_transfers=lossy_transfers))
+    options = PartitionOptions(incarnations=incarnations, lossy_transfers=lossy_transfers)
+    if partition_fn is not None:
+        return CompiledStep(pruned, optimized, placed, partition_fn(placed.graph_def, options))
+    parts = partition(placed.graph_def, options)
     alap = schedule_receives_late(parts.partitions, placed.graph_def) if alap_recv else None
     return CompiledStep(pruned, optimized, placed, parts, alap)

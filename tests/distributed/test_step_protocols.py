@@ -75,3 +75,30 @@ def test_a_deadlock_across_tasks_fails_naming_the_receives(ray_local, monkeypatc
         assert time.monotonic() - t0 < 10  # found in about a second, not timed out
         assert "rnn/h/Enter:0 on /job:worker/replica:0/task:0/device:CPU:0 in frame" in str(e.value)
         assert "timed out" not in str(e.value)
+
+
+def test_a_pure_read_is_passed_on_again_until_something_writes_the_task(ps_worker):
+    """The ps's piece of a forward step only reads the weights: the master passes its last
+    outbox on instead of calling it, until a step that may write there (here another session's
+    init, with other random values) has run; a failed read is never kept."""
+    ps_worker.reset()
+    a = Session(MLP.graph_def, SessionConfig(graph_seed=2), cluster=ps_worker)
+    b = Session(MLP.graph_def, SessionConfig(graph_seed=5), cluster=ps_worker)
+    with a, b:
+        with pytest.raises(RuntimeFailure) as e:  # not initialized: the ps's own error, not its worker's
+            a.run("probs", {"images": X})
+        assert "/job:ps/" in str(e.value) and "upstream" not in str(e.value)
+        a.run([], targets=[MLP.lowered.init_op])
+        first = a.run("probs", {"images": X})
+        assert a.reads_reused == 0
+        np.testing.assert_array_equal(a.run("probs", {"images": X}), first)
+        assert a.reads_reused == 1
+        b.run([], targets=[MLP.lowered.init_op])
+        want = b.run("probs", {"images": X})
+        got = a.run("probs", {"images": X})
+        assert a.reads_reused == 1  # called again: the weights changed
+        assert not np.allclose(want, first)
+        np.testing.assert_array_equal(got, want)
+        ps_worker.reset()
+        with pytest.raises(RuntimeFailure):  # the variables are gone, and the read says so
+            a.run("probs", {"images": X})
