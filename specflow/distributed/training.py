@@ -36,9 +36,10 @@ from specflow.train.loop import Trainer, TrainingError, TrainResult, has_run
 from specflow.train.sharding import ShardBatches
 
 from .engine import Cluster
+from .readiness import Readiness
 from .recovery import Recovery
 from .replicas import ReplicaAssignment, replica_sessions, replica_tasks, training_cluster
-from .sharded_checkpoint import ShardedSaver
+from .sharded_checkpoint import STATE_PREFIX, ShardedSaver
 from .sync_replicas import SyncReplicas
 
 
@@ -82,7 +83,13 @@ class DistributedTrainer(Recovery, Trainer):
         self.sync = SyncReplicas(n) if self.mode == "sync" else None
         self.graph = build_training_graph(self.spec, cfg, None, replicas=self.sync)
         self.save_restore = state.add_save_restore(self.graph.builder, self.graph.variables)
-        self.saver = ShardedSaver(self.graph.builder, self.save_restore, self._variable_tasks())
+        self.saver = ShardedSaver(self.graph.builder, self.save_restore, self._variable_tasks(),
+                                  [_replica_key(k, "next_batch") for k in range(n)])  # fmt: skip
+        local = self.sync.slots if self.sync is not None else []
+        self.readiness = Readiness(self.graph.builder, list(self.save_restore.variables.values()) + local, local)
+        self.ready_waits: list[tuple[int, float]] = []  # (worker, seconds it waited for the model)
+        self._ready_gen = [-1] * n
+        self.positions: list[int | None] = [None] * n  # async: each worker's next batch of its shard
         inputs = select(self.train_arrays, cfg.data.feeds)
         d = cfg.data
         self.shards = [ShardBatches(inputs, k, n, batch_size=d.batch_size, shuffle=d.shuffle, seed=d.seed)
@@ -90,17 +97,58 @@ class DistributedTrainer(Recovery, Trainer):
         self.cluster.connect()
         sessions = replica_sessions(self.graph.graph_def, self.cluster, self.spec.model.seed, self.strategy)
         self.session, self.replicas = sessions[0], sessions[1:]
-        # The chief initializes (or restores); the replicas start only after, so they find the
-        # model ready without polling.
-        self.session.run([], targets=[self.graph.init_op])
-        if latest is not None:
-            state.restore(self.session, self.save_restore, self.checkpoints.restore(latest), latest)
-        self.step = int(self.session.run(self.graph.global_step.read))
         self._start_health(self.health_timeout_s)
+        self.prepare(latest)  # the chief's half of readiness; each replica waits for it (_wait_ready)
         self.logdir.mkdir(parents=True, exist_ok=True)
         self.writer = SummaryWriter(self.logdir)
         self.eval_writer = SummaryWriter(self.logdir / "eval")
         self.hooks = self._hooks()
+
+    def prepare(self, latest: str | None) -> None:
+        """Initialize, or restore ``latest`` (on the ps tasks, shard by shard, after each
+        worker's generators and input position), as the chief."""
+        restore = None if latest is None else (lambda sess: self.saver.restore(sess, latest, self._set_replica_state))
+        self.readiness.prepare(self.session, self.graph.init_op, restore)
+        self.step = int(self.session.run(self.graph.global_step.read))
+
+    def _positions(self, step: int) -> dict[str, int]:
+        """Each worker's next batch of its shard (sync: the global step's, for every worker)."""
+        return {_replica_key(k, "next_batch"): step if j is None or self.sync is not None else j
+                for k, j in enumerate(self.positions)}  # fmt: skip
+
+    def _replica_rngs(self) -> dict:
+        """Each worker's random ops' generator states."""
+        import ray
+
+        refs = [self.cluster.actors[t].rng_states.remote(_replica_key(k, "rng/")) for k, t in enumerate(self.tasks)]
+        try:
+            out = {key: v for got in ray.get(refs) for key, v in got.items()}
+        except ray.exceptions.RayError as e:
+            raise RuntimeFailure(f"a worker was lost while its state was read: {e}") from None
+        return out
+
+    def _set_replica_state(self, tensors: dict) -> None:
+        import ray
+
+        refs = []
+        for k, t in enumerate(self.tasks):
+            rng = _replica_key(k, "rng/")
+            mine = {key: v for key, v in tensors.items() if key.startswith(rng)}
+            refs.append(self.cluster.actors[t].set_rng_states.remote(mine, rng))
+            if self.sync is None and _replica_key(k, "next_batch") in tensors:
+                self.positions[k] = int(tensors[_replica_key(k, "next_batch")])
+        try:
+            ray.get(refs)
+        except ray.exceptions.RayError as e:
+            raise RuntimeFailure(f"a worker was lost while its state was restored: {e}") from None
+
+    def _wait_ready(self, k: int) -> None:
+        """Replica ``k`` waits (once per recovery generation) until the chief's model is ready."""
+        gen = self.gen
+        if self._ready_gen[k] == gen:
+            return
+        self.ready_waits.append((k, self.readiness.wait(lambda: self.replicas[k], self._stop)))
+        self._ready_gen[k] = gen
 
     def _variable_tasks(self) -> dict[str, str]:
         """Checkpointed variable -> its ps task, as every replica's assignment decides it."""
@@ -112,7 +160,8 @@ class DistributedTrainer(Recovery, Trainer):
         """A sharded checkpoint: each ps task writes its variables (``sharded_checkpoint.py``)."""
         gen = self.gen
         try:
-            path = self.checkpoints.save({}, step, write=lambda prefix: self.saver.write(self.session, prefix, step))
+            path = self.checkpoints.save({}, step, write=lambda prefix: self.saver.write(
+                self.session, prefix, step, self._positions(step), self._replica_rngs()))
         except RuntimeFailure as e:  # a task lost mid-save: no checkpoint was written (the index comes last)
             self.recover(gen, e)
             return self.last_checkpoint
@@ -202,11 +251,14 @@ class DistributedTrainer(Recovery, Trainer):
                 return True
 
         def work(k: int) -> None:
-            j = start
+            if self.positions[k] is None:
+                self.positions[k] = start
             try:
                 while claim():
                     gen = self.gen
+                    j = self.positions[k]  # a restore may set it back
                     try:
+                        self._wait_ready(k)
                         loss, gs = self.replicas[k].run([g.loss, g.global_step.read], self._feeds(k, j),
                                                         targets=[g.train_op])  # fmt: skip
                     except RuntimeFailure as e:  # a lost task: recover (or re-raise), then go on
@@ -215,7 +267,8 @@ class DistributedTrainer(Recovery, Trainer):
                         continue
                     self.worker_steps[k] += 1
                     reports.put((k, j, float(loss), int(gs), gen))
-                    j += 1
+                    if gen == self.gen:
+                        self.positions[k] = j + 1
             except BaseException as e:  # noqa: BLE001 - re-raised in the chief's thread
                 reports.put(e)
             finally:
@@ -259,6 +312,7 @@ class DistributedTrainer(Recovery, Trainer):
         while True:
             gen = self.gen
             try:
+                self._wait_ready(k)
                 (loss,) = self.replicas[k].run([self.graph.loss], feeds, targets=[self.sync.push_ops[k]])
                 break
             except RuntimeFailure as e:  # the step is retried once the lost task is back
@@ -306,3 +360,8 @@ class DistributedTrainer(Recovery, Trainer):
                     f.cancel()
                 wait(list(inflight))
         return loss
+
+
+def _replica_key(k: int, what: str) -> str:
+    """Checkpoint key of worker ``k``'s own state (a local run ignores these)."""
+    return f"{STATE_PREFIX}replica_{k}/{what}"

@@ -105,11 +105,11 @@ def test_lost_ps_during_a_checkpoint_save(cluster, tmp_path, undisturbed, monkey
     original = sharded_checkpoint.ShardedSaver.write
     killed = []
 
-    def write(self, session, prefix, next_batch):
+    def write(self, session, prefix, next_batch, *args):
         if next_batch >= 40 and not killed:  # the ps dies as the save step runs
             killed.append(next_batch)
             os.kill(listener.trainer.cluster.infos[PS]["pid"], signal.SIGKILL)
-        return original(self, session, prefix, next_batch)
+        return original(self, session, prefix, next_batch, *args)
 
     monkeypatch.setattr(sharded_checkpoint.ShardedSaver, "write", write)
     trainer, result = _run(spec, tmp_path, cluster, listener)
