@@ -193,6 +193,9 @@ def inspect(
         return
     cspec = _cluster_spec(s, cluster, None, task_devices, placement)
     no_devices_on_a_cluster(cspec, devices)
+    if cspec is not None and s.train is not None and cspec.jobs.get("ps") and not (fetch or feed):
+        _inspect_training(s, cspec, fmt)  # the step train --cluster runs, not the serving graph's
+        return
     if cspec is not None:
         from specflow.views.cluster_view import cluster_dot, cluster_json, cluster_renderable
 
@@ -213,6 +216,19 @@ def inspect(
         print(placement_dot(step))
     else:
         out.print(placement_renderable(step, title=s.model.name))
+
+
+def _inspect_training(s, cspec, fmt: str) -> None:
+    from specflow.distributed.training_plan import training_plan
+    from specflow.views.cluster_view import cluster_dot, training_json, training_renderable
+
+    plan = training_plan(s, cspec)
+    if fmt == "json":
+        print(training_json(plan))
+    elif fmt == "dot":
+        print(cluster_dot(plan.first))
+    else:
+        out.print(training_renderable(plan, s.model.name))
 
 
 def _cluster_spec(s, cluster, address, task_devices, placement):
