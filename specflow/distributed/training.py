@@ -2,7 +2,8 @@
 
 The client is the chief's driver: it builds the training graph once (inputs stay Placeholders:
 each worker's batches are fed from its own shard, ``train/sharding.py``), opens one replica per
-worker (``replicas.py``), initializes or restores the variables on the ps tasks, then trains:
+worker (``replicas.py``), initializes or restores the variables on the ps tasks (each replica
+waits until the model is ready, ``readiness.py``), then trains:
 
 - ``async``: one thread per worker runs its replica's train op on its shard's next batch; the
   update is applied on the ps as soon as that worker's gradients arrive (Hogwild-style, as TF's
@@ -14,8 +15,9 @@ worker (``replicas.py``), initializes or restores the variables on the ps tasks,
   step is dropped by its tag.
 
 The chief alone (this process) holds the logdir's lock and writes checkpoints, summaries and
-evaluations; a checkpoint is the plain one of a local run (the variables read from the ps), so
-it restores in either kind of run. Hooks see the global step.
+evaluations; a checkpoint is sharded by ps task (``sharded_checkpoint.py``) and restores in
+either kind of run; it also holds each worker's generator states and input position (keys
+``_specflow/replica_<k>/...``, which a local run ignores). Hooks see the global step.
 """
 
 from __future__ import annotations
@@ -142,13 +144,18 @@ class DistributedTrainer(Recovery, Trainer):
         except ray.exceptions.RayError as e:
             raise RuntimeFailure(f"a worker was lost while its state was restored: {e}") from None
 
-    def _wait_ready(self, k: int) -> None:
-        """Replica ``k`` waits (once per recovery generation) until the chief's model is ready."""
+    def _wait_ready(self, k: int) -> bool:
+        """Replica ``k`` waits (once per recovery generation) until the chief's model is ready;
+        False when the run was stopped meanwhile."""
         gen = self.gen
         if self._ready_gen[k] == gen:
-            return
-        self.ready_waits.append((k, self.readiness.wait(lambda: self.replicas[k], self._stop)))
+            return True
+        waited = self.readiness.wait(lambda: self.replicas[k], self._stop)
+        if self._stop.is_set():
+            return False
+        self.ready_waits.append((k, waited))
         self._ready_gen[k] = gen
+        return True
 
     def _variable_tasks(self) -> dict[str, str]:
         """Checkpointed variable -> its ps task, as every replica's assignment decides it."""
@@ -258,7 +265,9 @@ class DistributedTrainer(Recovery, Trainer):
                     gen = self.gen
                     j = self.positions[k]  # a restore may set it back
                     try:
-                        self._wait_ready(k)
+                        if not self._wait_ready(k):
+                            claim(-1)
+                            break
                         loss, gs = self.replicas[k].run([g.loss, g.global_step.read], self._feeds(k, j),
                                                         targets=[g.train_op])  # fmt: skip
                     except RuntimeFailure as e:  # a lost task: recover (or re-raise), then go on
@@ -306,13 +315,14 @@ class DistributedTrainer(Recovery, Trainer):
     def on_restored(self) -> None:
         self._claimed = self.step
 
-    def _push(self, k: int, s: int) -> tuple[int, float]:
+    def _push(self, k: int, s: int) -> tuple[int | None, float]:
         feeds = self._feeds(k, s)
         feeds[self.sync.local_step] = s
         while True:
             gen = self.gen
             try:
-                self._wait_ready(k)
+                if not self._wait_ready(k):
+                    return None, float("nan")  # stopped before the model was ready
                 (loss,) = self.replicas[k].run([self.graph.loss], feeds, targets=[self.sync.push_ops[k]])
                 break
             except RuntimeFailure as e:  # the step is retried once the lost task is back
@@ -341,6 +351,8 @@ class DistributedTrainer(Recovery, Trainer):
                         for f in done:
                             k = inflight.pop(f)
                             tag, value = f.result()
+                            if tag is None:  # the run was stopped while a worker waited for the model
+                                return loss
                             if tag == s:
                                 fresh.append((k, value))
                             else:  # a straggler's push for an older step: dropped; it starts step s
