@@ -43,6 +43,7 @@ from .recovery import Recovery
 from .replicas import ReplicaAssignment, replica_sessions, replica_tasks, training_cluster
 from .sharded_checkpoint import STATE_PREFIX, ShardedSaver
 from .sync_replicas import SyncReplicas
+from .training_plan import step_ends
 
 
 class DistributedTrainer(Recovery, Trainer):
@@ -66,6 +67,7 @@ class DistributedTrainer(Recovery, Trainer):
             raise TrainingError(f"train.distributed.replicas_to_aggregate is {self.replicas_to_aggregate} but the "
                              f"cluster has {n} worker replica{'s' if n > 1 else ''}")  # fmt: skip
         self.worker_steps = [0] * n
+        self.group_targets = False  # True: replicas target the train op's group itself (benchmarks A/B)
         self.worker_rates: dict[str, float] = {}
 
     # --- setup ------------------------------------------------------------------------------------
@@ -156,6 +158,13 @@ class DistributedTrainer(Recovery, Trainer):
         self.ready_waits.append((k, waited))
         self._ready_gen[k] = gen
         return True
+
+    def _ends(self, target: str) -> list[str]:
+        """What a replica's step targets instead of ``target``, a group (NoOp) of updates on the
+        ps tasks: the updates themselves. The group would sit on the worker and wait for a
+        control message back from every ps after its updates; without it each task's part of
+        the step ends with its own work (one message fewer per ps per step)."""
+        return [target] if self.group_targets else step_ends(self.graph.graph_def, target)
 
     def _variable_tasks(self) -> dict[str, str]:
         """Checkpointed variable -> its ps task, as every replica's assignment decides it."""
@@ -269,7 +278,7 @@ class DistributedTrainer(Recovery, Trainer):
                             claim(-1)
                             break
                         loss, gs = self.replicas[k].run([g.loss, g.global_step.read], self._feeds(k, j),
-                                                        targets=[g.train_op])  # fmt: skip
+                                                        targets=self._ends(g.train_op))  # fmt: skip
                     except RuntimeFailure as e:  # a lost task: recover (or re-raise), then go on
                         claim(-1)
                         self.recover(gen, e)
@@ -323,7 +332,7 @@ class DistributedTrainer(Recovery, Trainer):
             try:
                 if not self._wait_ready(k):
                     return None, float("nan")  # stopped before the model was ready
-                (loss,) = self.replicas[k].run([self.graph.loss], feeds, targets=[self.sync.push_ops[k]])
+                (loss,) = self.replicas[k].run([self.graph.loss], feeds, targets=self._ends(self.sync.push_ops[k]))
                 break
             except RuntimeFailure as e:  # the step is retried once the lost task is back
                 self.recover(gen, e)

@@ -52,7 +52,8 @@ def training_plan(s, cluster: ClusterSpec) -> TrainingPlan:
     plan = TrainingPlan(mode, strategy, cluster, {}, {}, batch_size=cfg.data.batch_size)
     for k, task in enumerate(tasks):
         a = ReplicaAssignment(cluster, task, strategy)
-        step_feeds, targets = (feeds, [g.train_op]) if sync is None else ([*feeds, sync.local_step], [sync.push_ops[k]])
+        step_feeds, target = (feeds, g.train_op) if sync is None else ([*feeds, sync.local_step], sync.push_ops[k])
+        targets = step_ends(graph, target)
         step = compile_cluster_step(graph, cluster, a, feeds=step_feeds, fetches=[g.loss], targets=targets)
         plan.steps[task] = step
         plan.traffic[task] = {
@@ -68,6 +69,14 @@ def training_plan(s, cluster: ClusterSpec) -> TrainingPlan:
         plan.apply = compile_cluster_step(graph, cluster, ReplicaAssignment(cluster, DRIVER_TASK, strategy),
                                           targets=[g.train_op])  # fmt: skip
     return plan
+
+
+def step_ends(graph, target: str) -> list[str]:
+    """A replica step's targets for ``target``: a group (NoOp of control inputs only) is replaced
+    by its members, the updates on the ps tasks (``DistributedTrainer._ends`` says why)."""
+    node = graph.node(target)
+    ends = [i[1:] for i in node.inputs if i.startswith("^")]
+    return ends if node.op == "NoOp" and ends and len(ends) == len(node.inputs) else [target]
 
 
 def _batched(graph, inputs: list[str], batch_size: int):
