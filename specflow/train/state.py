@@ -93,7 +93,7 @@ def rng_states(session) -> dict[str, np.ndarray]:
 def generator_states(kernel_state: dict[str, dict], prefix: str = RNG_PREFIX) -> dict[str, np.ndarray]:
     """``rng_states`` of a kernel-state map (a Session's, or a cluster task's)."""
     out = {}
-    for node, state in kernel_state.items():
+    for node, state in list(kernel_state.items()):  # a task may be running steps meanwhile
         rng = state.get("rng")
         if rng is None:
             continue
