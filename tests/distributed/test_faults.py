@@ -86,6 +86,8 @@ def test_sync_lost_ps_restores_the_latest_checkpoint(cluster, tmp_path, undistur
     (r,) = trainer.recoveries
     assert r["tasks"] == [PS] and r["step_after"] == 20 and r["step_before"] >= 30  # back to model.ckpt-20
     assert r["seconds"] < 10
+    # each worker checked the model was ready before its first step, and again after the restore
+    assert sorted(k for k, _ in trainer.ready_waits) == [0, 0, 1, 1], trainer.ready_waits
     _check_finished(spec, tmp_path, result, undisturbed)
 
 
