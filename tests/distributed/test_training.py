@@ -237,7 +237,7 @@ def test_replicas_wait_until_the_chief_is_ready_and_again_after_the_ps_lost_its_
         ready.prepare(chief, g.init_op)
         done = time.monotonic()
         t.join(30)
-        assert first["waited"] > 0.3 and first["at"] - done < 0.3 and np.isfinite(first["loss"]), first
+        assert first["waited"] > 0.15 and first["at"] - done < 0.5 and np.isfinite(first["loss"]), first
 
         saver.write(chief, str(tmp_path / "ckpt-1"), 1)
         want = chief.run(sr.reads["hidden/kernel"])
@@ -250,7 +250,7 @@ def test_replicas_wait_until_the_chief_is_ready_and_again_after_the_ps_lost_its_
         ready.prepare(chief, g.init_op, restore=lambda s: saver.restore(s, str(tmp_path / "ckpt-1")))
         done = time.monotonic()
         t.join(30)
-        assert again["waited"] > 0.2 and again["at"] - done < 0.3, again
+        assert again["waited"] > 0.1 and again["at"] - done < 0.5, again
         # The restore ran on the ps tasks: RestoreV2 sits with the variables it assigns.
         nodes = {n.name: n for n in g.graph_def.nodes}
         assert {nodes[op.rsplit("/", 1)[0] + "/RestoreV2"].device for op in saver.restore_ops} == {
