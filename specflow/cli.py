@@ -28,7 +28,7 @@ from specflow.cli_args import (
     _save_npz,
     _tensor_of,
 )
-from specflow.cli_cluster import no_devices_on_a_cluster
+from specflow.cli_cluster import inspect_training, no_devices_on_a_cluster
 from specflow.cli_signals import _stop_on_signals
 from specflow.cli_steps import _compile, _quiet_numeric_warnings, _run_model
 from specflow.errors import SpecflowError
@@ -197,6 +197,9 @@ def inspect(
     cspec = _cluster_spec(s, cluster, None, task_devices, placement)
     no_devices_on_a_cluster(cspec, devices)
     lossy = lossy_transfers or s.model.transfer == "bfloat16"
+    if cspec is not None and s.train is not None and cspec.jobs.get("ps") and not (fetch or feed):
+        inspect_training(s, cspec, fmt, lossy, out)  # the step train --cluster runs, not the serving graph's
+        return
     if cspec is not None:
         from specflow.views.cluster_view import cluster_dot, cluster_json, cluster_renderable
 

@@ -47,6 +47,21 @@ def no_devices_on_a_cluster(cspec, devices) -> None:
         raise UserError("--devices is for a local run; on a cluster give each job's with --task-devices worker=cpu:2")
 
 
+def inspect_training(s, cspec, fmt: str, lossy: bool, out) -> None:
+    """``inspect --cluster --placed`` of a spec with ``train:``: the step ``train --cluster``
+    runs on every worker (variables and slots per ps, bytes pulled and pushed), without Ray."""
+    from specflow.distributed.training_plan import training_plan
+    from specflow.views.cluster_view import cluster_dot, training_json, training_renderable
+
+    plan = training_plan(s, cspec, lossy)
+    if fmt == "json":
+        print(training_json(plan))
+    elif fmt == "dot":
+        print(cluster_dot(plan.first))
+    else:
+        out.print(training_renderable(plan, s.model.name))
+
+
 def connect(cspec, address: str | None, tracing: bool):
     """The Ray-backed cluster a Session runs on (Ray started privately, or ``address`` joined)."""
     from specflow.distributed.engine import Cluster, require_ray

@@ -89,7 +89,12 @@ class TaskAssignment:
             self.ps_load.setdefault(t, 0)
         group_task = {self._groups.get(n): t for n, t in self.by_node.items()}
         for n in nodes:
-            if n.op != "VarHandleOp" or not _unrequested(n) or n.attrs.get("_class"):
+            if n.op != "VarHandleOp" or not _unrequested(n):
+                continue
+            if n.attrs.get("_class"):  # with its variable even in a step that lacks it (sync's init)
+                target = n.attrs["_class"][0].removeprefix("loc:@")
+                if target in self.by_node:
+                    self.by_node[n.name] = self.by_node[target]
                 continue
             group = self._groups.get(n.name)
             if group in group_task:

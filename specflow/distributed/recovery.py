@@ -8,9 +8,10 @@ raised. Otherwise, under one lock:
 - a lost worker: its actor is recreated and its replica gets a fresh session (graphs register
   again on first use); the other replicas keep their sessions (async: they keep training; sync:
   the lost worker's push is retried);
-- a lost ps: its actor is recreated, every session is replaced, the chief initializes every
-  variable and restores the latest checkpoint (the steps since it are lost and redone, and the
-  log says from which global step to which).
+- a lost ps: its actor is recreated, every session is replaced, the chief restores the latest
+  checkpoint (or initializes, without one) while every replica waits until the model is ready
+  again (``readiness.py``); the steps since it are lost and redone, and the log says from which
+  global step to which.
 
 Later callers of the same generation just continue on the new sessions.
 """
@@ -21,7 +22,6 @@ import threading
 import time
 
 from specflow.errors import RuntimeFailure
-from specflow.train import state
 
 from .health import DEFAULT_TIMEOUT_S, HealthMonitor
 from .replicas import DRIVER_TASK, replica_session
@@ -84,12 +84,9 @@ class Recovery:
                 pass
 
     def _restore_after_ps_loss(self) -> None:
-        self.session.run([], targets=[self.graph.init_op])
         latest = self.checkpoints.latest()
         self.last_restored = latest
-        if latest is not None:
-            state.restore(self.session, self.save_restore, self.checkpoints.restore(latest), latest)
-        self.step = int(self.session.run(self.graph.global_step.read))
+        self.prepare(latest)  # the replicas wait for it again (readiness.py)
         self.on_restored()
 
     def on_restored(self) -> None:

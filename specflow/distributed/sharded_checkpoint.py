@@ -7,6 +7,12 @@ its shard id (TensorFlow's ``MergeV2Checkpoints``; only indexes are read, no dat
 index is renamed into place last, so until then the checkpoint does not exist for any reader;
 the ``checkpoint`` state file and the keep rules are ``CheckpointManager``'s, unchanged. The
 result is an ordinary bundle: ``read_bundle`` (a local run's restore) and TensorFlow read it.
+
+Restore mirrors the save: a ``RestoreV2`` on each ps task reads that task's variables from the
+bundle (only theirs; whichever data file the index names, so a local run's single-file
+checkpoint restores the same way) and assigns them there: the values never reach the client,
+which reads only the index (to check names, dtypes and shapes first) and the few small tensors
+that are not variables (the input position, random generators' states).
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ import shutil
 
 import numpy as np
 
-from specflow.graph.dtypes import int64, string
+from specflow.graph.dtypes import as_dtype, int64, string
 from specflow.io.extra_protos import BundleHeaderProto
 from specflow.io.sstable import encode_table
 from specflow.io.tensor_bundle import (
@@ -27,23 +33,30 @@ from specflow.io.tensor_bundle import (
     data_filename,
     fsync_dir,
     index_filename,
+    read_bundle,
     read_bundle_index,
+    write_bundle,
     write_synced,
 )
-from specflow.train.state import NEXT_BATCH
+from specflow.train.state import NEXT_BATCH, check_restored
 
 _TEMP = "_temp_"
+STATE_PREFIX = "_specflow/"  # what is not a variable: input positions, generator states
 
 
 class ShardedSaver:
     """One ``SaveV2`` per ps task holding variables, added to builder ``b``.
 
-    ``var_tasks``: variable name -> the ps task holding it (the replicas' assignment)."""
+    ``var_tasks``: variable name -> the ps task holding it (the replicas' assignment);
+    ``positions``: keys of fed int64 scalars saved with shard 0 (each worker's next batch)."""
 
-    def __init__(self, b, save_restore, var_tasks: dict[str, str]):
+    def __init__(self, b, save_restore, var_tasks: dict[str, str], positions: list[str] = ()):
         self.prefixes: list[str] = []  # per shard: the Placeholder fed with its part's prefix
         self.save_ops: list[str] = []
+        self.restore_ops: list[str] = []  # per shard: its RestoreV2's assigns, grouped
+        self.variables = save_restore.variables
         self.next_batch: str | None = None
+        self.positions: dict[str, str] = {}  # key -> its Placeholder
         tasks = sorted(set(var_tasks.values()), key=_task_order)
         with b.root_scope(), b.no_control_dependencies():
             for k, task in enumerate(tasks):
@@ -54,7 +67,11 @@ class ShardedSaver:
                     if k == 0:  # the input position rides with the first shard (fed by the chief)
                         self.next_batch = b.add_op("Placeholder", [], {"dtype": int64, "shape": []},
                                                    name="next_batch", device=task).name  # fmt: skip
-                        names, tensors = [*names, NEXT_BATCH], [*tensors, self.next_batch]
+                        self.positions = {key: b.add_op("Placeholder", [], {"dtype": int64, "shape": []},
+                                                        name=f"position_{i}", device=task).name
+                                          for i, key in enumerate(positions)}  # fmt: skip
+                        names = [*names, NEXT_BATCH, *self.positions]
+                        tensors = [*tensors, self.next_batch, *self.positions.values()]
                     dtypes = [b.spec(t).dtype for t in tensors]
                     names_t = b.add_op("Const", [], {"dtype": string, "value": np.array(names, dtype=object)},
                                        name="tensor_names", device=task).name  # fmt: skip
@@ -64,13 +81,33 @@ class ShardedSaver:
                                     name="SaveV2", device=task)  # fmt: skip
                 self.prefixes.append(prefix.name)
                 self.save_ops.append(save.name)
+                self.restore_ops.append(self._restore_shard(b, k, task, prefix.name, save_restore.variables,
+                                                            [n for n in names if n in save_restore.variables]))  # fmt: skip
 
+    @staticmethod
+    def _restore_shard(b, k: int, task: str, prefix: str, variables, names: list[str]) -> str:
+        """RestoreV2 of shard ``k``'s variables on ``task``, each assigned there."""
+        with b.name_scope(f"restore/shard_{k}"):
+            dtypes = [variables[n].dtype for n in names]
+            names_t = b.add_op("Const", [], {"dtype": string, "value": np.array(names, dtype=object)},
+                               name="tensor_names", device=task).name  # fmt: skip
+            slices = b.add_op("Const", [], {"dtype": string, "value": np.array([""] * len(names), dtype=object)},
+                              name="shape_and_slices", device=task).name  # fmt: skip
+            restore = b.add_op("RestoreV2", [prefix, names_t, slices], {"dtypes": dtypes}, name="RestoreV2",
+                               device=task).name  # fmt: skip
+            assigns = [b.add_op("AssignVariableOp", [variables[n].handle, f"{restore}:{i}"], {"dtype": variables[n].dtype},
+                                name=f"Assign_{i}", device=task).name for i, n in enumerate(names)]  # fmt: skip
+            return b.add_op("NoOp", [], name="done", control_inputs=assigns, device=task).name
     @property
     def num_shards(self) -> int:
         return len(self.save_ops)
 
-    def write(self, session, prefix: str, next_batch: int) -> None:
-        """Write checkpoint ``prefix``: every shard on its task, then the merged index."""
+    def write(self, session, prefix: str, next_batch: int, positions: dict[str, int] | None = None,
+              extra: dict[str, np.ndarray] | None = None) -> None:  # fmt: skip
+        """Write checkpoint ``prefix``: every shard on its task, then the merged index.
+        ``positions``: the values of the ``positions`` keys; ``extra``: small tensors the client
+        holds (each worker's random generators' states), written by the client as one more
+        shard when there are any."""
         directory = os.path.dirname(prefix)
         remove_stale_parts(directory, os.path.basename(prefix).rsplit("-", 1)[0])
         temp = f"{prefix}{_TEMP}{secrets.token_hex(6)}"
@@ -79,10 +116,35 @@ class ShardedSaver:
             parts = [os.path.join(temp, f"part-{k}") for k in range(self.num_shards)]
             feeds = {ph: p for ph, p in zip(self.prefixes, parts)}
             feeds[self.next_batch] = np.asarray(next_batch, dtype=np.int64)
+            for key, ph in self.positions.items():
+                feeds[ph] = np.asarray((positions or {}).get(key, next_batch), dtype=np.int64)
             session.run([], feeds, targets=self.save_ops)
+            if extra:
+                parts.append(os.path.join(temp, f"part-{self.num_shards}"))
+                write_bundle(parts[-1], extra)
             merge_shards(parts, prefix)
         finally:
             shutil.rmtree(temp, ignore_errors=True)
+
+
+    def restore(self, session, prefix: str, before=None) -> dict[str, np.ndarray]:
+        """Restore checkpoint ``prefix`` (sharded or not) on the ps tasks; returns its tensors
+        that are not variables (input position, generator states), read by the client and
+        given to ``before`` first (the replicas' generators are set before any variable is,
+        so a replica that sees the model ready also has them)."""
+        index = read_bundle_index(prefix)
+        for name, v in self.variables.items():
+            entry = index.get(name)
+            if entry is None:
+                check_restored(prefix, name, v, None)
+            else:
+                check_restored(prefix, name, v, np.empty((0,), as_dtype(entry.dtype).numpy),
+                               [d.size for d in entry.shape.dim])  # fmt: skip
+        small = read_bundle(prefix, [n for n in index if n.startswith(STATE_PREFIX) and n not in self.variables])
+        if before is not None:
+            before(small)
+        session.run([], {ph: prefix for ph in self.prefixes}, targets=self.restore_ops)
+        return small
 
 
 def merge_shards(parts: list[str], prefix: str) -> None:

@@ -36,7 +36,7 @@ class SyncReplicas:
     num_workers: int
     push_ops: list[str] = field(default_factory=list)  # per worker: the target of its push
     local_step: str = LOCAL_STEP
-    slots: list[str] = field(default_factory=list)  # every slot and tag variable (not checkpointed)
+    slots: list[VariableInfo] = field(default_factory=list)  # every slot and tag (not checkpointed)
 
     def aggregate(self, b, grads_and_vars, global_step: VariableInfo, update_ops: list[str]):
         """The (average, variable) pairs the optimizer applies; records the push ops. A worker's
@@ -77,5 +77,5 @@ class SyncReplicas:
         b.collections["variables"] = [v for v in b.collections["variables"] if v.name != info.name]
         if colocate is not None:
             b.graph_def.node(info.handle).attrs["_class"] = [f"loc:@{colocate.handle}"]
-        self.slots.append(info.name)
+        self.slots.append(info)
         return info

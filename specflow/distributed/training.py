@@ -2,7 +2,8 @@
 
 The client is the chief's driver: it builds the training graph once (inputs stay Placeholders:
 each worker's batches are fed from its own shard, ``train/sharding.py``), opens one replica per
-worker (``replicas.py``), initializes or restores the variables on the ps tasks, then trains:
+worker (``replicas.py``), initializes or restores the variables on the ps tasks (each replica
+waits until the model is ready, ``readiness.py``), then trains:
 
 - ``async``: one thread per worker runs its replica's train op on its shard's next batch; the
   update is applied on the ps as soon as that worker's gradients arrive (Hogwild-style, as TF's
@@ -14,8 +15,9 @@ worker (``replicas.py``), initializes or restores the variables on the ps tasks,
   step is dropped by its tag.
 
 The chief alone (this process) holds the logdir's lock and writes checkpoints, summaries and
-evaluations; a checkpoint is the plain one of a local run (the variables read from the ps), so
-it restores in either kind of run. Hooks see the global step.
+evaluations; a checkpoint is sharded by ps task (``sharded_checkpoint.py``) and restores in
+either kind of run; it also holds each worker's generator states and input position (keys
+``_specflow/replica_<k>/...``, which a local run ignores). Hooks see the global step.
 """
 
 from __future__ import annotations
@@ -36,10 +38,12 @@ from specflow.train.loop import Trainer, TrainingError, TrainResult, has_run
 from specflow.train.sharding import FILE_INDEX, ShardBatches
 
 from .engine import Cluster
+from .readiness import Readiness
 from .recovery import Recovery
 from .replicas import ReplicaAssignment, replica_sessions, replica_tasks, training_cluster
-from .sharded_checkpoint import ShardedSaver
+from .sharded_checkpoint import STATE_PREFIX, ShardedSaver
 from .sync_replicas import SyncReplicas
+from .training_plan import step_ends
 
 
 class DistributedTrainer(Recovery, Trainer):
@@ -63,6 +67,7 @@ class DistributedTrainer(Recovery, Trainer):
             raise TrainingError(f"train.distributed.replicas_to_aggregate is {self.replicas_to_aggregate} but the "
                              f"cluster has {n} worker replica{'s' if n > 1 else ''}")  # fmt: skip
         self.worker_steps = [0] * n
+        self.group_targets = False  # True: replicas target the train op's group itself (benchmarks A/B)
         self.worker_rates: dict[str, float] = {}
 
     # --- setup ------------------------------------------------------------------------------------
@@ -82,7 +87,13 @@ class DistributedTrainer(Recovery, Trainer):
         self.sync = SyncReplicas(n) if self.mode == "sync" else None
         self.graph = build_training_graph(self.spec, cfg, None, replicas=self.sync)
         self.save_restore = state.add_save_restore(self.graph.builder, self.graph.variables)
-        self.saver = ShardedSaver(self.graph.builder, self.save_restore, self._variable_tasks())
+        self.saver = ShardedSaver(self.graph.builder, self.save_restore, self._variable_tasks(),
+                                  [_replica_key(k, "next_batch") for k in range(n)])  # fmt: skip
+        local = self.sync.slots if self.sync is not None else []
+        self.readiness = Readiness(self.graph.builder, list(self.save_restore.variables.values()) + local, local)
+        self.ready_waits: list[tuple[int, float]] = []  # (worker, seconds it waited for the model)
+        self._ready_gen = [-1] * n
+        self.positions: list[int | None] = [None] * n  # async: each worker's next batch of its shard
         inputs = select(self.train_arrays, cfg.data.feeds)
         d = cfg.data
         files = self.train_arrays.get(FILE_INDEX)  # a tfrecord source: each worker takes its own files
@@ -92,17 +103,70 @@ class DistributedTrainer(Recovery, Trainer):
         sessions = replica_sessions(self.graph.graph_def, self.cluster, self.spec.model.seed, self.strategy,
                                     lossy_transfers=self.options.lossy(self.spec))
         self.session, self.replicas = sessions[0], sessions[1:]
-        # The chief initializes (or restores); the replicas start only after, so they find the
-        # model ready without polling.
-        self.session.run([], targets=[self.graph.init_op])
-        if latest is not None:
-            state.restore(self.session, self.save_restore, self.checkpoints.restore(latest), latest)
-        self.step = int(self.session.run(self.graph.global_step.read))
         self._start_health(self.health_timeout_s)
+        self.prepare(latest)  # the chief's half of readiness; each replica waits for it (_wait_ready)
         self.logdir.mkdir(parents=True, exist_ok=True)
         self.writer = SummaryWriter(self.logdir)
         self.eval_writer = SummaryWriter(self.logdir / "eval")
         self.hooks = self._hooks()
+
+    def prepare(self, latest: str | None) -> None:
+        """Initialize, or restore ``latest`` (on the ps tasks, shard by shard, after each
+        worker's generators and input position), as the chief."""
+        restore = None if latest is None else (lambda sess: self.saver.restore(sess, latest, self._set_replica_state))
+        self.readiness.prepare(self.session, self.graph.init_op, restore)
+        self.step = int(self.session.run(self.graph.global_step.read))
+
+    def _positions(self, step: int) -> dict[str, int]:
+        """Each worker's next batch of its shard (sync: the global step's, for every worker)."""
+        return {_replica_key(k, "next_batch"): step if j is None or self.sync is not None else j
+                for k, j in enumerate(self.positions)}  # fmt: skip
+
+    def _replica_rngs(self) -> dict:
+        """Each worker's random ops' generator states."""
+        import ray
+
+        refs = [self.cluster.actors[t].rng_states.remote(_replica_key(k, "rng/")) for k, t in enumerate(self.tasks)]
+        try:
+            out = {key: v for got in ray.get(refs) for key, v in got.items()}
+        except ray.exceptions.RayError as e:
+            raise RuntimeFailure(f"a worker was lost while its state was read: {e}") from None
+        return out
+
+    def _set_replica_state(self, tensors: dict) -> None:
+        import ray
+
+        refs = []
+        for k, t in enumerate(self.tasks):
+            rng = _replica_key(k, "rng/")
+            mine = {key: v for key, v in tensors.items() if key.startswith(rng)}
+            refs.append(self.cluster.actors[t].set_rng_states.remote(mine, rng))
+            if self.sync is None and _replica_key(k, "next_batch") in tensors:
+                self.positions[k] = int(tensors[_replica_key(k, "next_batch")])
+        try:
+            ray.get(refs)
+        except ray.exceptions.RayError as e:
+            raise RuntimeFailure(f"a worker was lost while its state was restored: {e}") from None
+
+    def _wait_ready(self, k: int) -> bool:
+        """Replica ``k`` waits (once per recovery generation) until the chief's model is ready;
+        False when the run was stopped meanwhile."""
+        gen = self.gen
+        if self._ready_gen[k] == gen:
+            return True
+        waited = self.readiness.wait(lambda: self.replicas[k], self._stop)
+        if self._stop.is_set():
+            return False
+        self.ready_waits.append((k, waited))
+        self._ready_gen[k] = gen
+        return True
+
+    def _ends(self, target: str) -> list[str]:
+        """What a replica's step targets instead of ``target``, a group (NoOp) of updates on the
+        ps tasks: the updates themselves. The group would sit on the worker and wait for a
+        control message back from every ps after its updates; without it each task's part of
+        the step ends with its own work (one message fewer per ps per step)."""
+        return [target] if self.group_targets else step_ends(self.graph.graph_def, target)
 
     def _variable_tasks(self) -> dict[str, str]:
         """Checkpointed variable -> its ps task, as every replica's assignment decides it."""
@@ -114,7 +178,8 @@ class DistributedTrainer(Recovery, Trainer):
         """A sharded checkpoint: each ps task writes its variables (``sharded_checkpoint.py``)."""
         gen = self.gen
         try:
-            path = self.checkpoints.save({}, step, write=lambda prefix: self.saver.write(self.session, prefix, step))
+            path = self.checkpoints.save({}, step, write=lambda prefix: self.saver.write(
+                self.session, prefix, step, self._positions(step), self._replica_rngs()))
         except RuntimeFailure as e:  # a task lost mid-save: no checkpoint was written (the index comes last)
             self.recover(gen, e)
             return self.last_checkpoint
@@ -204,20 +269,26 @@ class DistributedTrainer(Recovery, Trainer):
                 return True
 
         def work(k: int) -> None:
-            j = start
+            if self.positions[k] is None:
+                self.positions[k] = start
             try:
                 while claim():
                     gen = self.gen
+                    j = self.positions[k]  # a restore may set it back
                     try:
+                        if not self._wait_ready(k):
+                            claim(-1)
+                            break
                         loss, gs = self.replicas[k].run([g.loss, g.global_step.read], self._feeds(k, j),
-                                                        targets=[g.train_op])  # fmt: skip
+                                                        targets=self._ends(g.train_op))  # fmt: skip
                     except RuntimeFailure as e:  # a lost task: recover (or re-raise), then go on
                         claim(-1)
                         self.recover(gen, e)
                         continue
                     self.worker_steps[k] += 1
                     reports.put((k, j, float(loss), int(gs), gen))
-                    j += 1
+                    if gen == self.gen:
+                        self.positions[k] = j + 1
             except BaseException as e:  # noqa: BLE001 - re-raised in the chief's thread
                 reports.put(e)
             finally:
@@ -255,13 +326,15 @@ class DistributedTrainer(Recovery, Trainer):
     def on_restored(self) -> None:
         self._claimed = self.step
 
-    def _push(self, k: int, s: int) -> tuple[int, float]:
+    def _push(self, k: int, s: int) -> tuple[int | None, float]:
         feeds = self._feeds(k, s)
         feeds[self.sync.local_step] = s
         while True:
             gen = self.gen
             try:
-                (loss,) = self.replicas[k].run([self.graph.loss], feeds, targets=[self.sync.push_ops[k]])
+                if not self._wait_ready(k):
+                    return None, float("nan")  # stopped before the model was ready
+                (loss,) = self.replicas[k].run([self.graph.loss], feeds, targets=self._ends(self.sync.push_ops[k]))
                 break
             except RuntimeFailure as e:  # the step is retried once the lost task is back
                 self.recover(gen, e)
@@ -289,6 +362,8 @@ class DistributedTrainer(Recovery, Trainer):
                         for f in done:
                             k = inflight.pop(f)
                             tag, value = f.result()
+                            if tag is None:  # the run was stopped while a worker waited for the model
+                                return loss
                             if tag == s:
                                 fresh.append((k, value))
                             else:  # a straggler's push for an older step: dropped; it starts step s
@@ -308,3 +383,8 @@ class DistributedTrainer(Recovery, Trainer):
                     f.cancel()
                 wait(list(inflight))
         return loss
+
+
+def _replica_key(k: int, what: str) -> str:
+    """Checkpoint key of worker ``k``'s own state (a local run ignores these)."""
+    return f"{STATE_PREFIX}replica_{k}/{what}"

@@ -258,6 +258,18 @@ class TaskWorker:
         with self.lock:
             return sorted(self.steps)
 
+    def rng_states(self, prefix: str) -> dict[str, np.ndarray]:
+        """Each random op's generator state on this task, keyed ``prefix + node`` (checkpointed
+        per worker by the trainer)."""
+        from specflow.train.state import generator_states
+
+        return generator_states(self.kernel_state, prefix)
+
+    def set_rng_states(self, tensors: dict[str, np.ndarray], prefix: str) -> None:
+        from specflow.train.state import set_generator_states
+
+        set_generator_states(self.kernel_state, tensors, prefix)
+
     def resources(self) -> dict[str, list[str]]:
         """Per device, the resources its manager holds (what lives on this task)."""
         return {d.name: sorted(f"{c}/{n}" for (c, n), _ in d.resource_mgr.items()) for d in self.devices}

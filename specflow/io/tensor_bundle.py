@@ -288,9 +288,12 @@ def _read_value(path: str, f, file_size: int, name: str, entry, dtype, shape) ->
     return value
 
 
-def read_bundle(prefix: str) -> dict[str, np.ndarray]:
-    """Every tensor of the bundle at ``prefix``, by name. Strings come back as object arrays of bytes."""
+def read_bundle(prefix: str, names=None) -> dict[str, np.ndarray]:
+    """Every tensor of the bundle at ``prefix`` (or only ``names``, those present: a ps task's
+    restore reads just its own), by name. Strings come back as object arrays of bytes."""
     header, entries = _read_index(prefix)
+    if names is not None:
+        entries = {n: entries[n] for n in names if n in entries}
     checked = {
         name: _check_entry(index_filename(prefix), name, e, header.num_shards) for name, e in entries.items()
     }

@@ -119,7 +119,7 @@ def _restore_v2(ctx, prefix, tensor_names, shape_and_slices):
     names = _strings(ctx, tensor_names, "tensor_names", len(want))
     _check_full_tensors(ctx, _strings(ctx, shape_and_slices, "shape_and_slices", len(want)))
     try:
-        stored = read_bundle(path)
+        stored = read_bundle(path, names)  # only these: a ps task's shard reads its own tensors
     except CheckpointError as e:
         raise ctx.fail(e.format()) from None  # names the file and what is wrong with it
     out = []

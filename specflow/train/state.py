@@ -62,18 +62,25 @@ def restore(session, sr: SaveRestore, tensors: dict[str, np.ndarray], path: str)
     feeds = {}
     tensors = partitioned_restore.fill_missing(tensors, sr.variables)  # across partitionings
     for name, v in sr.variables.items():
-        if name not in tensors:
-            raise CheckpointError(f"checkpoint {path} has no value for variable '{name}' (was the spec changed?)")
-        arr = tensors[name]
-        if arr.dtype != v.dtype.numpy or list(arr.shape) != list(v.shape.as_list()):
-            raise CheckpointError(
-                f"checkpoint {path} holds '{name}' as {arr.dtype}{list(arr.shape)}, but the spec declares "
-                f"{v.dtype.name}{v.shape.as_list()} (was the spec changed?)"
-            )
+        arr = tensors.get(name)
+        check_restored(path, name, v, arr)
         feeds[sr.feeds[name]] = arr
     session.run([], feeds, targets=[sr.restore_op])
     set_rng_states(session, {k: v for k, v in tensors.items() if k.startswith(RNG_PREFIX)})
     return int(tensors[NEXT_BATCH]) if NEXT_BATCH in tensors else None
+
+
+def check_restored(path: str, name: str, v: VariableInfo, arr, shape=None) -> None:
+    """CheckpointError unless ``arr`` (checkpoint ``path``'s value for variable ``v``; None when
+    absent; ``shape`` when only its dtype is known) fits the declared dtype and shape."""
+    if arr is None:
+        raise CheckpointError(f"checkpoint {path} has no value for variable '{name}' (was the spec changed?)")
+    shape = list(arr.shape) if shape is None else list(shape)
+    if arr.dtype != v.dtype.numpy or shape != list(v.shape.as_list()):
+        raise CheckpointError(
+            f"checkpoint {path} holds '{name}' as {arr.dtype}{shape}, but the spec declares "
+            f"{v.dtype.name}{v.shape.as_list()} (was the spec changed?)"
+        )
 
 
 # --- random generators ---------------------------------------------------------------------
@@ -82,25 +89,35 @@ def restore(session, sr: SaveRestore, tensors: dict[str, np.ndarray], path: str)
 def rng_states(session) -> dict[str, np.ndarray]:
     """Each random op's PCG64 state as six uint64 words (128-bit state and increment split in
     halves, then the buffered-uint32 flag and value)."""
+    return generator_states(session.kernel_state)
+
+
+def generator_states(kernel_state: dict[str, dict], prefix: str = RNG_PREFIX) -> dict[str, np.ndarray]:
+    """``rng_states`` of a kernel-state map (a Session's, or a cluster task's)."""
     out = {}
-    for node, state in session.kernel_state.items():
+    for node, state in list(kernel_state.items()):  # a task may be running steps meanwhile
         rng = state.get("rng")
         if rng is None:
             continue
         s = rng.bit_generator.state
         words = [s["state"]["state"] >> 64, s["state"]["state"] & _M64, s["state"]["inc"] >> 64,
                  s["state"]["inc"] & _M64, s["has_uint32"], s["uinteger"]]
-        out[RNG_PREFIX + node] = np.array(words, dtype=np.uint64)
+        out[prefix + node] = np.array(words, dtype=np.uint64)
     return out
 
 
 def set_rng_states(session, tensors: dict[str, np.ndarray]) -> None:
+    set_generator_states(session.kernel_state, tensors)
+
+
+def set_generator_states(kernel_state: dict[str, dict], tensors: dict[str, np.ndarray],
+                         prefix: str = RNG_PREFIX) -> None:  # fmt: skip
     for key, words in tensors.items():
         w = [int(x) for x in np.asarray(words, dtype=np.uint64)]
         bg = np.random.PCG64()
         bg.state = {"bit_generator": "PCG64", "state": {"state": (w[0] << 64) | w[1], "inc": (w[2] << 64) | w[3]},
                     "has_uint32": w[4], "uinteger": w[5]}
-        session.kernel_state.setdefault(key[len(RNG_PREFIX):], {})["rng"] = np.random.Generator(bg)
+        kernel_state.setdefault(key[len(prefix):], {})["rng"] = np.random.Generator(bg)
 
 
 _M64 = (1 << 64) - 1

@@ -137,3 +137,36 @@ def cluster_json(cstep, cluster) -> str:
 def cluster_dot(cstep) -> str:
     """The per-device clusters of ``placement_dot``, each labelled with its task."""
     return placement_dot(cstep.compiled)
+
+
+def training_renderable(plan, title: str) -> Group:
+    """The training step of ``train --cluster`` (``distributed/training_plan.py``): worker 0's
+    replica placed, where each variable and slot lives, and every worker's traffic per step."""
+    from specflow.distributed.training_plan import plan_json
+
+    data = plan_json(plan)
+    where = Table(title=f"training ({plan.mode}, {plan.strategy} placement, batch {plan.batch_size}): "
+                        "variables and slots on the ps tasks", header_style="bold")  # fmt: skip
+    for col in ("ps task", "variables and slots", "bytes"):
+        where.add_column(col)
+    for task, p in data["ps_tasks"].items():
+        where.add_row(Text(task), Text(", ".join(p["variables"])), _fmt_bytes(p["bytes"]))
+    traffic = Table(title="each worker's step (pulls variables, pushes gradients)", header_style="bold")
+    for col in ("worker", "pulled/step", "pushed/step"):
+        traffic.add_column(col)
+    for w in data["workers"]:
+        traffic.add_row(Text(w["task"]), *("?" if b is None else _fmt_bytes(b)
+                                           for b in (w["bytes_pulled_per_step"], w["bytes_pushed_per_step"])))  # fmt: skip
+    parts = [cluster_renderable(plan.first, plan.cluster, f"{title}: worker 0's training step"), where, traffic]
+    if data["apply_step_cross_task_bytes"] is not None:
+        parts.append(Text(f"sync: the chief applies the average on the ps tasks, "
+                          f"{_fmt_bytes(data['apply_step_cross_task_bytes'])} between tasks per step", style="bold"))  # fmt: skip
+    return Group(*parts)
+
+
+def training_json(plan) -> str:
+    from specflow.distributed.training_plan import plan_json
+
+    data = json.loads(cluster_json(plan.first, plan.cluster))
+    data["training"] = plan_json(plan)
+    return json.dumps(data, indent=2)

@@ -86,6 +86,8 @@ def test_sync_lost_ps_restores_the_latest_checkpoint(cluster, tmp_path, undistur
     (r,) = trainer.recoveries
     assert r["tasks"] == [PS] and r["step_after"] == 20 and r["step_before"] >= 30  # back to model.ckpt-20
     assert r["seconds"] < 10
+    # each worker checked the model was ready before its first step, and again after the restore
+    assert sorted(k for k, _ in trainer.ready_waits) == [0, 0, 1, 1], trainer.ready_waits
     _check_finished(spec, tmp_path, result, undisturbed)
 
 
@@ -105,11 +107,11 @@ def test_lost_ps_during_a_checkpoint_save(cluster, tmp_path, undisturbed, monkey
     original = sharded_checkpoint.ShardedSaver.write
     killed = []
 
-    def write(self, session, prefix, next_batch):
+    def write(self, session, prefix, next_batch, *args):
         if next_batch >= 40 and not killed:  # the ps dies as the save step runs
             killed.append(next_batch)
             os.kill(listener.trainer.cluster.infos[PS]["pid"], signal.SIGKILL)
-        return original(self, session, prefix, next_batch)
+        return original(self, session, prefix, next_batch, *args)
 
     monkeypatch.setattr(sharded_checkpoint.ShardedSaver, "write", write)
     trainer, result = _run(spec, tmp_path, cluster, listener)

@@ -96,6 +96,7 @@ def test_async_trains_on_both_workers_and_the_checkpoint_loads_locally(tasks, tm
     assert result.step == 150  # exactly the steps asked for, whichever worker ran them
     assert all(n > 10 for n in trainer.worker_steps), trainer.worker_steps
     assert sum(trainer.worker_steps) == 150
+    assert sorted(k for k, _ in trainer.ready_waits) == [0, 1]  # each checked the model was ready first
     path, metrics = evaluate_checkpoint(spec, tmp_path)
     assert path.endswith("model.ckpt-150")
     assert metrics["accuracy"] > 0.85 and abs(metrics["accuracy"] - result.eval_metrics["accuracy"]) < 1e-6
@@ -197,3 +198,89 @@ def test_sigterm_on_the_client_saves_and_stops_every_task(tmp_path):
     assert proc.returncode == 0, err
     stopped = int(re.search(r"0 → (\d+) \(interrupt\)", out).group(1))
     assert (logdir / f"model.ckpt-{stopped}.index").exists()
+
+
+def test_replicas_wait_until_the_chief_is_ready_and_again_after_the_ps_lost_its_variables(tasks, tmp_path):
+    """SessionManager's protocol: a replica that checks before the chief initialized waits, and
+    starts within a poll of readiness; tasks that lost their variables (a recreated ps) make it
+    wait again until the chief restored them (per ps, from a sharded checkpoint)."""
+    import threading
+    import time
+
+    from specflow.distributed.readiness import Readiness
+    from specflow.distributed.replicas import ReplicaAssignment, replica_sessions
+    from specflow.distributed.sharded_checkpoint import ShardedSaver
+
+    spec = _spec(steps=2)
+    g = build_training_graph(spec, spec.train, None)
+    sr = state.add_save_restore(g.builder, g.variables)
+    a = ReplicaAssignment(tasks.spec, "/job:worker/replica:0/task:0")
+    a.update(g.builder.graph_def)
+    saver = ShardedSaver(g.builder, sr, {n: a.by_node[v.handle] for n, v in sr.variables.items()})
+    ready = Readiness(g.builder, list(sr.variables.values()))
+    chief, _, replica = replica_sessions(g.graph_def, tasks, spec.model.seed, "greedy")
+    train, _ = load_split(spec, spec.train)
+    batch = ShardBatches(select(train, spec.train.data.feeds), 1, 2, batch_size=16, seed=0).batch(0)
+    try:
+        assert ready.uninitialized(replica) == ready.names  # nothing there yet
+
+        def replica_waits_then_steps(out):
+            out["waited"] = ready.wait(lambda: replica)
+            out["at"] = time.monotonic()
+            out["kernel"] = replica.run(sr.reads["hidden/kernel"])  # as the replica first sees it
+            out["loss"] = replica.run(g.loss, batch, targets=[g.train_op])  # fails on an uninitialized variable
+
+        first: dict = {}
+        t = threading.Thread(target=replica_waits_then_steps, args=(first,))
+        t.start()
+        time.sleep(0.4)
+        ready.prepare(chief, g.init_op)
+        done = time.monotonic()
+        t.join(30)
+        assert first["waited"] > 0.15 and first["at"] - done < 0.5 and np.isfinite(first["loss"]), first
+
+        saver.write(chief, str(tmp_path / "ckpt-1"), 1)
+        want = chief.run(sr.reads["hidden/kernel"])
+        tasks.reset()  # every task loses its variables, as a recreated ps does
+        assert ready.uninitialized(replica) == ready.names
+        again: dict = {}
+        t = threading.Thread(target=replica_waits_then_steps, args=(again,))
+        t.start()
+        time.sleep(0.3)
+        ready.prepare(chief, g.init_op, restore=lambda s: saver.restore(s, str(tmp_path / "ckpt-1")))
+        done = time.monotonic()
+        t.join(30)
+        assert again["waited"] > 0.1 and again["at"] - done < 0.5, again
+        # The restore ran on the ps tasks: RestoreV2 sits with the variables it assigns.
+        nodes = {n.name: n for n in g.graph_def.nodes}
+        assert {nodes[op.rsplit("/", 1)[0] + "/RestoreV2"].device for op in saver.restore_ops} == {
+            "/job:ps/replica:0/task:0", "/job:ps/replica:0/task:1"}
+        np.testing.assert_array_equal(again["kernel"], want)  # restored before the replica saw it
+    finally:
+        for s in (chief, replica):
+            s.close()
+
+
+DROPOUT = DIGITS.replace("  logits: {layer: dense, inputs: [hidden], units: 10}",
+                         "  drop: {layer: dropout, inputs: [hidden], rate: 0.3}\n"
+                         "  logits: {layer: dense, inputs: [drop], units: 10}")  # fmt: skip
+
+
+def test_a_resumed_sync_run_continues_every_workers_random_stream(tasks, tmp_path):
+    """3 steps, checkpoint, fresh tasks, resume to 6 == 6 uninterrupted steps (dropout on both
+    workers: their generators' states are in the checkpoint)."""
+    text = DROPOUT.replace("  steps: 2000", "  steps: 6\n  distributed: {mode: sync}")
+    spec = load_spec_text(text.replace("every_steps: 200", "every_steps: 1000"), "digits_mlp.yaml")
+    _train(spec, tmp_path / "straight", tasks)
+    tasks.reset()
+    _train(spec, tmp_path / "resumed", tasks, steps=3)
+    from specflow.io.tensor_bundle import read_bundle_index
+
+    keys = [k for k in read_bundle_index(str(tmp_path / "resumed" / "model.ckpt-3")) if "/rng/" in k]
+    assert {k.split("/")[1] for k in keys} == {"replica_0", "replica_1"}, keys
+    tasks.reset()  # fresh generators: only the checkpoint can give them their states back
+    assert _train(spec, tmp_path / "resumed", tasks, steps=6, resume=True).start_step == 3
+    names = ["hidden/kernel", "hidden/bias", "logits/kernel", "logits/bias", "hidden/kernel/Adam"]
+    want, got = _weights(tmp_path / "straight", names), _weights(tmp_path / "resumed", names)
+    for n in names:
+        np.testing.assert_allclose(got[n], want[n], atol=1e-6, rtol=0, err_msg=n)

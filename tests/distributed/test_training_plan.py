@@ -1,0 +1,52 @@
+"""inspect --cluster --placed on a spec with train: shows the training step as train --cluster
+places it (no Ray: run in a fresh interpreter to prove it is never imported)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+DIGITS = Path(__file__).resolve().parents[2] / "models" / "digits_mlp.yaml"
+
+SCRIPT = """
+import sys
+from typer.testing import CliRunner
+from specflow.cli import app
+r = CliRunner().invoke(app, sys.argv[1:])
+assert r.exit_code == 0, r.output
+assert "ray" not in sys.modules, "inspect imported Ray"
+sys.stdout.write(r.output)
+"""
+
+
+def _inspect(*args: str) -> str:
+    r = subprocess.run([sys.executable, "-c", SCRIPT, "inspect", *args], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    return r.stdout
+
+
+def test_inspect_shows_the_training_steps_placement_and_traffic(tmp_path):
+    sync = tmp_path / "digits.yaml"
+    sync.write_text(DIGITS.read_text().replace("  steps: 2000", "  steps: 2000\n  distributed: {mode: sync}"))
+    data = json.loads(_inspect(str(sync), "--cluster", "local:ps=2,worker=2", "--format", "json"))
+    t = data["training"]
+    assert t["mode"] == "sync" and t["batch_size"] == 64
+    where = {n: v["task"] for n, v in t["variables"].items()}
+    ps0, ps1 = "/job:ps/replica:0/task:0", "/job:ps/replica:0/task:1"
+    # greedy by bytes: the big kernel alone on ps 0, with its Adam slots and sync's gradient slots
+    assert {n for n, w in where.items() if w == ps0} == {
+        "hidden/kernel", "hidden/kernel/Adam", "hidden/kernel/Adam_1",
+        "sync_replicas/hidden/kernel/grad_0", "sync_replicas/hidden/kernel/grad_1"}, where
+    assert where["global_step"] == ps1 and where["sync_replicas/step_1"] in (ps0, ps1)
+    weights = (64 * 128 + 128 + 128 * 10 + 10) * 4
+    for w in t["workers"]:  # each worker reads every weight and sends back a gradient of each
+        assert weights <= w["bytes_pulled_per_step"] < weights + 1024, w
+        assert weights <= w["bytes_pushed_per_step"] < weights + 1024, w
+    assert t["apply_step_cross_task_bytes"] is not None
+    # worker 0's push step touches its gradient slot on ps 0, not the Adam slots (the apply does)
+    assert data["tasks"][0]["variables"] == ["hidden/kernel", "sync_replicas/hidden/kernel/grad_0"]
+
+    table = _inspect(str(DIGITS), "--cluster", "local:ps=1,worker=2")
+    assert "worker 0's training step" in table and "pulled/step" in table and "hidden/kernel/Adam" in table
