@@ -13,8 +13,9 @@ specflow's rows alone; run it in a venv with the peers, specflow from the checko
     ... -m benchmarks.peers --baseline TREE     # specflow from TREE vs this tree, A/B
 
 Every side gets the same weights (specflow's initial values) and batches, and one thread: the
-BLAS/OpenMP variables are set before numpy or a peer is imported, TF's intra/inter-op pools,
-torch.set_num_threads and ORT's session options are pinned, and all of it is printed. Sides run
+BLAS/OpenMP variables are set before numpy or a peer is imported, specflow's Session has one
+inter-op thread, TF's intra/inter-op pools, torch.set_num_threads and ORT's session options are
+pinned, and all of it is printed. Sides run
 in interleaved rounds (the order rotating every round), each round timing enough calls for
 ~20 ms; times are medians of the rounds, ratios medians of the per-round ratios. Outputs are
 checked to agree before timing (inference probabilities on every side; the RNN's first loss).
@@ -89,7 +90,7 @@ def load_peers(wanted) -> dict:
 def thread_report(peers) -> list[str]:
     from benchmarks.timing import blas_info
 
-    lines = [f"numpy {np.__version__} BLAS: {blas_info()}"]
+    lines = [f"numpy {np.__version__} BLAS: {blas_info()}", "specflow: Session inter_op_threads=1 (one kernel at a time)"]
     if "tf" in peers:
         tf = peers["tf"]
         lines.append(f"tensorflow {tf.__version__}: intra_op={tf.config.threading.get_intra_op_parallelism_threads()} "

@@ -34,7 +34,7 @@ class SpecflowModel:
 
         self.spec = load_spec(str(path))
         self.tg = build_training_graph(self.spec, self.spec.train, None)
-        self.sess = Session(self.tg.graph_def, SessionConfig(devices="cpu:1", graph_seed=0))
+        self.sess = Session(self.tg.graph_def, SessionConfig(devices="cpu:1", graph_seed=0, inter_op_threads=1))
         self.sess.run([], targets=[self.tg.init_op])
         model_vars = self.spec.lowered.variables
         values = self.sess.run([v.read for v in model_vars])
@@ -83,7 +83,7 @@ def specflow_chain():
     h = b.add_op("Placeholder", [], {"dtype": dtypes.float32, "shape": [1]}, name="x").name
     for i in range(CHAIN):
         h = b.add_op("Sin", [h], name=f"n{i}").name
-    sess = Session(b.graph_def, SessionConfig(devices="cpu:1"))
+    sess = Session(b.graph_def, SessionConfig(devices="cpu:1", inter_op_threads=1))
     feed = {"x": np.full(1, 0.5, np.float32)}
     return sess, lambda: sess.run(h, feed)
 
