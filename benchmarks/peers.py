@@ -25,10 +25,11 @@ from __future__ import annotations
 
 import os
 
-for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "TF_NUM_INTRAOP_THREADS",
-             "TF_NUM_INTEROP_THREADS"):
-    os.environ[_var] = "1"  # before any import that starts a thread pool
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+ONE_THREAD = {v: "1" for v in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
+                               "TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS")}
+if __name__ == "__main__":  # run as a script: before any import that starts a thread pool
+    os.environ.update(ONE_THREAD)
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import argparse  # noqa: E402
 import json  # noqa: E402
@@ -286,6 +287,7 @@ def _child(args: list[str], tree: str | None = None) -> dict:
     """This script's --json output in a fresh process (specflow from ``tree`` when given)."""
     root = str(Path(__file__).resolve().parent.parent)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env.update(ONE_THREAD)  # the child imports numpy (specflow) before this module's own setting
     # specflow is imported from ``tree`` first; benchmarks (this script) then from this checkout.
     code = (f"import sys; sys.path.insert(0, {tree or root!r}); import specflow; sys.path.insert(0, {root!r}); "
             f"import runpy; sys.argv = ['peers', '--json', *{args!r}]; "
