@@ -91,3 +91,57 @@ def test_conv_and_its_gradients_through_a_session_across_steps(cin, padding, str
             np.testing.assert_allclose(got_y, want_y, rtol=1e-5, atol=1e-5)
             np.testing.assert_allclose(got_dx, want_dx, rtol=1e-5, atol=1e-5)
             np.testing.assert_allclose(got_df, want_df, rtol=1e-5, atol=1e-4)
+
+
+@pytest.mark.parametrize("seed", range(5))
+@pytest.mark.parametrize("c", [4, 17])  # the strided-view im2col; the per-tap input gradient at 17
+def test_batch_blocks_give_the_whole_batch_results(seed, c, monkeypatch):
+    """Forward, filter and input gradients computed in batch blocks (as large batches are)
+    equal the one-block results, over random strides, dilations and paddings."""
+    rng = np.random.default_rng(seed * 7 + c)
+    spatial, win = _geometry(rng, 2)
+    x = rng.standard_normal((7, *spatial, c))
+    o = 3
+    f = rng.standard_normal((*win.ksize, c, o))
+    dy = rng.standard_normal((7, *win.out, o))
+    whole = [slice(0, 7)]
+    want_y = wn.correlate(np, x, f, win, whole)
+    want_df = wn.filter_grad(np, x, dy, win, whole)
+    want_dx = wn.conv_input_grad(np, dy, f, x.shape, win)
+    monkeypatch.setattr(wn, "BLOCK_BYTES", 64)  # a few images per block at most
+    blocks = wn.batch_blocks(x, win)
+    if win.ksize[-1] * c >= 8 and 0 not in win.out:
+        assert len(blocks) > 1 and blocks[-1].stop == 7
+    state: dict = {}
+    for _ in range(2):  # again on the kept buffers
+        np.testing.assert_allclose(wn.correlate(np, x, f, win, blocks, state), want_y, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(wn.filter_grad(np, x, dy, win, blocks, state), want_df, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(wn.conv_input_grad(np, dy, f, x.shape, win, state), want_dx, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(want_y.reshape(-1, o), wn.im2col(np, x, win).reshape(-1, f.size // o) @ f.reshape(-1, o))
+
+
+def test_a_large_conv_runs_in_blocks_through_its_kernels(monkeypatch):
+    """Conv2D and Conv2DBackpropFilter take the blocked path for a large im2col (NHWC and NCHW)."""
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((6, 5, 5, 8)).astype(np.float32)
+    f = rng.standard_normal((3, 3, 8, 4)).astype(np.float32)
+    dy = rng.standard_normal((6, 5, 5, 4)).astype(np.float32)
+    attrs = {"strides": [1, 1, 1, 1], "padding": "SAME"}
+    want_y = evaluate_op("Conv2D", [x, f], **attrs)[0]
+    want_df = evaluate_op("Conv2DBackpropFilter", [x, np.array(f.shape, np.int32), dy], **attrs)[0]
+    monkeypatch.setattr(wn, "BLOCK_BYTES", 4096)
+    win = _window_of(x, f)
+    assert len(wn.batch_blocks(x, win)) > 1
+    nchw = {**attrs, "data_format": "NCHW"}
+    for fmt_x, fmt_dy, fmt_attrs, back in ((x, dy, attrs, lambda t: t), (x.transpose(0, 3, 1, 2), dy.transpose(0, 3, 1, 2), nchw,
+                                                                       lambda t: t.transpose(0, 2, 3, 1))):
+        y = evaluate_op("Conv2D", [fmt_x, f], **fmt_attrs)[0]
+        np.testing.assert_allclose(back(y), want_y, rtol=1e-5, atol=1e-5)
+        df = evaluate_op("Conv2DBackpropFilter", [fmt_x, np.array(f.shape, np.int32), fmt_dy], **fmt_attrs)[0]
+        np.testing.assert_allclose(df, want_df, rtol=1e-5, atol=1e-4)
+
+
+def _window_of(x, f):
+    from specflow.ops.window import _Window
+
+    return _Window(f.shape[:2], (1, 1), (1, 1), x.shape[1:3], ((1, 1), (1, 1)))
