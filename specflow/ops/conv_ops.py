@@ -217,11 +217,7 @@ SHARE_MAX_BYTES = 256 << 20  # larger ones are rebuilt rather than held from for
 def _conv2d(ctx, x, f):
     xp, fmt = ctx.xp, ctx.attrs["data_format"]
     win, _ = _conv_window(ctx, x.shape, f.shape)
-    x_nhwc = _to_nhwc(x, fmt)
-    blocks = wn.batch_blocks(x_nhwc, win)
-    if len(blocks) > 1:  # a large im2col: built block by block, so nothing to share either
-        return _from_nhwc(wn.correlate(xp, x_nhwc, f, win, blocks, ctx.state), fmt)
-    cols = wn.im2col(xp, x_nhwc, win, ctx.state)
+    cols = wn.im2col(xp, _to_nhwc(x, fmt), win, ctx.state)
     n, oh, ow, k = cols.shape
     out = xp.matmul(cols.reshape(n * oh * ow, k), f.reshape(k, f.shape[3]))
     if ctx.node.attrs.get(SHARE_ATTR) and cols.nbytes <= SHARE_MAX_BYTES:
@@ -283,11 +279,7 @@ def _conv2d_backprop_filter(ctx, x, filter_sizes, dy):
     if shared is not None and shared[0] is x:
         cols, owner = shared[1], shared[2]
     else:
-        x_nhwc = _to_nhwc(x, fmt)
-        blocks = wn.batch_blocks(x_nhwc, win)
-        if len(blocks) > 1:
-            return wn.filter_grad(xp, x_nhwc, _to_nhwc(dy, fmt), win, blocks, ctx.state).reshape(sizes)
-        cols, owner = wn.im2col(xp, x_nhwc, win, ctx.state), ctx.state
+        cols, owner = wn.im2col(xp, _to_nhwc(x, fmt), win, ctx.state), ctx.state
     n, oh, ow, k = cols.shape
     dy = _to_nhwc(dy, fmt).reshape(n * oh * ow, sizes[3])
     grad = xp.matmul(cols.reshape(n * oh * ow, k).T, dy).reshape(sizes)

@@ -183,50 +183,6 @@ def im2col(xp, x, win: _Window, state=None):
     return cols.reshape(n, *win.out, k * c)
 
 
-# An im2col block this size stays in a core's L2 cache while its matmul reads it. A whole
-# batch's im2col (9 MB for a 3x3 conv of 16 channels at batch 1024) streams through memory
-# twice, written then read: ~40 % slower per conv on the 2-core VM than blocks of this size.
-BLOCK_BYTES = 512 << 10
-
-
-def batch_blocks(x, win: _Window) -> list[slice]:
-    """Slices of x's batch whose im2col blocks are about BLOCK_BYTES; one slice (the whole
-    batch) where the im2col is small or built per tap (few channels: there Python's per-tap
-    work per block costs more than the cache saves)."""
-    n, c = x.shape[0], x.shape[-1]
-    per_image = int(np.prod(win.out)) * int(np.prod(win.ksize)) * c * x.dtype.itemsize
-    if win.ksize[-1] * c < 8 or n * per_image <= 2 * BLOCK_BYTES:
-        return [slice(0, n)]
-    step = max(1, BLOCK_BYTES // max(per_image, 1))
-    return [slice(s, min(s + step, n)) for s in range(0, n, step)]
-
-
-def correlate(xp, x, f, win: _Window, blocks: list[slice], state=None):
-    """x [N, *spatial, C] correlated with f [*ksize, C, O] (a convolution's forward), one
-    im2col block and one matmul per slice of ``blocks``, into one output."""
-    o = f.shape[-1]
-    f2 = f.reshape(-1, o)
-    out = xp.empty((x.shape[0], *win.out, o), dtype=xp.result_type(x.dtype, f.dtype))
-    for b in blocks:
-        cols = im2col(xp, x[b], win, state)
-        xp.matmul(cols.reshape(-1, f2.shape[0]), f2, out=out[b].reshape(-1, o))
-        give(state, "im2col", cols)
-    return out
-
-
-def filter_grad(xp, x, dy, win: _Window, blocks: list[slice], state=None):
-    """The gradient of ``correlate`` w.r.t. its filter, [K * C, O]: the blocks' im2col^T @ dy
-    added up."""
-    o = dy.shape[-1]
-    grad = None
-    for b in blocks:
-        cols = im2col(xp, x[b], win, state)
-        part = xp.matmul(cols.reshape(-1, cols.shape[-1]).T, dy[b].reshape(-1, o))
-        give(state, "im2col", cols)
-        grad = part if grad is None else xp.add(grad, part, out=grad)
-    return grad
-
-
 def scatter(xp, shape: Dims, win: _Window, dtype, parts: Iterable):
     """The gradient w.r.t. a channels-last input of ``shape``: the k-th of ``parts`` (shaped
     like the output) is added where the k-th window offset reads; padding gets nothing."""
@@ -333,17 +289,12 @@ def conv_input_grad(xp, dy, f, shape: Dims, win: _Window, state=None):
         return grad
     grad = xp.zeros(tuple(shape), dtype=dy.dtype)
     taps_f = f.reshape(k, cin, o)
-    ts = [t for t in taps(win, shape[1:-1]) if not t.empty]
-    # Batch blocks whose dy and per-tap product stay in cache across the taps (as in correlate).
-    per_image = int(np.prod(win.out)) * (o + cin) * dy.dtype.itemsize
-    step = max(1, BLOCK_BYTES // max(per_image, 1)) if dy.shape[0] * per_image > 2 * BLOCK_BYTES else dy.shape[0]
-    for s in range(0, dy.shape[0], step) if dy.shape[0] else ():
-        d = dy[s : s + step]
-        d2, g = d.reshape(-1, o), grad[s : s + step]
-        buf = take(xp, state, "dx_tap", (d2.shape[0], cin), dy.dtype)
-        for t in ts:
-            xp.matmul(d2, taps_f[t.index].T, out=buf)
-            part = buf.reshape(*d.shape[:-1], cin)
-            g[(_ALL, *t.inp)] += part if t.full else part[(_ALL, *t.out)]
-        give(state, "dx_tap", buf)
+    buf = take(xp, state, "dx_tap", (dy2.shape[0], cin), dy.dtype)
+    for t in taps(win, shape[1:-1]):
+        if t.empty:
+            continue
+        xp.matmul(dy2, taps_f[t.index].T, out=buf)
+        part = buf.reshape(*dy.shape[:-1], cin)
+        grad[(_ALL, *t.inp)] += part if t.full else part[(_ALL, *t.out)]
+    give(state, "dx_tap", buf)
     return grad
