@@ -107,9 +107,10 @@ register_op(
 def _conv3d(ctx, x, f):
     xp, fmt = ctx.xp, ctx.attrs["data_format"]
     win, _ = _conv_window(ctx, x.shape, f.shape)
-    cols = wn.im2col(xp, _to_last(x, fmt), win)
+    cols = wn.im2col(xp, _to_last(x, fmt), win, ctx.state)
     k, o = cols.shape[-1], f.shape[4]
     out = xp.matmul(cols.reshape(-1, k), f.reshape(k, o))
+    wn.give(ctx.state, "im2col", cols)
     return _from_last(out.reshape(*cols.shape[:4], o), fmt)
 
 
@@ -134,7 +135,7 @@ def _conv3d_backprop_input(ctx, input_sizes, f, dy):
     xp, fmt = ctx.xp, ctx.attrs["data_format"]
     sizes = cv._sizes_input(ctx, input_sizes, "input_sizes", rank=5)
     win = _backprop_window(ctx, sizes, f.shape, dy.shape)
-    return _from_last(wn.conv_input_grad(xp, _to_last(dy, fmt), f, _last_dims(sizes, fmt), win), fmt)
+    return _from_last(wn.conv_input_grad(xp, _to_last(dy, fmt), f, _last_dims(sizes, fmt), win, ctx.state), fmt)
 
 
 def _backprop_filter_shape(ic: InferenceContext) -> list[Shape]:
@@ -158,9 +159,11 @@ def _conv3d_backprop_filter(ctx, x, filter_sizes, dy):
     xp, fmt = ctx.xp, ctx.attrs["data_format"]
     sizes = cv._sizes_input(ctx, filter_sizes, "filter_sizes", rank=5)
     win = _backprop_window(ctx, x.shape, sizes, dy.shape)
-    cols = wn.im2col(xp, _to_last(x, fmt), win)
+    cols = wn.im2col(xp, _to_last(x, fmt), win, ctx.state)
     k = cols.shape[-1]
-    return xp.matmul(cols.reshape(-1, k).T, _to_last(dy, fmt).reshape(-1, sizes[4])).reshape(sizes)
+    grad = xp.matmul(cols.reshape(-1, k).T, _to_last(dy, fmt).reshape(-1, sizes[4])).reshape(sizes)
+    wn.give(ctx.state, "im2col", cols)
+    return grad
 
 
 gu.conv_gradients("Conv3D", "Conv3DBackpropInputV2", "Conv3DBackpropFilterV2", sizes_attrs=("Tshape",))

@@ -217,12 +217,15 @@ SHARE_MAX_BYTES = 256 << 20  # larger ones are rebuilt rather than held from for
 def _conv2d(ctx, x, f):
     xp, fmt = ctx.xp, ctx.attrs["data_format"]
     win, _ = _conv_window(ctx, x.shape, f.shape)
-    cols = wn.im2col(xp, _to_nhwc(x, fmt), win, ctx.empty)
-    if ctx.node.attrs.get(SHARE_ATTR) and cols.nbytes <= SHARE_MAX_BYTES:
-        ctx.extras[("im2col", ctx.node.name)] = (x, cols)  # (held here, no buffer is reused)
+    cols = wn.im2col(xp, _to_nhwc(x, fmt), win, ctx.state)
     n, oh, ow, k = cols.shape
     out = ctx.empty((n * oh * ow, f.shape[3]), cols.dtype)
     xp.matmul(cols.reshape(n * oh * ow, k), f.reshape(k, f.shape[3]), out=out)
+    if ctx.node.attrs.get(SHARE_ATTR) and cols.nbytes <= SHARE_MAX_BYTES:
+        # The filter gradient gives the buffer back to this kernel's state when done with it.
+        ctx.extras[("im2col", ctx.node.name)] = (x, cols, ctx.state)
+    else:
+        wn.give(ctx.state, "im2col", cols)
     return _from_nhwc(out.reshape(n, oh, ow, f.shape[3]), fmt)
 
 
@@ -247,7 +250,8 @@ def _conv2d_backprop_input(ctx, input_sizes, f, dy):
     xp, fmt = ctx.xp, ctx.attrs["data_format"]
     sizes = _sizes_input(ctx, input_sizes, "input_sizes")
     win = _conv_backprop_window(ctx, sizes, f.shape, dy.shape)
-    return _from_nhwc(wn.conv_input_grad(xp, _to_nhwc(dy, fmt), f, _nhwc_dims(sizes, fmt), win, ctx.empty), fmt)
+    return _from_nhwc(wn.conv_input_grad(xp, _to_nhwc(dy, fmt), f, _nhwc_dims(sizes, fmt), win, ctx.state,
+                                         ctx.empty), fmt)  # fmt: skip
 
 
 def _backprop_filter_shape(ic: InferenceContext) -> list[Shape]:
@@ -274,10 +278,15 @@ def _conv2d_backprop_filter(ctx, x, filter_sizes, dy):
     source = ctx.node.attrs.get(FROM_ATTR)
     shared = ctx.extras.pop(("im2col", source), None) if source else None
     # The same array the forward kernel read (another iteration's or step's x is not).
-    cols = shared[1] if shared is not None and shared[0] is x else wn.im2col(xp, _to_nhwc(x, fmt), win, ctx.empty)
+    if shared is not None and shared[0] is x:
+        cols, owner = shared[1], shared[2]
+    else:
+        cols, owner = wn.im2col(xp, _to_nhwc(x, fmt), win, ctx.state), ctx.state
     n, oh, ow, k = cols.shape
     dy = _to_nhwc(dy, fmt).reshape(n * oh * ow, sizes[3])
-    return xp.matmul(cols.reshape(n * oh * ow, k).T, dy).reshape(sizes)
+    grad = xp.matmul(cols.reshape(n * oh * ow, k).T, dy).reshape(sizes)
+    wn.give(owner, "im2col", cols)
+    return grad
 
 
 # Conv2D is bilinear in (input, filter): each of the three ops' gradients is one of the

@@ -19,6 +19,7 @@ from specflow.graph.shapes import Shape
 from specflow.ops import buffers
 from specflow.ops import grad_util as gu
 from specflow.ops.inference import InferenceContext, same_shape_inputs, unchanged_shape
+from specflow.ops.leading_sum import sum_leading
 from specflow.ops.registry import gradient, kernel, not_differentiable, register_op
 
 _SELU_ALPHA = 1.6732632423543772848170429916717
@@ -457,6 +458,10 @@ def _bias_add_grad(ctx, dy):
         axes: tuple[int, ...] = (0,)
     else:
         axes = _other_axes(dy.ndim, _bias_axis(ctx, dy))
+    if axes[-1] == dy.ndim - 2:  # channels last: every other axis leads
+        total = sum_leading(ctx.xp, dy, dy.ndim - 1)
+        if total is not None:
+            return total
     if type(dy) is np.ndarray:  # what dy.sum calls, without numpy's Python wrapper
         return np.add.reduce(dy, axes, dy.dtype)
     return dy.sum(axis=axes, dtype=dy.dtype)

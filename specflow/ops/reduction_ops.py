@@ -16,6 +16,7 @@ from specflow.graph import dtypes
 from specflow.graph.shapes import Shape
 from specflow.ops import grad_util as gu
 from specflow.ops.inference import InferenceContext, unchanged_shape
+from specflow.ops.leading_sum import leading, sum_leading
 from specflow.ops.math_ops import FP_STATE, QUIET_FP, _fmt, quiet_fp, require_real, trunc_div
 from specflow.ops.registry import gradient, kernel, not_differentiable, register_op
 
@@ -117,9 +118,10 @@ def _mean(ctx, x, axes, keep):
         # numpy's mean without its Python wrapper, the same rounding: the sum in T (float16: in
         # float32), divided by the count in float64 (an intp), rounded (the caller casts to T).
         acc = xp.float32 if x.dtype.itemsize == 2 else None
-        if type(x) is np.ndarray:  # what x.sum calls, without numpy's Python wrapper
+        total = _leading_total(xp, x, axes, keep)
+        if total is None and type(x) is np.ndarray:  # what x.sum calls, without numpy's Python wrapper
             total = np.add.reduce(x, axes, acc, None, keep)
-        else:
+        elif total is None:
             total = x.sum(axis=axes, keepdims=keep, dtype=acc)
         if x.dtype.kind == "f" and count <= _EXACT_COUNT:
             # Dividing by the count in the sum's type, where it is exact, gives the same
@@ -136,6 +138,19 @@ def _mean(ctx, x, axes, keep):
     return trunc_div(xp, total, xp.asarray(count, dtype=x.dtype))
 
 
+def _leading_total(xp, x, axes, keep):
+    """The sum over leading axes as one matrix-vector product (leading_sum.py), or None."""
+    total = sum_leading(xp, x, leading(axes, x.ndim))
+    if total is not None and keep:
+        total = total.reshape((1,) * len(axes) + total.shape)
+    return total
+
+
+def _sum(ctx, x, axes, keep):
+    total = _leading_total(ctx.xp, x, axes, keep)
+    return total if total is not None else x.sum(axis=axes, keepdims=keep, dtype=x.dtype)
+
+
 def _accumulate(name):
     """Sum/Prod accumulate in T (numpy would widen small ints to int64). The array method skips
     the np.sum wrapper (microseconds, more than a small reduction itself)."""
@@ -148,7 +163,7 @@ def _logical(name):
 
 # name, allowed T (None: bool input), body(ctx, x, axes, keep_dims), doc
 _REDUCTIONS = [
-    ("Sum", "numeric", _accumulate("sum"), "The sum of elements across the given axes."),
+    ("Sum", "numeric", _sum, "The sum of elements across the given axes."),
     ("Prod", "numeric", _accumulate("prod"), "The product of elements across the given axes."),
     ("Mean", "numeric", _mean, "The mean across the given axes; integer means truncate toward zero."),
     ("Max", "real", _extremum("max", _max_identity), "The maximum across the given axes."),

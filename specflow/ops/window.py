@@ -107,14 +107,33 @@ def lowest(dtype) -> float | int:
     return -np.inf if dtype.kind == "f" else np.iinfo(dtype).min
 
 
-def bordered(xp, x, win: _Window, value=0, empty=None):
+def take(xp, state: dict | None, key: str, shape: tuple, dtype):
+    """A buffer for a kernel-internal temporary: the one the kernel used last time (kept in
+    ``state``, its per-node dict that lives across steps) when shape and dtype still fit, else
+    a new one. A multi-MB temporary allocated anew every step is fresh memory each time (mapped,
+    faulted and zeroed by the OS); reusing it skips that. The buffer leaves ``state`` while in
+    use, so two steps running the same kernel at once never share one; ``give`` returns it."""
+    buf = state.pop(key, None) if state is not None else None
+    if buf is None or type(buf) is not xp.ndarray or buf.shape != shape or buf.dtype != dtype:
+        return xp.empty(shape, dtype=dtype)
+    return buf
+
+
+def give(state: dict | None, key: str, buf) -> None:
+    """Return a ``take`` buffer once nothing reads it any more."""
+    if state is not None:
+        state[key] = buf
+
+
+def bordered(xp, x, win: _Window, value=0, state=None):
     """``x`` inside a border of ``value`` as wide as the window's padding: one copy into a
-    fresh buffer whose border strips alone are filled (``x`` itself when nothing is padded).
-    ``empty(shape, dtype)`` allocates it (a kernel's ``ctx.empty``: reused buffers)."""
+    buffer (``take``'s, with ``state``) whose border strips alone are filled (``x`` itself when
+    nothing is padded). Kernel-internal temporaries reuse ``take``'s per-node buffers; kernel
+    outputs come from the executor's arena (``ops/buffers.py``, the ``empty`` arguments)."""
     if not any(a or z for a, z in win.pads):
         return x
     n, *spatial, c = x.shape
-    buf = (empty or xp.empty)((n, *(d + a + z for d, (a, z) in zip(spatial, win.pads)), c), x.dtype)
+    buf = take(xp, state, "bordered", (n, *(d + a + z for d, (a, z) in zip(spatial, win.pads)), c), x.dtype)
     inner = tuple(slice(a, a + d) for d, (a, _) in zip(spatial, win.pads))
     for d, (a, z) in enumerate(win.pads):
         for strip in (slice(0, a), slice(a + spatial[d], a + spatial[d] + z)):
@@ -124,10 +143,10 @@ def bordered(xp, x, win: _Window, value=0, empty=None):
     return buf
 
 
-def windows(xp, x, win: _Window, empty=None):
-    """A read-only strided view [N, *out, *ksize, C] of the bordered input: every output
-    position's window (no copy beyond the border)."""
-    xb = bordered(xp, x, win, empty=empty)
+def windows(xp, x, win: _Window, xb=None):
+    """A read-only strided view [N, *out, *ksize, C] of the bordered input (``xb``, made here
+    when not given): every output position's window (no copy beyond the border)."""
+    xb = bordered(xp, x, win) if xb is None else xb
     n, *spatial, c = xb.shape
     s = xb.strides
     sp = s[1:-1]
@@ -138,20 +157,24 @@ def windows(xp, x, win: _Window, empty=None):
     return xp.lib.stride_tricks.as_strided(xb, shape, strides)
 
 
-def im2col(xp, x, win: _Window, empty=None):
+def im2col(xp, x, win: _Window, state=None):
     """[N, *out, K * C] (K window offsets): each output position's window, flattened in
     (kh, kw, c) order, the order of a [KH, KW, C, O] filter reshaped to [KH * KW * C, O].
     With enough channels one copy of the strided window view (its innermost KW * C elements
     are contiguous); with few, one copy per tap of the rectangle that reads real elements,
-    zeroing only the border strips. ``empty`` as for :func:`bordered`."""
+    zeroing only the border strips. With ``state`` the result is ``take``'s "im2col" buffer
+    (the caller gives it back) and the bordered copy is reused too."""
     n, *spatial, c = x.shape
     k = int(np.prod(win.ksize))
-    empty = empty or xp.empty
     if win.ksize[-1] * c >= 8:
-        cols = empty((n, *win.out, *win.ksize, c), x.dtype)
-        cols[...] = windows(xp, x, win, empty)
+        cols = take(xp, state, "im2col", (n, *win.out, *win.ksize, c), x.dtype)
+        if 0 not in cols.shape:  # (nothing to copy into an empty one)
+            xb = bordered(xp, x, win, state=state)
+            cols[...] = windows(xp, x, win, xb)
+            if xb is not x:
+                give(state, "bordered", xb)
         return cols.reshape(n, *win.out, k * c)
-    cols = empty((n, *win.out, k, c), x.dtype)
+    cols = take(xp, state, "im2col", (n, *win.out, k, c), x.dtype)
     for t in taps(win, spatial):
         dst = cols[(_ALL, *(_ALL,) * len(spatial), t.index)]
         if not t.empty:
@@ -260,25 +283,30 @@ def max_pool_grad_grad(xp, x, y, g, win: _Window):
     return out
 
 
-def conv_input_grad(xp, dy, f, shape: Dims, win: _Window, empty=None):
+def conv_input_grad(xp, dy, f, shape: Dims, win: _Window, state=None, empty=None):
     """The gradient of a convolution w.r.t. its channels-last input of ``shape``, for filter
     ``f`` [*ksize, C, O] and output gradient ``dy`` [N, *out, O]: per tap, dy times that tap's
     [C, O] filter slice, added into the input slice the tap reads. With few input channels one
-    matmul for all taps (a [M, K * C] temporary) beats K thin ones."""
+    matmul for all taps (a [M, K * C] temporary) beats K thin ones. With ``state`` the
+    temporaries are ``take``'s buffers; ``empty`` allocates the result (the arena's)."""
     cin, o = f.shape[-2], f.shape[-1]
     k = f.size // (cin * o)
     dy2 = dy.reshape(-1, o)
     if cin < 16:
-        dcols = xp.matmul(dy2, f.reshape(k * cin, o).T).reshape(*dy.shape[:-1], k * cin)
-        parts = (dcols[..., i * cin : (i + 1) * cin] for i in range(k))
-        return scatter(xp, shape, win, dy.dtype, parts, empty)
+        dcols = take(xp, state, "dcols", (dy2.shape[0], k * cin), dy.dtype)
+        xp.matmul(dy2, f.reshape(k * cin, o).T, out=dcols)
+        full = dcols.reshape(*dy.shape[:-1], k * cin)
+        grad = scatter(xp, shape, win, dy.dtype, (full[..., i * cin : (i + 1) * cin] for i in range(k)), empty)
+        give(state, "dcols", dcols)
+        return grad
     grad = _zeros(xp, tuple(shape), dy.dtype, empty)
     taps_f = f.reshape(k, cin, o)
-    buf = xp.empty((dy2.shape[0], cin), dtype=dy.dtype)
+    buf = take(xp, state, "dx_tap", (dy2.shape[0], cin), dy.dtype)
     for t in taps(win, shape[1:-1]):
         if t.empty:
             continue
         xp.matmul(dy2, taps_f[t.index].T, out=buf)
         part = buf.reshape(*dy.shape[:-1], cin)
         grad[(_ALL, *t.inp)] += part if t.full else part[(_ALL, *t.out)]
+    give(state, "dx_tap", buf)
     return grad

@@ -66,7 +66,11 @@ class StraightLine:
         multi-threaded BLAS already keeps every core busy on one MatMul, and two MatMuls at once
         then contend (the 784-1024-1024-10 training step on 2 cores: 27-30 ms on the dataflow
         loop, 18-21 ms on the line). So both ways are timed, each once at first, then the faster
-        one runs and every PROBE_EVERY steps the slower one again."""
+        one runs and every PROBE_EVERY steps the slower one again. With one inter-op thread
+        there is nothing to run in parallel: the line, always (the dataflow loop would only add
+        a hand-off between threads per node, each a wait for the scheduler on a busy machine)."""
+        if self.device.threads <= 1:
+            return True
         self._mode_steps += 1
         line, flow = self._mode_ns
         if flow < 0:

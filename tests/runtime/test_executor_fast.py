@@ -298,6 +298,20 @@ def test_expensive_nodes_run_in_parallel_when_that_is_faster(dev):
     assert sorted(walls[4:])[2] < 0.05, walls
 
 
+def test_one_inter_op_thread_always_takes_the_straight_line():
+    (one,) = local_devices("cpu:1", threads=1)
+    try:
+        ex = Executor(_diamonds(1), one)
+        ex._note_mode(0, 9_000_000)  # even where the line measured slower
+        ex._note_mode(1, 1_000_000)
+        assert all(ex._pick_line() for _ in range(2 * straight_line.PROBE_EVERY))
+        frame = CallFrame([np.float32(1)], 1)
+        ex.run(frame=frame)
+        assert frame.retvals[0] == np.float32((-1 + 1 + 1) / 3)  # one diamond: (-x + x*x + x) / 3
+    finally:
+        one.shutdown()
+
+
 def test_the_faster_way_runs_and_the_slower_is_probed_now_and_then(dev):
     ex = Executor(_diamonds(1), dev)
     assert ex._pick_line() is False  # nothing measured: the dataflow loop first
