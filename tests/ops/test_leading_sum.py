@@ -3,8 +3,15 @@
 import numpy as np
 import pytest
 
+from specflow.ops import leading_sum
 from specflow.ops.eval import evaluate_op
 from specflow.ops.leading_sum import leading, sum_leading
+
+
+@pytest.fixture(autouse=True)
+def every_size(monkeypatch):
+    """The product on these small arrays too (it serves only large ones by default)."""
+    monkeypatch.setattr(leading_sum, "MIN_ELEMENTS", 0)
 
 
 def _data(shape, dtype=np.float32, seed=0):
@@ -27,6 +34,8 @@ def test_sum_leading_declines_what_it_cannot_do():
     assert sum_leading(np, x.T, 1) is None  # not C-contiguous
     assert sum_leading(np, x[:0], 1) is None  # nothing to sum
     assert sum_leading(np, x, 0) is None and sum_leading(np, x, 2) is None
+    leading_sum.MIN_ELEMENTS = 25  # (the fixture restores it)
+    assert sum_leading(np, x, 1) is None  # 24 elements: numpy's reduction costs less than BLAS's call
     assert leading((0, 1), 3) == 2 and leading((0, 2), 3) == 0 and leading((0, 1, 2), 3) == 0
 
 
