@@ -45,7 +45,7 @@ def sum_leading(xp, x, lead: int):
     """``x`` summed over its first ``lead`` axes (dropped), in x's dtype; None where the
     product does not apply (not float32/float64, not C-contiguous, under MIN_ELEMENTS, or
     ``lead`` not in 1..ndim-1), for the caller's general reduction."""
-    if not 0 < lead < x.ndim or x.dtype not in _FLOATS or x.size < MIN_ELEMENTS or not x.flags.c_contiguous:
+    if not 0 < lead < x.ndim or x.dtype not in _FLOATS or x.size == 0 or x.size < MIN_ELEMENTS or not x.flags.c_contiguous:
         return None
     m = math.prod(x.shape[:lead])
     return xp.matmul(_ones(xp, m, x.dtype), x.reshape(m, -1)).reshape(x.shape[lead:])
