@@ -45,8 +45,9 @@ CASES = [  # label, spec extra, sparse gradients, ps tasks
 ]
 
 
-def step_bytes(extra: str, sparse: bool, ps: int, optimizer: str = "sgd: {learning_rate: 0.1}"):
-    """(tensor -> bytes crossing tasks in one step, ps task -> bytes it receives)."""
+def bag_step(extra: str, sparse: bool, ps: int = 2, optimizer: str = "sgd: {learning_rate: 0.1}"):
+    """(tensor -> bytes crossing tasks in one training step of the bag-of-embeddings model on
+    ``ps`` tasks + 1 worker, measured with a real batch; the compiled cluster step)."""
     spec = load_spec_text(BAG.replace("EXTRA", extra).replace("OPT", optimizer), "bag.yaml")
     tg = build_training_graph(spec, spec.train, None, sparse_gradients=sparse)
     cluster = ClusterSpec({"ps": ps, "worker": 1})
@@ -54,7 +55,12 @@ def step_bytes(extra: str, sparse: bool, ps: int, optimizer: str = "sgd: {learni
                                 targets=[tg.train_op])  # fmt: skip
     rng = np.random.default_rng(0)
     feeds = {"ids": rng.integers(0, 50000, (128, 8)).astype(np.int32), "labels": rng.integers(0, 4, 128).astype(np.int32)}
-    sizes = measured_cross_bytes(tg.graph_def, step, feeds, [tg.train_op], setup=[tg.init_op])
+    return measured_cross_bytes(tg.graph_def, step, feeds, [tg.train_op], setup=[tg.init_op]), step
+
+
+def step_bytes(extra: str, sparse: bool, ps: int, optimizer: str = "sgd: {learning_rate: 0.1}"):
+    """(tensor -> bytes crossing tasks in one step, ps task -> bytes it receives)."""
+    sizes, step = bag_step(extra, sparse, ps, optimizer)
     to_ps: dict[str, int] = {}
     for t in step.cross:
         dst = task_of(t.dst_device)

@@ -22,7 +22,7 @@ import sys
 
 import numpy as np
 
-from scripts.tf_op_parity import RENAMED, _grouped, _tf_attr
+from scripts.tf_op_parity import _grouped, raw_op_kwargs
 from tests.ops.grad_kinks import RECORDED, kink_cases
 
 KINKS = kink_cases()
@@ -71,10 +71,7 @@ def main(only: list[str]) -> int:
                 for i in wrt:
                     tape.watch(consts[i])
                 grouped = _grouped(opdef, bound, consts)
-                kwargs = {**{RENAMED.get((case.op, k), k): v for k, v in grouped.items()},
-                          **{RENAMED.get((case.op, k), k): _tf_attr(v) for k, v in bound.items()
-                             if RENAMED.get((case.op, k), k) in params and k not in {a.name for a in opdef.inputs}}}
-                out = fn(**kwargs)
+                out = fn(**raw_op_kwargs(case.op, opdef, bound, grouped, params))
                 out = list(out) if isinstance(out, (list, tuple)) else [out]
                 loss_tf = tf.add_n([tf.reduce_sum(out[k] * tf.constant(w)) for k, w in weights.items()])
             theirs = tape.gradient(loss_tf, [consts[i] for i in wrt])

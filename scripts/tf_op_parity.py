@@ -35,6 +35,15 @@ def _tf_attr(value):
     return value
 
 
+def raw_op_kwargs(op: str, opdef, bound: dict, grouped: dict, params: set) -> dict:
+    """tf.raw_ops keyword arguments: the grouped inputs and the attrs its function takes, under
+    its Python names (RENAMED)."""
+    inputs = {a.name for a in opdef.inputs}
+    attrs = {RENAMED.get((op, k), k): _tf_attr(v) for k, v in bound.items() if k not in inputs}
+    return {**{RENAMED.get((op, k), k): v for k, v in grouped.items()},
+            **{k: v for k, v in attrs.items() if k in params}}
+
+
 def _grouped(opdef, bound, arrays):
     """The case's flat inputs grouped by the OpDef's args (a list arg takes N arrays)."""
     out, k = {}, 0
@@ -84,9 +93,7 @@ def main(only: list[str]) -> int:
                        for k, v in _grouped(opdef, bound, case.inputs).items()}
         except (TypeError, ValueError):
             continue  # a value TF cannot take from numpy (a TensorList, a resource)
-        kwargs = {**{RENAMED.get((case.op, k), k): v for k, v in grouped.items()},
-                  **{RENAMED.get((case.op, k), k): _tf_attr(v) for k, v in bound.items()
-                     if RENAMED.get((case.op, k), k) in params and k not in {a.name for a in opdef.inputs}}}
+        kwargs = raw_op_kwargs(case.op, opdef, bound, grouped, params)
         try:
             with tf.device("/cpu:0"):
                 theirs = fn(**kwargs)

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
-
 from specflow.distributed import ClusterSpec
 from specflow.distributed.placement import TaskAssignment, compile_cluster_step, task_of
 from specflow.schema.loader import load_spec
@@ -35,38 +33,12 @@ def test_slots_sit_with_their_variable_on_two_ps_tasks():
     assert {where[v.name] for v in tg.trainable} == {"/job:ps/replica:0/task:0", "/job:ps/replica:0/task:1"}
 
 
-BAG = """specflow: 1
-name: bag
-seed: 0
-inputs:
-  ids: {dtype: int32, shape: [null, 8]}
-  labels: {dtype: int32, shape: [null]}
-nodes:
-  emb: {layer: embedding, inputs: [ids], input_dim: 50000, output_dim: 64EXTRA}
-  pooled: {op: Mean, inputs: [emb], axis: 1}
-  logits: {layer: dense, inputs: [pooled], units: 4}
-  loss: {op: Mean, inputs: [{op: SparseSoftmaxCrossEntropyWithLogits, inputs: [logits, labels]}]}
-train:
-  loss: loss
-  optimizer: {sgd: {learning_rate: 0.1}}
-  data: {source: {npz: unused.npz}, feeds: {ids: ids, labels: labels}, batch_size: 128}
-"""
+def bag_step_bytes(extra: str, sparse: bool, ps: int = 2):
+    """Bytes crossing tasks in one training step of the benchmark's bag-of-embeddings model
+    (vocab 50k x 64, batch 128 of 8 ids) on ps tasks + 1 worker, measured with a real batch."""
+    from benchmarks.embedding_bytes import bag_step
 
-
-def bag_step_bytes(extra: str, sparse: bool, ps: int = 2) -> tuple[dict[str, int], object]:
-    """Bytes crossing tasks in one training step of a bag-of-embeddings classifier (vocab 50k x
-    64, batch 128 of 8 ids) on ps tasks + 1 worker, measured with a real batch."""
-    from specflow.distributed.transfer_bytes import measured_cross_bytes
-    from specflow.schema.loader import load_spec_text
-
-    spec = load_spec_text(BAG.replace("EXTRA", extra), "bag.yaml")
-    tg = build_training_graph(spec, spec.train, None, sparse_gradients=sparse)
-    cluster = ClusterSpec({"ps": ps, "worker": 1})
-    step = compile_cluster_step(tg.graph_def, cluster, TaskAssignment(cluster), feeds=["ids", "labels"],
-                                targets=[tg.train_op])  # fmt: skip
-    rng = np.random.default_rng(0)
-    feeds = {"ids": rng.integers(0, 50000, (128, 8)).astype(np.int32), "labels": rng.integers(0, 4, 128).astype(np.int32)}
-    return measured_cross_bytes(tg.graph_def, step, feeds, [tg.train_op], setup=[tg.init_op]), step
+    return bag_step(extra, sparse, ps)
 
 
 def test_sparse_updates_send_only_the_batch_rows():
