@@ -161,6 +161,19 @@ def _window(c, in_hw: Dims, ksize: Dims, dilations=(1, 1)) -> _Window:
     return _Window(tuple(ksize), strides, tuple(dilations), (rows[0], cols[0]), (rows[1], cols[1]))
 
 
+def kernel_window(ctx, shapes: tuple, make) -> _Window:
+    """A kernel's window, checked and built by ``make()`` once per input shapes (the attrs are
+    the node's, fixed): every step of a training run asks again with the same shapes."""
+    state = getattr(ctx, "state", None)  # None: a V2 pool's proxy, whose ksize is an input
+    if state is None:
+        return make()
+    key = ("window", tuple(tuple(s) if not isinstance(s, tuple) else s for s in shapes))
+    win = state.get(key)
+    if win is None:
+        win = state[key] = make()
+    return win
+
+
 def _check_shape(c, what: str, got: Dims, want: Dims, how: str) -> None:
     if not as_shape(got).is_compatible_with(as_shape(want)):
         raise c.fail(f"{what} has shape {as_shape(got)}, but {how} gives {as_shape(want)}")
@@ -216,7 +229,7 @@ SHARE_MAX_BYTES = 256 << 20  # larger ones are rebuilt rather than held from for
 @kernel("Conv2D")
 def _conv2d(ctx, x, f):
     xp, fmt = ctx.xp, ctx.attrs["data_format"]
-    win, _ = _conv_window(ctx, x.shape, f.shape)
+    win = kernel_window(ctx, (x.shape, f.shape), lambda: _conv_window(ctx, x.shape, f.shape)[0])
     cols = wn.im2col(xp, _to_nhwc(x, fmt), win, ctx.state)
     n, oh, ow, k = cols.shape
     out = ctx.empty((n * oh * ow, f.shape[3]), cols.dtype)
@@ -249,7 +262,7 @@ register_op(
 def _conv2d_backprop_input(ctx, input_sizes, f, dy):
     xp, fmt = ctx.xp, ctx.attrs["data_format"]
     sizes = _sizes_input(ctx, input_sizes, "input_sizes")
-    win = _conv_backprop_window(ctx, sizes, f.shape, dy.shape)
+    win = kernel_window(ctx, (sizes, f.shape, dy.shape), lambda: _conv_backprop_window(ctx, sizes, f.shape, dy.shape))
     return _from_nhwc(wn.conv_input_grad(xp, _to_nhwc(dy, fmt), f, _nhwc_dims(sizes, fmt), win, ctx.state,
                                          ctx.empty), fmt)  # fmt: skip
 
@@ -274,7 +287,7 @@ register_op(
 def _conv2d_backprop_filter(ctx, x, filter_sizes, dy):
     xp, fmt = ctx.xp, ctx.attrs["data_format"]
     sizes = _sizes_input(ctx, filter_sizes, "filter_sizes")
-    win = _conv_backprop_window(ctx, x.shape, sizes, dy.shape)
+    win = kernel_window(ctx, (x.shape, sizes, dy.shape), lambda: _conv_backprop_window(ctx, x.shape, sizes, dy.shape))
     source = ctx.node.attrs.get(FROM_ATTR)
     shared = ctx.extras.pop(("im2col", source), None) if source else None
     # The same array the forward kernel read (another iteration's or step's x is not).
@@ -340,7 +353,7 @@ register_op(
 @kernel("MaxPool")
 def _max_pool(ctx, x):
     xp, fmt = ctx.xp, ctx.attrs["data_format"]
-    win, _ = _pool_window(ctx, x.shape)
+    win = kernel_window(ctx, (x.shape,), lambda: _pool_window(ctx, x.shape)[0])
     return _from_nhwc(wn.max_pool(xp, _to_nhwc(x, fmt), win, ctx.empty), fmt)
 
 
@@ -395,7 +408,8 @@ register_op(
 @kernel("MaxPoolGrad")
 def _max_pool_grad(ctx, x, y, dy):
     xp, fmt = ctx.xp, ctx.attrs["data_format"]
-    win = _pool_grad_window(ctx, x.shape, orig_output=y.shape, grad=dy.shape)
+    win = kernel_window(ctx, (x.shape, y.shape, dy.shape),
+                        lambda: _pool_grad_window(ctx, x.shape, orig_output=y.shape, grad=dy.shape))
     x, y, dy = (_to_nhwc(t, fmt) for t in (x, y, dy))
     return _from_nhwc(wn.max_pool_grad(xp, x, y, dy, win, ctx.empty), fmt)
 

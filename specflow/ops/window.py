@@ -11,6 +11,7 @@ Only xp functions with identical numpy and cupy semantics are used, so the code 
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -55,8 +56,14 @@ def _tap_range(size: int, before: int, stride: int, offset: int, out: int) -> tu
     return lo, hi, slice(first, first + (hi - lo - 1) * stride + 1, stride) if hi > lo else slice(0, 0)
 
 
-def taps(win: _Window, spatial: Dims) -> list[Tap]:
-    """Every window offset, row-major, with the output rectangle and the input slice it reads."""
+def taps(win: _Window, spatial: Dims) -> tuple[Tap, ...]:
+    """Every window offset, row-major, with the output rectangle and the input slice it reads
+    (worked out once per window and input size: a training step asks for the same ones)."""
+    return _taps(win, tuple(spatial))
+
+
+@functools.lru_cache(maxsize=512)
+def _taps(win: _Window, spatial: tuple) -> tuple[Tap, ...]:
     result = []
     dims = list(zip(spatial, win.pads, win.strides, win.dilations, win.out))
     for index, offset in enumerate(itertools.product(*(range(k) for k in win.ksize))):
@@ -72,7 +79,7 @@ def taps(win: _Window, spatial: Dims) -> list[Tap]:
                 any(lo == hi for lo, hi in ranges),
             )
         )
-    return result
+    return tuple(result)
 
 
 def _border(tap: Tap, out: Dims) -> Iterator[tuple[slice, ...]]:
