@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import math
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
@@ -44,6 +45,7 @@ class Tap:
     ranges: tuple[tuple[int, int], ...]  # (lo, hi) of ``out`` per dim
     full: bool  # every output position reads a real element here
     empty: bool  # no output position does
+    border: tuple = ()  # spatial slices of the output positions outside ``out`` (may overlap)
 
 
 def _tap_range(size: int, before: int, stride: int, offset: int, out: int) -> tuple[int, int, slice]:
@@ -77,14 +79,15 @@ def _taps(win: _Window, spatial: tuple) -> tuple[Tap, ...]:
                 ranges,
                 all(lo == 0 and hi == o for (lo, hi), o in zip(ranges, win.out)),
                 any(lo == hi for lo, hi in ranges),
+                tuple(_strips(ranges, win.out)),
             )
         )
     return tuple(result)
 
 
-def _border(tap: Tap, out: Dims) -> Iterator[tuple[slice, ...]]:
-    """Spatial slices covering the output positions outside ``tap.out`` (may overlap)."""
-    for d, ((lo, hi), o) in enumerate(zip(tap.ranges, out)):
+def _strips(ranges, out: Dims) -> Iterator[tuple[slice, ...]]:
+    """Spatial slices covering the output positions outside the ``ranges`` (may overlap)."""
+    for d, ((lo, hi), o) in enumerate(zip(ranges, out)):
         for part in (slice(0, lo), slice(hi, o)):
             if part.stop > part.start:
                 yield (*(_ALL,) * d, part, *(_ALL,) * (len(out) - d - 1))
@@ -172,7 +175,7 @@ def im2col(xp, x, win: _Window, state=None):
     zeroing only the border strips. With ``state`` the result is ``take``'s "im2col" buffer
     (the caller gives it back) and the bordered copy is reused too."""
     n, *spatial, c = x.shape
-    k = int(np.prod(win.ksize))
+    k = math.prod(win.ksize)
     if win.ksize[-1] * c >= 8:
         cols = take(xp, state, "im2col", (n, *win.out, *win.ksize, c), x.dtype)
         if 0 not in cols.shape:  # (nothing to copy into an empty one)
@@ -186,7 +189,7 @@ def im2col(xp, x, win: _Window, state=None):
         dst = cols[(_ALL, *(_ALL,) * len(spatial), t.index)]
         if not t.empty:
             dst[(_ALL, *t.out)] = x[(_ALL, *t.inp)]
-        for strip in ([(_ALL,) * len(spatial)] if t.empty else _border(t, win.out)):
+        for strip in ([(_ALL,) * len(spatial)] if t.empty else t.border):
             dst[(_ALL, *strip)] = 0
     return cols.reshape(n, *win.out, k * c)
 
