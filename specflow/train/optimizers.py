@@ -150,14 +150,14 @@ class Optimizer(ABC):
     def _apply_op(self, s: _Scalars, grad: str, var: VariableInfo, slots, lr: str, globals_) -> tuple:
         """``(op, inputs, attrs)`` of the ResourceApply op updating ``var``."""
 
-    def _apply_sparse_op(self, s: _Scalars, grad: IndexedSlices, var: VariableInfo, slots, lr: str, globals_):
-        """``(op, inputs, attrs)`` of the ResourceSparseApply op for a sparse gradient with
-        unique rows. Optimizers without one (Adam, RMSProp: TF 1's update every row) get the
-        gradient made dense beside the variable, so on a cluster still only the rows travel."""
-        raise NotImplementedError
+    # ``(s, grad, var, slots, lr, globals_) -> (op, inputs, attrs)`` of the ResourceSparseApply op
+    # for a sparse gradient with unique rows, in optimizers that have one. Without one (Adam,
+    # RMSProp: TF 1's update every row) the gradient is made dense beside the variable, so on a
+    # cluster still only the rows travel.
+    _apply_sparse_op = None
 
     def _sparse_update(self, b, s: _Scalars, grad: IndexedSlices, var: VariableInfo, slots, lr: str, globals_):
-        if type(self)._apply_sparse_op is Optimizer._apply_sparse_op:
+        if self._apply_sparse_op is None:
             return self._apply_op(s, grad.dense(b, colocate_with=var.handle), var, slots, lr, globals_)
         return self._apply_sparse_op(s, _deduplicate(b, grad), var, slots, lr, globals_)
 
