@@ -36,7 +36,8 @@ def ensure_ray(address: str | None = None):
     ray = require_ray()
     if ray.is_initialized():
         return ray
-    quiet = {"logging_level": logging.ERROR, "log_to_driver": False, "include_dashboard": False}
+    quiet = {"logging_level": logging.ERROR, "log_to_driver": False, "include_dashboard": False,
+             "runtime_env": _driver_code_env()}
     try:
         if address:
             ray.init(address=address, **quiet)
@@ -50,6 +51,17 @@ def ensure_ray(address: str | None = None):
         where = f"the Ray cluster at {address}" if address else "a local Ray instance"
         raise SpecflowError(f"cannot start or reach {where}: {str(e).splitlines()[0]}") from None
     return ray
+
+
+def _driver_code_env() -> dict:
+    """Tasks import the driver's own specflow. Ray puts only the driver's working directory on
+    the tasks' path, so a run started elsewhere (or a second checkout beside an older editable
+    install) would otherwise give tasks whichever ``specflow`` site-packages finds first."""
+    import specflow
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(specflow.__file__)))
+    paths = [root, *(p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p)]
+    return {"env_vars": {"PYTHONPATH": os.pathsep.join(dict.fromkeys(paths))}}
 
 
 def shutdown_ray() -> None:

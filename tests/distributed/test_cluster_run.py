@@ -282,3 +282,18 @@ nodes:
             sess.run([], {"x": x}, targets=["set"])
         got = sess.run("s")
     np.testing.assert_allclose(got, (4 * x).sum(dtype=np.float64), rtol=1e-4)
+
+
+def test_tasks_are_pointed_at_the_drivers_package(monkeypatch):
+    """Ray puts only the driver's working directory on the tasks' path; a driver whose working
+    directory is elsewhere (a test that chdir'd, a script run from /tmp) must still hand its
+    own checkout to the tasks, ahead of any other editable install in site-packages."""
+    import os
+
+    import specflow
+    from specflow.distributed.engine import _driver_code_env
+
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(["/elsewhere", ""]))
+    paths = _driver_code_env()["env_vars"]["PYTHONPATH"].split(os.pathsep)
+    assert os.path.samefile(os.path.join(paths[0], "specflow", "__init__.py"), specflow.__file__)
+    assert paths[1:] == ["/elsewhere"]

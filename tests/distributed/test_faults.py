@@ -61,7 +61,9 @@ def _check_finished(spec, logdir, result, undisturbed, extra: int = 0, steps: in
     assert steps <= result.step <= steps + extra
     path, metrics = evaluate_checkpoint(spec, logdir)
     assert path.endswith(f"model.ckpt-{result.step}")
-    assert abs(metrics["accuracy"] - undisturbed) < 0.05, (metrics, undisturbed)
+    # Lost progress shows as lower accuracy; async runs differ in update order, so a recovered run
+    # may as well end above the undisturbed one (0.956 against 0.903 in one CI run).
+    assert metrics["accuracy"] > undisturbed - 0.05, (metrics, undisturbed)
     assert not [p for p in Path(logdir).iterdir() if "_temp_" in p.name or ".tempstate" in p.name]
 
 
