@@ -3,7 +3,9 @@
 Each ps task saves its own variables with a ``SaveV2`` placed on it (the values never travel to
 the client) into ``<prefix>_temp_<hex>/part-<k>``; the chief then merges: every part's data file
 is renamed to ``<prefix>.data-0000k-of-0000n`` and one index is written listing every tensor with
-its shard id (TensorFlow's ``MergeV2Checkpoints``; only indexes are read, no data is copied). The
+its shard id (TensorFlow's ``MergeV2Checkpoints``; only indexes are read, no data is copied). A
+part of a partitioned variable is saved as its slice of the whole variable (TF's
+``shape_and_slices``), and the merged index lists the whole with every ps's slices. The
 index is renamed into place last, so until then the checkpoint does not exist for any reader;
 the ``checkpoint`` state file and the keep rules are ``CheckpointManager``'s, unchanged. The
 result is an ordinary bundle: ``read_bundle`` (a local run's restore) and TensorFlow read it.
@@ -12,7 +14,8 @@ Restore mirrors the save: a ``RestoreV2`` on each ps task reads that task's vari
 bundle (only theirs; whichever data file the index names, so a local run's single-file
 checkpoint restores the same way) and assigns them there: the values never reach the client,
 which reads only the index (to check names, dtypes and shapes first) and the few small tensors
-that are not variables (the input position, random generators' states).
+that are not variables (the input position, random generators' states). A part reads its rows
+from whatever slices the checkpoint holds, so a run split differently restores it.
 """
 
 from __future__ import annotations
@@ -24,20 +27,10 @@ import shutil
 
 import numpy as np
 
+from specflow.errors import CheckpointError
 from specflow.graph.dtypes import as_dtype, int64, string
-from specflow.io.extra_protos import BundleHeaderProto
-from specflow.io.sstable import encode_table
-from specflow.io.tensor_bundle import (
-    FORMAT_VERSION,
-    HEADER_KEY,
-    data_filename,
-    fsync_dir,
-    index_filename,
-    read_bundle,
-    read_bundle_index,
-    write_bundle,
-    write_synced,
-)
+from specflow.io.tensor_bundle import merge_bundles, read_bundle, read_bundle_index, write_bundle
+from specflow.io.tensor_slices import SliceSpec
 from specflow.train.state import NEXT_BATCH, check_restored
 
 _TEMP = "_temp_"
@@ -54,6 +47,8 @@ class ShardedSaver:
         self.prefixes: list[str] = []  # per shard: the Placeholder fed with its part's prefix
         self.save_ops: list[str] = []
         self.restore_ops: list[str] = []  # per shard: its RestoreV2's assigns, grouped
+        self.restored: list[list[str]] = []  # per shard: the variables it restores
+        self.restore_keys: list[tuple[str, str]] = []  # per shard: its fed tensor_names, shape_and_slices
         self.variables = save_restore.variables
         self.next_batch: str | None = None
         self.positions: dict[str, str] = {}  # key -> its Placeholder
@@ -73,26 +68,30 @@ class ShardedSaver:
                         names = [*names, NEXT_BATCH, *self.positions]
                         tensors = [*tensors, self.next_batch, *self.positions.values()]
                     dtypes = [b.spec(t).dtype for t in tensors]
-                    names_t = b.add_op("Const", [], {"dtype": string, "value": np.array(names, dtype=object)},
+                    keys = [_saved_as(save_restore.variables.get(n), n) for n in names]
+                    names_t = b.add_op("Const", [], {"dtype": string, "value": np.array([k for k, _ in keys], dtype=object)},
                                        name="tensor_names", device=task).name  # fmt: skip
-                    slices = b.add_op("Const", [], {"dtype": string, "value": np.array([""] * len(names), dtype=object)},
+                    slices = b.add_op("Const", [], {"dtype": string, "value": np.array([s for _, s in keys], dtype=object)},
                                       name="shape_and_slices", device=task).name  # fmt: skip
                     save = b.add_op("SaveV2", [prefix.name, names_t, slices, *tensors], {"dtypes": dtypes},
                                     name="SaveV2", device=task)  # fmt: skip
                 self.prefixes.append(prefix.name)
                 self.save_ops.append(save.name)
-                self.restore_ops.append(self._restore_shard(b, k, task, prefix.name, save_restore.variables,
-                                                            [n for n in names if n in save_restore.variables]))  # fmt: skip
+                restored = [n for n in names if n in save_restore.variables]
+                self.restore_ops.append(self._restore_shard(b, k, task, prefix.name, save_restore.variables, restored))
+                self.restored.append(restored)
 
-    @staticmethod
-    def _restore_shard(b, k: int, task: str, prefix: str, variables, names: list[str]) -> str:
-        """RestoreV2 of shard ``k``'s variables on ``task``, each assigned there."""
+    def _restore_shard(self, b, k: int, task: str, prefix: str, variables, names: list[str]) -> str:
+        """RestoreV2 of shard ``k``'s variables on ``task``, each assigned there. What each is
+        read as (its name or a slice of a whole) is fed: it depends on how the checkpoint
+        being restored was partitioned (``restore``)."""
         with b.name_scope(f"restore/shard_{k}"):
             dtypes = [variables[n].dtype for n in names]
-            names_t = b.add_op("Const", [], {"dtype": string, "value": np.array(names, dtype=object)},
-                               name="tensor_names", device=task).name  # fmt: skip
-            slices = b.add_op("Const", [], {"dtype": string, "value": np.array([""] * len(names), dtype=object)},
-                              name="shape_and_slices", device=task).name  # fmt: skip
+            names_t = b.add_op("Placeholder", [], {"dtype": string, "shape": [len(names)]}, name="tensor_names",
+                               device=task).name  # fmt: skip
+            slices = b.add_op("Placeholder", [], {"dtype": string, "shape": [len(names)]}, name="shape_and_slices",
+                              device=task).name  # fmt: skip
+            self.restore_keys.append((names_t, slices))
             restore = b.add_op("RestoreV2", [prefix, names_t, slices], {"dtypes": dtypes}, name="RestoreV2",
                                device=task).name  # fmt: skip
             assigns = [b.add_op("AssignVariableOp", [variables[n].handle, f"{restore}:{i}"], {"dtype": variables[n].dtype},
@@ -133,41 +132,21 @@ class ShardedSaver:
         given to ``before`` first (the replicas' generators are set before any variable is,
         so a replica that sees the model ready also has them)."""
         index = read_bundle_index(prefix)
-        for name, v in self.variables.items():
-            entry = index.get(name)
-            if entry is None:
-                check_restored(prefix, name, v, None)
-            else:
-                check_restored(prefix, name, v, np.empty((0,), as_dtype(entry.dtype).numpy),
-                               [d.size for d in entry.shape.dim])  # fmt: skip
+        keys = {name: _restored_as(prefix, index, name, v) for name, v in self.variables.items()}
         small = read_bundle(prefix, [n for n in index if n.startswith(STATE_PREFIX) and n not in self.variables])
         if before is not None:
             before(small)
-        session.run([], {ph: prefix for ph in self.prefixes}, targets=self.restore_ops)
+        feeds = {ph: prefix for ph in self.prefixes}
+        for names, (names_t, slices_t) in zip(self.restored, self.restore_keys):
+            feeds[names_t] = np.array([keys[n][0] for n in names], dtype=object)
+            feeds[slices_t] = np.array([keys[n][1] for n in names], dtype=object)
+        session.run([], feeds, targets=self.restore_ops)
         return small
 
 
 def merge_shards(parts: list[str], prefix: str) -> None:
     """The single-shard bundles ``parts`` become the shards of bundle ``prefix``."""
-    n = len(parts)
-    header = BundleHeaderProto(num_shards=n, endianness=BundleHeaderProto.LITTLE)
-    header.version.producer = FORMAT_VERSION
-    entries = []
-    for k, part in enumerate(parts):
-        for name, entry in read_bundle_index(part).items():
-            entry.shard_id = k
-            entries.append((name.encode("utf-8"), entry.SerializeToString()))
-    entries.sort()
-    for k, part in enumerate(parts):
-        os.replace(data_filename(part), data_filename(prefix, k, n))
-    tmp = index_filename(prefix) + f".tempstate{secrets.token_hex(8)}"
-    try:
-        write_synced(tmp, [encode_table([(HEADER_KEY, header.SerializeToString()), *entries])])
-        os.replace(tmp, index_filename(prefix))  # last: the checkpoint exists from here on
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-    fsync_dir(os.path.dirname(os.path.abspath(prefix)))
+    merge_bundles(parts, prefix)
 
 
 def remove_stale_parts(directory: str, base: str) -> None:
@@ -180,6 +159,35 @@ def remove_stale_parts(directory: str, base: str) -> None:
     for name in names:
         if pattern.fullmatch(name):
             shutil.rmtree(os.path.join(directory, name), ignore_errors=True)
+
+
+def _saved_as(v, name: str) -> tuple[str, str]:
+    """(tensor name, shape_and_slices) a value is saved under: a part of a partitioned variable
+    as its slice of the whole variable, as TensorFlow's Saver saves it; anything else whole."""
+    if v is None or v.save_slice is None:
+        return name, ""
+    full, shape, offset, rows = v.save_slice
+    return full, SliceSpec.rows(full, shape, offset, rows).text()
+
+
+def _restored_as(prefix: str, index, name: str, v) -> tuple[str, str]:
+    """(tensor name, shape_and_slices) to restore variable ``v`` from: its slice of the whole
+    when the checkpoint holds the whole (saved whole or in any slices), else its own name (a
+    checkpoint that saved the parts under their own names); checked against the spec first."""
+    key, spec = _saved_as(v, name)
+    shape = v.shape.as_list()
+    if spec and key in index:
+        shape = list(v.save_slice[1])
+    else:
+        key, spec = name, ""
+    entry = index.get(key)
+    if entry is None:
+        check_restored(prefix, name, v, None)
+    dims = [d.size for d in entry.shape.dim]
+    if as_dtype(entry.dtype) != v.dtype or dims != shape:
+        raise CheckpointError(f"checkpoint {prefix} holds '{key}' as {as_dtype(entry.dtype).name}{dims}, but the "
+                              f"spec declares {v.dtype.name}{shape} (was the spec changed?)")  # fmt: skip
+    return key, spec
 
 
 def _task_order(task: str) -> tuple:

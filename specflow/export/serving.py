@@ -24,6 +24,7 @@ from specflow.errors import ExportError
 from specflow.graph.graph_def import GraphDef, NodeDef, parse_input
 from specflow.io.checkpoint import CheckpointManager
 from specflow.ops.registry import TensorSpec
+from specflow.train.partitioned_restore import fill_missing
 
 SELECT_OPS = ("Select", "SelectV2")
 
@@ -127,6 +128,7 @@ def closure(graph: GraphDef, tensors: list[str]) -> GraphDef:
 def variable_values(spec, graph: GraphDef, tensors: dict[str, np.ndarray], path: str) -> dict[str, np.ndarray]:
     """Checkpoint value of every variable ``graph`` holds, checked against the spec's declaration."""
     declared = {v.name: v for v in spec.variables}
+    tensors = fill_missing(tensors, declared)  # a partitioned variable's parts cut from the whole
     out = {}
     for node in graph.nodes:
         if node.op != "VarHandleOp":

@@ -44,6 +44,7 @@ from specflow.io.tensor_bundle import (
     write_bundle,
     write_synced,
 )
+from specflow.io.tensor_slices import SliceSpec
 
 STATE_FILENAME = "checkpoint"
 _STATE_TEMP = STATE_FILENAME + ".tmp"
@@ -127,18 +128,20 @@ class CheckpointManager:
 
     # -- save / restore -----------------------------------------------------------------------
 
-    def save(self, tensors: Mapping[str, np.ndarray], step: int, write: Callable[[str], None] | None = None) -> str:
+    def save(self, tensors: Mapping[str, np.ndarray], step: int, write: Callable[[str], None] | None = None,
+             slices: Mapping[str, SliceSpec] | None = None) -> str:  # fmt: skip
         """Write ``tensors`` as checkpoint ``step``; returns its prefix. A write failure (a full
         disk) is a CheckpointError and leaves the previous checkpoints and state as they were.
+        ``slices``: the tensors that are slices of a larger one (``write_bundle``).
         ``write(prefix)``, when given, writes the bundle instead (a sharded save: each ps task
         its own data file); it must rename the index into place last, as ``write_bundle`` does."""
         try:
-            return self._save(tensors, step, write)
+            return self._save(tensors, step, write, slices)
         except OSError as e:
             raise CheckpointError(f"cannot write checkpoint {step}: {e.strerror or e}",
                                   location=Location(self.directory)) from None
 
-    def _save(self, tensors: Mapping[str, np.ndarray], step: int, write=None) -> str:
+    def _save(self, tensors: Mapping[str, np.ndarray], step: int, write=None, slices=None) -> str:
         os.makedirs(self.directory, exist_ok=True)
         self._remove_leftovers()
         path = self._prefix_for_step(step)
@@ -152,7 +155,7 @@ class CheckpointManager:
         if write is not None:
             write(path)
         else:
-            write_bundle(path, tensors)
+            write_bundle(path, tensors, slices)
         self._recent.append((name, self.clock()))
         doomed = self._sweep()
         self._write_state()

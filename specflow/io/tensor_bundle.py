@@ -37,6 +37,7 @@ from specflow.io.sstable import (
     read_table,
     unmask_crc,
 )
+from specflow.io.tensor_slices import SLICE_KEY_MARK, SliceSpec, copy_overlap
 
 HEADER_KEY = b""  # sorts first: TensorFlow readers expect the header as the first entry
 FORMAT_VERSION = 1  # TensorFlow's kTensorBundleVersion
@@ -151,8 +152,28 @@ def write_synced(path: str, chunks) -> None:
         os.fsync(f.fileno())
 
 
-def write_bundle(prefix: str, tensors: Mapping[str, object]) -> None:
+def _data_entry(name: str, value) -> tuple[object, bytes]:
+    """An entry (offset and shard still to set) and the bytes it points at."""
+    dtype, array = _as_tensor(name, value)
+    if dtype is dtypes.string:
+        data, crc = _encode_strings(_string_bytes(name, array))
+    else:
+        data = array.reshape(-1).view(np.uint8)
+        crc = crc32c(data)
+    entry = BundleEntryProto(dtype=dtype.tf_enum, shard_id=0, size=len(data))
+    entry.crc32c = mask_crc(crc)
+    entry.shape.SetInParent()  # present even for a scalar, as TensorFlow writes it
+    for dim in array.shape:
+        entry.shape.dim.add(size=dim)
+    return entry, data
+
+
+def write_bundle(prefix: str, tensors: Mapping[str, object], slices: Mapping[str, SliceSpec] | None = None) -> None:
     """Write ``tensors`` (name -> array; numeric, bool or string) as a bundle at ``prefix``.
+
+    ``slices``: for a tensor that is a slice of a larger one (a part of a partitioned variable),
+    which slice of which tensor; its key in ``tensors`` is then only a label, and the bundle holds
+    the larger tensor's name with its slices listed (``tensor_slices``), as TensorFlow saves it.
 
     Atomic per file: a crash leaves either the old files or the new ones at the final names
     (plus ``*.tempstate*`` leftovers). The index is renamed last, so it marks completeness.
@@ -161,21 +182,44 @@ def write_bundle(prefix: str, tensors: Mapping[str, object]) -> None:
     os.makedirs(directory, exist_ok=True)
     header = BundleHeaderProto(num_shards=1, endianness=BundleHeaderProto.LITTLE)
     header.version.producer = FORMAT_VERSION
-    entries, chunks, offset = [(HEADER_KEY, header.SerializeToString())], [], 0
-    for key, name in sorted((name.encode("utf-8"), name) for name in tensors):
-        if not key:
+    data_entries: dict[bytes, tuple[object, bytes]] = {}
+    sliced: dict[bytes, object] = {}  # full name -> its entry listing the slices
+    for label, value in tensors.items():
+        spec = (slices or {}).get(label)
+        name = label if spec is None else spec.full_name
+        if not name:
             raise CheckpointError("a tensor name must not be empty (the empty key holds the bundle header)")
-        dtype, array = _as_tensor(name, tensors[name])
-        if dtype is dtypes.string:
-            data, crc = _encode_strings(_string_bytes(name, array))
+        entry, data = _data_entry(name, value)
+        if spec is not None and not spec.is_full:
+            if tuple(d.size for d in entry.shape.dim) != spec.shape:
+                raise CheckpointError(f"tensor '{name}': a value of shape {list(np.shape(value))} for slice "
+                                      f"{spec.text()!r}")  # fmt: skip
+            full = sliced.get(name.encode("utf-8"))
+            if full is None:
+                full = sliced[name.encode("utf-8")] = BundleEntryProto(dtype=entry.dtype)
+                full.shape.SetInParent()
+                for d in spec.full_shape:
+                    full.shape.dim.add(size=d)
+            elif full.dtype != entry.dtype or tuple(d.size for d in full.shape.dim) != spec.full_shape:
+                raise CheckpointError(f"tensor '{name}': its slices disagree on its dtype or shape")
+            full.slices.add().CopyFrom(spec.proto())
+            key = spec.key()
         else:
-            data = array.reshape(-1).view(np.uint8)
-            crc = crc32c(data)
-        entry = BundleEntryProto(dtype=dtype.tf_enum, shard_id=0, offset=offset, size=len(data))
-        entry.crc32c = mask_crc(crc)
-        entry.shape.SetInParent()  # present even for a scalar, as TensorFlow writes it
-        for dim in array.shape:
-            entry.shape.dim.add(size=dim)
+            key = name.encode("utf-8")
+        if key in data_entries:
+            raise CheckpointError(f"tensor '{name}' is written twice"
+                                  + (f" (slice {spec.text()!r})" if key[:1] == SLICE_KEY_MARK else ""))  # fmt: skip
+        data_entries[key] = (entry, data)
+    clash = set(sliced) & set(data_entries)
+    if clash:
+        raise CheckpointError(f"tensor '{min(clash).decode()}' is written both whole and in slices")
+    entries, chunks, offset = [(HEADER_KEY, header.SerializeToString())], [], 0
+    for key in sorted([*data_entries, *sliced]):
+        if key in sliced:
+            entries.append((key, sliced[key].SerializeToString()))
+            continue
+        entry, data = data_entries[key]
+        entry.offset = offset
         entries.append((key, entry.SerializeToString()))
         chunks.append(data)
         offset += len(data)
@@ -194,10 +238,54 @@ def write_bundle(prefix: str, tensors: Mapping[str, object]) -> None:
     fsync_dir(directory)
 
 
+def merge_bundles(sources: list[str], prefix: str) -> None:
+    """Bundles ``sources`` become one bundle at ``prefix`` (TensorFlow's ``MergeBundles``): their
+    data files are renamed into its shards, not copied, and one index lists every entry, the
+    slices of a tensor saved in pieces by several sources joined into its one entry. The index
+    is renamed into place last: until then the merged bundle does not exist for any reader."""
+    entries: dict[bytes, object] = {}
+    renames, base = [], 0
+    for src in sources:
+        header, items = _read_raw_index(src)
+        for key, entry in items:
+            old = entries.get(key)
+            if entry.slices and old is not None and old.slices:
+                if old.dtype != entry.dtype or old.shape != entry.shape:
+                    raise _fail(index_filename(src), f"tensor '{key.decode()}': its slices disagree on its dtype or shape")
+                old.slices.extend(entry.slices)
+                continue
+            if old is not None:
+                raise _fail(index_filename(src), f"tensor {_key_text(key)} is in more than one bundle to merge")
+            if not entry.slices:
+                entry.shard_id += base
+            entries[key] = entry
+        renames += [(data_filename(src, k, header.num_shards), base + k) for k in range(header.num_shards)]
+        base += header.num_shards
+    header = BundleHeaderProto(num_shards=base, endianness=BundleHeaderProto.LITTLE)
+    header.version.producer = FORMAT_VERSION
+    for path, k in renames:
+        if os.path.abspath(path) != os.path.abspath(data_filename(prefix, k, base)):
+            os.replace(path, data_filename(prefix, k, base))
+    tmp = index_filename(prefix) + TEMP_MARKER + secrets.token_hex(8)
+    try:
+        table = [(HEADER_KEY, header.SerializeToString())] + [(k, entries[k].SerializeToString()) for k in sorted(entries)]
+        write_synced(tmp, [encode_table(table)])
+        os.replace(tmp, index_filename(prefix))
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+    fsync_dir(os.path.dirname(os.path.abspath(prefix)))
+
+
+def _key_text(key: bytes) -> str:
+    return f"'{key.decode('utf-8', 'replace')}'" if key[:1] != SLICE_KEY_MARK else "slice " + repr(key)
+
+
 # -- reading ------------------------------------------------------------------------------------
 
 
-def _read_index(prefix: str) -> tuple[object, dict[str, object]]:
+def _read_raw_index(prefix: str) -> tuple[object, list[tuple[bytes, object]]]:
+    """The header and every (key, entry) of the index, slices' own entries included."""
     path = index_filename(prefix)
     if not os.path.exists(path):
         raise _fail(path, "checkpoint index not found")
@@ -217,30 +305,35 @@ def _read_index(prefix: str) -> tuple[object, dict[str, object]]:
         )
     if header.num_shards < 1:
         raise _fail(path, f"bundle header has num_shards={header.num_shards}")
-    entries = {}
+    out = []
     for key, value in items[1:]:
         entry = BundleEntryProto()
         try:
             entry.ParseFromString(value)
-            name = key.decode("utf-8")
-        except Exception:
-            raise _fail(path, f"entry {key!r} does not parse") from None
-        try:
-            check_checkpoint_key(name)
+            if key[:1] != SLICE_KEY_MARK:
+                check_checkpoint_key(key.decode("utf-8"))
         except SpecflowError as e:
             raise _fail(path, e.message) from None
-        entries[name] = entry
-    return header, entries
+        except Exception:
+            raise _fail(path, f"entry {key!r} does not parse") from None
+        out.append((key, entry))
+    return header, out
+
+
+def _read_index(prefix: str) -> tuple[object, dict[str, object], dict[bytes, object]]:
+    """The header, the tensors by name, and the entries of slices by their keys."""
+    header, items = _read_raw_index(prefix)
+    named = {k.decode("utf-8"): e for k, e in items if k[:1] != SLICE_KEY_MARK}
+    return header, named, {k: e for k, e in items if k[:1] == SLICE_KEY_MARK}
 
 
 def read_bundle_index(prefix: str) -> dict[str, object]:
-    """Tensor name -> its ``BundleEntryProto`` (dtype, shape, offset, size, crc32c), in key order."""
+    """Tensor name -> its ``BundleEntryProto`` (dtype, shape, offset, size, crc32c; a tensor
+    saved in slices: its full shape and the slices, no data), in key order."""
     return _read_index(prefix)[1]
 
 
 def _check_entry(path: str, name: str, entry, num_shards: int) -> tuple[dtypes.DType, tuple[int, ...]]:
-    if entry.slices:
-        raise _fail(path, f"tensor '{name}' is saved in slices (a partitioned variable); not supported")
     try:
         dtype = dtypes.as_dtype(entry.dtype)
         if dtype is dtypes.resource:
@@ -250,6 +343,8 @@ def _check_entry(path: str, name: str, entry, num_shards: int) -> tuple[dtypes.D
     shape = tuple(d.size for d in entry.shape.dim)
     if entry.shape.unknown_rank or any(d < 0 for d in shape):
         raise _fail(path, f"tensor '{name}' has an invalid shape {shape}")
+    if entry.slices:  # no data of its own: each slice's entry is checked as it is read
+        return dtype, shape
     if not 0 <= entry.shard_id < num_shards:
         raise _fail(path, f"tensor '{name}' names shard {entry.shard_id} of {num_shards}")
     if dtype is not dtypes.string and entry.size != int(np.prod(shape)) * dtype.itemsize:
@@ -288,29 +383,70 @@ def _read_value(path: str, f, file_size: int, name: str, entry, dtype, shape) ->
     return value
 
 
-def read_bundle(prefix: str, names=None) -> dict[str, np.ndarray]:
-    """Every tensor of the bundle at ``prefix`` (or only ``names``, those present: a ps task's
-    restore reads just its own), by name. Strings come back as object arrays of bytes."""
-    header, entries = _read_index(prefix)
-    if names is not None:
-        entries = {n: entries[n] for n in names if n in entries}
-    checked = {
-        name: _check_entry(index_filename(prefix), name, e, header.num_shards) for name, e in entries.items()
-    }
-    files: dict[int, tuple[str, object, int]] = {}
-    try:
-        result = {}
-        for name, entry in entries.items():
-            if entry.shard_id not in files:
-                path = data_filename(prefix, entry.shard_id, header.num_shards)
-                try:
-                    f = open(path, "rb")
-                except OSError as e:
-                    raise _fail(path, f"cannot open checkpoint data: {e.strerror}") from None
-                files[entry.shard_id] = (path, f, os.fstat(f.fileno()).st_size)
-            path, f, size = files[entry.shard_id]
-            result[name] = _read_value(path, f, size, name, entry, *checked[name])
-        return result
-    finally:
-        for _, f, _ in files.values():
+class _Reader:
+    """Reads entries of one bundle, opening each data file once."""
+
+    def __init__(self, prefix: str):
+        self.prefix = prefix
+        self.index = index_filename(prefix)
+        self.header, self.entries, self.slice_entries = _read_index(prefix)
+        self.files: dict[int, tuple[str, object, int]] = {}
+
+    def close(self) -> None:
+        for _, f, _ in self.files.values():
             f.close()
+
+    def _plain(self, name: str, entry, dtype, shape) -> np.ndarray:
+        if entry.shard_id not in self.files:
+            path = data_filename(self.prefix, entry.shard_id, self.header.num_shards)
+            try:
+                f = open(path, "rb")
+            except OSError as e:
+                raise _fail(path, f"cannot open checkpoint data: {e.strerror}") from None
+            self.files[entry.shard_id] = (path, f, os.fstat(f.fileno()).st_size)
+        path, f, size = self.files[entry.shard_id]
+        return _read_value(path, f, size, name, entry, dtype, shape)
+
+    def read(self, name: str, want: SliceSpec | None = None) -> np.ndarray:
+        """Tensor ``name``, or its slice ``want`` (whichever way it was saved: whole or in slices)."""
+        entry = self.entries[name]
+        dtype, shape = _check_entry(self.index, name, entry, self.header.num_shards)
+        if want is not None and want.full_shape != shape:
+            raise _fail(self.index, f"tensor '{name}' is saved with shape {list(shape)}, but the slice asked "
+                                    f"for is of shape {list(want.full_shape)}")  # fmt: skip
+        if not entry.slices:
+            value = self._plain(name, entry, dtype, shape)
+            return value if want is None else value[tuple(slice(s, e) for s, e in want.bounds)]
+        want = want or SliceSpec(name, shape, ((0, -1),) * len(shape))
+        out = np.empty(want.shape, dtype=object if dtype is dtypes.string else dtype.numpy)
+        copied = 0
+        for proto in entry.slices:
+            stored = SliceSpec.from_proto(name, shape, proto)
+            if len(stored.extents) != len(shape):
+                raise _fail(self.index, f"tensor '{name}' lists a slice of rank {len(stored.extents)}; it has rank {len(shape)}")
+            part = self.slice_entries.get(stored.key())
+            if part is None:
+                raise _fail(self.index, f"tensor '{name}': slice {stored.text()!r} has no entry")
+            if tuple(d.size for d in part.shape.dim) != stored.shape or part.dtype != entry.dtype:
+                raise _fail(self.index, f"tensor '{name}': slice {stored.text()!r} is stored with another shape or dtype")
+            copied += self._copy(out, want, stored, name, part, dtype)
+        if copied != out.size:
+            raise _fail(self.index, f"tensor '{name}': its saved slices do not cover {want.text()!r}")
+        return out
+
+    def _copy(self, out, want: SliceSpec, stored: SliceSpec, name: str, part, dtype) -> int:
+        if any(max(ws, ss) >= min(we, se) for (ws, we), (ss, se) in zip(want.bounds, stored.bounds)):
+            return 0  # no overlap: its data is not read
+        return copy_overlap(out, want, stored, self._plain(name, part, dtype, stored.shape))
+
+
+def read_bundle(prefix: str, names=None, slices: Mapping[str, SliceSpec] | None = None) -> dict[str, np.ndarray]:
+    """Every tensor of the bundle at ``prefix`` (or only ``names``, those present: a ps task's
+    restore reads just its own), by name; a tensor saved in slices comes back whole, or as the
+    slice ``slices[name]`` asks for. Strings come back as object arrays of bytes."""
+    reader = _Reader(prefix)
+    try:
+        wanted = reader.entries if names is None else [n for n in names if n in reader.entries]
+        return {name: reader.read(name, (slices or {}).get(name)) for name in wanted}
+    finally:
+        reader.close()

@@ -17,7 +17,8 @@ import numpy as np
 
 from specflow.errors import CheckpointError
 from specflow.graph.shapes import Shape
-from specflow.io.tensor_bundle import index_filename, read_bundle, write_bundle
+from specflow.io.tensor_bundle import index_filename, merge_bundles, read_bundle, write_bundle
+from specflow.io.tensor_slices import SliceSpec
 from specflow.ops.inference import InferenceContext, no_outputs
 from specflow.ops.registry import KernelContext, kernel, not_differentiable, register_op
 
@@ -42,10 +43,17 @@ def _scalar_string(ctx: KernelContext, x, what: str) -> str:
     return items[0]
 
 
-def _check_full_tensors(ctx: KernelContext, slices: list[str]) -> None:
-    sliced = [s for s in slices if s]
-    if sliced:
-        raise ctx.fail(f"partitioned (sliced) tensors are not supported; got shape_and_slices {sliced[0]!r}")
+def _slice_specs(ctx: KernelContext, names: list[str], x) -> dict[int, SliceSpec]:
+    """Position -> the slice a non-empty ``shape_and_slices`` entry names (``"10 4 0,5:-"``:
+    that slice of a [10, 4] tensor); an empty entry is the whole tensor."""
+    out = {}
+    for i, (name, text) in enumerate(zip(names, _strings(ctx, x, "shape_and_slices", len(names)))):
+        if text:
+            try:
+                out[i] = SliceSpec.parse(name, text)
+            except CheckpointError as e:
+                raise ctx.fail(e.message) from None
+    return out
 
 
 def _string(value: str) -> np.ndarray:
@@ -87,11 +95,14 @@ register_op(
 def _save_v2(ctx, prefix, tensor_names, shape_and_slices, *tensors):
     path = _scalar_string(ctx, prefix, "prefix")
     names = _strings(ctx, tensor_names, "tensor_names", len(tensors))
-    _check_full_tensors(ctx, _strings(ctx, shape_and_slices, "shape_and_slices", len(tensors)))
-    if len(set(names)) != len(names):
+    specs = _slice_specs(ctx, names, shape_and_slices)
+    # A partitioned variable's parts share its name: each is labelled by its slice.
+    labels = [n if i not in specs else f"{n}\0{specs[i].text()}" for i, n in enumerate(names)]
+    if len(set(labels)) != len(labels):
         raise ctx.fail(f"tensor_names repeats a name: {sorted(n for n in set(names) if names.count(n) > 1)}")
     try:
-        write_bundle(path, {n: ctx.host(t) for n, t in zip(names, tensors)})
+        write_bundle(path, {label: ctx.host(t) for label, t in zip(labels, tensors)},
+                     {labels[i]: spec for i, spec in specs.items()})  # fmt: skip
     except (CheckpointError, OSError) as e:
         raise ctx.fail(f"cannot save checkpoint {path}: {getattr(e, 'message', None) or e}") from None
 
@@ -117,16 +128,16 @@ def _restore_v2(ctx, prefix, tensor_names, shape_and_slices):
     want = ctx.attrs["dtypes"]
     path = _scalar_string(ctx, prefix, "prefix")
     names = _strings(ctx, tensor_names, "tensor_names", len(want))
-    _check_full_tensors(ctx, _strings(ctx, shape_and_slices, "shape_and_slices", len(want)))
-    try:
-        stored = read_bundle(path, names)  # only these: a ps task's shard reads its own tensors
+    specs = _slice_specs(ctx, names, shape_and_slices)
+    try:  # only these (a ps task's shard reads its own tensors), each read once per slice asked for
+        stored = [read_bundle(path, [n], {n: specs[i]} if i in specs else None) for i, n in enumerate(names)]
     except CheckpointError as e:
         raise ctx.fail(e.format()) from None  # names the file and what is wrong with it
     out = []
-    for name, dtype in zip(names, want):
-        if name not in stored:
+    for got, name, dtype in zip(stored, names, want):
+        if name not in got:
             raise ctx.fail(f"checkpoint {path} has no tensor '{name}'")
-        value = stored[name]
+        value = got[name]
         if value.dtype != dtype.numpy:
             raise ctx.fail(f"checkpoint {path} holds '{name}' as {value.dtype}, expected {dtype.name}")
         out.append(value)
@@ -247,22 +258,14 @@ register_op(
 def _merge_v2(ctx, checkpoint_prefixes, destination_prefix):
     sources = _strings(ctx, checkpoint_prefixes, "checkpoint_prefixes")
     dest = _scalar_string(ctx, destination_prefix, "destination_prefix")
-    merged: dict = {}
-    for src in sources:
-        if ctx.attrs["allow_missing_files"] and not os.path.exists(index_filename(src)):
-            continue
-        try:
-            tensors = read_bundle(src)
-        except CheckpointError as e:
-            raise ctx.fail(f"cannot merge {src}: {e.format()}") from None
-        clash = set(tensors) & set(merged)
-        if clash:
-            raise ctx.fail(f"tensor '{sorted(clash)[0]}' is in more than one checkpoint to merge")
-        merged.update(tensors)
-    try:
-        write_bundle(dest, merged)
-    except (CheckpointError, OSError) as e:
-        raise ctx.fail(f"cannot write merged checkpoint {dest}: {getattr(e, 'message', None) or e}") from None
+    if ctx.attrs["allow_missing_files"]:
+        sources = [src for src in sources if os.path.exists(index_filename(src))]
+    try:  # the sources' data files are renamed into the destination's shards; one index joins them
+        merge_bundles(sources, dest)
+    except CheckpointError as e:
+        raise ctx.fail(f"cannot merge into {dest}: {e.format()}") from None
+    except OSError as e:
+        raise ctx.fail(f"cannot write merged checkpoint {dest}: {e.strerror or e}") from None
     for src in sources:
         if os.path.abspath(src) == os.path.abspath(dest) or not os.path.exists(index_filename(src)):
             continue

@@ -143,7 +143,7 @@ class Trainer:
 
     def save(self, step: int) -> str:
         tensors = state.capture(self.session, self.save_restore, self.graph.pipeline.state())
-        path = self.checkpoints.save(tensors, step)
+        path = self.checkpoints.save(tensors, step, slices=state.save_slices(self.save_restore))
         self.last_checkpoint = path
         self.listener.on_checkpoint(step, path)
         return path

@@ -1,15 +1,18 @@
-"""Checkpoints across partitionings: a partitioned variable's parts are saved under their own
-names (``emb/embeddings/part_0``, ``.../part_1``; their optimizer slots ``emb/embeddings/part_0/Adam``),
-and a restore joins or splits them to fit the run being restored:
+"""Restores across partitionings. A checkpoint holds a partitioned variable as TensorFlow's
+Saver does, one tensor under the whole variable's name saved in slices (``state.save_slices``),
+which ``read_bundle`` returns whole; checkpoints written before that hold the parts under their
+own names (``emb/embeddings/part_0``, their slots ``emb/embeddings/part_0/Adam``). A restore
+joins or splits either to fit the run being restored:
 
 - a part missing from the checkpoint is cut from the whole variable's rows when the checkpoint
-  holds it unpartitioned (``VariableInfo.save_slice`` says which rows);
+  holds it whole (``VariableInfo.save_slice`` says which rows);
 - an unpartitioned variable missing from it is the concatenation of its parts when the
-  checkpoint holds those (``name/part_0..`` in order, a slot's suffix after the part).
+  checkpoint holds those under their own names (``name/part_0..`` in order, a slot's suffix
+  after the part).
 
 So a partitioned run restores an unpartitioned checkpoint and the reverse, and a run split in
-N parts restores one split in M (through the whole). TensorFlow saves the parts as slices of one
-tensor instead; these bundles keep them as separate tensors (its readers see ``.../part_k``).
+N parts restores one split in M (through the whole). On a cluster each ps reads just its parts'
+rows instead (``RestoreV2`` with a slice, ``distributed/sharded_checkpoint.py``).
 """
 
 from __future__ import annotations

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from specflow.errors import CheckpointError
+from specflow.io.tensor_slices import SliceSpec
 from specflow.schema.layers.variables import VariableInfo
 from specflow.train import partitioned_restore
 
@@ -42,6 +43,12 @@ def add_save_restore(b, variables: list[VariableInfo]) -> SaveRestore:
                                     name=f"restore/{v.name}/Assign").name)
         restore = b.add_op("NoOp", [], name="restore_all", control_inputs=assigns).name
     return SaveRestore({v.name: v.read for v in variables}, feeds, restore, {v.name: v for v in variables})
+
+
+def save_slices(sr: SaveRestore) -> dict[str, SliceSpec]:
+    """The parts of partitioned variables (and their slots), each saved as its slice of the
+    whole variable under the whole's name, as TensorFlow's Saver saves them."""
+    return {name: SliceSpec.rows(*v.save_slice) for name, v in sr.variables.items() if v.save_slice is not None}
 
 
 def capture(session, sr: SaveRestore, next_batch: int | None) -> dict[str, np.ndarray]:

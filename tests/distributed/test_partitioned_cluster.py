@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from specflow.distributed import Cluster, ClusterSpec
+from specflow.io.tensor_bundle import read_bundle_index
 from specflow.runtime.session import Session, SessionConfig
 from specflow.schema.loader import load_spec
 from specflow.train.evaluate import evaluate_checkpoint
@@ -60,6 +61,11 @@ def test_training_on_two_workers_reaches_the_local_accuracy(cluster, tmp_path):
     local = Trainer(spec, TrainOptions(logdir=tmp_path / "local", steps=200)).run()
     dist = DistributedTrainer(spec, TrainOptions(logdir=tmp_path / "dist", steps=200), cluster=cluster).run()
     assert dist.step == local.step == 200
+    # Each ps saved its parts as slices of the whole variable (TF's layout); the merge joined them.
+    index = read_bundle_index(str(tmp_path / "dist" / "model.ckpt-200"))
+    for name in ("target_vec/embeddings", "context_vec/embeddings"):
+        assert [d.size for d in index[name].shape.dim] == [35, 16] and len(index[name].slices) == 2, name
+    assert not [n for n in index if "/part_" in n and not n.startswith("_specflow/")]
     _, metrics = evaluate_checkpoint(spec, tmp_path / "dist")
     assert metrics["accuracy"] > local.eval_metrics["accuracy"] - 0.03, (metrics, local.eval_metrics)
     # The unpartitioned model restores the parts joined (target_vec looks ids up by `div`, so

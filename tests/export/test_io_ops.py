@@ -35,8 +35,10 @@ def test_restore_v2_errors_name_the_tensor_and_file(tmp_path):
         evaluate_op("RestoreV2", [string(prefix), strings("nope"), strings("")], dtypes=["float32"])
     with pytest.raises(OpError, match="holds 'w' as float32, expected int32"):
         evaluate_op("RestoreV2", [string(prefix), strings("w"), strings("")], dtypes=["int32"])
-    with pytest.raises(OpError, match="sliced"):
-        evaluate_op("RestoreV2", [string(prefix), strings("w"), strings("2 0,1")], dtypes=["float32"])
+    with pytest.raises(OpError, match="saved with shape \\[2\\].*of shape \\[3\\]"):
+        evaluate_op("RestoreV2", [string(prefix), strings("w"), strings("3 0,1")], dtypes=["float32"])
+    with pytest.raises(OpError, match="cannot parse shape_and_slices"):
+        evaluate_op("RestoreV2", [string(prefix), strings("w"), strings("2 a,1")], dtypes=["float32"])
     with pytest.raises(OpError, match="checkpoint index not found"):
         evaluate_op("RestoreV2", [string(str(tmp_path / "missing")), strings("w"), strings("")], dtypes=["float32"])
 
@@ -55,3 +57,23 @@ def test_merge_v2_checkpoints_joins_shards_and_deletes_them(tmp_path):
     assert not tmp.exists()  # shards deleted, then their directory (delete_old_dirs)
     with pytest.raises(OpError, match="cannot merge"):
         evaluate_op("MergeV2Checkpoints", [np.array(shard, dtype=object), string(dest)])
+
+
+def test_partitioned_variable_saved_in_slices_by_two_shards_restores_any_slice(tmp_path):
+    """TF's sharded Saver for a partitioned variable: each shard's SaveV2 names the whole
+    variable with its part's shape_and_slices; the merge joins the slices; RestoreV2 reads the
+    whole, or another partitioning's part, across the saved parts."""
+    full = np.arange(20, dtype=np.float32).reshape(5, 4)
+    shard = [str(tmp_path / "tmp" / f"part-{k}") for k in range(2)]
+    evaluate_op("SaveV2", [string(shard[0]), strings("emb", "emb"), strings("5 4 0,2:0,4", "5 4 2,1:0,4"),
+                           full[:2], full[2:3]])  # two parts on one shard  # fmt: skip
+    evaluate_op("SaveV2", [string(shard[1]), strings("emb"), strings("5 4 3,2:0,4"), full[3:]])
+    dest = str(tmp_path / "model")
+    evaluate_op("MergeV2Checkpoints", [np.array(shard, dtype=object), string(dest)])
+    whole, rows = evaluate_op("RestoreV2", [string(dest), strings("emb", "emb"), strings("", "5 4 1,3:-")],
+                              dtypes=["float32", "float32"])  # fmt: skip
+    np.testing.assert_array_equal(whole, full)
+    np.testing.assert_array_equal(rows, full[1:4])
+    with pytest.raises(OpError, match="repeats a name"):
+        evaluate_op("SaveV2", [string(shard[0]), strings("emb", "emb"), strings("5 4 0,2:0,4", "5 4 0,2:0,4"),
+                               full[:2], full[:2]])  # fmt: skip

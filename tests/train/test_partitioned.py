@@ -197,3 +197,31 @@ nodes:
     np.testing.assert_allclose(parted.sess.run(["y:0"], {"x": x})[0], x @ W, rtol=1e-5, atol=1e-5)
     with pytest.raises(SpecflowError, match="scalar variable cannot be partitioned"):
         load_spec_text(text.replace("[5, 300]", "[]").replace("PART", "partitions: 2"), "pvv.yaml")
+
+
+def test_checkpoint_files_hold_the_whole_variable_in_slices_as_tensorflow(tmp_path):
+    """On disk a partitioned variable is one tensor saved in slices, as TF's Saver
+    writes it: readers see `emb/embeddings` [11, 4]; it restores into other partitionings, and
+    a checkpoint from before (parts under their own names) still restores."""
+    from specflow.io.checkpoint import CheckpointManager
+    from specflow.io.tensor_bundle import read_bundle, read_bundle_index, write_bundle
+
+    three = Model(_spec(", partitions: 3", opt="adagrad: {learning_rate: 0.5}"))
+    saved = three.values()
+    path = CheckpointManager(str(tmp_path)).save(saved, 1, slices=state.save_slices(three.sr))
+    index = read_bundle_index(path)
+    assert not any("/part_" in name for name in index if not name.startswith("_specflow/"))
+    assert [d.size for d in index["emb/embeddings"].shape.dim] == [VOCAB, DIM]
+    assert [(s.extent[0].start, s.extent[0].length) for s in index["emb/embeddings"].slices] == [(0, 4), (4, 4), (8, 3)]
+    joined = np.concatenate([saved[f"emb/embeddings/part_{k}"] for k in range(3)])
+    np.testing.assert_array_equal(read_bundle(path)["emb/embeddings"], joined)
+    for extra in ("", ", partitioner: {fixed: 2}"):
+        model = Model(_spec(extra, opt="adagrad: {learning_rate: 0.5}"))
+        model.load(CheckpointManager(str(tmp_path)).restore(path))
+        values = model.values()
+        got = values["emb/embeddings"] if not extra else np.concatenate([values[f"emb/embeddings/part_{k}"] for k in range(2)])
+        np.testing.assert_array_equal(got, joined)
+    write_bundle(str(tmp_path / "old"), saved)  # the parts under their own names
+    whole = Model(_spec(opt="adagrad: {learning_rate: 0.5}"))
+    whole.load(read_bundle(str(tmp_path / "old")))
+    np.testing.assert_array_equal(whole.values()["emb/embeddings"], joined)
