@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
+
 from specflow.errors import SpecflowError
 
 from .cluster_spec import ClusterSpec
@@ -69,4 +71,31 @@ def replica_sessions(graph_def, cluster, seed: int | None, strategy: str, lossy_
     summaries, evaluation), then one session per replica task (chief first). The driver computes
     on ps 0, so losing a worker never takes the chief's session with it."""
     tasks = replica_tasks(cluster.spec)
-    return [replica_session(graph_def, cluster, seed, strategy, t, lossy_transfers) for t in [DRIVER_TASK, *tasks]]
+    sessions = [replica_session(graph_def, cluster, seed, strategy, DRIVER_TASK, lossy_transfers)]
+    for k, t in enumerate(tasks):
+        graph, graph_seed = replica_random_streams(graph_def, seed, k)
+        sessions.append(replica_session(graph, cluster, graph_seed, strategy, t, lossy_transfers))
+    return sessions
+
+
+def replica_random_streams(graph_def, seed: int | None, k: int):
+    """Replica ``k``'s graph and graph seed, so that each worker's random ops (dropout masks,
+    noise) draw their own stream instead of repeating the chief's, as they would if every
+    replica built the graph with one seed (TF's between-graph replicas do): an op seeded by the
+    graph gets a graph seed derived from ``seed`` and ``k``; an op with its own seed gets a
+    ``seed2`` derived from its seeds and ``k``. Replica 0 (the chief) keeps the graph as it
+    is, so a one-worker run draws what a local run draws; all of it is reproducible."""
+    if k == 0:
+        return graph_def, seed
+
+    def mix(*words: int) -> int:
+        return int(np.random.SeedSequence([w & 0xFFFFFFFFFFFFFFFF for w in words]).generate_state(1, np.uint64)[0] >> 1)
+
+    nodes = []
+    for node in graph_def.nodes:
+        s1, s2 = node.attrs.get("seed"), node.attrs.get("seed2")
+        if isinstance(s2, int) and isinstance(s1, int) and (s1 or s2):
+            node = dataclasses.replace(node, attrs={**node.attrs, "seed2": mix(s1, s2, k)})
+        nodes.append(node)
+    graph = dataclasses.replace(graph_def, nodes=nodes)
+    return graph, None if seed is None else mix(seed, k)

@@ -274,10 +274,15 @@ def test_a_resumed_sync_run_continues_every_workers_random_stream(tasks, tmp_pat
     _train(spec, tmp_path / "straight", tasks)
     tasks.reset()
     _train(spec, tmp_path / "resumed", tasks, steps=3)
-    from specflow.io.tensor_bundle import read_bundle_index
+    from specflow.io.tensor_bundle import read_bundle, read_bundle_index
 
     keys = [k for k in read_bundle_index(str(tmp_path / "resumed" / "model.ckpt-3")) if "/rng/" in k]
     assert {k.split("/")[1] for k in keys} == {"replica_0", "replica_1"}, keys
+    # Each worker has its own stream (seeded from the spec's seed and its index), not a copy.
+    states = read_bundle(str(tmp_path / "resumed" / "model.ckpt-3"), keys)
+    for k in keys:
+        if "/replica_0/" in k:
+            assert not np.array_equal(states[k], states[k.replace("/replica_0/", "/replica_1/")]), k
     tasks.reset()  # fresh generators: only the checkpoint can give them their states back
     assert _train(spec, tmp_path / "resumed", tasks, steps=6, resume=True).start_step == 3
     names = ["hidden/kernel", "hidden/bias", "logits/kernel", "logits/bias", "hidden/kernel/Adam"]
