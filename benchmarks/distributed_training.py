@@ -82,8 +82,10 @@ def local_one_thread(name: str, steps: int, warm: int, data_dir: str) -> float:
     return float(out.stdout.strip().splitlines()[-1])
 
 
-def examples_per_sec(name: str, where: str, mode: str, steps: int, warm: int, data_dir: str) -> float:
-    """``where``: "local", or a cluster "ps=1,worker=N"."""
+def examples_per_sec(name: str, where: str, mode: str, steps: int, warm: int, data_dir: str,
+                     stages: bool = True) -> float:  # fmt: skip
+    """``where``: "local", or a cluster "ps=1,worker=N"; ``stages``: False runs the replicas'
+    steps on the push protocol (as before steps were cut into stages, ``distributed/stages.py``)."""
     spec = _spec(name, mode, data_dir)
     clock = _Clock(warm)
     logdir = tempfile.mkdtemp(prefix="bench-train-")
@@ -97,6 +99,11 @@ def examples_per_sec(name: str, where: str, mode: str, steps: int, warm: int, da
         from specflow.distributed.training import DistributedTrainer
 
         class Measured(DistributedTrainer):
+            def _setup(self):
+                super()._setup()
+                for sess in self.replicas:
+                    sess.stages = stages
+
             def _close(self):  # the plans go with the sessions: count their transfers first
                 BYTES[(name, where, mode)] = replica_bytes(self)
                 super()._close()
@@ -140,8 +147,9 @@ def training_rows(quick: bool = False) -> list[tuple]:
         local = local_one_thread(name, steps, warm, data_dir)
         row = [name, local]
         for mode in ("async", "sync"):
-            one = examples_per_sec(name, "ps=1,worker=1", mode, steps, warm, data_dir)
-            two = examples_per_sec(name, "ps=1,worker=2", mode, steps, warm, data_dir)
-            row += [mode, one, two]
+            for stages in (True, False):  # interleaved: the same load for both protocols
+                one = examples_per_sec(name, "ps=1,worker=1", mode, steps, warm, data_dir, stages)
+                two = examples_per_sec(name, "ps=1,worker=2", mode, steps, warm, data_dir, stages)
+                row += [f"{mode} ({'stages' if stages else 'push'})", one, two]
         rows.append(tuple(row))
     return rows

@@ -35,6 +35,7 @@ from .deadlock_watch import WATCH_AFTER_S, WATCH_EVERY_S, DeadlockWatch
 from .engine import Cluster, ensure_ray
 from .placement import ClusterStep, TaskAssignment, compile_cluster_step, task_order
 from .remote_rendezvous import pack_error, unpack_error
+from .stages import MAX_STAGES, split_virtual, stage_split
 from .task_partition import piece_args, pure_read
 
 
@@ -47,7 +48,11 @@ class _ClusterPlan(_Plan):
     # The dataflow protocol, when no cycle joins the tasks' transfers: (task, its run_graph_flow
     # with one return per downstream task + 1, [(upstream task, index of its outbox)], the
     # downstream tasks) in topological order; None: the push protocol.
+    # A step cut into stages (``stages.py``) has one entry per stage's call ``TASK#s``, run as
+    # handle ``HANDLE#s`` with step id ``step_id + s``.
     flow: list[tuple[str, Any, list[tuple[str, int]], list[str]]] | None = None
+    calls: dict[str, tuple[str, int]] = field(default_factory=dict)  # flow entry -> (handle, step id offset)
+    offsets: dict[str, list[int]] = field(default_factory=dict)  # task -> its calls' step id offsets
     # Dataflow: tasks whose result the master waits for (they set fetches or send to no task;
     # the others' success shows in their downstream tasks' results), and the pairs of tasks
     # that exchange a batch each step.
@@ -71,7 +76,7 @@ class ClusterSession(Session):
         rng = random.Random()
         self.cluster_incarnations = {d: rng.getrandbits(63) or 1 for d in spec.all_devices}
         # Step ids unique across the sessions sharing the tasks.
-        self._step_ids = itertools.count(rng.getrandbits(40) << 20)
+        self._step_ids = itertools.count(rng.getrandbits(40) << 20, MAX_STAGES)  # a stage adds its index
         self._handles = itertools.count()
         self._session_id = f"{rng.getrandbits(48):x}"
         self.cross_task_batches = 0  # batches of tensors sent between tasks, over all steps
@@ -82,6 +87,9 @@ class ClusterSession(Session):
         self.dataflow = True
         # False: call a pure-read task every step (benchmarks measure the transfer itself).
         self.reuse_reads = True
+        # A step whose tasks send both ways (training on a ps) cut into stages run as dataflow;
+        # False keeps such steps on the push protocol (benchmarks compare the two).
+        self.stages = True
 
     @property
     def device_names(self) -> list[str]:
@@ -111,18 +119,28 @@ class ClusterSession(Session):
         actors = self.cluster.actors
         seed = self.config.graph_seed
         incarnations = self.cluster_incarnations
-        ray.get([actors[t].register_graph.remote(handle, g, seed, incarnations) for t, g in step.graphs.items()])
-        args_of = {t: piece_args(g) for t, g in step.graphs.items()}
+        graphs = step.graphs
+        order = task_order(graphs) if self.dataflow else None
+        if order is None and self.dataflow and self.stages:
+            staged = stage_split(graphs)
+            order = None if staged is None else task_order(staged)
+            if order is not None:
+                graphs = staged
+        calls = {t: (handle, 0) if s is None else (f"{handle}#{s}", s) for t in graphs for _, s in [split_virtual(t)]}
+        ray.get([actors[split_virtual(t)[0]].register_graph.remote(calls[t][0], g, seed, incarnations)
+                 for t, g in graphs.items()])  # fmt: skip
+        args_of = {t: piece_args(g) for t, g in graphs.items()}
         plan = _ClusterPlan(feeds, _feed_specs(self.graph_def, feeds), fetches, [], step.graphs, handle=handle,
-                            step=step, tasks=step.tasks, args_of=args_of)  # fmt: skip
-        plan.writers = [t for t, g in step.graphs.items() if not pure_read(g)]
-        order = task_order(step) if self.dataflow else None
+                            step=step, tasks=step.tasks, args_of=args_of, calls=calls)  # fmt: skip
+        for t, (_, off) in calls.items():
+            plan.offsets.setdefault(split_virtual(t)[0], []).append(off)
+        plan.writers = sorted({split_virtual(t)[0] for t, g in graphs.items() if not pure_read(g)})
         if order is not None:
             plan.flow = []
             for t, down, up in order:
-                method = actors[t].run_graph_flow
+                method = actors[split_virtual(t)[0]].run_graph_flow
                 plan.flow.append((t, method.options(num_returns=1 + len(down)) if down else method, up, down))
-                if not down or any(n.op == "_Retval" for n in step.graphs[t].nodes):
+                if not down or any(n.op == "_Retval" for n in graphs[t].nodes):
                     plan.awaited.add(t)
                 plan.flow_batches += len(up)
         return plan
@@ -166,7 +184,7 @@ class ClusterSession(Session):
         if root is not None:
             raise unpack_error(root[0])
         for t, epoch, boxes in reads:
-            if epochs.get(t) == epoch:  # no step that may write the task ran meanwhile
+            if epochs.get(split_virtual(t)[0]) == epoch:  # no step that may write the task ran meanwhile
                 plan.reads[t] = (epoch, boxes)
         return _fetched(plan, frame)
 
@@ -221,19 +239,21 @@ class ClusterSession(Session):
         outs: dict[str, list] = {}
         refs, unawaited, reads = [], [], []
         for t, method, up, down in plan.flow:
+            task = split_virtual(t)[0]
             cached = plan.reads.get(t)
-            if cached is not None and cached[0] == epochs.get(t):
+            if cached is not None and cached[0] == epochs.get(task):
                 outs[t] = cached[1]
                 self.reads_reused += 1
                 continue
             boxes = [outs[u][k] for u, k in up]
-            got = method.remote((plan.handle, step_id, {i: args[i] for i in plan.args_of[t]}, n_args, n_ret, down),
+            handle, off = plan.calls[t]
+            got = method.remote((handle, step_id + off, {i: args[i] for i in plan.args_of[t]}, n_args, n_ret, down),
                                 *boxes)  # fmt: skip
             result = got[0] if down else got
             if down:
                 outs[t] = got[1:]
-                if t not in plan.writers and self.reuse_reads:
-                    reads.append((t, epochs.get(t), outs[t]))
+                if task not in plan.writers and self.reuse_reads:
+                    reads.append((t, epochs.get(task), outs[t]))
             (refs if t in plan.awaited else unawaited).append(result)
         return refs, unawaited, reads
 
@@ -242,7 +262,8 @@ class ClusterSession(Session):
         once) and forget its state there."""
         packed = pack_error(error)
         for t in plan.tasks:
-            self.cluster.actors[t].cleanup_graph.remote(step_id, packed)
+            for off in plan.offsets.get(t, [0]):
+                self.cluster.actors[t].cleanup_graph.remote(step_id + off, packed)
         return error
 
     def _run_single(self, plan, args, stats):  # a cluster plan has no local executor
@@ -253,7 +274,7 @@ class ClusterSession(Session):
     def close(self) -> None:
         if self.closed:
             return
-        handles = [p.handle for p in self._plans.values() if isinstance(p, _ClusterPlan)]
+        handles = [h for p in self._plans.values() if isinstance(p, _ClusterPlan) for h, _ in p.calls.values()]
         if self.cluster.connected:
             import ray
 

@@ -199,21 +199,22 @@ def compile_cluster_step(
     return ClusterStep(compiled, dict(parts.partitions), list(parts.transfers), kw.get("incarnations"))
 
 
-def task_order(step: ClusterStep) -> list[tuple[str, list[str], list[tuple[str, int]]]] | None:
+def task_order(graphs: dict[str, GraphDef]) -> list[tuple[str, list[str], list[tuple[str, int]]]] | None:
     """The step's tasks in an order where every cross-task transfer goes forward, each with its
     downstream tasks and its upstream (task, index in that task's downstream list); None when
     the transfers between tasks form a cycle (a loop or a training step spanning tasks: tensors
     go both ways within the step, so the tasks must run at once and push to each other)."""
-    down: dict[str, set[str]] = {t: set() for t in step.tasks}
-    for src, piece in step.graphs.items():  # the _Send nodes themselves: control loops' too
+    tasks = list(graphs)
+    down: dict[str, set[str]] = {t: set() for t in tasks}
+    for src, piece in graphs.items():  # the _Send nodes themselves: control loops' too
         down[src] = downstream_tasks(src, piece)
-        if not down[src] <= set(step.graphs):
+        if not down[src] <= set(graphs):
             return None  # sends to a task outside the step: keep the push protocol
-    indegree = {t: 0 for t in step.tasks}
+    indegree = {t: 0 for t in tasks}
     for outs in down.values():
         for d in outs:
             indegree[d] += 1
-    ready = [t for t in step.tasks if indegree[t] == 0]
+    ready = [t for t in tasks if indegree[t] == 0]
     order: list[str] = []
     while ready:
         t = ready.pop(0)
@@ -222,7 +223,7 @@ def task_order(step: ClusterStep) -> list[tuple[str, list[str], list[tuple[str, 
             indegree[d] -= 1
             if indegree[d] == 0:
                 ready.append(d)
-    if len(order) < len(step.tasks):
+    if len(order) < len(tasks):
         return None
     lists = {t: sorted(down[t]) for t in order}
     ups: dict[str, list[tuple[str, int]]] = {t: [] for t in order}

@@ -140,8 +140,15 @@ def piece_args(piece: GraphDef) -> list[int]:
 
 
 def downstream_tasks(task: str, piece: GraphDef) -> set[str]:
-    """The tasks this piece sends to (its cross-task ``_Send``s, control loops' included)."""
-    return {d for n in piece.nodes if n.op == "_Send" and (d := task_of(n.attrs["recv_device"])) != task}
+    """The tasks this piece sends to (its cross-task ``_Send``s, control loops' included); for
+    a stage's piece (``stages.py``: task ``T#s``, receiving devices ``DEVICE#s``) the stages."""
+    return {d for n in piece.nodes if n.op == "_Send" and (d := route_of(n.attrs["recv_device"])) != task}
+
+
+def route_of(recv_device: str) -> str:
+    """Where a value sent to ``recv_device`` goes: its task, or ``TASK#s`` for a stage's call."""
+    device, sep, stage = recv_device.rpartition("#")
+    return f"{task_of(device)}#{stage}" if sep else task_of(recv_device)
 
 
 

@@ -35,7 +35,7 @@ from specflow.runtime.executor import CallFrame, Executor
 from specflow.runtime.executor_types import UNSET
 
 from .remote_rendezvous import FLUSH_DELAY_S, RemoteRendezvous, pack_error, unpack_error
-from .task_partition import partition_piece, task_of
+from .task_partition import partition_piece, route_of
 
 _DONE_MEMORY = 4096  # finished step ids remembered, so a late message for one is dropped
 
@@ -102,8 +102,8 @@ class TaskWorker:
                 raise RuntimeError(f"{self.task} has no device {dev} (it has {', '.join(self.by_name)})")
             executors.append(Executor(g, device, graph_seed=graph_seed, kernel_state=self.kernel_state))
             for n in g.nodes:
-                if n.op == "_Send":
-                    t = task_of(n.attrs["recv_device"])
+                if n.op == "_Send":  # a stage's call (T#s) is routed as another task, even this one's
+                    t = route_of(n.attrs["recv_device"])
                     self.route[n.attrs["recv_device"]] = None if t == self.task else t
         with self.lock:
             self.graphs[handle] = executors
