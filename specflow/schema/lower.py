@@ -34,7 +34,7 @@ from specflow.schema.layers import (
     expand_layer,
 )
 from specflow.schema.layers.common import ensure_training_flag
-from specflow.schema.layers.partitioned import partitioned_variable_value
+from specflow.schema.layers.partitioned import gathers_rows, lookup_rows, partitioned_variable_value
 from specflow.schema.namespace import Namespace, Skip, split_ref
 from specflow.schema.source import SourceMap, dotted
 
@@ -74,6 +74,7 @@ class Lowerer:
     errors: list[SpecflowError] = field(default_factory=list)
     call_stack: list[str] = field(default_factory=list)
     calls: dict[str, str] = field(default_factory=dict)  # a call node's scope -> its function
+    partitioned: dict[str, Any] = field(default_factory=dict)  # a partitioned variable's whole read -> it
 
     def run(self) -> Lowered:
         b = self.builder
@@ -180,7 +181,9 @@ class Lowerer:
                     init = checkpoint_initializer(self.filename, init, name)
                 with b.location(self.source.key_location(path)), b.device(spec.device or ""):
                     if spec.partitions is not None or spec.partitioner is not None:
-                        ns.add_tensors(name, [partitioned_variable_value(b, name, spec, init, self.model.seed)])
+                        whole, self.partitioned[whole] = partitioned_variable_value(b, name, spec, init,
+                                                                                    self.model.seed)  # fmt: skip
+                        ns.add_tensors(name, [whole])
                         continue
                     info = create_variable(b, name, spec.shape, spec.dtype, init, spec.trainable, self.model.seed)
                 ns.add_variable(name, info)
@@ -350,6 +353,13 @@ class Lowerer:
             if chain.last is not None:
                 ctrl.append(chain.last)
         full = b.scoped(name)
+        table = self.partitioned.get(flat[0]) if flat else None
+        if table is not None and gathers_rows(b, opdef.name, flat, attrs):  # rows of a partitioned variable
+            start = len(b.graph_def.nodes)
+            with b.name_scope(name), (b.device(device) if device else nullcontext()):
+                out = lookup_rows(b, table, flat[1], full, self.model.seed)
+            add_control_inputs(compute_nodes(b.graph_def.nodes[start:], b), ctrl)
+            return out
         node = b.add_op(opdef.name, flat, attrs, name=full, exact_name=True, device=device,
                         control_inputs=ctrl, colocate_with=coloc)
         if chain is not None and opdef.is_stateful:

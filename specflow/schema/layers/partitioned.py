@@ -153,13 +153,35 @@ def embedding_lookup(e, table: PartitionedVariable, ids: str, strategy: Strategy
     return e.op("Reshape", [stitched, shape], final=final, name=None if final else "lookup")
 
 
-def partitioned_variable_value(b, name: str, spec, initializer, seed: int | None) -> str:
+def gathers_rows(b, op: str, inputs: list[str], attrs: dict) -> bool:
+    """Whether op ``op`` on ``inputs`` gathers whole rows of its first input (axis 0, no batch
+    dims): on a partitioned variable that is ``embedding_lookup``, not a gather from the whole."""
+    if op == "Gather":
+        return True
+    if op != "GatherV2" or attrs.get("batch_dims", 0) != 0 or len(inputs) < 3:
+        return False
+    axis = b.graph_def.node(inputs[2].split(":")[0])
+    return axis.op == "Const" and np.asarray(axis.attrs["value"]).shape == () and int(axis.attrs["value"]) == 0
+
+
+def lookup_rows(b, table: PartitionedVariable, ids: str, name: str, seed: int | None) -> str:
+    """``Gather(variable, ids)`` of a partitioned ``variables:`` entry as TF's
+    ``embedding_lookup(parts, ids)`` with ``div`` (the rows of the whole variable, in order):
+    only the ids' rows are read, and the gradient reaches each part as rows (sparse)."""
+    from specflow.schema.layers.common import Emitter, LayerContext, ensure_training_flag
+
+    e = Emitter(b, LayerContext(name=name, graph_seed=seed, training=lambda: ensure_training_flag(b)))
+    return embedding_lookup(e, table, ids, "div")
+
+
+def partitioned_variable_value(b, name: str, spec, initializer, seed: int | None) -> tuple[str, PartitionedVariable]:
     """A ``variables:`` entry with ``partitions``/``partitioner``: its parts, and the whole value
     they make (TF's ``PartitionedVariable.as_tensor()``: the parts' reads concatenated), which is
-    what the variable's name reads."""
+    what the variable's name reads (a row gather of it reads only its rows: ``lookup_rows``)."""
     dtype = dtypes.as_dtype(spec.dtype)
     n = num_partitions(spec.partitioner or PartitionerConfig(fixed=spec.partitions), list(spec.shape), dtype)
     table = create_partitioned_variable(b, name, spec.shape, dtype, initializer, spec.trainable, seed, n)
     axis = b.const(np.int32(0), name=f"{table.name}/ConcatPartitions/axis")
-    return b.add_op("ConcatV2", [*(p.read for p in table.parts), axis], name=f"{table.name}/ConcatPartitions/concat",
-                    exact_name=True).name  # fmt: skip
+    whole = b.add_op("ConcatV2", [*(p.read for p in table.parts), axis], name=f"{table.name}/ConcatPartitions/concat",
+                     exact_name=True).name  # fmt: skip
+    return whole, table
