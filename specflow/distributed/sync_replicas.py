@@ -73,14 +73,19 @@ class SyncReplicas:
                 fresh = [b.add_op("Equal", [b.add_op("ReadVariableOp", [t.handle], {"dtype": int64}).name, gs]).name
                          for t in tags]  # fmt: skip
                 for g, v in pairs:
+                    first = len(b.graph_def.nodes)
                     masks = [b.add_op("Cast", [f], {"DstT": v.dtype}).name for f in fresh]
                     count = b.add_op("Maximum", [b.add_op("AddN", masks).name, b.const(1, v.dtype)]).name
                     if isinstance(g, IndexedSlices):
                         out.append((self._sparse_mean(b, g, v, grads[v.name], fresh, count), v))
-                        continue
-                    parts = [b.add_op("Mul", [_read(b, s), m]).name for (s,), m in zip(grads[v.name], masks)]
-                    total = parts[0] if len(parts) == 1 else b.add_op("AddN", parts).name
-                    out.append((b.add_op("RealDiv", [total, count], name=f"{v.name}/mean").name, v))
+                    else:
+                        parts = [b.add_op("Mul", [_read(b, s), m]).name for (s,), m in zip(grads[v.name], masks)]
+                        total = parts[0] if len(parts) == 1 else b.add_op("AddN", parts).name
+                        out.append((b.add_op("RealDiv", [total, count], name=f"{v.name}/mean").name, v))
+                    # The average sits with its variable (and slots): the gradients never leave
+                    # its ps, wherever the chief runs (TF's accumulators live on the ps too).
+                    for node in b.graph_def.nodes[first:]:
+                        node.attrs.setdefault("_class", [f"loc:@{v.handle}"])
         return out
 
     def _slots_of(self, b, g, v: VariableInfo, k: int) -> tuple[VariableInfo, ...]:
