@@ -112,11 +112,11 @@ def main() -> int:
             per_ps = ", ".join(f"{to_ps.get(f'/job:ps/replica:0/task:{t}', 0) / 1e6:.3f}" for t in range(ps))
             print(f"{label:32s} {sum(sizes.values()) / 1e6:14.3f}  {per_ps}")
         print("sync, 2 workers: worker 0's step (push) and the chief's apply")
-        print(f"{'':32s} {'push MB/step':>14s}  {'apply MB/step':>14s}  worker 0 -> each ps (MB)")
+        print(f"{'':32s} {'push MB/step':>14s}  {'apply kB/step':>14s}  worker 0 -> each ps (MB)")
         for label, extra, sparse in SYNC_CASES:
             pushed, applied, to_ps = sync_step_bytes(extra, sparse, optimizer)
             per_ps = ", ".join(f"{to_ps.get(f'/job:ps/replica:0/task:{t}', 0) / 1e6:.3f}" for t in range(2))
-            print(f"{label:32s} {sum(pushed.values()) / 1e6:14.3f}  {sum(applied.values()) / 1e6:14.3f}  {per_ps}")
+            print(f"{label:32s} {sum(pushed.values()) / 1e6:14.3f}  {sum(applied.values()) / 1e3:14.3f}  {per_ps}")
         print()
     return 0
 
