@@ -84,10 +84,11 @@ def _ids(seed, lo=0, hi=20, n=4):
     return {"ids": rng.integers(lo, hi, (n, 3)).astype(np.int32), "labels": rng.integers(0, 2, n).astype(np.int32)}
 
 
-def _bag_runs(opt, steps, sync=None):
+def _bag_runs(opt, steps, sync=None, clip=None):
     """Weights after ``steps`` (a list of per-step batches, or with ``sync`` of per-step pushes
     (worker, local_step, feeds) each followed by one apply), and the session's slot values."""
-    spec = load_spec_text(BAG.replace("OPT", opt), "bag.yaml")
+    text = BAG.replace("OPT", opt) + (f"  clip_global_norm: {clip}\n" if clip else "")
+    spec = load_spec_text(text, "bag.yaml")
     g = build_training_graph(spec, spec.train, None, replicas=sync)
     with Session(g.graph_def, SessionConfig(graph_seed=0)) as s:
         s.run([], targets=[g.init_op])
@@ -129,3 +130,29 @@ def test_a_stale_workers_rows_touch_nothing():
     got, _ = _bag_runs(opt, [[(0, 0, a)], [(0, 1, c), (1, 0, stale)]], SyncReplicas(2))
     for w, x, y in zip(BAG_W, got, want):
         np.testing.assert_allclose(x, y, atol=1e-6, err_msg=w)
+
+
+def test_clipped_sparse_gradients_stay_sparse_and_count_rows_unmerged():
+    """clip_global_norm keeps the embedding's gradient sparse (TF's norm of an IndexedSlices: its
+    rows unmerged); a sync worker clips its own gradient before pushing it."""
+    opt, a = "sgd: {learning_rate: 0.5}", _ids(1)
+    spec = load_spec_text(BAG.replace("OPT", opt) + "  clip_global_norm: 0.01\n", "bag.yaml")
+    g = build_training_graph(spec, spec.train, None)
+    with Session(g.graph_def, SessionConfig(graph_seed=0)) as s:
+        s.run([], targets=[g.init_op])
+        before = s.run([f"{w}/Read/ReadVariableOp" for w in BAG_W])
+        *grads, norm = s.run([g.gradients[v.name] for v in g.trainable] + [g.global_norm], a)  # clipped
+        s.run([], a, targets=[g.train_op])
+        after = s.run([f"{w}/Read/ReadVariableOp" for w in BAG_W])
+    assert [v.name for v in g.trainable][:2] == BAG_W
+    assert grads[0].shape == (12, 4) and norm > 0.01  # the table's: one row per lookup; it clipped
+    # Clipped to norm 0.01 counting each row as it is (merging repeated ids first would not).
+    np.testing.assert_allclose(np.sqrt(sum(np.sum(x.astype(np.float64) ** 2) for x in grads)), 0.01, rtol=1e-5)
+    table = before[0].copy()
+    np.add.at(table, a["ids"].ravel(), -0.5 * grads[0])
+    np.testing.assert_allclose(after[0], table, atol=1e-6)
+    np.testing.assert_allclose(after[1], before[1] - 0.5 * grads[1], atol=1e-6)
+    got, slots = _bag_runs(opt, [[(1, 0, a)]], SyncReplicas(2), clip=0.01)
+    for w, x, y in zip(BAG_W, got, after):
+        np.testing.assert_allclose(x, y, atol=1e-6, err_msg=w)
+    assert slots["sync_replicas/emb/embeddings/rows_1"].shape == (12, 4)
