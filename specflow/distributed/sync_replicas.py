@@ -134,7 +134,6 @@ class SyncReplicas:
         self.slots.append(info)
         return info
 
-
     def _variable(self, b, name, shape, dtype, init, colocate: VariableInfo | None) -> VariableInfo:
         info = create_variable(b, name, shape, dtype, init, trainable=False)
         # Out of the checkpointed "variables" collection; still initialized by the init op.
