@@ -12,6 +12,14 @@ tag ``sync_replicas/step_<k>``: the global step the slot's gradient was computed
   computed at an older step, count for nothing: TF drops them the same way), applied by the
   optimizer, which then increments the global step; workers start the next step from it.
 
+A sparse gradient (an embedding lookup's ``IndexedSlices``) stays sparse, as TF's
+SparseConditionalAccumulator keeps it: worker ``k`` pushes its rows and ids into
+``sync_replicas/<v>/rows_<k>`` and ``.../ids_<k>`` (variables with an unknown leading dim: their
+length changes per step), so only the looked-up rows cross to the ps. The apply concatenates the
+fresh workers' rows and ids (a stale worker's are sliced to none), divides the rows by the number
+of fresh workers and hands the optimizer an ``IndexedSlices``: it applies it as in async mode
+(repeated ids add up). Each part of a partitioned table has its own slots on its own ps.
+
 Slots replace TF's ConditionalAccumulator: a worker's push overwrites only its own slot, so a
 straggler's late push can never leak into another step's average (its tag stays old).
 The slots and tags are not checkpointed (state of one step, as TF's accumulators).
@@ -21,7 +29,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from specflow.graph.dtypes import int64
+import numpy as np
+
+from specflow.graph.dtypes import int32, int64
+from specflow.graph.shapes import Shape
+from specflow.ops.grad_util import IndexedSlices
 from specflow.schema.initializers import parse_initializer
 from specflow.schema.layers.variables import VariableInfo, create_variable
 
@@ -42,18 +54,16 @@ class SyncReplicas:
         """The (average, variable) pairs the optimizer applies; records the push ops. A worker's
         ``update_ops`` (batch-norm moving averages) run in its push, as each TF worker runs them."""
         pairs = [(g, v) for g, v in grads_and_vars if g is not None]
-        zeros = parse_initializer("zeros")
         with b.root_scope(), b.no_control_dependencies():
             local_step = b.add_op("Placeholder", [], {"dtype": int64, "shape": []}, name=LOCAL_STEP,
                                   exact_name=True).name  # fmt: skip
             tags = [self._variable(b, f"{SCOPE}/step_{k}", [], int64, parse_initializer({"constant": -1}), None)
                     for k in range(self.num_workers)]  # fmt: skip
-            grads = {v.name: [self._variable(b, f"{SCOPE}/{v.name}/grad_{k}", v.shape.as_list(), v.dtype, zeros, v)
-                              for k in range(self.num_workers)] for _, v in pairs}  # fmt: skip
+            grads = {v.name: [self._slots_of(b, g, v, k) for k in range(self.num_workers)] for g, v in pairs}
             for k in range(self.num_workers):
                 with b.name_scope(f"{SCOPE}/push_{k}"):
-                    writes = [b.add_op("AssignVariableOp", [grads[v.name][k].handle, g], {"dtype": v.dtype}).name
-                              for g, v in pairs]  # fmt: skip
+                    writes = [b.add_op("AssignVariableOp", [slot.handle, t], {"dtype": slot.dtype}).name
+                              for g, v in pairs for slot, t in zip(grads[v.name][k], _parts(g))]  # fmt: skip
                     tag = b.add_op("AssignVariableOp", [tags[k].handle, local_step], {"dtype": int64},
                                    control_inputs=writes + list(update_ops)).name  # fmt: skip
                     self.push_ops.append(b.add_op("NoOp", [], name="done", control_inputs=[tag]).name)
@@ -62,14 +72,67 @@ class SyncReplicas:
                 gs = b.add_op("ReadVariableOp", [global_step.handle], {"dtype": int64}).name
                 fresh = [b.add_op("Equal", [b.add_op("ReadVariableOp", [t.handle], {"dtype": int64}).name, gs]).name
                          for t in tags]  # fmt: skip
-                for _, v in pairs:
+                for g, v in pairs:
+                    first = len(b.graph_def.nodes)
                     masks = [b.add_op("Cast", [f], {"DstT": v.dtype}).name for f in fresh]
                     count = b.add_op("Maximum", [b.add_op("AddN", masks).name, b.const(1, v.dtype)]).name
-                    parts = [b.add_op("Mul", [b.add_op("ReadVariableOp", [s.handle], {"dtype": v.dtype}).name, m]).name
-                             for s, m in zip(grads[v.name], masks)]  # fmt: skip
-                    total = parts[0] if len(parts) == 1 else b.add_op("AddN", parts).name
-                    out.append((b.add_op("RealDiv", [total, count], name=f"{v.name}/mean").name, v))
+                    if isinstance(g, IndexedSlices):
+                        out.append((self._sparse_mean(b, g, v, grads[v.name], fresh, count), v))
+                    else:
+                        parts = [b.add_op("Mul", [_read(b, s), m]).name for (s,), m in zip(grads[v.name], masks)]
+                        total = parts[0] if len(parts) == 1 else b.add_op("AddN", parts).name
+                        out.append((b.add_op("RealDiv", [total, count], name=f"{v.name}/mean").name, v))
+                    # The average sits with its variable (and slots): the gradients never leave
+                    # its ps, wherever the chief runs (TF's accumulators live on the ps too).
+                    for node in b.graph_def.nodes[first:]:
+                        node.attrs.setdefault("_class", [f"loc:@{v.handle}"])
         return out
+
+    def _slots_of(self, b, g, v: VariableInfo, k: int) -> tuple[VariableInfo, ...]:
+        """Worker ``k``'s slots for ``v``'s gradient ``g``: (dense,) or, sparse, (rows, ids)."""
+        if not isinstance(g, IndexedSlices):
+            return (self._variable(b, f"{SCOPE}/{v.name}/grad_{k}", v.shape.as_list(), v.dtype, _ZEROS, v),)
+        rows = Shape([None, *v.shape.dims[1:]])
+        ids = b.spec(g.indices).dtype
+        return (self._ragged(b, f"{SCOPE}/{v.name}/rows_{k}", rows, v.dtype, v),
+                self._ragged(b, f"{SCOPE}/{v.name}/ids_{k}", Shape([None]), ids, v))  # fmt: skip
+
+    def _sparse_mean(self, b, g: IndexedSlices, v: VariableInfo, slots, fresh: list[str], count: str) -> IndexedSlices:
+        """The fresh workers' rows and ids concatenated, the rows divided by ``count``."""
+        rows, ids = [], []
+        rank = v.shape.rank
+        for (r, i), f in zip(slots, fresh):
+            rv, iv = _read(b, r), _read(b, i)
+            # A stale worker keeps none of its rows. The min guards a push landing between the
+            # two reads (rows of one length, ids of another): never a slice past the end.
+            have = b.add_op("Minimum", [b.add_op("Size", [iv], {"out_type": int32}).name,
+                                        b.add_op("Slice", [b.add_op("Shape", [rv], {"out_type": int32}).name,
+                                                           b.const([0], int32), b.const([1], int32)]).name]).name
+            keep = b.add_op("Mul", [have, b.add_op("Cast", [f], {"DstT": int32}).name]).name
+            ids.append(b.add_op("Slice", [iv, b.const([0], int32), keep]).name)
+            size = b.add_op("ConcatV2", [keep, b.const([-1] * (rank - 1), int32), b.const(0, int32)]).name
+            rows.append(b.add_op("Slice", [rv, b.const([0] * rank, int32), size]).name)
+        axis = b.const(0, int32)
+        values = rows[0] if len(rows) == 1 else b.add_op("ConcatV2", [*rows, axis]).name
+        indices = ids[0] if len(ids) == 1 else b.add_op("ConcatV2", [*ids, axis]).name
+        mean = b.add_op("RealDiv", [values, count], name=f"{v.name}/mean").name
+        return IndexedSlices(b, mean, indices, g._rows)
+
+    def _ragged(self, b, name: str, shape: Shape, dtype, colocate: VariableInfo) -> VariableInfo:
+        """A slot whose leading dim changes per push (declared unknown; starts empty)."""
+        handle = b.add_op("VarHandleOp", [], {"dtype": dtype, "shape": shape, "shared_name": name},
+                          name=name, exact_name=True).name  # fmt: skip
+        b.graph_def.node(handle).attrs["_class"] = [f"loc:@{colocate.handle}"]
+        with b.name_scope(name), b.name_scope("Initializer"):
+            empty = b.const(np.zeros([0, *shape.dims[1:]], dtype.numpy), dtype, name="empty")
+        assign = b.add_op("AssignVariableOp", [handle, empty], {"dtype": dtype}, name=f"{name}/Assign",
+                          exact_name=True).name  # fmt: skip
+        read = b.add_op("ReadVariableOp", [handle], {"dtype": dtype}, name=f"{name}/Read/ReadVariableOp",
+                        exact_name=True).name  # fmt: skip
+        info = VariableInfo(name, handle, read, assign, dtype, shape, False, _ZEROS)
+        b.add_to_collection("init_ops", assign)  # initialized by the init op, never checkpointed
+        self.slots.append(info)
+        return info
 
     def _variable(self, b, name, shape, dtype, init, colocate: VariableInfo | None) -> VariableInfo:
         info = create_variable(b, name, shape, dtype, init, trainable=False)
@@ -79,3 +142,15 @@ class SyncReplicas:
             b.graph_def.node(info.handle).attrs["_class"] = [f"loc:@{colocate.handle}"]
         self.slots.append(info)
         return info
+
+
+_ZEROS = parse_initializer("zeros")
+
+
+def _parts(g) -> tuple[str, ...]:
+    """What a worker pushes of gradient ``g``, in its slots' order."""
+    return (g.values, g.indices) if isinstance(g, IndexedSlices) else (g,)
+
+
+def _read(b, slot: VariableInfo) -> str:
+    return b.add_op("ReadVariableOp", [slot.handle], {"dtype": slot.dtype}).name

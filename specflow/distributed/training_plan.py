@@ -5,7 +5,7 @@ The same graph the trainer builds (``build_training_graph``, with sync's slots w
 ``sync``), placed once per worker replica with that replica's ``ReplicaAssignment``: which
 variable and optimizer slot sits on which ps task, and per worker the bytes its step pulls from
 the ps tasks (variable values) and pushes to them (gradients), at the data's batch size.
-Sync adds the chief's apply step (on ps 0: averages and updates, between ps tasks only).
+Sync adds the chief's apply step (each average and update on its variable's ps: only scalars cross).
 """
 
 from __future__ import annotations

@@ -21,15 +21,19 @@ from .placement import ClusterStep
 
 
 def measured_cross_bytes(graph: GraphDef, step: ClusterStep, feeds: Mapping[str, np.ndarray], targets: Sequence[str],
-                         setup: Sequence[str] = ()) -> dict[str, int]:  # fmt: skip
+                         setup: Sequence[str] = (), before: Sequence[tuple[Sequence[str], Mapping]] = ()
+                         ) -> dict[str, int]:  # fmt: skip
     """Tensor -> bytes it sends across tasks in one step of ``step`` with ``feeds`` (each
-    transfer counted once per receiving task), after running the ``setup`` targets (init)."""
+    transfer counted once per receiving task), after running the ``setup`` targets (init) and
+    the ``before`` steps (targets, feeds): e.g. sync's pushes before the apply."""
     names = {n.name for n in graph.nodes}
     wanted = sorted({t.tensor for t in step.cross if parse_input(t.tensor).node in names})
     sess = Session(graph)
     try:
         if setup:
             sess.run([], targets=list(setup))
+        for targets_before, feeds_before in before:
+            sess.run([], dict(feeds_before), targets=list(targets_before))
         values = sess.run(wanted, dict(feeds), targets=list(targets))
     finally:
         sess.close()

@@ -4,6 +4,10 @@
 ``clip_norm / max(global_norm, clip_norm)``: unchanged while the norm is within the limit,
 shrunk together (keeping their direction) when it is not. As in TensorFlow, an infinite or NaN
 norm makes every clipped gradient NaN, so a diverging step is noticed instead of zeroed.
+
+A sparse gradient (``IndexedSlices``) counts and is clipped by its rows as they are, repeated
+ids not merged first (TensorFlow's global_norm takes an IndexedSlices' values the same way),
+and stays sparse: its rows are scaled, its ids kept.
 """
 
 from __future__ import annotations
@@ -13,19 +17,21 @@ from collections.abc import Sequence
 
 from specflow.errors import SpecError
 from specflow.graph.dtypes import float32
+from specflow.ops.grad_util import IndexedSlices
 
 
 def clip_by_global_norm(
-    builder, grads: Sequence[str | None], clip_norm: float, path: str = "clip_global_norm"
-) -> tuple[list[str | None], str]:
-    """``(clipped, global_norm)``: the clipped gradient tensors (None stays None) and the norm.
+    builder, grads: Sequence[str | IndexedSlices | None], clip_norm: float, path: str = "clip_global_norm"
+) -> tuple[list[str | IndexedSlices | None], str]:
+    """``(clipped, global_norm)``: the clipped gradients (None stays None; an IndexedSlices
+    stays one) and the norm.
 
     The norm is computed in the gradients' dtype when they share one, else in float32."""
     if isinstance(clip_norm, bool) or not isinstance(clip_norm, (int, float)) or not (
         math.isfinite(clip_norm) and clip_norm > 0
     ):
         raise SpecError(f"clip norm must be a finite number > 0, got {clip_norm!r}", path=path)
-    present = [g for g in grads if g is not None]
+    present = [g.values if isinstance(g, IndexedSlices) else g for g in grads if g is not None]
     kinds = {builder.spec(g).dtype for g in present}
     dtype = kinds.pop() if len(kinds) == 1 else float32
 
@@ -48,11 +54,13 @@ def clip_by_global_norm(
         limit = builder.const(float(clip_norm), dtype, name="clip_norm")
         scale = op("RealDiv", [limit, op("Maximum", [norm, limit])])
         scale = op("AddV2", [scale, op("Sub", [norm, norm])])  # NaN when the norm is not finite
-        clipped: list[str | None] = []
+        clipped: list[str | IndexedSlices | None] = []
         for i, g in enumerate(grads):
             if g is None:
                 clipped.append(None)
                 continue
-            factor = cast(scale, builder.spec(g).dtype)
-            clipped.append(builder.add_op("Mul", [g, factor], name=builder.unique_name(f"_{i}"), exact_name=True).name)
+            x = g.values if isinstance(g, IndexedSlices) else g
+            factor = cast(scale, builder.spec(x).dtype)
+            y = builder.add_op("Mul", [x, factor], name=builder.unique_name(f"_{i}"), exact_name=True).name
+            clipped.append(IndexedSlices(builder, y, g.indices, g._rows) if isinstance(g, IndexedSlices) else y)
     return clipped, norm

@@ -86,9 +86,6 @@ def build_training_graph(spec, cfg, train_arrays: dict[str, np.ndarray] | None, 
     lr = schedules.learning_rate(b, opt_params.get("learning_rate"), global_step.read)
     # Sparse where a variable is only gathered from (embeddings): the update sends only the rows.
     grads = gradients(b, [loss], [v.handle for v in trainable], sparse=sparse_gradients)
-    if cfg.clip_global_norm is not None or replicas is not None:  # both work on dense gradients
-        with b.name_scope("gradients"):
-            grads = [g.dense(b) if isinstance(g, IndexedSlices) else g for g in grads]
     missing = [v.name for v, g in zip(trainable, grads) if g is None]
     if len(missing) == len(trainable):
         raise GraphError(f"the loss '{cfg.loss}' does not depend on any trainable variable", node=cfg.loss)

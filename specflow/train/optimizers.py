@@ -21,6 +21,7 @@ from typing import Any, ClassVar
 
 from specflow.errors import GraphError, SpecError, did_you_mean
 from specflow.graph.dtypes import DType, int64
+from specflow.graph.graph_def import parse_input
 from specflow.ops.grad_util import IndexedSlices
 from specflow.schema.initializers import Initializer, parse_initializer
 from specflow.schema.layers.variables import VariableInfo, create_variable
@@ -241,12 +242,22 @@ class Optimizer(ABC):
         ]
 
 
+def _beside(b, tensor: str) -> list[str]:
+    """Where ``tensor`` asked to be made (its producer's colocation; none: wherever it is made):
+    sync's averaged rows sit with their variable, and what is made of them stays there."""
+    return [c.removeprefix("loc:@") for c in b.graph_def.node(parse_input(tensor).node).attrs.get("_class") or ()]
+
+
 def _deduplicate(b, grad: IndexedSlices) -> IndexedSlices:
     """One row per index, the repeats' values summed (TF's _deduplicate_indexed_slices): made
     where the gradient is, so only unique rows travel."""
-    unique = b.add_op("Unique", [grad.indices], {"out_idx": b.spec(grad.indices).dtype}, name="Unique").name
-    count = b.add_op("Size", [unique], {"out_type": b.spec(grad.indices).dtype}, name="num_unique").name
-    summed = b.add_op("UnsortedSegmentSum", [grad.values, f"{unique}:1", count], name="summed_rows").name
+    at = _beside(b, grad.values)
+    unique = b.add_op("Unique", [grad.indices], {"out_idx": b.spec(grad.indices).dtype}, name="Unique",
+                      colocate_with=at).name  # fmt: skip
+    count = b.add_op("Size", [unique], {"out_type": b.spec(grad.indices).dtype}, name="num_unique",
+                     colocate_with=at).name  # fmt: skip
+    summed = b.add_op("UnsortedSegmentSum", [grad.values, f"{unique}:1", count], name="summed_rows",
+                      colocate_with=at).name  # fmt: skip
     return IndexedSlices(b, summed, unique, grad._rows)
 
 
@@ -259,8 +270,9 @@ class SGD(Optimizer):
 
     def _sparse_update(self, b, s, grad, var, slots, lr, globals_):
         # Repeated rows add up in the scatter: no deduplication needed (as TF's SGD).
-        delta = b.add_op("Mul", [grad.values, lr], name="scaled_rows").name
-        neg = b.add_op("Neg", [delta], name="neg_rows").name
+        at = _beside(b, grad.values)
+        delta = b.add_op("Mul", [grad.values, lr], name="scaled_rows", colocate_with=at).name
+        neg = b.add_op("Neg", [delta], name="neg_rows", colocate_with=at).name
         return "ResourceScatterAdd", [var.handle, grad.indices, neg], {"dtype": var.dtype}
 
     def _apply_op(self, s, grad, var, slots, lr, globals_):

@@ -81,3 +81,19 @@ def test_inspect_shows_the_parts():
     r = CliRunner().invoke(app, ["inspect", str(MODELS / "word2vec_partitioned.yaml"), "--cluster", "local:ps=2,worker=1",
                                  "--placed"])  # fmt: skip
     assert r.exit_code == 0 and "partitioned variables" in r.output and "18:35" in r.output
+
+
+def test_sync_pushes_only_the_batch_rows_and_the_apply_stays_on_each_ps():
+    """mode: sync keeps an embedding's gradient sparse: worker 0's push sends the batch's rows and
+    ids into its slots on the table's ps (each part's to its own ps), and the chief's apply
+    averages them there (only scalars cross between tasks)."""
+    from benchmarks.embedding_bytes import sync_step_bytes
+
+    rows = 128 * 8 * 64 * 4 + 128 * 8 * 4  # every looked-up row's gradient and its id
+    dense, _, _ = sync_step_bytes("", sparse=False)
+    assert sum(dense.values()) > 50000 * 64 * 4
+    for extra in ("", ", partitions: 2"):
+        pushed, applied, to_ps = sync_step_bytes(extra, sparse=True)
+        assert rows <= sum(to_ps.values()) < rows + 8192, to_ps  # + the lookups' ids, the dense layer
+        assert sum(applied.values()) < 1024
+    assert min(to_ps.values()) > rows / 3  # the parts' rows went to both ps tasks

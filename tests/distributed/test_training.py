@@ -17,7 +17,8 @@ from specflow.train.graph import build_training_graph
 from specflow.train.loop import Trainer, TrainOptions
 from specflow.train.sharding import ShardBatches
 
-DIGITS = (Path(__file__).resolve().parents[2] / "models" / "digits_mlp.yaml").read_text()
+MODELS = Path(__file__).resolve().parents[2] / "models"
+DIGITS = (MODELS / "digits_mlp.yaml").read_text()
 
 
 def _spec(distributed: str = "", optimizer: str = "{adam: {learning_rate: 0.001}}", steps: int = 60):
@@ -56,29 +57,50 @@ def _weights(logdir, names):
 def test_sync_matches_one_worker_with_the_shards_batches_together(tasks, tmp_path):
     """SyncReplicas with N workers and batch B == one worker with batch N*B whose k-th batch is
     the N shards' k-th batches together."""
-    steps = 6
-    spec = _spec("{mode: sync}", steps=steps)
+    names = ["hidden/kernel", "hidden/bias", "logits/kernel", "logits/bias"]
+    _check_sync_matches_one_worker(_spec("{mode: sync}", steps=6), 6, names, tasks, tmp_path)
+
+
+@pytest.mark.parametrize("optimizer", ["{sgd: {learning_rate: 0.5}}", "{adagrad: {learning_rate: 1.0}}"])
+def test_sync_with_sparse_gradients_matches_one_worker(tasks, tmp_path, optimizer):
+    """The same with partitioned embeddings, whose gradients are pushed sparse (rows + ids)."""
+    text = (MODELS / "word2vec_partitioned.yaml").read_text().replace("{adagrad: {learning_rate: 1.0}}", optimizer)
+    text = text.replace("  steps: 400", "  steps: 4\n  distributed: {mode: sync}")
+    spec = load_spec_text(text, str(MODELS / "word2vec_partitioned.yaml"))
+    _check_sync_matches_one_worker(spec, 4, [f"{t}/embeddings" for t in ("target_vec", "context_vec")], tasks, tmp_path)
+
+
+def _check_sync_matches_one_worker(spec, steps, names, tasks, tmp_path):
     result = _train(spec, tmp_path / "dist", tasks)
     assert result.step == steps
-    names = ["hidden/kernel", "hidden/bias", "logits/kernel", "logits/bias"]
     got = _weights(tmp_path / "dist", names)
 
     cfg = spec.train
     train, _ = load_split(spec, cfg)
     inputs = select(train, cfg.data.feeds)
-    shards = [ShardBatches(inputs, k, 2, batch_size=cfg.data.batch_size, seed=cfg.data.seed) for k in range(2)]
+    shards = [ShardBatches(inputs, k, 2, batch_size=cfg.data.batch_size, shuffle=cfg.data.shuffle, seed=cfg.data.seed)
+              for k in range(2)]  # fmt: skip
     g = build_training_graph(spec, cfg, None)
     with Session(g.graph_def, SessionConfig(graph_seed=spec.model.seed)) as sess:
         sess.run([], targets=[g.init_op])
+        init = _values(sess, g, names)
         for s in range(steps):
             feeds = {inp: np.concatenate([sh.batch(s)[inp] for sh in shards]) for inp in inputs}
-            assert len(feeds["images"]) == 2 * cfg.data.batch_size
+            assert len(next(iter(feeds.values()))) == 2 * cfg.data.batch_size
             sess.run([], feeds, targets=[g.train_op])
-        want = dict(zip(names, sess.run([f"{n}/Read/ReadVariableOp" for n in names])))
+        want = _values(sess, g, names)
         assert int(sess.run(g.global_step.read)) == steps
     for n in names:
-        assert np.abs(want[n] - got[n]).max() > 0 or n.endswith("bias")  # the weights did move
+        assert np.abs(want[n] - init[n]).max() > 0 or n.endswith("bias")  # the weights did move
         np.testing.assert_allclose(got[n], want[n], atol=1e-5, rtol=0, err_msg=n)
+
+
+def _values(sess, g, names):
+    """Each variable's value (a partitioned one's parts joined, as its checkpoint holds it)."""
+    parts = {n: [v for v in g.trainable if v.name == n or v.name.startswith(f"{n}/part_")] for n in names}
+    values = sess.run([v.read for n in names for v in parts[n]])
+    it = iter(values)
+    return {n: np.concatenate([next(it) for _ in parts[n]]) for n in names}
 
 
 def test_sync_drops_nothing_and_moves_once_per_step_with_one_of_two(tasks, tmp_path):

@@ -275,3 +275,40 @@ def test_clip_with_an_infinite_norm_gives_nan():
 def test_clip_norm_must_be_positive():
     with pytest.raises(SpecError, match="clip norm must be a finite number > 0"):
         clip_by_global_norm(GraphBuilder(), [], 0.0)
+
+
+ROWS = RNG.normal(size=(5, 2)).astype(np.float32)
+ROW_IDS = np.array([0, 2, 0, 1, 2], np.int32)  # repeated ids: TF counts each row, unmerged
+DENSE = RNG.normal(size=(3,)).astype(np.float32)
+
+
+def _sparse_clip(clip_norm):
+    from specflow.ops.grad_util import IndexedSlices
+
+    b = GraphBuilder()
+    sparse = IndexedSlices(b, b.const(ROWS, name="rows"), b.const(ROW_IDS, name="ids"), lambda: b.const(4, name="n"))
+    clipped, norm = clip_by_global_norm(b, [sparse, b.const(DENSE, name="g")], clip_norm)
+    assert isinstance(clipped[0], IndexedSlices) and clipped[0].indices == sparse.indices
+    s = Session(b.graph_def)
+    return s.run([clipped[0].values, clipped[1]]), float(s.run(norm))
+
+
+def test_clip_keeps_a_sparse_gradient_sparse_and_counts_its_rows_unmerged():
+    (rows, dense), norm = _sparse_clip(0.5)
+    want = np.sqrt(np.sum(ROWS.astype(np.float64) ** 2) + np.sum(DENSE.astype(np.float64) ** 2))
+    merged = np.zeros((4, 2))
+    np.add.at(merged, ROW_IDS, ROWS)
+    assert abs(want - np.sqrt(np.sum(merged**2) + np.sum(DENSE.astype(np.float64) ** 2))) > 0.1  # they differ
+    np.testing.assert_allclose(norm, want, rtol=1e-6)
+    np.testing.assert_allclose(rows, ROWS * 0.5 / want, rtol=1e-6)
+    np.testing.assert_allclose(dense, DENSE * 0.5 / want, rtol=1e-6)
+
+
+def test_sparse_clip_agrees_with_tensorflow():
+    tf = pytest.importorskip("tensorflow")
+    sparse = tf.IndexedSlices(tf.constant(ROWS), tf.constant(ROW_IDS), tf.constant([4, 2]))
+    (want_sparse, want_dense), want_norm = tf.clip_by_global_norm([sparse, tf.constant(DENSE)], 0.5)
+    (rows, dense), norm = _sparse_clip(0.5)
+    np.testing.assert_allclose(norm, want_norm.numpy(), rtol=1e-6)
+    np.testing.assert_allclose(rows, want_sparse.values.numpy(), rtol=1e-6)
+    np.testing.assert_allclose(dense, want_dense.numpy(), rtol=1e-6)
