@@ -70,16 +70,17 @@ class SyncReplicas:
             out = []
             with b.name_scope(f"{SCOPE}/average"):
                 gs = b.add_op("ReadVariableOp", [global_step.handle], {"dtype": int64}).name
-                fresh = [b.add_op("Equal", [b.add_op("ReadVariableOp", [t.handle], {"dtype": int64}).name, gs]).name
-                         for t in tags]  # fmt: skip
+                tag_reads = [b.add_op("ReadVariableOp", [t.handle], {"dtype": int64}).name for t in tags]
+                fresh = [b.add_op("Equal", [r, gs]).name for r in tag_reads]
                 for g, v in pairs:
                     first = len(b.graph_def.nodes)
                     masks = [b.add_op("Cast", [f], {"DstT": v.dtype}).name for f in fresh]
                     count = b.add_op("Maximum", [b.add_op("AddN", masks).name, b.const(1, v.dtype)]).name
                     if isinstance(g, IndexedSlices):
-                        out.append((self._sparse_mean(b, g, v, grads[v.name], fresh, count), v))
+                        out.append((self._sparse_mean(b, g, v, grads[v.name], fresh, tag_reads, count), v))
                     else:
-                        parts = [b.add_op("Mul", [_read(b, s), m]).name for (s,), m in zip(grads[v.name], masks)]
+                        parts = [b.add_op("Mul", [_read(b, s, after), m]).name
+                                 for (s,), m, after in zip(grads[v.name], masks, tag_reads)]  # fmt: skip
                         total = parts[0] if len(parts) == 1 else b.add_op("AddN", parts).name
                         out.append((b.add_op("RealDiv", [total, count], name=f"{v.name}/mean").name, v))
                     # The average sits with its variable (and slots): the gradients never leave
@@ -97,14 +98,16 @@ class SyncReplicas:
         return (self._ragged(b, f"{SCOPE}/{v.name}/rows_{k}", rows, v.dtype, v),
                 self._ragged(b, f"{SCOPE}/{v.name}/ids_{k}", Shape([None]), ids, v))  # fmt: skip
 
-    def _sparse_mean(self, b, g: IndexedSlices, v: VariableInfo, slots, fresh: list[str], count: str) -> IndexedSlices:
+    def _sparse_mean(self, b, g: IndexedSlices, v: VariableInfo, slots, fresh: list[str], tag_reads: list[str],
+                     count: str) -> IndexedSlices:  # fmt: skip
         """The fresh workers' rows and ids concatenated, the rows divided by ``count``."""
         rows, ids = [], []
         rank = v.shape.rank
-        for (r, i), f in zip(slots, fresh):
-            rv, iv = _read(b, r), _read(b, i)
-            # A stale worker keeps none of its rows. The min guards a push landing between the
-            # two reads (rows of one length, ids of another): never a slice past the end.
+        for (r, i), f, after in zip(slots, fresh, tag_reads):
+            rv, iv = _read(b, r, after), _read(b, i, after)
+            # A stale worker keeps none of its rows. Read after its tag, a fresh worker's rows and
+            # ids are its push's (the tag is written last); the min is a guard all the same:
+            # never a slice past the end.
             have = b.add_op("Minimum", [b.add_op("Size", [iv], {"out_type": int32}).name,
                                         b.add_op("Slice", [b.add_op("Shape", [rv], {"out_type": int32}).name,
                                                            b.const([0], int32), b.const([1], int32)]).name]).name
@@ -152,5 +155,8 @@ def _parts(g) -> tuple[str, ...]:
     return (g.values, g.indices) if isinstance(g, IndexedSlices) else (g,)
 
 
-def _read(b, slot: VariableInfo) -> str:
-    return b.add_op("ReadVariableOp", [slot.handle], {"dtype": slot.dtype}).name
+def _read(b, slot: VariableInfo, after: str) -> str:
+    """A worker's slot, read after its tag (``after``): a push writes its slots, then the tag, so
+    a tag that says "this step" means the slots read next hold that push whole, even while a
+    straggler's push races the apply (with ``replicas_to_aggregate`` below the worker count)."""
+    return b.add_op("ReadVariableOp", [slot.handle], {"dtype": slot.dtype}, control_inputs=[after]).name
