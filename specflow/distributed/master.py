@@ -33,9 +33,9 @@ from specflow.runtime.session import Session, SessionConfig, _feed_specs, _fetch
 
 from .deadlock_watch import WATCH_AFTER_S, WATCH_EVERY_S, DeadlockWatch
 from .engine import Cluster, ensure_ray
-from .placement import ClusterStep, TaskAssignment, compile_cluster_step, task_order
+from .placement import ClusterStep, TaskAssignment, compile_cluster_step
 from .remote_rendezvous import pack_error, unpack_error
-from .stages import MAX_STAGES, split_virtual, stage_split
+from .stages import MAX_STAGES, split_virtual, step_calls
 from .task_partition import piece_args, pure_read
 
 
@@ -119,13 +119,7 @@ class ClusterSession(Session):
         actors = self.cluster.actors
         seed = self.config.graph_seed
         incarnations = self.cluster_incarnations
-        graphs = step.graphs
-        order = task_order(graphs) if self.dataflow else None
-        if order is None and self.dataflow and self.stages:
-            staged = stage_split(graphs)
-            order = None if staged is None else task_order(staged)
-            if order is not None:
-                graphs = staged
+        _, graphs, order = step_calls(step.graphs, self.dataflow, self.stages)
         calls = {t: (handle, 0) if s is None else (f"{handle}#{s}", s) for t in graphs for _, s in [split_virtual(t)]}
         ray.get([actors[split_virtual(t)[0]].register_graph.remote(calls[t][0], g, seed, incarnations)
                  for t, g in graphs.items()])  # fmt: skip

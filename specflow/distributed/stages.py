@@ -36,6 +36,23 @@ _LOOP_OPS = frozenset({"Enter", "Exit", "NextIteration", "LoopCond"})
 _REPEATABLE = frozenset({"VarHandleOp", "Const", "_Arg"})  # copied into each stage that reads them
 
 
+def step_calls(graphs: dict[str, GraphDef], dataflow: bool = True, stages: bool = True):
+    """How the master runs a step of these pieces: (protocol, the pieces it runs, their order
+    for the dataflow protocol or None). ``dataflow``: the tasks' transfers form no cycle, one
+    call per task; ``stages``: cut into stages first (``stage_split``), one call per stage;
+    ``push``: every task at once, pushing to each other (a loop spanning tasks)."""
+    from .placement import task_order
+
+    order = task_order(graphs) if dataflow else None
+    if order is not None:
+        return "dataflow", graphs, order
+    staged = stage_split(graphs) if dataflow and stages else None
+    order = None if staged is None else task_order(staged)
+    if order is not None:
+        return "stages", staged, order
+    return "push", graphs, None
+
+
 def virtual_task(task: str, stage: int) -> str:
     return f"{task}#{stage}"
 

@@ -102,9 +102,11 @@ def cluster_renderable(cstep, cluster, title: str) -> Group:
                                            _fmt_bytes(r["bytes_per_step"]))))  # fmt: skip
     total, partial = _total(rows)
     pairs = {(r["from"].rsplit("/device", 1)[0], r["to"].rsplit("/device", 1)[0]) for r in rows}
+    protocol = _protocol(cstep)
     summary = Text(f"{len(cstep.pieces)} task(s) involved, {len(rows)} cross-task transfer(s) over {len(pairs)} "
-                   f"task pair(s) (one message per pair per flush), {_fmt_bytes(total)}"
-                   f"{' + unknown' if partial else ''} crossing tasks per step", style="bold")  # fmt: skip
+                   f"task pair(s), {_fmt_bytes(total)}{' + unknown' if partial else ''} crossing tasks per step; "
+                   f"{protocol['protocol']}: {len(protocol['calls'])} call(s) a step "
+                   f"({' -> '.join(_short(c) for c in protocol['calls'])})", style="bold")  # fmt: skip
     pieces = []
     parted = _partitioned_rows(cstep)
     if parted:
@@ -131,7 +133,24 @@ def cluster_json(cstep, cluster) -> str:
     data["cross_task_transfers"] = rows
     data["cross_task_bytes_per_step"] = total
     data["cross_task_bytes_per_step_complete"] = not partial
+    data["step_protocol"] = _protocol(cstep)
     return json.dumps(data, indent=2)
+
+
+def _protocol(cstep) -> dict:
+    """How the master runs the step (``stages.step_calls``): the protocol and its calls in order
+    (a stage's call is ``TASK#s``; pushing, every task's at once)."""
+    from specflow.distributed.stages import step_calls
+
+    protocol, graphs, order = step_calls(cstep.graphs)
+    return {"protocol": protocol, "calls": [t for t, _, _ in order] if order is not None else list(graphs)}
+
+
+def _short(call: str) -> str:
+    """``/job:ps/replica:0/task:0#2`` -> ``ps:0#2``."""
+    task, sep, stage = call.partition("#")
+    parts = dict(p.split(":", 1) for p in task.strip("/").split("/") if ":" in p)
+    return f"{parts.get('job', task)}:{parts.get('task', '?')}{sep}{stage}"
 
 
 def cluster_dot(cstep) -> str:

@@ -32,6 +32,11 @@ def test_inspect_shows_the_training_steps_placement_and_traffic(tmp_path):
     sync.write_text(DIGITS.read_text().replace("  steps: 2000", "  steps: 2000\n  distributed: {mode: sync}"))
     data = json.loads(_inspect(str(sync), "--cluster", "local:ps=2,worker=2", "--format", "json"))
     t = data["training"]
+    # the replica's step cut into stages: the ps tasks' reads, the worker's step, their writes
+    # (sync: the tag, on one ps, after the gradient slots on both: one stage more)
+    protocol = data["step_protocol"]
+    stages = [int(c.rsplit("#", 1)[1]) for c in protocol["calls"]]
+    assert protocol["protocol"] == "stages" and stages[:3] == [0, 0, 1] and stages == sorted(stages), protocol
     assert t["mode"] == "sync" and t["batch_size"] == 64
     where = {n: v["task"] for n, v in t["variables"].items()}
     ps0, ps1 = "/job:ps/replica:0/task:0", "/job:ps/replica:0/task:1"
