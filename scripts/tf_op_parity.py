@@ -101,7 +101,7 @@ def main(only: list[str]) -> int:
             refused += 1
             print(f"REFUSED {case.op} [{case.id}]: {str(e).splitlines()[0][:160]}")
             continue
-        theirs = [theirs] if not isinstance(theirs, (list, tuple)) else list(theirs)
+        theirs = tf.nest.flatten(theirs)  # list outputs (DynamicPartition's) one tensor each, as ours
         theirs = [t.numpy() if hasattr(t, "numpy") else np.asarray(t) for t in theirs]
         theirs = [t for t in theirs if not (isinstance(t, np.ndarray) and t.dtype == object and t.size == 0)]
         problems = []
