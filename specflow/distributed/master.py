@@ -151,9 +151,10 @@ class ClusterSession(Session):
         epochs = self.cluster.write_epochs
         if plan.writers:  # a pure read cached before this step is stale once it starts
             epochs.bump(plan.writers)
+        refs, unawaited, every = [], [], []  # every: all the step's result and outbox refs
         try:
             if plan.flow is not None:
-                refs, unawaited, reads = self._submit_flow(plan, step_id, args)
+                refs, unawaited, reads = self._submit_flow(plan, step_id, args, every)
             else:
                 refs, unawaited, reads = self._submit_push(plan, step_id, args), [], []
             results = self._wait(plan, step_id, refs, timeout_s)
@@ -163,7 +164,11 @@ class ClusterSession(Session):
             self._abort(plan, step_id, RuntimeFailure("the step was interrupted"))
             raise
         except ray.exceptions.RayError as e:  # a task died
+            _settle(refs + unawaited + every)
             raise RuntimeFailure(f"a task of the cluster failed: {str(e).strip().splitlines()[-1]}") from None
+        except SpecflowError:  # a timeout or a deadlock the watch found: the calls still out fail later
+            _settle(refs + unawaited + every, wait_s=0.2)
+            raise
         finally:
             if plan.writers:  # and so is one made while it ran
                 epochs.bump(plan.writers)
@@ -216,7 +221,7 @@ class ClusterSession(Session):
                 raise self._abort(plan, step_id, error)
             wait_s = WATCH_EVERY_S
 
-    def _submit_flow(self, plan: _ClusterPlan, step_id: int, args: list) -> tuple[list, list, list]:
+    def _submit_flow(self, plan: _ClusterPlan, step_id: int, args: list, every: list) -> tuple[list, list, list]:
         """The dataflow protocol: every task's RunGraph submitted at once, in topological order,
         each given its upstream tasks' outboxes as object refs. Ray starts a call when its
         arguments are ready, as its plain-Ray parameter server's ``worker.step.remote(
@@ -244,6 +249,7 @@ class ClusterSession(Session):
             got = method.remote((handle, step_id + off, {i: args[i] for i in plan.args_of[t]}, n_args, n_ret, down),
                                 *boxes)  # fmt: skip
             result = got[0] if down else got
+            every.extend(got if down else [got])
             if down:
                 outs[t] = got[1:]
                 if task not in plan.writers and self.reuse_reads:
@@ -287,3 +293,21 @@ class ClusterSession(Session):
         except Exception:  # interpreter shutdown, Ray gone: nothing left to stop
             pass
         super().__del__()
+
+
+def _settle(refs: list, wait_s: float = 1.0) -> None:
+    """Read the results of a step that failed with a dead task, so Ray does not print each
+    failed one as an "unhandled error" with its traceback when it is dropped (a call downstream
+    of the dead task fails too, and its result would otherwise never be read)."""
+    import ray
+
+    refs = list(dict.fromkeys(refs))
+    try:
+        done = ray.wait(refs, num_returns=len(refs), timeout=wait_s)[0] if refs else []
+    except Exception:  # Ray itself gone (the client shutting down): nothing left to print either
+        return
+    for ref in done:
+        try:
+            ray.get(ref)
+        except Exception:  # the failure already reported, or its consequence
+            pass
