@@ -180,7 +180,7 @@ def test_a_hung_worker_is_fenced_off_and_replaced(cluster, tmp_path, undisturbed
     class StopAt(KillAt):
         def on_step(self, step, loss, rate):
             if self.killed is None and step >= self.step:
-                self.killed = step
+                self.killed, self.steps_then = step, list(self.trainer.worker_steps)
                 self.pid = self.trainer.cluster.infos[self.task]["pid"]
                 os.kill(self.pid, signal.SIGSTOP)
 
