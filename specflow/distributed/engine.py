@@ -11,6 +11,8 @@ from __future__ import annotations
 import atexit
 import logging
 import os
+import re
+import socket
 import threading
 from typing import Any
 
@@ -38,6 +40,8 @@ def ensure_ray(address: str | None = None):
         return ray
     quiet = {"logging_level": logging.ERROR, "log_to_driver": False, "include_dashboard": False,
              "runtime_env": _driver_code_env()}
+    if address:
+        _check_reachable(address)
     try:
         if address:
             ray.init(address=address, **quiet)
@@ -51,6 +55,26 @@ def ensure_ray(address: str | None = None):
         where = f"the Ray cluster at {address}" if address else "a local Ray instance"
         raise SpecflowError(f"cannot start or reach {where}: {str(e).splitlines()[0]}") from None
     return ray
+
+
+_HOST_PORT = re.compile(r"^\[?([^\[\]/]+?)\]?:(\d+)$")
+
+
+def _check_reachable(address: str, timeout_s: float = 5.0) -> None:
+    """A ``host:port`` nothing listens on fails here in at most ``timeout_s``: ``ray.init`` would
+    retry it for minutes, printing Ray's own connection warnings. ``auto`` and ``ray://`` URLs
+    are left to Ray, which fails fast on those."""
+    m = _HOST_PORT.match(address)
+    if m is None:
+        return
+    host, port = m.group(1), int(m.group(2))
+    try:
+        with socket.create_connection((host, port), timeout=timeout_s):
+            pass
+    except OSError as e:
+        why = "timed out" if isinstance(e, TimeoutError) else (e.strerror or str(e))
+        raise SpecflowError(f"cannot reach the Ray cluster at {address}: {why} (is `ray start --head "
+                            f"--port={port}` running there, and the port open?)") from None
 
 
 def _driver_code_env() -> dict:

@@ -1,0 +1,81 @@
+"""A fresh clone's walkthrough of the README, beyond its shell commands (test_readme_walk.py):
+the Python examples run as written, twice; an unreachable --address is a one-line error, not
+minutes of Ray retrying; sf.save's refusal names its own keyword."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+README = (ROOT / "README.md").read_text()
+
+
+def _env() -> dict:
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+            "COLUMNS": "200"}
+
+
+def test_the_readmes_python_examples_run_as_written_twice(tmp_path):
+    blocks = re.findall(r"```python\n(.*?)```", README, re.S)
+    assert len(blocks) >= 2
+    shutil.copytree(ROOT / "models", tmp_path / "models")
+    script = tmp_path / "readme_examples.py"
+    # Each block in its own namespace, as a reader pastes it; the second pass sees the first's files.
+    script.write_text("import sys\nblocks = sys.argv[1:]\nfor _ in range(2):\n"
+                      "    for b in blocks:\n        exec(compile(b, 'README.md', 'exec'), {})\n")
+    r = subprocess.run([sys.executable, str(script), *blocks], cwd=tmp_path, env=_env(),
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert (tmp_path / "export" / "linear" / "saved_model.pb").is_file()
+    assert (tmp_path / "runs" / "x" / "checkpoint").is_file()
+
+
+def test_sf_save_into_an_existing_directory_names_the_python_keyword(tmp_path):
+    import specflow as sf
+    from specflow.errors import ExportError
+
+    class M(sf.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = sf.Variable(np.ones((2, 1), np.float32), name="w")
+
+        @sf.function(input_signature=[sf.TensorSpec([None, 2], "float32")])
+        def predict(self, x):
+            return {"y": sf.ops.mat_mul(x, self.w)}
+
+    m, out = M(), tmp_path / "m"
+    sf.save(m, out)
+    with pytest.raises(ExportError, match=r"already exists \(pass overwrite=True to replace it\)"):
+        sf.save(m, out)
+    sf.save(m, out, overwrite=True)
+    assert (out / "saved_model.pb").is_file()
+
+
+def test_an_unreachable_ray_address_is_a_one_line_error_at_once(tmp_path):
+    pytest.importorskip("ray")
+    with socket.socket() as s:  # a port nothing listens on once this socket is closed
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    x = tmp_path / "x.npy"
+    np.save(x, np.zeros((2, 64), np.float32))
+    for argv in (["run", "--fetch", "probs", "--feed", f"images={x}"],
+                 ["train", "--logdir", str(tmp_path / "run"), "--steps", "2"]):
+        t0 = time.monotonic()
+        r = subprocess.run([sys.executable, "-m", "specflow", argv[0], str(ROOT / "models" / "digits_mlp.yaml"),
+                            *argv[1:], "--cluster", "local:ps=1,worker=1", "--address", f"127.0.0.1:{port}"],
+                           env=_env(), capture_output=True, text=True, timeout=60)
+        assert time.monotonic() - t0 < 30
+        assert r.returncode == 1, r.stderr
+        lines = r.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith(f"error: cannot reach the Ray cluster at 127.0.0.1:{port}"), lines
+    assert not (tmp_path / "run").exists()
