@@ -30,7 +30,7 @@ from specflow.cli_args import (
 )
 from specflow.cli_cluster import inspect_training, no_devices_on_a_cluster
 from specflow.cli_signals import _stop_on_signals
-from specflow.cli_steps import _compile, _quiet_numeric_warnings, _run_model
+from specflow.cli_steps import _compile, _quiet_numeric_warnings, _run_model, placed_only
 from specflow.errors import SpecflowError
 
 app = typer.Typer(
@@ -168,7 +168,11 @@ def inspect(
     (with --cluster: per task and device, and the tensors crossing tasks; Ray is not started).
     Given a SavedModel directory or a GraphDef file: its signatures, variables and graph."""
     _check_format(fmt)
-    if _is_model(spec):
+    model = _is_model(spec)
+    if model or not (placed or cluster):  # placement flags would do nothing here: refused
+        placed_only(model, placed and model, devices, fetch, feed, batch_size, soft_placement, optimize,
+                    task_devices, placement, lossy_transfers)
+    if model:
         _check_format(fmt, ("table", "json"))
         from specflow.views.saved_model_view import (
             describe_model,

@@ -79,3 +79,29 @@ def test_an_unreachable_ray_address_is_a_one_line_error_at_once(tmp_path):
         lines = r.stderr.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith(f"error: cannot reach the Ray cluster at 127.0.0.1:{port}"), lines
     assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("argv, named", [
+    (["--fetch", "probs"], "--fetch only shapes the placed graph: add --placed"),
+    (["--devices", "cpu:2", "--batch-size", "8"], "--devices, --batch-size only shape the placed graph"),
+    (["--optimize", "--lossy-transfers"], "--optimize, --lossy-transfers only shape"),
+])
+def test_inspects_placement_flags_without_placed_are_refused_not_ignored(argv, named):
+    from typer.testing import CliRunner
+
+    from specflow.cli import app
+
+    r = CliRunner().invoke(app, ["inspect", str(ROOT / "models" / "digits_mlp.yaml"), *argv], env={"COLUMNS": "200"})
+    assert r.exit_code == 1 and r.output.count("error:") == 1 and named in r.output, r.output
+    ok = CliRunner().invoke(app, ["inspect", str(ROOT / "models" / "digits_mlp.yaml"), "--placed", *argv])
+    assert ok.exit_code == 0, ok.output
+
+
+def test_inspect_of_a_graph_def_refuses_placement_flags():
+    from typer.testing import CliRunner
+
+    from specflow.cli import app
+
+    frozen = ROOT / "tests" / "io" / "data" / "tf2" / "frozen_cnn.pb"
+    r = CliRunner().invoke(app, ["inspect", str(frozen), "--placed", "--fetch", "x"], env={"COLUMNS": "200"})
+    assert r.exit_code == 1 and "error: --placed, --fetch: inspect shows a SavedModel or GraphDef as it is" in r.output
