@@ -301,7 +301,7 @@ def _run_spec(spec, fetch, feed, devices, seed, set_, checkpoint, options, stats
     from specflow.cli_cluster import connect
     from specflow.runtime.session import Session, SessionConfig
 
-    s, graph, restore = _load_for_run(spec, set_, checkpoint)
+    s, graph, restore = _load_for_run(spec, set_, checkpoint, seed)
     feeds = _run_feeds(s, feed or [])
     graph_seed = seed if seed is not None else s.model.seed
     cspec = _cluster_spec(s, *on_cluster)
@@ -316,7 +316,7 @@ def _run_spec(spec, fetch, feed, devices, seed, set_, checkpoint, options, stats
         return sess.run([_tensor_of(s, f) for f in fetch], feeds, options=options, run_metadata=stats)
 
 
-def _load_for_run(spec: Path, set_: list[str] | None, checkpoint: Path | None):
+def _load_for_run(spec: Path, set_: list[str] | None, checkpoint: Path | None, seed: int | None = None):
     """The spec, the graph to run and (with --checkpoint LOGDIR) what restores the variables."""
     if checkpoint is None:
         s = _load(spec, set_)
@@ -324,18 +324,18 @@ def _load_for_run(spec: Path, set_: list[str] | None, checkpoint: Path | None):
     from specflow.train.evaluate import restoring_graph
 
     _check_logdir(checkpoint)
-    s = _load_with_run_flags(spec, checkpoint, set_)
+    s = _load_with_run_flags(spec, checkpoint, set_, seed)
     graph, _, restore = restoring_graph(s, checkpoint)
     return s, graph, restore
 
 
-def _load_with_run_flags(spec: Path, logdir: Path, set_: list[str] | None):
+def _load_with_run_flags(spec: Path, logdir: Path, set_: list[str] | None, seed: int | None = None):
     """The spec as the run in ``logdir`` trained it: with its --seed and --set (LOGDIR/run.json),
     for the commands that read a run (eval, export, run --checkpoint)."""
     from specflow.train import run_config
 
     _check_spec_path(spec)
-    config, warnings = run_config.eval_config(spec, logdir, set_)
+    config, warnings = run_config.eval_config(spec, logdir, set_, seed)
     for w in warnings:
         err.print(f"[yellow]warning:[/yellow] {_escape(w)}", soft_wrap=True)
     return _load(spec, _train_overrides(config.set, config.seed), config)

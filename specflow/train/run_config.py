@@ -183,11 +183,13 @@ def begin(logdir: Path, plan: TrainPlan) -> None:
         write(logdir, plan.config)
 
 
-def eval_config(spec: Path, logdir: Path, sets: list[str] | None) -> tuple[RunConfig, list[str]]:
-    """The flags ``specflow eval`` evaluates with: the training run's, unless given again with
-    the same value (another value is an error: it would evaluate on another split). Returns
-    warnings too (the spec changed since training)."""
-    given = current(spec, None, sets)
+def eval_config(spec: Path, logdir: Path, sets: list[str] | None,
+                seed: int | None = None) -> tuple[RunConfig, list[str]]:
+    """The flags ``specflow eval`` (and ``run --checkpoint``, which also takes ``--seed``)
+    evaluates with: the training run's, unless given again with the same value (another value
+    is an error: it would evaluate on another split). Returns warnings too (the spec changed
+    since training)."""
+    given = current(spec, seed, sets)
     stored = read(logdir) if Path(logdir).is_dir() else None
     if stored is None:
         return given, []

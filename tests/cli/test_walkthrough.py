@@ -105,3 +105,21 @@ def test_inspect_of_a_graph_def_refuses_placement_flags():
     frozen = ROOT / "tests" / "io" / "data" / "tf2" / "frozen_cnn.pb"
     r = CliRunner().invoke(app, ["inspect", str(frozen), "--placed", "--fetch", "x"], env={"COLUMNS": "200"})
     assert r.exit_code == 1 and "error: --placed, --fetch: inspect shows a SavedModel or GraphDef as it is" in r.output
+
+
+def test_run_checkpoint_refuses_a_seed_other_than_the_runs(tmp_path):
+    """README: run --checkpoint reads the run's --seed/--set; one given with another value is an
+    error naming both (it was silently used as the step's graph seed)."""
+    from typer.testing import CliRunner
+
+    from specflow.cli import app
+
+    mlp, logdir, x = ROOT / "models" / "digits_mlp.yaml", tmp_path / "run", tmp_path / "x.npy"
+    np.save(x, np.zeros((2, 64), np.float32))
+    runner = CliRunner()
+    assert runner.invoke(app, ["train", str(mlp), "--logdir", str(logdir), "--steps", "1", "--seed", "7"]).exit_code == 0
+    argv = ["run", str(mlp), "--fetch", "probs", "--feed", f"images={x}", "--checkpoint", str(logdir), "--seed"]
+    r = runner.invoke(app, [*argv, "8"], env={"COLUMNS": "200"})
+    assert r.exit_code == 1 and r.output.count("error:") == 1, r.output
+    assert "--seed 8 differs from the run's --seed 7" in r.output
+    assert runner.invoke(app, [*argv, "7"]).exit_code == 0
