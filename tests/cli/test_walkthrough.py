@@ -123,3 +123,23 @@ def test_run_checkpoint_refuses_a_seed_other_than_the_runs(tmp_path):
     assert r.exit_code == 1 and r.output.count("error:") == 1, r.output
     assert "--seed 8 differs from the run's --seed 7" in r.output
     assert runner.invoke(app, [*argv, "7"]).exit_code == 0
+
+
+def test_train_on_two_devices_runs_and_matches_one_device(tmp_path):
+    """train --devices cpu:2 failed at its first step: a variable initialized on one device was
+    read on the other (runtime/resource_homes.py)."""
+    from typer.testing import CliRunner
+
+    from specflow.cli import app
+    from specflow.io.checkpoint import CheckpointManager
+
+    mlp, runner, got = str(ROOT / "models" / "digits_mlp.yaml"), CliRunner(), []
+    for devices in ("cpu:2", "cpu:1"):
+        logdir = tmp_path / devices.replace(":", "")
+        r = runner.invoke(app, ["train", mlp, "--logdir", str(logdir), "--steps", "3", "--devices", devices])
+        assert r.exit_code == 0, r.output
+        m = CheckpointManager(str(logdir), keep=10)
+        got.append(m.restore(m.path_for_step(3)))
+    assert got[0].keys() == got[1].keys()
+    for name in got[0]:
+        np.testing.assert_array_equal(got[0][name], got[1][name], err_msg=name)
