@@ -143,3 +143,21 @@ def test_train_on_two_devices_runs_and_matches_one_device(tmp_path):
     assert got[0].keys() == got[1].keys()
     for name in got[0]:
         np.testing.assert_array_equal(got[0][name], got[1][name], err_msg=name)
+
+
+def test_the_readmes_layer_table_lists_every_layer_and_its_keys():
+    from specflow.schema.layers import LAYERS
+
+    table = README[README.index("| layer | keys (defaults) |"):]
+    table = table[: table.index("\n\n")]
+    rows = {}
+    for line in table.splitlines()[2:]:
+        first, keys = line.split(" | ", 1)
+        for name in re.findall(r"`(\w+)`", first):
+            rows[name] = keys
+    assert set(LAYERS) - set(rows) == set()
+    for name, config in LAYERS.items():  # every key a layer takes is named in its row
+        row = rows[name]
+        missing = [f for f in config.model_fields
+                   if not re.search(rf"`{f}\b", row) and not (f.endswith("_initializer") and "initializers" in row)]
+        assert not missing, (name, missing)
