@@ -481,8 +481,8 @@ def predict(
     _check_format(fmt, ("table", "json"))
     _check_output_dir(output, "predictions.npz")
     if export_dir.is_file() and export_dir.suffix not in (".pb", ".pbtxt"):
-        raise UserError(f"{export_dir}: is a file; predict runs a SavedModel directory (write one with "
-                        "`specflow export SPEC --logdir LOGDIR --out DIR`)")
+        raise UserError(f"{export_dir}: is a file; predict runs a SavedModel directory or a GraphDef (.pb, "
+                        ".pbtxt) (write one with `specflow export SPEC --logdir LOGDIR --out DIR`)")
     feeds = {}
     for text in input_:
         name, value = _read_feed(text, "--input")

@@ -161,3 +161,18 @@ def test_the_readmes_layer_table_lists_every_layer_and_its_keys():
         missing = [f for f in config.model_fields
                    if not re.search(rf"`{f}\b", row) and not (f.endswith("_initializer") and "initializers" in row)]
         assert not missing, (name, missing)
+
+
+def test_an_onnx_file_given_as_a_spec_says_what_it_is(tmp_path):
+    from typer.testing import CliRunner
+
+    from specflow.cli import app
+
+    onnx = tmp_path / "m.onnx"
+    onnx.write_bytes(b"\x08\x0d\x12\x07specflow\xff\xfe")  # not UTF-8, as a real ONNX file
+    for argv in (["validate"], ["inspect"], ["run", "--fetch", "probs"]):
+        r = CliRunner().invoke(app, [argv[0], str(onnx), *argv[1:]], env={"COLUMNS": "200"})
+        assert r.exit_code == 1 and r.output.count("error:") == 1, r.output
+        assert "is an ONNX model; specflow reads specs, SavedModels and GraphDefs" in r.output
+    r = CliRunner().invoke(app, ["predict", str(onnx), "--input", "x=x.npy"], env={"COLUMNS": "200"})
+    assert r.exit_code == 1 and "predict runs a SavedModel directory or a GraphDef (.pb, .pbtxt)" in r.output
