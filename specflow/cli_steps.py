@@ -13,6 +13,8 @@ def _device_names(devices: str | None) -> list[str]:
 
     counts = parse_device_counts(devices or "cpu:1")
     counts.setdefault("CPU", 1)
+    if not any(counts.values()):  # as a Session says it (runtime/devices.local_devices)
+        raise UserError(f"devices '{devices}': no devices requested")
     return [device_name(kind, i) for kind in ("CPU", "GPU") for i in range(counts.get(kind, 0))]
 
 

@@ -176,3 +176,17 @@ def test_an_onnx_file_given_as_a_spec_says_what_it_is(tmp_path):
         assert "is an ONNX model; specflow reads specs, SavedModels and GraphDefs" in r.output
     r = CliRunner().invoke(app, ["predict", str(onnx), "--input", "x=x.npy"], env={"COLUMNS": "200"})
     assert r.exit_code == 1 and "predict runs a SavedModel directory or a GraphDef (.pb, .pbtxt)" in r.output
+
+
+@pytest.mark.parametrize("argv", [["inspect", "--placed"], ["run", "--fetch", "probs"]])
+def test_no_devices_is_the_same_one_line_error_everywhere(argv, tmp_path):
+    from typer.testing import CliRunner
+
+    from specflow.cli import app
+
+    x = tmp_path / "x.npy"
+    np.save(x, np.zeros((1, 64), np.float32))
+    feed = ["--feed", f"images={x}"] if argv[0] == "run" else []
+    r = CliRunner().invoke(app, [argv[0], str(ROOT / "models" / "digits_mlp.yaml"), *argv[1:], *feed,
+                                 "--devices", "cpu:0"], env={"COLUMNS": "200"})
+    assert r.exit_code == 1 and r.output.strip() == "error: devices 'cpu:0': no devices requested", r.output
