@@ -403,8 +403,7 @@ def train(
             trainer = distributed_trainer(s, options, listener, cspec, address, devices)
         else:
             trainer = Trainer(s, options, listener)
-        run_config.begin(logdir, plan)
-        with _stop_on_signals(trainer.request_stop):
+        with run_config.begun(logdir, plan), _stop_on_signals(trainer.request_stop):
             result = trainer.run()
     out.print(result_table(result, logdir))
 

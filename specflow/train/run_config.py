@@ -14,6 +14,7 @@ import hashlib
 import json
 import os
 import re
+from contextlib import contextmanager, suppress
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -181,6 +182,26 @@ def begin(logdir: Path, plan: TrainPlan) -> None:
         if plan.fresh:
             clear(logdir)
         write(logdir, plan.config)
+
+
+@contextmanager
+def begun(logdir: Path, plan: TrainPlan):
+    """``begin(logdir, plan)`` around a run, undone if the run fails before it wrote anything
+    but run.json into a logdir it made: a mistake found as training starts (a data file not
+    found) leaves no half-made run behind. A run that got further keeps its events."""
+    made = not Path(logdir).exists()
+    begin(logdir, plan)
+    try:
+        yield
+    except BaseException:
+        if made:
+            with suppress(OSError):
+                if set(os.listdir(logdir)) <= {FILENAME, ".specflow.lock"}:
+                    for name in (FILENAME, ".specflow.lock"):
+                        with suppress(FileNotFoundError):
+                            (Path(logdir) / name).unlink()
+                    Path(logdir).rmdir()
+        raise
 
 
 def eval_config(spec: Path, logdir: Path, sets: list[str] | None,

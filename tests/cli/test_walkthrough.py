@@ -190,3 +190,25 @@ def test_no_devices_is_the_same_one_line_error_everywhere(argv, tmp_path):
     r = CliRunner().invoke(app, [argv[0], str(ROOT / "models" / "digits_mlp.yaml"), *argv[1:], *feed,
                                  "--devices", "cpu:0"], env={"COLUMNS": "200"})
     assert r.exit_code == 1 and r.output.strip() == "error: devices 'cpu:0': no devices requested", r.output
+
+
+def test_a_run_failing_as_it_starts_leaves_no_logdir_it_made(tmp_path):
+    """A data file not found is only found as training starts, after run.json was written: the
+    logdir the run made is removed again (one it did not make keeps the user's files)."""
+    from typer.testing import CliRunner
+
+    from specflow.cli import app
+
+    mlp, runner = str(ROOT / "models" / "digits_mlp.yaml"), CliRunner()
+    bad = ["--steps", "2", "--set", "train.data.source={npz: nowhere.npz}"]
+    r = runner.invoke(app, ["train", mlp, "--logdir", str(tmp_path / "new"), *bad], env={"COLUMNS": "200"})
+    assert r.exit_code == 1 and "data file not found" in r.output, r.output
+    assert not (tmp_path / "new").exists()
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("keep")
+    assert runner.invoke(app, ["train", mlp, "--logdir", str(mine), *bad]).exit_code == 1
+    assert (mine / "notes.txt").read_text() == "keep"
+    # the corrected command then trains as if nothing had happened
+    r = runner.invoke(app, ["train", mlp, "--logdir", str(tmp_path / "new"), "--steps", "2"])
+    assert r.exit_code == 0, r.output
