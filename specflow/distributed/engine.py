@@ -97,6 +97,31 @@ def shutdown_ray() -> None:
         _started_here = False
 
 
+def _check_resources(spec: ClusterSpec, nodes: list[dict]) -> None:
+    """Each task of a job holds the job's ``resources`` for its lifetime; an actor asking for
+    more than the Ray cluster has would wait for it forever, so that is an error here, naming
+    the job and the resource."""
+    need: dict[str, float] = {}
+    for job, wanted in spec.resources.items():
+        for name, amount in wanted.items():
+            if not any(n.get("Resources", {}).get(name, 0) >= amount for n in nodes):
+                raise SpecflowError(f"cluster job '{job}' asks for Ray resource {name}: {amount:g} per task, which "
+                                    f"no node of the Ray cluster has (give a node it: ray start "
+                                    f"--resources='{{\"{name}\": {amount:g}}}')")
+            need[name] = need.get(name, 0) + amount * spec.jobs[job]
+    for job, labels in spec.labels.items():
+        plain = {k: v for k, v in labels.items() if isinstance(v, str) and not v.startswith(("!", "in(", "!in("))}
+        if plain and not any(all(n.get("Labels", {}).get(k) == v for k, v in plain.items()) for n in nodes):
+            raise SpecflowError(f"cluster job '{job}' needs node labels {plain}, which no node of the Ray cluster has "
+                                "(give a node them: ray start --labels)")
+    for name, total in need.items():
+        have = sum(n.get("Resources", {}).get(name, 0) for n in nodes)
+        if have < total:
+            jobs = ", ".join(f"{j}: {spec.jobs[j]} x {w[name]:g}" for j, w in spec.resources.items() if name in w)
+            raise SpecflowError(f"the cluster's tasks ask for Ray resource {name}: {total:g} in all ({jobs}), but "
+                                f"the Ray cluster has {have:g}; each task holds its job's resources while it runs")
+
+
 class Cluster:
     """Connected tasks: one ``TaskWorker`` actor per task of ``spec``.
 
@@ -121,6 +146,7 @@ class Cluster:
         if self.actors:
             return self
         ray = ensure_ray(self.address)
+        _check_resources(self.spec, [n for n in ray.nodes() if n.get("Alive")])
         actors = {f"/job:{job}/replica:0/task:{t}": self._start(job, t) for job, t in self.spec.tasks}
         try:
             ray.get([a.connect.remote(actors) for a in actors.values()])
