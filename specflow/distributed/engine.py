@@ -98,16 +98,21 @@ def shutdown_ray() -> None:
 
 
 def _check_resources(spec: ClusterSpec, nodes: list[dict]) -> None:
-    """Each task of a job holds the job's ``resources`` for its lifetime; an actor asking for
-    more than the Ray cluster has would wait for it forever, so that is an error here, naming
-    the job and the resource."""
+    """Each task of a job holds the job's ``resources`` (and its GPUs) for its lifetime; an actor
+    asking for more than the Ray cluster has would wait for it forever, so that is an error here,
+    naming the job and the resource."""
     need: dict[str, float] = {}
-    for job, wanted in spec.resources.items():
+    asks = {job: dict(spec.resources.get(job, {})) for job in spec.jobs}
+    for job in spec.jobs:
+        if _gpus(spec, job):
+            asks[job]["GPU"] = _gpus(spec, job)
+    for job, wanted in asks.items():
         for name, amount in wanted.items():
             if not any(n.get("Resources", {}).get(name, 0) >= amount for n in nodes):
+                hint = (f"its task devices are {spec.task_devices.get(job)}" if name == "GPU" else
+                        f"give a node it: ray start --resources='{{\"{name}\": {amount:g}}}'")
                 raise SpecflowError(f"cluster job '{job}' asks for Ray resource {name}: {amount:g} per task, which "
-                                    f"no node of the Ray cluster has (give a node it: ray start "
-                                    f"--resources='{{\"{name}\": {amount:g}}}')")
+                                    f"no node of the Ray cluster has ({hint})")
             need[name] = need.get(name, 0) + amount * spec.jobs[job]
     for job, labels in spec.labels.items():
         plain = {k: v for k, v in labels.items() if isinstance(v, str) and not v.startswith(("!", "in(", "!in("))}
@@ -117,7 +122,7 @@ def _check_resources(spec: ClusterSpec, nodes: list[dict]) -> None:
     for name, total in need.items():
         have = sum(n.get("Resources", {}).get(name, 0) for n in nodes)
         if have < total:
-            jobs = ", ".join(f"{j}: {spec.jobs[j]} x {w[name]:g}" for j, w in spec.resources.items() if name in w)
+            jobs = ", ".join(f"{j}: {spec.jobs[j]} x {w[name]:g}" for j, w in asks.items() if name in w)
             raise SpecflowError(f"the cluster's tasks ask for Ray resource {name}: {total:g} in all ({jobs}), but "
                                 f"the Ray cluster has {have:g}; each task holds its job's resources while it runs")
 

@@ -78,3 +78,15 @@ def test_resources_the_ray_cluster_lacks_are_an_error_not_a_wait(two_nodes, reso
     with pytest.raises(SpecflowError, match=re.escape(message)):
         c.connect()
     assert not c.actors
+
+
+def test_gpu_task_devices_on_a_cluster_without_gpus_are_an_error_not_a_wait(two_nodes):
+    import ray
+
+    from specflow.errors import SpecflowError
+
+    if any(n["Resources"].get("GPU") for n in ray.nodes() if n["Alive"]):
+        pytest.skip("this Ray cluster has GPUs")
+    c = Cluster(ClusterSpec({"worker": 1}, task_devices={"worker": "gpu:1"}), address=two_nodes.address)
+    with pytest.raises(SpecflowError, match=r"asks for Ray resource GPU: 1 per task, .*task devices are gpu:1"):
+        c.connect()
