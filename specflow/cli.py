@@ -30,7 +30,7 @@ from specflow.cli_args import (
 )
 from specflow.cli_cluster import inspect_training, no_devices_on_a_cluster
 from specflow.cli_signals import _stop_on_signals
-from specflow.cli_steps import _compile, _quiet_numeric_warnings, _run_model
+from specflow.cli_steps import _compile, _quiet_numeric_warnings, _run_model, placed_only
 from specflow.errors import SpecflowError
 
 app = typer.Typer(
@@ -168,7 +168,11 @@ def inspect(
     (with --cluster: per task and device, and the tensors crossing tasks; Ray is not started).
     Given a SavedModel directory or a GraphDef file: its signatures, variables and graph."""
     _check_format(fmt)
-    if _is_model(spec):
+    model = _is_model(spec)
+    if model or not (placed or cluster):  # placement flags would do nothing here: refused
+        placed_only(model, placed and model, devices, fetch, feed, batch_size, soft_placement, optimize,
+                    task_devices, placement, lossy_transfers)
+    if model:
         _check_format(fmt, ("table", "json"))
         from specflow.views.saved_model_view import (
             describe_model,
@@ -297,7 +301,7 @@ def _run_spec(spec, fetch, feed, devices, seed, set_, checkpoint, options, stats
     from specflow.cli_cluster import connect
     from specflow.runtime.session import Session, SessionConfig
 
-    s, graph, restore = _load_for_run(spec, set_, checkpoint)
+    s, graph, restore = _load_for_run(spec, set_, checkpoint, seed)
     feeds = _run_feeds(s, feed or [])
     graph_seed = seed if seed is not None else s.model.seed
     cspec = _cluster_spec(s, *on_cluster)
@@ -312,7 +316,7 @@ def _run_spec(spec, fetch, feed, devices, seed, set_, checkpoint, options, stats
         return sess.run([_tensor_of(s, f) for f in fetch], feeds, options=options, run_metadata=stats)
 
 
-def _load_for_run(spec: Path, set_: list[str] | None, checkpoint: Path | None):
+def _load_for_run(spec: Path, set_: list[str] | None, checkpoint: Path | None, seed: int | None = None):
     """The spec, the graph to run and (with --checkpoint LOGDIR) what restores the variables."""
     if checkpoint is None:
         s = _load(spec, set_)
@@ -320,18 +324,18 @@ def _load_for_run(spec: Path, set_: list[str] | None, checkpoint: Path | None):
     from specflow.train.evaluate import restoring_graph
 
     _check_logdir(checkpoint)
-    s = _load_with_run_flags(spec, checkpoint, set_)
+    s = _load_with_run_flags(spec, checkpoint, set_, seed)
     graph, _, restore = restoring_graph(s, checkpoint)
     return s, graph, restore
 
 
-def _load_with_run_flags(spec: Path, logdir: Path, set_: list[str] | None):
+def _load_with_run_flags(spec: Path, logdir: Path, set_: list[str] | None, seed: int | None = None):
     """The spec as the run in ``logdir`` trained it: with its --seed and --set (LOGDIR/run.json),
     for the commands that read a run (eval, export, run --checkpoint)."""
     from specflow.train import run_config
 
     _check_spec_path(spec)
-    config, warnings = run_config.eval_config(spec, logdir, set_)
+    config, warnings = run_config.eval_config(spec, logdir, set_, seed)
     for w in warnings:
         err.print(f"[yellow]warning:[/yellow] {_escape(w)}", soft_wrap=True)
     return _load(spec, _train_overrides(config.set, config.seed), config)
@@ -399,8 +403,7 @@ def train(
             trainer = distributed_trainer(s, options, listener, cspec, address, devices)
         else:
             trainer = Trainer(s, options, listener)
-        run_config.begin(logdir, plan)
-        with _stop_on_signals(trainer.request_stop):
+        with run_config.begun(logdir, plan), _stop_on_signals(trainer.request_stop):
             result = trainer.run()
     out.print(result_table(result, logdir))
 
@@ -477,8 +480,8 @@ def predict(
     _check_format(fmt, ("table", "json"))
     _check_output_dir(output, "predictions.npz")
     if export_dir.is_file() and export_dir.suffix not in (".pb", ".pbtxt"):
-        raise UserError(f"{export_dir}: is a file; predict runs a SavedModel directory (write one with "
-                        "`specflow export SPEC --logdir LOGDIR --out DIR`)")
+        raise UserError(f"{export_dir}: is a file; predict runs a SavedModel directory or a GraphDef (.pb, "
+                        ".pbtxt) (write one with `specflow export SPEC --logdir LOGDIR --out DIR`)")
     feeds = {}
     for text in input_:
         name, value = _read_feed(text, "--input")

@@ -20,6 +20,9 @@ def _check_spec_path(path: Path) -> None:
         raise UserError(f"{path}: no such file")
     if path.is_dir():
         raise UserError(f"{path}: is a directory, expected a YAML spec")
+    if path.suffix.lower() == ".onnx":
+        raise UserError(f"{path}: is an ONNX model; specflow reads specs, SavedModels and GraphDefs "
+                        "(run an ONNX file with onnxruntime)")
     if _is_model(path):
         raise UserError(f"{path}: is a TensorFlow GraphDef, not a spec; inspect, run and predict take it, "
                         "and `specflow import` turns it into a spec")

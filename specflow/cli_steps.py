@@ -13,6 +13,8 @@ def _device_names(devices: str | None) -> list[str]:
 
     counts = parse_device_counts(devices or "cpu:1")
     counts.setdefault("CPU", 1)
+    if not any(counts.values()):  # as a Session says it (runtime/devices.local_devices)
+        raise UserError(f"devices '{devices}': no devices requested")
     return [device_name(kind, i) for kind in ("CPU", "GPU") for i in range(counts.get(kind, 0))]
 
 
@@ -92,3 +94,21 @@ def _quiet_numeric_warnings() -> None:
     import warnings
 
     warnings.simplefilter("ignore", RuntimeWarning)
+
+
+_PLACED_ONLY = ("--placed", "--devices", "--fetch", "--feed", "--batch-size", "--soft-placement", "--optimize",
+                "--task-devices", "--placement", "--lossy-transfers")
+
+
+def placed_only(is_model: bool, *values) -> None:
+    """``inspect``'s placement flags (``_PLACED_ONLY``, in order) shape only the placed graph:
+    given without --placed (or for a SavedModel, always shown whole) they would be ignored, so
+    they are refused, naming them."""
+    named = [flag for flag, v in zip(_PLACED_ONLY, values, strict=True) if v]
+    if not named:
+        return
+    if is_model:
+        raise UserError(f"{', '.join(named)}: inspect shows a SavedModel or GraphDef as it is; placing one "
+                        "takes a spec (`specflow import` writes one)")
+    raise UserError(f"{', '.join(named)} only shape{'s' if len(named) == 1 else ''} the placed graph: add --placed (without it every node "
+                    "of the lowered graph is shown)")

@@ -15,6 +15,7 @@ attribute path.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -241,6 +242,9 @@ def save(module, export_dir, signatures=None, overwrite: bool = False) -> None:
     """Write ``module`` as a SavedModel TensorFlow and ``specflow predict`` load."""
     from specflow.export.savedmodel import write_saved_model
 
+    if not overwrite and os.path.lexists(export_dir):
+        # said here so the hint is Python's keyword, not the CLI's --overwrite
+        raise ExportError(f"{export_dir} already exists (pass overwrite=True to replace it)")
     if isinstance(module, LoadedModule) and module._spec is not None and signatures is None:
         model = _spec_serving_model(module)
     else:

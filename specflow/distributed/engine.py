@@ -11,6 +11,8 @@ from __future__ import annotations
 import atexit
 import logging
 import os
+import re
+import socket
 import threading
 from typing import Any
 
@@ -38,6 +40,8 @@ def ensure_ray(address: str | None = None):
         return ray
     quiet = {"logging_level": logging.ERROR, "log_to_driver": False, "include_dashboard": False,
              "runtime_env": _driver_code_env()}
+    if address:
+        _check_reachable(address)
     try:
         if address:
             ray.init(address=address, **quiet)
@@ -51,6 +55,26 @@ def ensure_ray(address: str | None = None):
         where = f"the Ray cluster at {address}" if address else "a local Ray instance"
         raise SpecflowError(f"cannot start or reach {where}: {str(e).splitlines()[0]}") from None
     return ray
+
+
+_HOST_PORT = re.compile(r"^\[?([^\[\]/]+?)\]?:(\d+)$")
+
+
+def _check_reachable(address: str, timeout_s: float = 5.0) -> None:
+    """A ``host:port`` nothing listens on fails here in at most ``timeout_s``: ``ray.init`` would
+    retry it for minutes, printing Ray's own connection warnings. ``auto`` and ``ray://`` URLs
+    are left to Ray, which fails fast on those."""
+    m = _HOST_PORT.match(address)
+    if m is None:
+        return
+    host, port = m.group(1), int(m.group(2))
+    try:
+        with socket.create_connection((host, port), timeout=timeout_s):
+            pass
+    except OSError as e:
+        why = "timed out" if isinstance(e, TimeoutError) else (e.strerror or str(e))
+        raise SpecflowError(f"cannot reach the Ray cluster at {address}: {why} (is `ray start --head "
+                            f"--port={port}` running there, and the port open?)") from None
 
 
 def _driver_code_env() -> dict:
@@ -71,6 +95,36 @@ def shutdown_ray() -> None:
 
         ray.shutdown()
         _started_here = False
+
+
+def _check_resources(spec: ClusterSpec, nodes: list[dict]) -> None:
+    """Each task of a job holds the job's ``resources`` (and its GPUs) for its lifetime; an actor
+    asking for more than the Ray cluster has would wait for it forever, so that is an error here,
+    naming the job and the resource."""
+    need: dict[str, float] = {}
+    asks = {job: dict(spec.resources.get(job, {})) for job in spec.jobs}
+    for job in spec.jobs:
+        if _gpus(spec, job):
+            asks[job]["GPU"] = _gpus(spec, job)
+    for job, wanted in asks.items():
+        for name, amount in wanted.items():
+            if not any(n.get("Resources", {}).get(name, 0) >= amount for n in nodes):
+                hint = (f"its task devices are {spec.task_devices.get(job)}" if name == "GPU" else
+                        f"give a node it: ray start --resources='{{\"{name}\": {amount:g}}}'")
+                raise SpecflowError(f"cluster job '{job}' asks for Ray resource {name}: {amount:g} per task, which "
+                                    f"no node of the Ray cluster has ({hint})")
+            need[name] = need.get(name, 0) + amount * spec.jobs[job]
+    for job, labels in spec.labels.items():
+        plain = {k: v for k, v in labels.items() if isinstance(v, str) and not v.startswith(("!", "in(", "!in("))}
+        if plain and not any(all(n.get("Labels", {}).get(k) == v for k, v in plain.items()) for n in nodes):
+            raise SpecflowError(f"cluster job '{job}' needs node labels {plain}, which no node of the Ray cluster has "
+                                "(give a node them: ray start --labels)")
+    for name, total in need.items():
+        have = sum(n.get("Resources", {}).get(name, 0) for n in nodes)
+        if have < total:
+            jobs = ", ".join(f"{j}: {spec.jobs[j]} x {w[name]:g}" for j, w in asks.items() if name in w)
+            raise SpecflowError(f"the cluster's tasks ask for Ray resource {name}: {total:g} in all ({jobs}), but "
+                                f"the Ray cluster has {have:g}; each task holds its job's resources while it runs")
 
 
 class Cluster:
@@ -97,6 +151,7 @@ class Cluster:
         if self.actors:
             return self
         ray = ensure_ray(self.address)
+        _check_resources(self.spec, [n for n in ray.nodes() if n.get("Alive")])
         actors = {f"/job:{job}/replica:0/task:{t}": self._start(job, t) for job, t in self.spec.tasks}
         try:
             ray.get([a.connect.remote(actors) for a in actors.values()])

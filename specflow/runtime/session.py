@@ -37,6 +37,7 @@ from specflow.runtime.executor_types import FINISHED, UNSET
 from specflow.runtime.pipeline import compile_step
 from specflow.runtime.prune import infer_runtime_graph
 from specflow.runtime.rendezvous import Rendezvous
+from specflow.runtime.resource_homes import ResourceHomes
 from specflow.runtime.step_stats import StepStats
 
 _RUN_OPTIONS = ("trace",)
@@ -106,6 +107,7 @@ class Session:
         self._append(graph_def.nodes)
         self.devices: list[Device] = local_devices(self.config.devices, threads=self.config.inter_op_threads)
         self._by_name = {d.name: d for d in self.devices}
+        self._homes = ResourceHomes(self.device_names, self.config.soft_placement)  # one device per variable
         rng = random.Random()
         self.incarnations = {d.name: rng.getrandbits(63) or 1 for d in self.devices}
         self._plans: dict[tuple, _Plan] = {}
@@ -367,9 +369,11 @@ class Session:
         self, feeds: list[str], fetches: list[str], targets: list[str], shapes: tuple | None
     ) -> _Plan:
         graph = self.graph_def
+        self._homes.update(graph)
         parts = compile_step(
             graph,
             self.device_names,
+            constrain=self._homes.pin,
             feeds=feeds,
             fetches=fetches,
             targets=targets,

@@ -14,6 +14,7 @@ import hashlib
 import json
 import os
 import re
+from contextlib import contextmanager, suppress
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -183,11 +184,33 @@ def begin(logdir: Path, plan: TrainPlan) -> None:
         write(logdir, plan.config)
 
 
-def eval_config(spec: Path, logdir: Path, sets: list[str] | None) -> tuple[RunConfig, list[str]]:
-    """The flags ``specflow eval`` evaluates with: the training run's, unless given again with
-    the same value (another value is an error: it would evaluate on another split). Returns
-    warnings too (the spec changed since training)."""
-    given = current(spec, None, sets)
+@contextmanager
+def begun(logdir: Path, plan: TrainPlan):
+    """``begin(logdir, plan)`` around a run, undone if the run fails before it wrote anything
+    but run.json into a logdir it made: a mistake found as training starts (a data file not
+    found) leaves no half-made run behind. A run that got further keeps its events."""
+    made = not Path(logdir).exists()
+    begin(logdir, plan)
+    try:
+        yield
+    except BaseException:
+        if made:
+            with suppress(OSError):
+                if set(os.listdir(logdir)) <= {FILENAME, ".specflow.lock"}:
+                    for name in (FILENAME, ".specflow.lock"):
+                        with suppress(FileNotFoundError):
+                            (Path(logdir) / name).unlink()
+                    Path(logdir).rmdir()
+        raise
+
+
+def eval_config(spec: Path, logdir: Path, sets: list[str] | None,
+                seed: int | None = None) -> tuple[RunConfig, list[str]]:
+    """The flags ``specflow eval`` (and ``run --checkpoint``, which also takes ``--seed``)
+    evaluates with: the training run's, unless given again with the same value (another value
+    is an error: it would evaluate on another split). Returns warnings too (the spec changed
+    since training)."""
+    given = current(spec, seed, sets)
     stored = read(logdir) if Path(logdir).is_dir() else None
     if stored is None:
         return given, []

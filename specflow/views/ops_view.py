@@ -52,7 +52,8 @@ def op_detail(name: str) -> Group:
 def coverage_renderable(cov) -> Group:
     """``specflow ops --missing-from``: the missing ops, one a line (easy to pipe), then the
     coverage line."""
-    parts = [Text(f"{len(cov.missing)} op(s) of {cov.source.name} missing:", style="bold")]
+    head = f"{len(cov.missing)} op(s) of {cov.source.name} missing" + (":" if cov.missing else "")
+    parts = [Text(head, style="bold")]
     parts += [Text(f"  {name}", style="cyan") for name in cov.missing]
     parts.append(Text(f"coverage: {cov.covered}/{len(cov.listed)} ({cov.percent:.1f}%) of {cov.source}"))
     if cov.lowered:

@@ -3,6 +3,7 @@ for its node's custom resource, and the tasks report the node they run on."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -63,3 +64,29 @@ def test_a_node_label_places_a_job(two_nodes):
 
     (labelled,) = [n["NodeID"] for n in ray.nodes() if n["Alive"] and n.get("Labels", {}).get("zone") == "b"]
     assert nodes == {labelled}
+
+
+@pytest.mark.parametrize("resources, labels, message", [
+    ({"worker": {"node_c": 1}}, {}, "cluster job 'worker' asks for Ray resource node_c: 1 per task, which no node"),
+    ({"worker": {"node_b": 3}}, {}, "ask for Ray resource node_b: 6 in all (worker: 2 x 3), but the Ray cluster has 4"),
+    ({}, {"worker": {"zone": "c"}}, "cluster job 'worker' needs node labels {'zone': 'c'}, which no node"),
+])
+def test_resources_the_ray_cluster_lacks_are_an_error_not_a_wait(two_nodes, resources, labels, message):
+    from specflow.errors import SpecflowError
+
+    c = Cluster(ClusterSpec({"worker": 2}, resources=resources, labels=labels), address=two_nodes.address)
+    with pytest.raises(SpecflowError, match=re.escape(message)):
+        c.connect()
+    assert not c.actors
+
+
+def test_gpu_task_devices_on_a_cluster_without_gpus_are_an_error_not_a_wait(two_nodes):
+    import ray
+
+    from specflow.errors import SpecflowError
+
+    if any(n["Resources"].get("GPU") for n in ray.nodes() if n["Alive"]):
+        pytest.skip("this Ray cluster has GPUs")
+    c = Cluster(ClusterSpec({"worker": 1}, task_devices={"worker": "gpu:1"}), address=two_nodes.address)
+    with pytest.raises(SpecflowError, match=r"asks for Ray resource GPU: 1 per task, .*task devices are gpu:1"):
+        c.connect()
