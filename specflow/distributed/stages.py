@@ -53,10 +53,6 @@ def step_calls(graphs: dict[str, GraphDef], dataflow: bool = True, stages: bool 
     return "push", graphs, None
 
 
-def virtual_task(task: str, stage: int) -> str:
-    return f"{task}#{stage}"
-
-
 def split_virtual(name: str) -> tuple[str, int | None]:
     """``TASK#s`` -> (TASK, s); a task or device without a stage -> (it, None)."""
     base, sep, stage = name.rpartition("#")
