@@ -82,7 +82,7 @@ def import_model(source, out, overwrite: bool = False) -> ImportResult:
         check_control_flow(graph, source)
         names = _spec_names(graph)
         variables = _variable_values(model, graph, names)
-        trainable = _trainable(model.meta_graph)
+        trainable = _trainable(model.meta_graph, model.graph_def)
     writer = _SpecWriter(names, const_dir, f"{ckpt_dir.name}/{ckpt.name}", trainable)
     body = writer.write(graph, variables, sigs, _ident(stem), source)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -144,13 +144,34 @@ def _spec_names(graph: GraphDef) -> dict[str, str]:
     return names
 
 
-def _trainable(meta_graph) -> dict[str, bool]:
-    """Variable name -> trainable, from a TF2 SavedModel's object graph (Keras marks batch-norm
-    statistics not trainable); empty for a TF1 model or a GraphDef."""
+def _trainable(meta_graph, graph: GraphDef | None = None) -> dict[str, bool]:
+    """Variable name -> trainable: from a TF2 SavedModel's object graph (Keras marks batch-norm
+    statistics not trainable), or a TF1 MetaGraph's ``trainable_variables`` collection (a
+    variable of the ``variables`` collection not in it is not trainable); empty for a GraphDef
+    or a MetaGraph with neither."""
     if meta_graph is None:
         return {}
-    return {n.variable.name: bool(n.variable.trainable) for n in meta_graph.object_graph_def.nodes
-            if n.WhichOneof("kind") == "variable"}
+    out = {n.variable.name: bool(n.variable.trainable) for n in meta_graph.object_graph_def.nodes
+           if n.WhichOneof("kind") == "variable"}
+    if out or "trainable_variables" not in meta_graph.collection_def:
+        return out
+    from tensorboard.compat.proto.variable_pb2 import VariableDef
+
+    def ops(key: str) -> set[str]:
+        names = set()
+        for raw in meta_graph.collection_def[key].bytes_list.value:
+            v = VariableDef()
+            v.ParseFromString(raw)
+            names.add(v.variable_name.split(":")[0])
+        return names
+
+    trainable = ops("trainable_variables")
+    every = ops("variables") if "variables" in meta_graph.collection_def else set()
+    nodes = graph.node_map() if graph is not None else {}
+    for op in trainable | every:  # keyed as the importer looks variables up: shared_name, else op name
+        node = nodes.get(op)
+        out[(node.attrs.get("shared_name") if node is not None else None) or op] = op in trainable
+    return out
 
 
 def _variable_values(model, graph: GraphDef, names: dict[str, str]) -> dict[str, np.ndarray]:

@@ -170,3 +170,22 @@ def test_an_imported_spec_exports_again(tmp_path):
         (alias,) = model.signatures["serving_default"].inputs
         got = model.run("serving_default", {alias: inputs["inputs"]})
     np.testing.assert_allclose(got["output_0"], want["output_0"], rtol=0, atol=1e-4)
+
+
+def test_a_tf1_metagraphs_trainable_collection_says_which_variables_train():
+    """TF1 SavedModels have no object graph: their `trainable_variables` collection says it (a
+    batch-norm's moving statistics sit only in `variables`); TF's own tf_v1_dense lists both."""
+    from tensorboard.compat.proto import meta_graph_pb2
+    from tensorboard.compat.proto.variable_pb2 import VariableDef
+
+    from specflow.export.importer import _trainable
+    from specflow.export.loader import load_model
+
+    with load_model(str(Path(__file__).parent / "data" / "tf_v1_dense")) as m:
+        assert _trainable(m.meta_graph, m.graph_def) == {"dense/kernel": True, "dense/bias": True}
+    mg = meta_graph_pb2.MetaGraphDef()
+    for key, names in (("variables", ["bn/gamma", "bn/moving_mean"]), ("trainable_variables", ["bn/gamma"])):
+        for name in names:
+            mg.collection_def[key].bytes_list.value.append(VariableDef(variable_name=f"{name}:0").SerializeToString())
+    assert _trainable(mg) == {"bn/gamma": True, "bn/moving_mean": False}
+    assert _trainable(meta_graph_pb2.MetaGraphDef()) == {}  # neither: the importer's default (trainable)
