@@ -64,14 +64,47 @@ def stage_split(graphs: dict[str, GraphDef]) -> dict[str, GraphDef] | None:
     or None when that does not apply (a loop frame, a cycle, too many stages, one stage)."""
     if any(n.op in _LOOP_OPS for g in graphs.values() for n in g.nodes):
         return None
-    stage = _stages(graphs)
+    fed = _feeds_where_read(graphs)
+    stage = _stages(fed)
     if stage is None:
         return None
     if max(stage.values(), default=0) >= MAX_STAGES:
         return None
-    if all(len({stage[(t, n.name)] for n in g.nodes}) <= 1 for t, g in graphs.items()):
-        return None
-    return _Splitter(graphs, stage).run()
+    if fed is graphs and all(len({stage[(t, n.name)] for n in g.nodes}) <= 1 for t, g in graphs.items()):
+        return None  # nothing to cut (a feed read where it is used may have been all it took)
+    return _Splitter(fed, stage).run()
+
+
+def _feeds_where_read(graphs: dict[str, GraphDef]) -> dict[str, GraphDef]:
+    """The pieces with each feed sent from one task to another read where it is used: the
+    receiving ``_Recv`` becomes a copy of the ``_Arg`` (the master hands every call the args its
+    piece reads), the ``_Send`` goes, and so does an ``_Arg`` left with no reader. Else a feed
+    placed on one ps and read on another would cost a stage and a call of its own."""
+    args = {}
+    for g in graphs.values():
+        nodes = g.node_map()
+        for n in g.nodes:
+            if n.op == "_Send" and nodes.get(n.inputs[0].split(":")[0], n).op == "_Arg" and ":" not in n.inputs[0]:
+                args[_pair(n)] = (n.name, nodes[n.inputs[0]])
+    if not args:
+        return graphs
+    sends = {name for name, _ in args.values()}
+    out = {}
+    for t, g in graphs.items():
+        nodes = []
+        for n in g.nodes:
+            if n.name in sends and n.op == "_Send":
+                continue
+            src = args.get(_pair(n)) if n.op == "_Recv" and not n.inputs else None
+            if src is not None:
+                arg = src[1]
+                n = NodeDef(n.name, "_Arg", [], n.device, {"T": arg.attrs["T"], "index": arg.attrs["index"]}, n.location)
+            nodes.append(n)
+        read = {parse_input(i).node for n in nodes for i in n.inputs}
+        nodes = [n for n in nodes if n.op != "_Arg" or n.name in read]
+        if nodes:
+            out[t] = GraphDef(nodes=nodes, versions=dict(g.versions), library=g.library)
+    return out
 
 
 def _pair(node: NodeDef) -> tuple[str, str, str]:

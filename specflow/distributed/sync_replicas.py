@@ -1,12 +1,13 @@
 """Synchronous data parallelism: SyncReplicasOptimizer's semantics as graph pieces on the ps.
 
 For every trainable variable ``v`` and worker ``k`` there is a gradient slot
-``sync_replicas/<v>/grad_<k>`` colocated with ``v`` (on its ps task), and per worker one int64
-tag ``sync_replicas/step_<k>``: the global step the slot's gradient was computed at.
+``sync_replicas/<v>/grad_<k>`` and an int64 tag ``sync_replicas/<v>/step_<k>`` (the global step
+the slot's gradient was computed at), both colocated with ``v`` (on its ps task).
 
-- push (worker ``k``, target ``push_ops[k]``): its gradients go into its slots, then its tag is
-  set to the fed ``sync_replicas/local_step`` (the global step the worker started from). The
-  gradient crosses to the ps once; nothing else is sent.
+- push (worker ``k``, target ``push_ops[k]``): its gradients go into its slots, then each
+  variable's tag is set to the fed ``sync_replicas/local_step`` (the global step the worker
+  started from). The gradient crosses to the ps once; each ps's writes wait only on that ps's
+  own (a tag per variable, not per worker: no ordering between ps tasks, one stage fewer).
 - apply (the train op, run by the chief once ``replicas_to_aggregate`` pushes of this step
   arrived): on the ps, the average over the slots whose tag equals the global step (stale ones,
   computed at an older step, count for nothing: TF drops them the same way), applied by the
@@ -57,23 +58,26 @@ class SyncReplicas:
         with b.root_scope(), b.no_control_dependencies():
             local_step = b.add_op("Placeholder", [], {"dtype": int64, "shape": []}, name=LOCAL_STEP,
                                   exact_name=True).name  # fmt: skip
-            tags = [self._variable(b, f"{SCOPE}/step_{k}", [], int64, parse_initializer({"constant": -1}), None)
-                    for k in range(self.num_workers)]  # fmt: skip
+            unset = parse_initializer({"constant": -1})
+            tags = {v.name: [self._variable(b, f"{SCOPE}/{v.name}/step_{k}", [], int64, unset, v)
+                             for k in range(self.num_workers)] for _, v in pairs}  # fmt: skip
             grads = {v.name: [self._slots_of(b, g, v, k) for k in range(self.num_workers)] for g, v in pairs}
             for k in range(self.num_workers):
                 with b.name_scope(f"{SCOPE}/push_{k}"):
-                    writes = [b.add_op("AssignVariableOp", [slot.handle, t], {"dtype": slot.dtype}).name
-                              for g, v in pairs for slot, t in zip(grads[v.name][k], _parts(g))]  # fmt: skip
-                    tag = b.add_op("AssignVariableOp", [tags[k].handle, local_step], {"dtype": int64},
-                                   control_inputs=writes + list(update_ops)).name  # fmt: skip
-                    self.push_ops.append(b.add_op("NoOp", [], name="done", control_inputs=[tag]).name)
+                    done = list(update_ops)
+                    for g, v in pairs:  # each variable's tag after its own slots: all on its ps
+                        writes = [b.add_op("AssignVariableOp", [slot.handle, t], {"dtype": slot.dtype}).name
+                                  for slot, t in zip(grads[v.name][k], _parts(g))]  # fmt: skip
+                        done.append(b.add_op("AssignVariableOp", [tags[v.name][k].handle, local_step], {"dtype": int64},
+                                             control_inputs=writes).name)  # fmt: skip
+                    self.push_ops.append(b.add_op("NoOp", [], name="done", control_inputs=done).name)
             out = []
             with b.name_scope(f"{SCOPE}/average"):
                 gs = b.add_op("ReadVariableOp", [global_step.handle], {"dtype": int64}).name
-                tag_reads = [b.add_op("ReadVariableOp", [t.handle], {"dtype": int64}).name for t in tags]
-                fresh = [b.add_op("Equal", [r, gs]).name for r in tag_reads]
                 for g, v in pairs:
                     first = len(b.graph_def.nodes)
+                    tag_reads = [b.add_op("ReadVariableOp", [t.handle], {"dtype": int64}).name for t in tags[v.name]]
+                    fresh = [b.add_op("Equal", [r, gs]).name for r in tag_reads]
                     masks = [b.add_op("Cast", [f], {"DstT": v.dtype}).name for f in fresh]
                     count = b.add_op("Maximum", [b.add_op("AddN", masks).name, b.const(1, v.dtype)]).name
                     if isinstance(g, IndexedSlices):

@@ -105,7 +105,8 @@ def test_inspect_cluster_never_starts_ray(monkeypatch):
     assert tasks["/job:worker/replica:0/task:1"]["variables"] == ["right/bias", "right/kernel"]
     assert tasks["/job:ps/replica:0/task:0"]["variables"] == ["left/bias", "left/kernel", "out/bias", "out/kernel"]
     assert data["cross_task_bytes_per_step"] > 0 and len(data["cross_task_transfers"]) == 6
-    assert data["step_protocol"]["protocol"] == "stages"  # the towers send both ways between ps and workers
+    # the towers send both ways between ps and workers: stages, the fed x read where it is used
+    assert data["step_protocol"]["protocol"] == "stages" and len(data["step_protocol"]["calls"]) == 3
     r = runner.invoke(app, ["inspect", str(MODELS / "digits_mlp.yaml"), "--cluster", "local:ps=1,worker=1",
                             "--placed", "--task-devices", "worker=cpu:2", "-f", "json"])  # fmt: skip
     assert r.exit_code == 0, r.output

@@ -33,25 +33,27 @@ def test_inspect_shows_the_training_steps_placement_and_traffic(tmp_path):
     data = json.loads(_inspect(str(sync), "--cluster", "local:ps=2,worker=2", "--format", "json"))
     t = data["training"]
     # the replica's step cut into stages: the ps tasks' reads, the worker's step, their writes
-    # (sync: the tag, on one ps, after the gradient slots on both: one stage more)
+    # (each variable's tag sits with its slots: no ordering between the ps tasks; the fed local
+    # step is read as a feed on each ps, not forwarded from one ps to the other)
     protocol = data["step_protocol"]
-    stages = [int(c.rsplit("#", 1)[1]) for c in protocol["calls"]]
-    assert protocol["protocol"] == "stages" and stages[:3] == [0, 0, 1] and stages == sorted(stages), protocol
+    assert [c.rsplit("#", 1)[1] for c in protocol["calls"]] == ["0", "0", "1", "2", "2"], protocol
     assert t["mode"] == "sync" and t["batch_size"] == 64
     where = {n: v["task"] for n, v in t["variables"].items()}
     ps0, ps1 = "/job:ps/replica:0/task:0", "/job:ps/replica:0/task:1"
     # greedy by bytes: the big kernel alone on ps 0, with its Adam slots and sync's gradient slots
     assert {n for n, w in where.items() if w == ps0} == {
         "hidden/kernel", "hidden/kernel/Adam", "hidden/kernel/Adam_1",
-        "sync_replicas/hidden/kernel/grad_0", "sync_replicas/hidden/kernel/grad_1"}, where
-    assert where["global_step"] == ps1 and where["sync_replicas/step_1"] in (ps0, ps1)
+        "sync_replicas/hidden/kernel/grad_0", "sync_replicas/hidden/kernel/grad_1",
+        "sync_replicas/hidden/kernel/step_0", "sync_replicas/hidden/kernel/step_1"}, where
+    assert where["global_step"] == ps1 and where["sync_replicas/logits/bias/step_1"] == ps1
     weights = (64 * 128 + 128 + 128 * 10 + 10) * 4
     for w in t["workers"]:  # each worker reads every weight and sends back a gradient of each
         assert weights <= w["bytes_pulled_per_step"] < weights + 1024, w
         assert weights <= w["bytes_pushed_per_step"] < weights + 1024, w
     assert t["apply_step_cross_task_bytes"] is not None
     # worker 0's push step touches its gradient slot on ps 0, not the Adam slots (the apply does)
-    assert data["tasks"][0]["variables"] == ["hidden/kernel", "sync_replicas/hidden/kernel/grad_0"]
+    assert data["tasks"][0]["variables"] == ["hidden/kernel", "sync_replicas/hidden/kernel/grad_0",
+                                             "sync_replicas/hidden/kernel/step_0"]
 
     table = _inspect(str(DIGITS), "--cluster", "local:ps=1,worker=2")
     assert "worker 0's training step" in table and "pulled/step" in table and "hidden/kernel/Adam" in table
