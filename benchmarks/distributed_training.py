@@ -143,7 +143,7 @@ def replica_bytes(trainer) -> int:
 def training_rows(quick: bool = False) -> list[tuple]:
     rows = []
     data_dir = tempfile.mkdtemp(prefix="bench-data-")
-    for name, steps, warm in (("digits_mlp", 150 if quick else 400, 20), ("heavy_mlp", 20 if quick else 60, 5)):
+    for name, steps, warm in (("digits_mlp", 150 if quick else 1000, 50), ("heavy_mlp", 20 if quick else 100, 5)):
         local = local_one_thread(name, steps, warm, data_dir)
         row = [name, local]
         for mode in ("async", "sync"):

@@ -248,14 +248,24 @@ class WriteEpochs:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._n: dict[str, int] = {}
+        self._other: dict[str, int] = {}  # bumps by anything but async training replicas
 
-    def bump(self, tasks) -> None:
+    def bump(self, tasks, hogwild: bool = False) -> None:
+        """``hogwild``: the write of an async training replica, which the replicas' prefetched
+        reads may miss (``ClusterSession.prefetch_reads``)."""
         with self._lock:
             for t in tasks:
                 self._n[t] = self._n.get(t, 0) + 1
+                if not hogwild:
+                    self._other[t] = self._other.get(t, 0) + 1
 
     def get(self, task: str) -> int:
         return self._n.get(task, 0)
+
+    def other(self, task: str) -> int:
+        """The count of writes to ``task`` other than async replicas' (restores, resets, a
+        chief's apply, a checkpoint): a prefetched read is good while it is unchanged."""
+        return self._other.get(task, 0)
 
 
 def _gpus(spec: ClusterSpec, job: str) -> int:

@@ -62,6 +62,12 @@ class _ClusterPlan(_Plan):
     # task its last outboxes with the task's write epoch then (``_submit_flow``).
     writers: list[str] = field(default_factory=list)
     reads: dict[str, tuple[int, list]] = field(default_factory=dict)
+    # Stages: a task's last call (its updates, sending to no task) -> its first (a pure read of
+    # its variables, no inbox), which async replicas prefetch in the same call for the next
+    # step (``prefetch_reads``); the prefetched outboxes: (the task's other-writes count, refs).
+    prefetch: dict[str, str] = field(default_factory=dict)
+    prefetched: dict[str, tuple[int, Any, list]] = field(default_factory=dict)  # (.., its result ref, outboxes)
+    down_of: dict[str, list[str]] = field(default_factory=dict)
 
 
 class ClusterSession(Session):
@@ -90,6 +96,11 @@ class ClusterSession(Session):
         # A step whose tasks send both ways (training on a ps) cut into stages run as dataflow;
         # False keeps such steps on the push protocol (benchmarks compare the two).
         self.stages = True
+        # An async training replica's (Hogwild): a ps's updates of one step and its reads for the
+        # next run in one call, the reads made right after the updates instead of at the next
+        # step's start; a write by anything else in between (a restore, a reset) voids them.
+        self.prefetch_reads = False
+        self.reads_prefetched = 0  # steps whose first reads came from the step before
 
     @property
     def device_names(self) -> list[str]:
@@ -137,6 +148,8 @@ class ClusterSession(Session):
                 if not down or any(n.op == "_Retval" for n in graphs[t].nodes):
                     plan.awaited.add(t)
                 plan.flow_batches += len(up)
+                plan.down_of[t] = down
+            plan.prefetch = _prefetch_pairs(order, graphs)
         return plan
 
     # --- a step ------------------------------------------------------------------------------
@@ -149,12 +162,13 @@ class ClusterSession(Session):
         step_id = next(self._step_ids)
         n_ret = len(plan.fetches)
         epochs = self.cluster.write_epochs
+        hogwild = self.prefetch_reads
         if plan.writers:  # a pure read cached before this step is stale once it starts
-            epochs.bump(plan.writers)
-        refs, unawaited, every = [], [], []  # every: all the step's result and outbox refs
+            epochs.bump(plan.writers, hogwild)
+        refs, unawaited, every, prefetched = [], [], [], []  # every: all the step's result and outbox refs
         try:
             if plan.flow is not None:
-                refs, unawaited, reads = self._submit_flow(plan, step_id, args, every)
+                refs, unawaited, reads = self._submit_flow(plan, step_id, args, every, prefetched)
             else:
                 refs, unawaited, reads = self._submit_push(plan, step_id, args), [], []
             results = self._wait(plan, step_id, refs, timeout_s)
@@ -171,7 +185,7 @@ class ClusterSession(Session):
             raise
         finally:
             if plan.writers:  # and so is one made while it ran
-                epochs.bump(plan.writers)
+                epochs.bump(plan.writers, hogwild)
         frame = CallFrame((), n_ret)
         root = None
         self.cross_task_batches += plan.flow_batches if plan.flow is not None else sum(sum(r[2].values()) for r in results)
@@ -185,6 +199,8 @@ class ClusterSession(Session):
         for t, epoch, boxes in reads:
             if epochs.get(split_virtual(t)[0]) == epoch:  # no step that may write the task ran meanwhile
                 plan.reads[t] = (epoch, boxes)
+        for t, other, result, boxes in prefetched:
+            plan.prefetched[t] = (other, result, boxes)
         return _fetched(plan, frame)
 
     def _submit_push(self, plan: _ClusterPlan, step_id: int, args: list) -> list:
@@ -221,7 +237,8 @@ class ClusterSession(Session):
                 raise self._abort(plan, step_id, error)
             wait_s = WATCH_EVERY_S
 
-    def _submit_flow(self, plan: _ClusterPlan, step_id: int, args: list, every: list) -> tuple[list, list, list]:
+    def _submit_flow(self, plan: _ClusterPlan, step_id: int, args: list, every: list,
+                     prefetched: list) -> tuple[list, list, list]:  # fmt: skip
         """The dataflow protocol: every task's RunGraph submitted at once, in topological order,
         each given its upstream tasks' outboxes as object refs. Ray starts a call when its
         arguments are ready, as its plain-Ray parameter server's ``worker.step.remote(
@@ -239,6 +256,16 @@ class ClusterSession(Session):
         refs, unawaited, reads = [], [], []
         for t, method, up, down in plan.flow:
             task = split_virtual(t)[0]
+            ahead = plan.prefetched.pop(t, None) if self.prefetch_reads else None
+            if ahead is not None:
+                other, result, boxes = ahead
+                if other == epochs.other(task):  # read at the end of the last step, nothing else wrote since
+                    outs[t] = boxes
+                    every.extend([result, *boxes])
+                    refs.append(result)  # its fetches (a global step read there) are this step's
+                    self.reads_prefetched += 1
+                    continue
+                _settle([result], wait_s=0)  # void: read (and drop) its result, failed or not
             cached = plan.reads.get(t)
             if cached is not None and cached[0] == epochs.get(task):
                 outs[t] = cached[1]
@@ -246,8 +273,20 @@ class ClusterSession(Session):
                 continue
             boxes = [outs[u][k] for u, k in up]
             handle, off = plan.calls[t]
-            got = method.remote((handle, step_id + off, {i: args[i] for i in plan.args_of[t]}, n_args, n_ret, down),
-                                *boxes)  # fmt: skip
+            call = (handle, step_id + off, {i: args[i] for i in plan.args_of[t]}, n_args, n_ret, down)
+            then = plan.prefetch.get(t) if self.prefetch_reads else None
+            if then is not None:  # this task's updates, then its reads for the next step
+                then_handle, then_off = plan.calls[then]
+                then_down = plan.down_of[then]
+                then_call = (then_handle, next(self._step_ids) + then_off, {i: args[i] for i in plan.args_of[then]},
+                             n_args, n_ret, then_down)  # fmt: skip
+                got = self.cluster.actors[task].run_graph_flow_then.options(num_returns=2 + len(then_down)).remote(
+                    call, then_call, *boxes)  # fmt: skip
+                every.extend(got)
+                prefetched.append((then, epochs.other(task), got[1], got[2:]))  # awaited by the next step
+                (refs if t in plan.awaited else unawaited).append(got[0])
+                continue
+            got = method.remote(call, *boxes)
             result = got[0] if down else got
             every.extend(got if down else [got])
             if down:
@@ -311,3 +350,21 @@ def _settle(refs: list, wait_s: float = 1.0) -> None:
             ray.get(ref)
         except Exception:  # the failure already reported, or its consequence
             pass
+
+
+def _prefetch_pairs(order, graphs: dict[str, GraphDef]) -> dict[str, str]:
+    """Per task cut into stages: its last call (sending to no task) -> its first (a pure read
+    of its variables that waits on nothing), when it has both: the pair an async replica runs
+    as one call (``prefetch_reads``)."""
+    by_task: dict[str, list[tuple[str, list, list]]] = {}
+    for t, down, up in order:
+        task, stage = split_virtual(t)
+        if stage is not None:
+            by_task.setdefault(task, []).append((t, down, up))
+    pairs = {}
+    for calls in by_task.values():
+        calls.sort(key=lambda c: split_virtual(c[0])[1])
+        (first, first_down, first_up), (last, last_down, _) = calls[0], calls[-1]
+        if len(calls) >= 2 and not first_up and first_down and pure_read(graphs[first], fetches=True) and not last_down:
+            pairs[last] = first
+    return pairs

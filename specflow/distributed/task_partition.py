@@ -158,5 +158,8 @@ def route_of(recv_device: str) -> str:
 _PURE_READ_OPS = frozenset({"VarHandleOp", "ReadVariableOp", "Const", "Identity", "NoOp", "_Send"})
 
 
-def pure_read(piece: GraphDef) -> bool:
-    return any(n.op == "_Send" for n in piece.nodes) and all(n.op in _PURE_READ_OPS for n in piece.nodes)
+def pure_read(piece: GraphDef, fetches: bool = False) -> bool:
+    """``fetches``: fetched values (``_Retval``) allowed too (a prefetched read returns them with
+    the step it serves)."""
+    allowed = _PURE_READ_OPS | {"_Retval"} if fetches else _PURE_READ_OPS
+    return any(n.op == "_Send" for n in piece.nodes) and all(n.op in allowed for n in piece.nodes)

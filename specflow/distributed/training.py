@@ -103,6 +103,9 @@ class DistributedTrainer(Recovery, Trainer):
         sessions = replica_sessions(self.graph.graph_def, self.cluster, self.spec.model.seed, self.strategy,
                                     lossy_transfers=self.options.lossy(self.spec))
         self.session, self.replicas = sessions[0], sessions[1:]
+        if self.mode == "async":  # Hogwild: a ps's updates and its reads for the replica's next step in one call
+            for sess in self.replicas:
+                sess.prefetch_reads = True
         self._start_health(self.health_timeout_s)
         self.prepare(latest)  # the chief's half of readiness; each replica waits for it (_wait_ready)
         self.logdir.mkdir(parents=True, exist_ok=True)

@@ -121,3 +121,38 @@ def test_staged_steps_equal_pushed_steps_on_real_tasks(cluster):
             weights.append(sess.run([v.read for v in g.variables]))
     for a, b in zip(*weights):
         np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
+
+
+def test_async_replicas_prefetch_the_next_steps_reads_and_a_foreign_write_voids_them(cluster):
+    """With prefetch_reads (async replicas) the ps's updates and its reads for the next step run
+    in one call: two calls a step instead of three, the same weights as reading at each step's
+    start (one replica: nothing writes in between); a write by another session in between (here
+    an assign, as a restore would be) voids the prefetched values, so the next step reads anew."""
+    from specflow.distributed.master import ClusterSession
+    from specflow.distributed.training_plan import step_ends
+    from specflow.runtime.session import SessionConfig
+    from specflow.train.graph import build_training_graph
+
+    spec = load_spec(MODELS / "digits_mlp.yaml")
+    g = build_training_graph(spec, spec.train, None)
+    kernel = next(v for v in g.variables if v.name == "logits/kernel")
+    rng = np.random.default_rng(1)
+    batches = [{"images": rng.random((16, 64), np.float32), "labels": rng.integers(0, 10, 16)} for _ in range(8)]
+    runs = []
+    for prefetch in (True, False):
+        cluster.reset()
+        with ClusterSession(g.graph_def, SessionConfig(graph_seed=1), cluster=cluster) as sess, \
+                ClusterSession(g.graph_def, SessionConfig(graph_seed=1), cluster=cluster) as other:  # fmt: skip
+            sess.prefetch_reads = prefetch
+            sess.run([], targets=[g.init_op])
+            losses = []
+            for i, feeds in enumerate(batches):
+                if i == 5:  # another session writes the ps between two steps: the kernel re-initialized
+                    other.run([], targets=[kernel.assign])
+                losses.append(sess.run(g.loss, feeds, targets=step_ends(g.graph_def, g.train_op)))
+            runs.append((losses, sess.run([v.read for v in g.variables]), sess.reads_prefetched))
+    (with_losses, with_w, hits), (without_losses, without_w, none) = runs
+    assert hits == 6 and none == 0  # steps 1-4 and 6-7 from the step before; step 5 read anew
+    np.testing.assert_allclose(with_losses, without_losses, rtol=1e-6)
+    for a, b in zip(with_w, without_w):
+        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
