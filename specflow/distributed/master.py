@@ -35,8 +35,8 @@ from .deadlock_watch import WATCH_AFTER_S, WATCH_EVERY_S, DeadlockWatch
 from .engine import Cluster, ensure_ray
 from .placement import ClusterStep, TaskAssignment, compile_cluster_step
 from .remote_rendezvous import pack_error, unpack_error
-from .stages import MAX_STAGES, split_virtual, step_calls
-from .task_partition import piece_args, pure_read
+from .stages import MAX_STAGES, step_calls
+from .task_partition import piece_args, pure_read, split_virtual
 
 
 @dataclass
@@ -52,7 +52,6 @@ class _ClusterPlan(_Plan):
     # handle ``HANDLE#s`` with step id ``step_id + s``.
     flow: list[tuple[str, Any, list[tuple[str, int]], list[str]]] | None = None
     calls: dict[str, tuple[str, int]] = field(default_factory=dict)  # flow entry -> (handle, step id offset)
-    offsets: dict[str, list[int]] = field(default_factory=dict)  # task -> its calls' step id offsets
     # Dataflow: tasks whose result the master waits for (they set fetches or send to no task;
     # the others' success shows in their downstream tasks' results), and the pairs of tasks
     # that exchange a batch each step.
@@ -137,8 +136,6 @@ class ClusterSession(Session):
         args_of = {t: piece_args(g) for t, g in graphs.items()}
         plan = _ClusterPlan(feeds, _feed_specs(self.graph_def, feeds), fetches, [], step.graphs, handle=handle,
                             step=step, tasks=step.tasks, args_of=args_of, calls=calls)  # fmt: skip
-        for t, (_, off) in calls.items():
-            plan.offsets.setdefault(split_virtual(t)[0], []).append(off)
         plan.writers = sorted({split_virtual(t)[0] for t, g in graphs.items() if not pure_read(g)})
         if order is not None:
             plan.flow = []
@@ -300,9 +297,8 @@ class ClusterSession(Session):
         """Abort the step on every task (each aborts its rendezvous: pending receives fail at
         once) and forget its state there."""
         packed = pack_error(error)
-        for t in plan.tasks:
-            for off in plan.offsets.get(t, [0]):
-                self.cluster.actors[t].cleanup_graph.remote(step_id + off, packed)
+        for t, (_, off) in plan.calls.items():  # a task cut into stages: each stage's step id
+            self.cluster.actors[split_virtual(t)[0]].cleanup_graph.remote(step_id + off, packed)
         return error
 
     def _run_single(self, plan, args, stats):  # a cluster plan has no local executor

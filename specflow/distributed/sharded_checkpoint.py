@@ -121,7 +121,7 @@ class ShardedSaver:
             if extra:
                 parts.append(os.path.join(temp, f"part-{self.num_shards}"))
                 write_bundle(parts[-1], extra)
-            merge_shards(parts, prefix)
+            merge_bundles(parts, prefix)  # the parts become the shards of the checkpoint
         finally:
             shutil.rmtree(temp, ignore_errors=True)
 
@@ -142,11 +142,6 @@ class ShardedSaver:
             feeds[slices_t] = np.array([keys[n][1] for n in names], dtype=object)
         session.run([], feeds, targets=self.restore_ops)
         return small
-
-
-def merge_shards(parts: list[str], prefix: str) -> None:
-    """The single-shard bundles ``parts`` become the shards of bundle ``prefix``."""
-    merge_bundles(parts, prefix)
 
 
 def remove_stale_parts(directory: str, base: str) -> None:

@@ -31,6 +31,8 @@ from specflow.graph.graph_def import GraphDef, NodeDef, parse_input, tensor_name
 from specflow.runtime.partition import DEFAULT_INCARNATION
 from specflow.runtime.prune import infer_runtime_graph
 
+from .placement import task_order
+
 MAX_STAGES = 8  # a step's stages use step ids step_id .. step_id + MAX_STAGES - 1
 _LOOP_OPS = frozenset({"Enter", "Exit", "NextIteration", "LoopCond"})
 _REPEATABLE = frozenset({"VarHandleOp", "Const", "_Arg"})  # copied into each stage that reads them
@@ -41,8 +43,6 @@ def step_calls(graphs: dict[str, GraphDef], dataflow: bool = True, stages: bool 
     for the dataflow protocol or None). ``dataflow``: the tasks' transfers form no cycle, one
     call per task; ``stages``: cut into stages first (``stage_split``), one call per stage;
     ``push``: every task at once, pushing to each other (a loop spanning tasks)."""
-    from .placement import task_order
-
     order = task_order(graphs) if dataflow else None
     if order is not None:
         return "dataflow", graphs, order
@@ -51,12 +51,6 @@ def step_calls(graphs: dict[str, GraphDef], dataflow: bool = True, stages: bool 
     if order is not None:
         return "stages", staged, order
     return "push", graphs, None
-
-
-def split_virtual(name: str) -> tuple[str, int | None]:
-    """``TASK#s`` -> (TASK, s); a task or device without a stage -> (it, None)."""
-    base, sep, stage = name.rpartition("#")
-    return (base, int(stage)) if sep else (name, None)
 
 
 def stage_split(graphs: dict[str, GraphDef]) -> dict[str, GraphDef] | None:

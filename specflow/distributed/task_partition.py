@@ -147,8 +147,15 @@ def downstream_tasks(task: str, piece: GraphDef) -> set[str]:
 
 def route_of(recv_device: str) -> str:
     """Where a value sent to ``recv_device`` goes: its task, or ``TASK#s`` for a stage's call."""
-    device, sep, stage = recv_device.rpartition("#")
-    return f"{task_of(device)}#{stage}" if sep else task_of(recv_device)
+    device, stage = split_virtual(recv_device)
+    return task_of(device) if stage is None else f"{task_of(device)}#{stage}"
+
+
+def split_virtual(name: str) -> tuple[str, int | None]:
+    """``TASK#s`` (a stage's call, ``stages.py``) or ``DEVICE#s`` (its receiving end) ->
+    (TASK or DEVICE, s); a name without a stage -> (it, None)."""
+    base, sep, stage = name.rpartition("#")
+    return (base, int(stage)) if sep else (name, None)
 
 
 

@@ -173,7 +173,7 @@ class TaskWorker:
         result, out = self._flow(call, inboxes)
         if not downstream:
             return result
-        return (result, *[None if out is None else out.get(d, []) for d in downstream])
+        return (result, *_outboxes(out, downstream))
 
     def run_graph_flow_then(self, call: tuple, then: tuple, *inboxes: list | None):
         """``run_graph_flow(call, *inboxes)`` (a step's last call on this task, sending to no
@@ -185,7 +185,7 @@ class TaskWorker:
         if result[1] is not None:
             return (result, result, *[None] * len(then[5]))
         after, out = self._flow(then, ())
-        return (result, after, *[None if out is None else out.get(d, []) for d in then[5]])
+        return (result, after, *_outboxes(out, then[5]))
 
     def _flow(self, call: tuple, inboxes) -> tuple[tuple, dict | None]:
         handle, step_id, args, n_args, n_retvals, downstream = call
@@ -285,3 +285,8 @@ class TaskWorker:
     def resources(self) -> dict[str, list[str]]:
         """Per device, the resources its manager holds (what lives on this task)."""
         return {d.name: sorted(f"{c}/{n}" for (c, n), _ in d.resource_mgr.items()) for d in self.devices}
+
+
+def _outboxes(out: dict | None, downstream: list[str]) -> list:
+    """A call's held sends, one list per downstream task in order (None each after a failure)."""
+    return [None if out is None else out.get(d, []) for d in downstream]

@@ -37,7 +37,7 @@ from specflow.io.sstable import (
     read_table,
     unmask_crc,
 )
-from specflow.io.tensor_slices import SLICE_KEY_MARK, SliceSpec, copy_overlap
+from specflow.io.tensor_slices import SLICE_KEY_MARK, SliceSpec, overlap
 
 HEADER_KEY = b""  # sorts first: TensorFlow readers expect the header as the first entry
 FORMAT_VERSION = 1  # TensorFlow's kTensorBundleVersion
@@ -435,9 +435,14 @@ class _Reader:
         return out
 
     def _copy(self, out, want: SliceSpec, stored: SliceSpec, name: str, part, dtype) -> int:
-        if any(max(ws, ss) >= min(we, se) for (ws, we), (ss, se) in zip(want.bounds, stored.bounds)):
-            return 0  # no overlap: its data is not read
-        return copy_overlap(out, want, stored, self._plain(name, part, dtype, stored.shape))
+        """Copy what of saved slice ``stored`` lies in ``want`` into ``out``; returns how many
+        elements that was (none: its data is not read)."""
+        where = overlap(want, stored)
+        if where is None:
+            return 0
+        src, dst = where
+        out[dst] = self._plain(name, part, dtype, stored.shape)[src]
+        return int(np.prod([s.stop - s.start for s in src]))
 
 
 def read_bundle(prefix: str, names=None, slices: Mapping[str, SliceSpec] | None = None) -> dict[str, np.ndarray]:

@@ -12,8 +12,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
-
 from specflow.errors import CheckpointError
 from specflow.io.extra_protos import TensorSliceProto
 
@@ -100,18 +98,17 @@ class SliceSpec:
         return cls(full_name, tuple(full_shape), extents)
 
 
-def copy_overlap(dest: np.ndarray, want: SliceSpec, stored: SliceSpec, value: np.ndarray) -> int:
-    """Copy the part of ``value`` (the data of slice ``stored``) that lies in slice ``want``
-    into ``dest`` (shaped as ``want``); returns how many elements that was."""
+def overlap(want: SliceSpec, stored: SliceSpec) -> tuple[tuple[slice, ...], tuple[slice, ...]] | None:
+    """Where slices ``want`` and ``stored`` meet: (the index into ``stored``'s data, the index
+    into a ``want``-shaped array), or None when they do not."""
     src, dst = [], []
     for (ws, we), (ss, se) in zip(want.bounds, stored.bounds):
         lo, hi = max(ws, ss), min(we, se)
         if lo >= hi:
-            return 0
+            return None
         src.append(slice(lo - ss, hi - ss))
         dst.append(slice(lo - ws, hi - ws))
-    dest[tuple(dst)] = value[tuple(src)]
-    return int(np.prod([s.stop - s.start for s in src]))
+    return tuple(src), tuple(dst)
 
 
 # -- OrderedCode (tensorflow/core/lib/strings/ordered_code): order-preserving byte encodings -----

@@ -10,6 +10,9 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
+from specflow.distributed.stages import step_calls
+from specflow.distributed.task_partition import split_virtual
+from specflow.graph.device_spec import DeviceSpec
 from specflow.views.placement_view import (
     _fmt_bytes,
     _total,
@@ -140,17 +143,15 @@ def cluster_json(cstep, cluster) -> str:
 def _protocol(cstep) -> dict:
     """How the master runs the step (``stages.step_calls``): the protocol and its calls in order
     (a stage's call is ``TASK#s``; pushing, every task's at once)."""
-    from specflow.distributed.stages import step_calls
-
     protocol, graphs, order = step_calls(cstep.graphs)
     return {"protocol": protocol, "calls": [t for t, _, _ in order] if order is not None else list(graphs)}
 
 
 def _short(call: str) -> str:
     """``/job:ps/replica:0/task:0#2`` -> ``ps:0#2``."""
-    task, sep, stage = call.partition("#")
-    parts = dict(p.split(":", 1) for p in task.strip("/").split("/") if ":" in p)
-    return f"{parts.get('job', task)}:{parts.get('task', '?')}{sep}{stage}"
+    task, stage = split_virtual(call)
+    spec = DeviceSpec.parse(task)
+    return f"{spec.job}:{spec.task}" + ("" if stage is None else f"#{stage}")
 
 
 def cluster_dot(cstep) -> str:

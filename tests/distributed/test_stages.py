@@ -12,8 +12,8 @@ import pytest
 
 from specflow.distributed import ClusterSpec
 from specflow.distributed.placement import task_order
-from specflow.distributed.stages import split_virtual, stage_split
-from specflow.distributed.task_partition import pure_read
+from specflow.distributed.stages import stage_split
+from specflow.distributed.task_partition import pure_read, split_virtual
 from specflow.distributed.training_plan import training_plan
 from specflow.schema.loader import load_spec, load_spec_text
 
