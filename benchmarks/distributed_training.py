@@ -72,8 +72,8 @@ ONE_THREAD = {v: "1" for v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_N
 
 
 def local_one_thread(name: str, steps: int, warm: int, data_dir: str) -> float:
-    """The local run in a child process with one BLAS thread, as Ray gives each task (else the
-    local run's BLAS threads fight over the cores and the comparison flatters the cluster)."""
+    """The local run in a child process with one BLAS thread, as each task gets (else the local
+    run's BLAS threads fight over the cores and the comparison flatters the cluster)."""
     code = ("import sys; from benchmarks.distributed_training import examples_per_sec as f; "
             f"print(f({name!r}, 'local', 'async', {steps}, {warm}, {data_dir!r}))")  # fmt: skip
     root = str(Path(__file__).resolve().parent.parent)
@@ -108,7 +108,8 @@ def examples_per_sec(name: str, where: str, mode: str, steps: int, warm: int, da
                 BYTES[(name, where, mode)] = replica_bytes(self)
                 super()._close()
 
-        cluster = Cluster(training_cluster(ClusterSpec(parse_cli(f"local:{where}"))), threads=1)
+        jobs = parse_cli(f"local:{where}")  # one compute thread per task: an inter-op pool and BLAS
+        cluster = Cluster(training_cluster(ClusterSpec(jobs, task_threads=dict.fromkeys(jobs, 1))), threads=1)
         try:
             trainer = Measured(spec, options, clock, cluster=cluster)
             trainer.run()

@@ -11,10 +11,18 @@ Accepted forms (all become one :class:`ClusterSpec`):
       cluster:
         jobs: {ps: 1, worker: 2}
         task_devices: {worker: cpu:2}      # per job; default one CPU per task
+        task_threads: {worker: 2}          # BLAS/OpenMP threads of each task of a job (below)
         placement: ps                      # ps (default) or round_robin
         place: {tower_b: /job:worker/task:1}   # node or scope -> constraint, on a cluster only
         resources: {worker: {node_b: 1}}   # Ray custom resources each task of a job asks for
         labels: {ps: {zone: a}}            # Ray node labels a job's tasks must run on
+
+``task_threads`` bounds the threads a task's kernels use inside BLAS (numpy's matrix products),
+set in the task's process before numpy loads. Unset, a cluster Ray starts on this machine gives
+each task its share of the cores (cores // tasks, at least 1): tasks that each spun up a thread
+per core would contend for every core (two workers and a ps on 2 cores: 2 workers ran slower
+than one on a 784-1024-1024-10 MLP). On a cluster joined with ``--address`` the tasks' nodes are
+Ray's choice, so BLAS keeps its own default there unless set.
 
 Nothing here imports Ray: ``specflow inspect --cluster`` plans without starting it.
 """
@@ -30,7 +38,7 @@ from specflow.graph.device_spec import DeviceSpec
 from specflow.graph.graph_def import GraphDef
 
 PLACEMENTS = ("ps", "round_robin")
-_SECTION_KEYS = ("jobs", "task_devices", "placement", "place", "resources", "labels")
+_SECTION_KEYS = ("jobs", "task_devices", "task_threads", "placement", "place", "resources", "labels")
 _JOB = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 # The order jobs are listed in (tasks and devices sort by job name elsewhere; this only orders
 # what a person reads).
@@ -45,6 +53,7 @@ class ClusterSpec:
     place: dict[str, str] = field(default_factory=dict)  # node or scope -> device constraint
     resources: dict[str, dict[str, float]] = field(default_factory=dict)  # job -> Ray resources
     labels: dict[str, dict[str, str]] = field(default_factory=dict)  # job -> Ray node label selector
+    task_threads: dict[str, int] = field(default_factory=dict)  # job -> BLAS threads per task
     notices: list[str] = field(default_factory=list)
 
     @property
@@ -67,7 +76,8 @@ class ClusterSpec:
     def with_jobs(self, jobs: dict[str, int]) -> ClusterSpec:
         """This spec (devices, placement, constraints) on other jobs (the CLI's override)."""
         return ClusterSpec(dict(jobs), dict(self.task_devices), self.placement, dict(self.place),
-                           dict(self.resources), dict(self.labels), list(self.notices))  # fmt: skip
+                           dict(self.resources), dict(self.labels), dict(self.task_threads),
+                           list(self.notices))  # fmt: skip
 
     def describe(self) -> str:
         return ", ".join(f"{j}={n}" for j, n in sorted(self.jobs.items(), key=lambda kv: _JOB_ORDER.get(kv[0], 3)))
@@ -236,7 +246,7 @@ def cluster_from_section(section: Any, source=None, graph: GraphDef | None = Non
             raise SpecError(f"cluster.placement: expected one of {', '.join(PLACEMENTS)}, got {placement!r}"
                             + did_you_mean(str(placement), PLACEMENTS), location=loc("placement"))  # fmt: skip
         spec.placement = placement
-        for key in ("task_devices", "place", "resources", "labels"):
+        for key in ("task_devices", "task_threads", "place", "resources", "labels"):
             value = section.get(key) or {}
             if not isinstance(value, dict):
                 raise SpecError(f"cluster.{key}: expected a mapping", location=loc(key))
@@ -248,6 +258,11 @@ def cluster_from_section(section: Any, source=None, graph: GraphDef | None = Non
             spec.task_devices = parse_task_devices(section.get("task_devices") or {})
         except (SpecError, DeviceError) as e:
             raise SpecError(f"cluster.task_devices: {e.message}", location=loc("task_devices")) from None
+        for job, n in (section.get("task_threads") or {}).items():
+            if type(n) is not int or n < 1:
+                raise SpecError(f"cluster.task_threads.{job}: expected a thread count >= 1, got {n!r}",
+                                location=loc("task_threads", job))  # fmt: skip
+            spec.task_threads[job] = n
         for job, res in (section.get("resources") or {}).items():
             if not isinstance(res, dict) or not all(isinstance(v, (int, float)) for v in res.values()):
                 raise SpecError(f"cluster.resources.{job}: expected a mapping of resource name to amount",

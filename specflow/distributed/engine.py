@@ -77,6 +77,10 @@ def _check_reachable(address: str, timeout_s: float = 5.0) -> None:
                             f"--port={port}` running there, and the port open?)") from None
 
 
+# What BLAS libraries (OpenBLAS, MKL, OpenMP ones) read for their thread count at load time.
+BLAS_THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
+
 def _driver_code_env() -> dict:
     """Tasks import the driver's own specflow. Ray puts only the driver's working directory on
     the tasks' path, so a run started elsewhere (or a second checkout beside an older editable
@@ -176,8 +180,18 @@ class Cluster:
             opts["resources"] = dict(self.spec.resources[job])
         if job in self.spec.labels:
             opts["label_selector"] = dict(self.spec.labels[job])
+        threads = self.spec.task_threads.get(job) or self._share_of_cores()
+        if threads:  # read by BLAS when numpy loads in the task's fresh process
+            opts["runtime_env"] = {"env_vars": {v: str(threads) for v in BLAS_THREAD_VARS}}
         task = f"/job:{job}/replica:0/task:{t}"
         return ray.remote(TaskWorker).options(**opts).remote(task, self.spec.task_devices.get(job), self.threads)
+
+    def _share_of_cores(self) -> int | None:
+        """A task's BLAS threads when the spec does not say: its share of this machine's cores
+        when every task runs here (a Ray this process started), else BLAS's own default."""
+        if self.address or not _started_here:
+            return None
+        return max(1, (os.cpu_count() or 1) // max(1, len(self.spec.tasks)))
 
     def restart(self, task: str) -> None:
         """Replace ``task``'s actor (dead or hung) with a fresh one and tell every task the new

@@ -80,6 +80,18 @@ def _by_store(items: list) -> list:
     return [(k, _Stored(ray.put(v)) if getattr(v, "nbytes", 0) >= STORE_BYTES else v, d) for k, v, d in items]
 
 
+def resolve_stored(items: list) -> list:
+    """Items as sent, with values sent through the object store read back (one ``ray.get`` for
+    the batch; zero-copy on this node)."""
+    stored = [v.ref for _, v, _ in items if type(v) is _Stored]
+    if not stored:
+        return items
+    import ray
+
+    it = iter(ray.get(stored))
+    return [(k, next(it) if type(v) is _Stored else v, d) for k, v, d in items]
+
+
 class RemoteRendezvous(Rendezvous):
     __slots__ = (
         "step_id", "route", "peers", "tasks", "task", "_outbox", "_out_lock", "sent", "from_peer", "later", "hold",
@@ -160,13 +172,7 @@ class RemoteRendezvous(Rendezvous):
 
     def deliver(self, items: list) -> None:
         self.received += 1
-        stored = [v.ref for _, v, _ in items if type(v) is _Stored]
-        if stored:
-            import ray
-
-            it = iter(ray.get(stored))  # one call for the batch; zero-copy on this node
-            items = [(k, next(it) if type(v) is _Stored else v, d) for k, v, d in items]
-        for key, value, is_dead in items:
+        for key, value, is_dead in resolve_stored(items):
             try:
                 super().send(key, value, is_dead)
             except SpecflowError:  # aborted meanwhile: the values are not needed

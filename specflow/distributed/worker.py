@@ -34,7 +34,8 @@ from specflow.runtime.devices import local_devices
 from specflow.runtime.executor import CallFrame, Executor
 from specflow.runtime.executor_types import UNSET
 
-from .remote_rendezvous import FLUSH_DELAY_S, RemoteRendezvous, pack_error, unpack_error
+from .inbox_args import inbox_as_args, inbox_values
+from .remote_rendezvous import FLUSH_DELAY_S, RemoteRendezvous, pack_error, resolve_stored, unpack_error
 from .task_partition import partition_piece, route_of
 
 _DONE_MEMORY = 4096  # finished step ids remembered, so a late message for one is dropped
@@ -48,6 +49,10 @@ class TaskWorker:
         self.by_name = {d.name: d for d in self.devices}
         self.kernel_state: dict[str, dict] = {}
         self.graphs: dict[str, list[Executor]] = {}
+        # Per handle, its partitions and graph seed; per (handle, feed count), the partitions
+        # with inbox-fed receives as arguments, or None where that does not apply (inbox_args.py).
+        self.pieces: dict[str, tuple[list, int | None]] = {}
+        self.by_args: dict[tuple[str, int], tuple[list[Executor], dict[str, int]] | None] = {}
         self.route: dict[str, str | None] = {}  # receiving device -> its task if not this one
         self.peers: dict[str, Any] = {}
         self.steps: dict[int, RemoteRendezvous] = {}
@@ -85,7 +90,8 @@ class TaskWorker:
         import specflow
 
         return {"task": self.task, "pid": os.getpid(), "node_id": node,
-                "devices": [d.name for d in self.devices], "specflow": specflow.__file__}  # fmt: skip
+                "devices": [d.name for d in self.devices], "specflow": specflow.__file__,
+                "blas_threads": os.environ.get("OPENBLAS_NUM_THREADS")}  # fmt: skip
 
     def connect(self, peers: dict[str, Any]) -> None:
         """The other tasks' actor handles (task -> handle)."""
@@ -95,24 +101,29 @@ class TaskWorker:
                        incarnations: dict[str, int] | None = None) -> int:  # fmt: skip
         """This task's piece of a signature (one GraphDef, its nodes on this task's devices):
         partitioned by device here, as the local Session does, one Executor per partition."""
-        executors = []
+        executors, parts = [], []
         for dev, g in partition_piece(piece, incarnations).partitions.items():
             device = self.by_name.get(dev)
             if device is None:
                 raise RuntimeError(f"{self.task} has no device {dev} (it has {', '.join(self.by_name)})")
             executors.append(Executor(g, device, graph_seed=graph_seed, kernel_state=self.kernel_state))
+            parts.append((device, g))
             for n in g.nodes:
                 if n.op == "_Send":  # a stage's call (T#s) is routed as another task, even this one's
                     t = route_of(n.attrs["recv_device"])
                     self.route[n.attrs["recv_device"]] = None if t == self.task else t
         with self.lock:
             self.graphs[handle] = executors
+            self.pieces[handle] = (parts, graph_seed)
+            self.by_args = {k: v for k, v in self.by_args.items() if k[0] != handle}
         return len(executors)
 
     def deregister_graph(self, handles: list[str]) -> None:
         with self.lock:
             for h in handles:
                 self.graphs.pop(h, None)
+                self.pieces.pop(h, None)
+            self.by_args = {k: v for k, v in self.by_args.items() if k[0] in self.graphs}
 
     def reset(self) -> None:
         """Clear every resource (variables, queues) of this task's devices (TF's Session.Reset)."""
@@ -123,6 +134,8 @@ class TaskWorker:
     def close(self) -> None:
         with self.lock:
             self.graphs.clear()
+            self.pieces.clear()
+            self.by_args.clear()
             steps, self.steps = list(self.steps.values()), {}
         for rv in steps:
             rv.abort_from_peer(RuntimeError("the session was closed"))
@@ -196,18 +209,37 @@ class TaskWorker:
             self._finish(step_id)
             result = {}, pack_error(RuntimeError(f"an upstream task of step {step_id} failed")), {}, True
         else:
-            for box in inboxes:
-                rv.deliver(box)
-            result = self._run(handle, step_id, rv, args, n_args, n_retvals)
+            items = [it for box in inboxes for it in resolve_stored(box)]
+            fast = self._inbox_args(handle, n_args) if items else None
+            extra = None if fast is None else inbox_values(fast[1], items)
+            if extra is not None:  # every received value an argument: the straight line applies
+                result = self._run(handle, step_id, rv, args, n_args, n_retvals, fast[0], extra)
+            else:
+                rv.deliver(items)
+                result = self._run(handle, step_id, rv, args, n_args, n_retvals)
         out = rv.take_outbox() if rv is not None and result[1] is None else None
         sent = {} if out is None else {d: 1 for d in downstream if out.get(d)}
         return (result[0], result[1], sent, result[3]), out
 
+    def _inbox_args(self, handle: str, n_args: int) -> tuple[list[Executor], dict[str, int]] | None:
+        """The handle's partitions with inbox-fed receives read as arguments (built on first use)."""
+        key = (handle, n_args)
+        if key not in self.by_args:
+            parts, seed = self.pieces[handle]
+            made = inbox_as_args([g for _, g in parts], n_args)
+            if made is not None:
+                made = ([Executor(g, d, graph_seed=seed, kernel_state=self.kernel_state)
+                         for (d, _), g in zip(parts, made[0])], made[1])  # fmt: skip
+            with self.lock:
+                self.by_args[key] = made
+        return self.by_args[key]
+
     def _run(self, handle: str, step_id: int, rv: RemoteRendezvous, args: dict[int, Any], n_args: int,
-             n_retvals: int) -> tuple[dict[int, Any], tuple | None, dict[str, int], bool]:  # fmt: skip
-        executors = self.graphs[handle]
+             n_retvals: int, executors: list[Executor] | None = None,
+             received: list | None = None) -> tuple[dict[int, Any], tuple | None, dict[str, int], bool]:  # fmt: skip
+        executors = self.graphs[handle] if executors is None else executors
         rv.set_partitions(len(executors))
-        frame = CallFrame([args.get(i) for i in range(n_args)], n_retvals)
+        frame = CallFrame([args.get(i) for i in range(n_args)] + (received or []), n_retvals)
         last = len(executors) - 1
         handles = [
             ex.run_async(rendezvous=rv, frame=frame, step_id=step_id, caller_runs=i == last)

@@ -130,7 +130,8 @@ def cluster_json(cstep, cluster) -> str:
     data = json.loads(placement_json(cstep.compiled))
     rows = _cross_rows(cstep)
     total, partial = _total(rows)
-    data["cluster"] = {"jobs": cluster.jobs, "task_devices": cluster.task_devices, "placement": cluster.placement}
+    data["cluster"] = {"jobs": cluster.jobs, "task_devices": cluster.task_devices, "task_threads": cluster.task_threads,
+                       "placement": cluster.placement}
     data["tasks"] = _task_rows(cstep, cluster)
     data["partitioned_variables"] = _partitioned_rows(cstep)
     data["cross_task_transfers"] = rows

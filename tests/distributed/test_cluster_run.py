@@ -224,6 +224,18 @@ def test_tasks_import_this_worktree(spread):
     assert len({info["pid"] for info in spread.infos.values()}) == 3
 
 
+def test_tasks_share_the_cores_unless_told(spread):
+    """Each task's BLAS gets its share of this machine's cores (three tasks on 2 cores: one
+    thread each, not two apiece contending), or what ``cluster.task_threads`` says."""
+    import os
+
+    share = str(max(1, (os.cpu_count() or 1) // 3))
+    assert {info["blas_threads"] for info in spread.infos.values()} == {share}
+    with Cluster(ClusterSpec({"ps": 1, "worker": 1}, task_threads={"worker": 3})) as told:
+        threads = {t.split("/")[1]: info["blas_threads"] for t, info in told.infos.items()}
+    assert threads == {"job:ps": str(max(1, (os.cpu_count() or 1) // 2)), "job:worker": "3"}
+
+
 @pytest.mark.parametrize("name, placement", [
     ("digits_mlp", "ps"),  # variables and Adam slots on ps, gradients from the worker
     ("rnn_sequence_sum", "round_robin"),  # a loop's gradient (stacks pushed forward, popped backward) over 3 tasks

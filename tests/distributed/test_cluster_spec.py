@@ -65,6 +65,8 @@ def test_section_errors_are_located():
         "cluster:\n  jobs: {ps: 1}\n  task_devices: {worker: cpu:2}\n": "m.yaml:9:18: cluster.task_devices.worker: unknown job",
         "cluster:\n  jobs: {ps: 1}\n  place: {z: /job:ps}\n": "m.yaml:9:11: cluster.place.z: no node or scope of that name",
         "cluster:\n  jobs: {ps: -1}\n": "m.yaml:8:10: cluster.jobs.ps: a job needs at least one task",
+        "cluster:\n  jobs: {ps: 1}\n  task_threads: {ps: 0}\n": "m.yaml:9:22: cluster.task_threads.ps: expected a thread count >= 1",
+        "cluster:\n  jobs: {ps: 1}\n  task_threads: {worker: 2}\n": "m.yaml:9:18: cluster.task_threads.worker: unknown job",
         "cluster: [ps]\n": "m.yaml:7:10: cluster: expected a mapping",
     }
     for section, message in cases.items():
