@@ -12,8 +12,12 @@ from typing import Any
 
 import yaml
 
-from specflow.errors import Location, SpecError
+from specflow.errors import Location, SpecError, did_you_mean
 from specflow.schema.source import SourceMap, dotted
+
+
+# The spec's sections keyed by names the user chose: a path through a name missing there.
+_NAMED = {"nodes": "node", "variables": "variable", "inputs": "input", "functions": "function"}
 
 
 def parse_override(text: str) -> tuple[tuple, Any]:
@@ -67,6 +71,11 @@ def _set(tree: Any, path: tuple, value: Any, loc: Location) -> tuple:
             if last:
                 cur[key] = value
             else:
+                if key not in cur and i == 1 and path[0] in _NAMED:  # a typo far more often than a new entry
+                    what = _NAMED[path[0]]
+                    raise SpecError(f"no {what} '{key}' to set '{dotted(path[2:])}' on" + did_you_mean(key, list(cur))
+                                    + f"; to add one, set it whole: --set {path[0]}.{key}='{{...}}'",
+                                    location=loc, path=dotted(path))  # fmt: skip
                 cur = cur.setdefault(key, {})
         elif isinstance(cur, list):
             if not isinstance(part, int):

@@ -63,6 +63,9 @@ def test_bad_value_reported_at_the_override():
         ("inputs.x.shape.a=1", "--set inputs.x.shape.a=1: inputs.x.shape.a: 'inputs.x.shape' is a list: 'a' is not an index"),
         ("units", "--set units: bad override 'units': expected PATH=VALUE (e.g. nodes.hidden.units=64)"),
         ("a..b=1", "--set a..b=1: bad override path 'a..b'"),
+        # a field of a node that is not there: a typo, not a new node (a new one is set whole)
+        ("nodes.hiden.units=64", "--set nodes.hiden.units=64: nodes.hiden.units: no node 'hiden' to set 'units' on "
+                                 "(did you mean 'hidden'?); to add one, set it whole: --set nodes.hiden='{...}'"),
     ],
 )
 def test_errors(override, message):
