@@ -265,7 +265,8 @@ def _spec_serving_model(module: LoadedModule):
         if node.op == "VarHandleOp":
             name = node.attrs.get("shared_name") or node.name
             values[name] = module._named[name].numpy()
-    return ServingModel(graph, sigs, values, checkpoint="")
+    trainable = {n: module._named[n].trainable for n in values}
+    return ServingModel(graph, sigs, values, checkpoint="", trainable=trainable)
 
 
 def _concrete_signatures(module, signatures) -> dict[str, ConcreteFunction]:
@@ -301,6 +302,7 @@ def _python_serving_model(module, concretes: dict[str, ConcreteFunction]):
         paths = {v._uid: p for p, v in module.named_variables().items()}
     handles: dict[str, NodeDef] = {}  # variable path -> its VarHandleOp
     values: dict[str, Any] = {}
+    trainable: dict[str, bool] = {}
     nodes: list[NodeDef] = []
     sigs = {}
     for sig_name, cf in concretes.items():
@@ -316,6 +318,7 @@ def _python_serving_model(module, concretes: dict[str, ConcreteFunction]):
                 handles[path] = NodeDef(path, "VarHandleOp", [], "", {"container": "", "shared_name": path,
                                                                        "dtype": var.dtype, "shape": var.shape})
                 values[path] = var.numpy()
+                trainable[path] = var.trainable
         for node in cf.graph_def.nodes:
             if node.op != "VarHandleOp":
                 renamed[node.name] = prefix + node.name
@@ -342,7 +345,7 @@ def _python_serving_model(module, concretes: dict[str, ConcreteFunction]):
             raise ExportError(f"sf.save: signature '{sig_name}' returns no tensors")
         sigs[sig_name] = SignatureIO(ins, outs)
     graph = GraphDef(list(handles.values()) + nodes)
-    return ServingModel(graph, sigs, values, checkpoint="")
+    return ServingModel(graph, sigs, values, checkpoint="", trainable=trainable)
 
 
 def _rename(tensor: str, renamed: dict) -> str:

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
-from tensorboard.compat.proto import meta_graph_pb2, saver_pb2
+from tensorboard.compat.proto import meta_graph_pb2, saver_pb2, variable_pb2
 
 from specflow.errors import ExportError, Location
 from specflow.export.loader import SAVED_MODEL_FILENAME, VARIABLES_DIR, variables_prefix
@@ -59,9 +59,9 @@ def check_tf_ops(graph: GraphDef) -> None:
 # --- the graph -----------------------------------------------------------------------------------
 
 
-def add_saver(b: GraphBuilder, handles: dict[str, str]) -> saver_pb2.SaverDef:
+def add_saver(b: GraphBuilder, handles: dict[str, str]) -> tuple[saver_pb2.SaverDef, dict[str, tuple[str, str]]]:
     """Add tf.compat.v1.train.Saver's graph for the variables ``handles`` (name -> VarHandleOp)
-    under ``save/``; returns its SaverDef."""
+    under ``save/``; returns its SaverDef and, per variable, its read and restoring assign."""
     names = sorted(handles)
     n = len(names)
     var_dtypes = [b.graph_def.node(handles[v]).attrs["dtype"] for v in names]
@@ -97,7 +97,22 @@ def add_saver(b: GraphBuilder, handles: dict[str, str]) -> saver_pb2.SaverDef:
         filename_tensor_name=f"{const}:0", save_tensor_name=f"{saved}:0", restore_op_name=restore_all,
         max_to_keep=5, sharded=False, keep_checkpoint_every_n_hours=10000.0,
         version=saver_pb2.SaverDef.V2,
-    )
+    ), {v: (r, a) for v, r, a in zip(names, reads, assigns)}
+
+
+def add_variable_collections(mg: meta_graph_pb2.MetaGraphDef, handles: dict[str, str],
+                             ops: dict[str, tuple[str, str]], trainable: dict[str, bool]) -> None:  # fmt: skip
+    """TF1's ``variables`` and ``trainable_variables`` collections (a VariableDef each), which
+    ``import_meta_graph`` turns back into variables: the saver's read is the snapshot and its
+    restoring assign the initializer (a served variable's value comes from the checkpoint)."""
+    for name in sorted(handles):
+        read, assign = ops[name]
+        vdef = variable_pb2.VariableDef(variable_name=f"{handles[name]}:0", initializer_name=assign,
+                                        snapshot_name=f"{read}:0", is_resource=True,
+                                        trainable=trainable.get(name, True)).SerializeToString()  # fmt: skip
+        mg.collection_def["variables"].bytes_list.value.append(vdef)
+        if trainable.get(name, True):
+            mg.collection_def["trainable_variables"].bytes_list.value.append(vdef)
 
 
 def _suffix(i: int) -> str:
@@ -127,7 +142,10 @@ def meta_graph(model: ServingModel) -> meta_graph_pb2.MetaGraphDef:
     mg.meta_info_def.tags.append(SERVE_TAG)
     mg.meta_info_def.meta_graph_version = "specflow"
     if handles:
-        mg.saver_def.CopyFrom(add_saver(b, handles))
+        saver, ops = add_saver(b, handles)
+        mg.saver_def.CopyFrom(saver)
+        if model.trainable:  # (a model from elsewhere may not say)
+            add_variable_collections(mg, handles, ops, model.trainable)
     graph = b.graph_def
     for node in graph.nodes:  # TensorFlow (and our loader) refuse other names: say so before writing
         check_node_name(node.name, f"cannot export node {node.name!r} under that name: ")

@@ -15,7 +15,7 @@ returns a :class:`ServingModel`:
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -43,6 +43,9 @@ class ServingModel:
     signatures: dict[str, SignatureIO]
     variables: dict[str, np.ndarray]  # variable name (VarHandleOp shared_name) -> checkpoint value
     checkpoint: str  # the checkpoint prefix the values came from
+    # variable name -> trainable (batch-norm statistics are not): written as TF1's variable
+    # collections, so a re-import (ours or TensorFlow's) trains what the spec trained
+    trainable: dict[str, bool] = field(default_factory=dict)
 
 
 def serving_model(spec, logdir, step: int | None = None, signatures: list[str] | None = None) -> ServingModel:
@@ -55,7 +58,9 @@ def serving_model(spec, logdir, step: int | None = None, signatures: list[str] |
     inputs = [t for sig in sigs.values() for t, _ in sig.inputs.values()]
     graph = closure(graph, outputs + inputs)
     tensors = CheckpointManager(Path(logdir)).restore(path)
-    return ServingModel(graph, sigs, variable_values(spec, graph, tensors, path), path)
+    values = variable_values(spec, graph, tensors, path)
+    trainable = {v.name: v.trainable for v in spec.variables if v.name in values}
+    return ServingModel(graph, sigs, values, path, trainable)
 
 
 def select_signatures(spec, names: list[str] | None) -> dict[str, SignatureIO]:

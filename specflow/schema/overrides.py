@@ -15,7 +15,6 @@ import yaml
 from specflow.errors import Location, SpecError, did_you_mean
 from specflow.schema.source import SourceMap, dotted
 
-
 # The spec's sections keyed by names the user chose: a path through a name missing there.
 _NAMED = {"nodes": "node", "variables": "variable", "inputs": "input", "functions": "function"}
 

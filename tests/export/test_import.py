@@ -189,3 +189,21 @@ def test_a_tf1_metagraphs_trainable_collection_says_which_variables_train():
             mg.collection_def[key].bytes_list.value.append(VariableDef(variable_name=f"{name}:0").SerializeToString())
     assert _trainable(mg) == {"bn/gamma": True, "bn/moving_mean": False}
     assert _trainable(meta_graph_pb2.MetaGraphDef()) == {}  # neither: the importer's default (trainable)
+
+
+def test_our_exports_keep_which_variables_train(trained, tmp_path):
+    """An export lists TF1's variable collections (TensorFlow's loaders read them too), so a
+    re-imported model trains what the spec trained: batch norm's moving statistics stay frozen."""
+    from specflow.export.exporter import export_model
+    from specflow.export.importer import _trainable
+    from specflow.export.loader import load_model
+
+    spec, logdir = trained("mnist_cnn")
+    export_model(spec, logdir, tmp_path / "export")
+    want = {v.name: v.trainable for v in spec.variables}
+    assert not all(want.values())  # the moving statistics
+    with load_model(str(tmp_path / "export")) as m:
+        assert _trainable(m.meta_graph, m.graph_def) == want
+    import_model(tmp_path / "export", tmp_path / "back.yaml")
+    assert {v.name: v.trainable for v in load_spec(tmp_path / "back.yaml").variables} == {
+        k.replace("/", "."): v for k, v in want.items()}
