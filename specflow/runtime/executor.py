@@ -70,6 +70,7 @@ from specflow.ops.registry import (
 from specflow.runtime import executor_types as xt
 from specflow.runtime.abort import interrupt_error
 from specflow.runtime.async_nodes import AsyncNodes
+from specflow.runtime.compiled_loop import LOOP_OP, CompiledLoops, LoopNodeError, NotCompiled
 from specflow.runtime.devices import Device
 from specflow.runtime.executor_types import (
     DEAD_TENSOR_OPS,
@@ -94,7 +95,7 @@ from specflow.runtime.straight_line import StraightLine
 __all__ = ["CallFrame", "Executor", "StepHandle"]
 
 
-class Executor(StraightLine, Frames, AsyncNodes, MemoryAccounting):
+class Executor(StraightLine, Frames, CompiledLoops, AsyncNodes, MemoryAccounting):
     """Runs one partition ``graph_def`` on ``device``. Thread-safe: steps may overlap."""
 
     def __init__(
@@ -104,6 +105,7 @@ class Executor(StraightLine, Frames, AsyncNodes, MemoryAccounting):
         *,
         graph_seed: int | None = None,
         kernel_state: dict[str, dict] | None = None,
+        compile_loops: bool = True,
     ):
         self.device = device
         self.graph_seed = graph_seed
@@ -113,6 +115,15 @@ class Executor(StraightLine, Frames, AsyncNodes, MemoryAccounting):
         self.graph_def = graph_def
         # Large kernel outputs reused across this partition's steps (ops/buffers.py).
         self.arena = Arena(device.xp)
+        refused: set[str] = set()
+        while True:  # a loop whose kernels the compiled loop cannot run goes back to frames
+            try:
+                self._build(self._collapsed(graph_def, compile_loops, refused))
+                break
+            except NotCompiled as e:
+                refused.add(e.frame)
+
+    def _build(self, graph_def: GraphDef) -> None:
         order = topological_order(graph_def, allow_back_edges=LOOP_BACK_EDGES)
         self._nodes: list[NodeItem] = []
         self._slot_count = 0
@@ -147,6 +158,8 @@ class Executor(StraightLine, Frames, AsyncNodes, MemoryAccounting):
 
     def _build_node(self, node: NodeDef, index: int, dtypes_of: dict[str, list[DType]]) -> NodeItem:
         dev = self.device
+        if node.op == LOOP_OP:
+            return self._build_loop(node, index, dtypes_of)
         if node.device and not DeviceSpec.parse(node.device).matches(dev.spec):
             raise GraphError(
                 f"node placed on {node.device} is in the partition for {dev.name}",
@@ -184,13 +197,20 @@ class Executor(StraightLine, Frames, AsyncNodes, MemoryAccounting):
                 node=node.name,
                 location=node.location,
             )
+        return self._make_item(
+            node, index, k.fn, attrs, len(in_dtypes), out_dtypes, self._kernel_state.setdefault(node.name, {})
+        )
+
+    def _make_item(self, node: NodeDef, index: int, fn, attrs: dict, n_in: int, out_dtypes: list[DType],
+                   state: dict) -> NodeItem:  # fmt: skip
+        dev = self.device
         item = NodeItem()
         item.id = index
         item.node = node
         item.name = node.name
         item.op = node.op
-        item.fn = k.fn
-        item.is_async = getattr(k.fn, "is_async", False)
+        item.fn = fn
+        item.is_async = getattr(fn, "is_async", False)
         item.run_dead = node.op in RUNS_ON_DEAD_INPUT
         # An async kernel only registers a callback (TF's _Recv is not expensive either).
         item.static_cheap = node.op in INEXPENSIVE_OPS or item.is_async
@@ -198,7 +218,7 @@ class Executor(StraightLine, Frames, AsyncNodes, MemoryAccounting):
         # measures each kernel without other threads contending for the GIL.
         item.inexpensive = True
         item.cost = -1
-        item.n_in = len(in_dtypes)
+        item.n_in = n_in
         item.in_start = self._slot_count
         self._slot_count += item.n_in
         item.nones = [None] * item.n_in
@@ -207,7 +227,7 @@ class Executor(StraightLine, Frames, AsyncNodes, MemoryAccounting):
         item.checks = tuple(None if d.np_type is None else d.numpy for d in out_dtypes)
         item.check0 = item.checks[0] if item.n_out == 1 else UNSET
         item.dead_outs = (DEAD,) * item.n_out
-        item.state = self._kernel_state.setdefault(node.name, {})
+        item.state = state
         item.ctx_template = {
             "node": node,
             "attrs": attrs,
@@ -299,7 +319,8 @@ class Executor(StraightLine, Frames, AsyncNodes, MemoryAccounting):
         step.stats = stats
         step.rendezvous = rendezvous if rendezvous is not None else Rendezvous()
         step.extras = {
-            "rendezvous": step.rendezvous, "frame": frame or CallFrame(), "device": self.device, "step_id": step_id
+            "rendezvous": step.rendezvous, "frame": frame or CallFrame(), "device": self.device, "step_id": step_id,
+            "stats": stats,
         }  # fmt: skip
         step.step_id = step_id
         step.live = step.peak_live = step.nodes_run = 0
@@ -560,6 +581,8 @@ class Executor(StraightLine, Frames, AsyncNodes, MemoryAccounting):
     def _fail(self, step: StepHandle, item: NodeItem | None, error: BaseException) -> None:
         """Record the step's first error and abort its rendezvous."""
         rv = step.rendezvous
+        if type(error) is LoopNodeError:  # a compiled loop's node failed: name that node
+            item, error = error.item, error.error
         if error is rv.error or (item is None and isinstance(error, SpecflowError)):
             wrapped = error  # another device's failure (or the timeout): already explained
         elif isinstance(error, KeyboardInterrupt):  # Ctrl-C on the thread running the step
