@@ -6,8 +6,10 @@ What it keeps of a loop on frames: each node runs its own kernel with its own co
 kernel state (a random op keeps its stream, a stack push and its pop meet as before), outputs
 get the executor's checks, an abort (another device failed, the step's timeout) is seen before
 every kernel and at the top of every iteration, and an error names the loop's node that failed
-(``LoopNodeError``, unwrapped by ``Executor._fail``). A traced step gets one span per iteration
-(``<frame>/iteration``, op ``LoopIteration``) beside the loop node's own span.
+(``LoopNodeError``, unwrapped by ``Executor._fail``). A traced step runs a variant of the
+function that records every node run of every iteration, as frames would (but no spans for the
+Enter/Merge/Switch/NextIteration/Exit bookkeeping, nor for the body's dead last pass), inside the
+loop node's own span.
 """
 
 from __future__ import annotations
@@ -25,10 +27,7 @@ from specflow.runtime.line_codegen import line_dtypes
 from specflow.runtime.loop_plan import LOOP_OP, LoopShape, collapse, plan_loops
 from specflow.runtime.rendezvous import DEAD
 from specflow.runtime.resources import ResourceHandle
-from specflow.runtime.step_stats import NodeStats
-
-LOOP_ITERATION = "LoopIteration"  # the op of a traced iteration's span
-
+from specflow.runtime.step_stats import NodeStats, output_bytes
 
 class NotCompiled(Exception):
     """A loop's node the compiled loop cannot run (an asynchronous kernel): the executor is built
@@ -51,7 +50,7 @@ class _Bound:
     """One set of the loop's kernel contexts and the generated function bound to them; a call
     takes a set nobody else holds (steps may overlap), as the straight line's lines."""
 
-    __slots__ = ("extras", "run")
+    __slots__ = ("extras", "run", "traced")
 
 
 class LoopProgram:
@@ -82,12 +81,13 @@ class LoopProgram:
         used.add(pred)
         outs = {id(item): [f"v{p}_{k}" if f"v{p}_{k}" in used else None for k in range(item.n_out)]
                 for p, item in enumerate(prog)}  # fmt: skip
-        self.source = loop_codegen.loop_source(
+        self._source_args = (
             prog, len(shape.cond_nodes) + 1, lambda it: ins[id(it)], lambda it: outs[id(it)], pred,
             [f"i{shape.var_enter[j]}" for j in range(len(shape.merges))], nexts,
             [f"m{j}" for j in shape.exit_var], len(shape.enters),
         )  # fmt: skip
-        self._make = None
+        self.source = loop_codegen.loop_source(*self._source_args)
+        self._make = self._make_traced = None
         self._free: list[_Bound] = []
         self._lock = threading.Lock()
         dev = executor.device
@@ -101,8 +101,10 @@ class LoopProgram:
         extras = bound.extras
         extras.clear()
         extras.update(ctx.extras)
-        stats = extras.get("stats")
-        k, res, _ = bound.run(extras["rendezvous"], None if stats is None else self._ticker(stats), *ins)
+        if extras.get("stats") is None:
+            k, res, _ = bound.run(extras["rendezvous"], *ins)
+        else:
+            k, res, _ = (bound.traced or self._bind_traced(bound))(extras["rendezvous"], *ins)
         self._free.append(bound)
         if k is None:
             return res
@@ -116,12 +118,28 @@ class LoopProgram:
                 self._make = loop_codegen.compile_loop(self.source, self.name)
         b = _Bound()
         b.extras = {}
+        b.traced = None
+        b.run = self._make(*self._make_args(b))
+        return b
+
+    def _bind_traced(self, b: _Bound) -> Any:
+        """The traced variant of ``b``'s function (made on the first traced call)."""
+        with self._lock:
+            if self._make_traced is None:
+                source = loop_codegen.loop_source(*self._source_args, traced=True)
+                self._make_traced = loop_codegen.compile_loop(source, self.name)
+        b.traced = self._make_traced(*self._make_args(b))
+        return b.traced
+
+    def _make_args(self, b: _Bound) -> tuple:
+        """``make``'s arguments for the contexts of ``b``."""
         ctxs = []
         for item in self.prog:
             c = KernelContext.__new__(KernelContext)
             c.__dict__ = {**item.ctx_template, "extras": b.extras}
             ctxs.append(c)
-        prog, check = self.prog, self.ex._check_outputs
+        prog, check, device = self.prog, self.ex._check_outputs, self.ex.device.name
+        now = time.perf_counter_ns
 
         def fix1(i: int, out: Any) -> Any:
             return _live(prog[i], check(prog[i], out))[0]
@@ -129,21 +147,13 @@ class LoopProgram:
         def fixn(i: int, out: Any) -> Any:
             return _live(prog[i], check(prog[i], out))
 
-        b.run = self._make([it.fn for it in prog], ctxs, line_dtypes(prog), self.ex.device.array_type,
-                           ResourceHandle, fix1, fixn, self._truth)  # fmt: skip
-        return b
+        def record(i: int, t0: int, outs: Any) -> None:
+            item = prog[i]
+            node = NodeStats(item.name, item.op, device, t0, now(), threading.get_native_id(), output_bytes(outs))
+            b.extras["stats"].record(node)
 
-    def _ticker(self, stats: Any):
-        """A traced call's per-iteration spans."""
-        last = [time.perf_counter_ns()]
-        name, device, tid = f"{self.shape.frame}/iteration", self.ex.device.name, threading.get_native_id()
-
-        def tick(n: int) -> None:
-            now = time.perf_counter_ns()
-            stats.record(NodeStats(name, LOOP_ITERATION, device, last[0], now, tid, 0))
-            last[0] = now
-
-        return tick
+        return ([it.fn for it in prog], ctxs, line_dtypes(prog), self.ex.device.array_type, ResourceHandle,
+                fix1, fixn, self._truth, now, record)  # fmt: skip
 
 
 def _live(item: NodeItem, outs: Any) -> Any:
@@ -182,4 +192,4 @@ class CompiledLoops:
         return item
 
 
-__all__ = ["LOOP_ITERATION", "LOOP_OP", "CompiledLoops", "LoopNodeError", "LoopProgram", "NotCompiled"]
+__all__ = ["LOOP_OP", "CompiledLoops", "LoopNodeError", "LoopProgram", "NotCompiled"]

@@ -4,12 +4,12 @@ expected dtypes are closure variables, values local variables, a value dropped a
 use in the iteration). For ``t, h = 0, h0; while t < n: t, h = t + 1, tanh(h U)`` it writes
 (abridged)::
 
-    def make(F, C, D, A, H, fix1, fixn, T):
+    def make(F, C, D, A, H, fix1, fixn, T, N, R):
         (f0, f1, f2, f3, f4,) = F
         (c0, c1, c2, c3, c4,) = C
         (d0, d1,) = D
         k3 = f3(c3)                        # Const: computed once
-        def run_loop(rv, tick, i0, i1, i2, i3):
+        def run_loop(rv, i0, i1, i2, i3):
             k = -1
             n = 0
             try:
@@ -26,7 +26,6 @@ use in the iteration). For ``t, h = 0, h0; while t < n: t, h = t + 1, tanh(h U)`
                     ...
                     m0, m1 = v4, v3
                     n += 1
-                    if tick is not None: tick(n)
                 return None, (m1,), n      # the Exits' values
             except BaseException as e:
                 return k, e, n
@@ -35,7 +34,8 @@ use in the iteration). For ``t, h = 0, h0; while t < n: t, h = t + 1, tanh(h U)`
 ``i*`` are the loop node's inputs (the Enters' values; constant Enters are read directly), ``m*``
 the loop variables, ``k`` the node running (its index in the program), ``n`` the iterations done.
 Outputs get the line's checks (``fix1``/``fixn`` for anything unusual); ``T`` reads a predicate
-on the host, as ``Switch`` does.
+on the host, as ``Switch`` does. A traced step runs a second variant that times each node
+(``R``, ``N``): the trace shows every node run of every iteration, as on frames.
 """
 
 from __future__ import annotations
@@ -49,12 +49,13 @@ from specflow.runtime.line_codegen import HOISTED_OPS, UNCHECKED_OPS, _bad, _lab
 
 def loop_source(prog: Sequence[NodeItem], n_cond: int, names: Callable[[NodeItem], list[str]],
                 outs: Callable[[NodeItem], list[str | None]], pred: str, inits: Sequence[str],
-                nexts: Sequence[str], results: Sequence[str], n_inputs: int) -> str:  # fmt: skip
+                nexts: Sequence[str], results: Sequence[str], n_inputs: int, traced: bool = False) -> str:  # fmt: skip
     """The source of ``make(F, C, D, A, H, fix1, fixn, T)``. ``prog``: the nodes that run (the
     first ``n_cond`` every iteration, the LoopCond last of them; the rest while the predicate
     holds); ``names(item)``: the variables its inputs are in; ``outs(item)``: its outputs'
     variables (None: unused); ``pred``: the LoopCond's output; ``inits``/``nexts``: per loop
-    variable ``m<j>``, its first and its next value; ``results``: the Exits' values."""
+    variable ``m<j>``, its first and its next value; ``results``: the Exits' values. ``traced``:
+    each node run is timed and reported as ``R(position, start_ns, outputs)`` (``N``: the clock)."""
     dtypes = line_dtypes(prog)
     dnum = {id(d): j for j, d in enumerate(dtypes)}
     last: dict[str, int] = {}  # a node output -> the position of its last use in an iteration
@@ -78,16 +79,22 @@ def loop_source(prog: Sequence[NodeItem], n_cond: int, names: Callable[[NodeItem
             hoisted += [f"k{i} = f{i}(c{i})", f"if {_bad(f'k{i}', item.checks[0], dnum)}: k{i} = fix1({i}, k{i})"]
             if targets[0] is not None:
                 body.append(f"{targets[0]} = k{i}")
+            if traced:
+                body.append(f"R({i}, N(), (k{i},))")
             continue
         body.append(f"# {i}: {_label(item)}")
         if item.op not in UNCHECKED_OPS:
             body.append("if rv.error is not None: raise rv.error")
         body.append(f"k = {i}")
+        if traced:
+            body.append("t0 = N()")
         call = f"f{i}(c{i}{''.join(f', {a}' for a in names(item))})"
         drop = list(drops.get(pos, ()))
         if item.n_out == 1:
             t = targets[0] or "o"
             body += [f"{t} = {call}", f"if {_bad(t, item.checks[0], dnum)}: {t} = fix1({i}, {t})"]
+            if traced:
+                body.append(f"R({i}, t0, ({t},))")
             if t == "o":
                 drop.insert(0, "o")
         else:
@@ -98,15 +105,17 @@ def loop_source(prog: Sequence[NodeItem], n_cond: int, names: Callable[[NodeItem
                 bad = " or ".join(_bad(f"o[{k}]", want, dnum) for k, want in enumerate(item.checks))
                 body.append(f"if type(o) is not tuple or len(o) != {item.n_out} or {bad}: o = fixn({i}, o)")
                 body += [f"{t} = o[{k}]" for k, t in enumerate(targets) if t is not None]
+            if traced:
+                body.append(f"R({i}, t0, o or ())")
             drop.insert(0, "o")
         if drop:
             body.append(f"del {', '.join(drop)}")
     if n_cond == len(prog):
         body += [f"if not T({pred}): break", f"del {pred}"]
     m = [f"m{j}" for j in range(len(inits))]
-    body += [f"{', '.join(m)}, = {', '.join(nexts)},", "n += 1", "if tick is not None: tick(n)"]
+    body += [f"{', '.join(m)}, = {', '.join(nexts)},", "n += 1"]
     args = "".join(f", i{j}" for j in range(n_inputs))
-    lines = ["def make(F, C, D, A, H, fix1, fixn, T):"]
+    lines = ["def make(F, C, D, A, H, fix1, fixn, T, N, R):"]
     if prog:
         lines += [f"    ({_names('f', len(prog))}) = F", f"    ({_names('c', len(prog))}) = C"]
     if dtypes:
@@ -114,7 +123,7 @@ def loop_source(prog: Sequence[NodeItem], n_cond: int, names: Callable[[NodeItem
     lines += [f"    {h}" for h in hoisted]
     lines += [
         "",
-        f"    def run_loop(rv, tick{args}):",
+        f"    def run_loop(rv{args}):",
         "        k = -1",
         "        n = 0",
         "        try:",
