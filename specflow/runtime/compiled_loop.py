@@ -64,7 +64,7 @@ class LoopProgram:
         self.prog = prog
         pos = {item.name: p for p, item in enumerate(prog)}
         enter_ix = {e: j for j, e in enumerate(shape.enters)}
-        var = {m: j for j, m in enumerate(shape.merges)} | {s: j for j, s in enumerate(shape.switches)}
+        var = {m: j for j, m in enumerate(shape.merges)} | {s: j for j, s in enumerate(shape.switches) if s}
 
         def value(inp: str) -> str:
             ref = parse_input(inp)

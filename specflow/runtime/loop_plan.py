@@ -51,7 +51,7 @@ class LoopShape:
     enters: list[str]
     const: list[bool]  # per Enter: a loop invariant (is_constant)
     merges: list[str]  # per loop variable
-    switches: list[str]
+    switches: list[str | None]  # None: a variable only the predicate reads
     nexts: list[str]
     var_enter: list[int]  # per loop variable: the index of its Enter
     exits: list[str]
@@ -119,19 +119,20 @@ def _shape(frame: str, nodes: list[NodeDef], names: set[str]) -> LoopShape | Non
         enter = next(s.node for s in srcs if by_name[s.node].op == "Enter")
         nxt = next(s.node for s in srcs if by_name[s.node].op == "NextIteration")
         sw = [u for u, k, c in users[m.name] if u.op == "Switch"]
-        if (const[enter_ix[enter]] or len(sw) != 1 or any(k > 0 for _, k, _ in users[m.name])
+        # (A variable only the predicate reads has no Switch: pruning removed its unused Exit.)
+        if (const[enter_ix[enter]] or len(sw) > 1 or any(k > 0 for _, k, _ in users[m.name])
                 or [u.name for u, _, _ in users[enter]] != [m.name] or [u.name for u, _, _ in users[nxt]] != [m.name]
-                or parse_input(sw[0].inputs[0]).node != m.name):  # fmt: skip
+                or any(parse_input(w.inputs[0]).node != m.name for w in sw)):  # fmt: skip
             return None
         merges.append(m.name)
-        switches.append(sw[0].name)
+        switches.append(sw[0].name if sw else None)
         nexts.append(nxt)
         var_enter.append(enter_ix[enter])
-    if not merges or len(switches) != len(of("Switch")) or len(nexts) != len(of("NextIteration")):
+    if not merges or len([w for w in switches if w]) != len(of("Switch")) or len(nexts) != len(of("NextIteration")):
         return None
     if any(not c and enter_ix[e.name] not in var_enter for e, c in zip(enters, const)):
         return None  # a non-constant Enter that is no loop variable's
-    var_of = {s: j for j, s in enumerate(switches)}
+    var_of = {s: j for j, s in enumerate(switches) if s}
     exits, exit_var = [], []
     for x in of("Exit"):
         src = parse_input(x.inputs[0])
@@ -139,7 +140,7 @@ def _shape(frame: str, nodes: list[NodeDef], names: set[str]) -> LoopShape | Non
             return None
         exits.append(x.name)
         exit_var.append(var_of[src.node])
-    for s in switches:
+    for s in filter(None, switches):
         for u, k, c in users[s]:
             if c or (k == 0 and u.op != "Exit") or (k == 1 and u.op in _STRUCTURE and u.op != "NextIteration"):
                 return None
