@@ -159,11 +159,11 @@ _ELEMENTWISE: dict[str, _Elementwise] = {
     ),
     "SigmoidGrad": _Elementwise(
         ("y", "dy"), "z", "float, complex", "dy * y * (1 - y), where y = sigmoid(x) (conjugated for complex).",
-        lambda xp, a, y, dy: dy * xp.conj(y * (1 - y)),
+        lambda xp, a, y, dy: dy * (xp.conj(y * (1 - y)) if y.dtype.kind == "c" else y * (1 - y)),
     ),
     "TanhGrad": _Elementwise(
         ("y", "dy"), "z", "float, complex", "dy * (1 - y * y), where y = tanh(x) (conjugated for complex).",
-        lambda xp, a, y, dy: dy * xp.conj(1 - y * y),
+        lambda xp, a, y, dy: dy * (xp.conj(1 - y * y) if y.dtype.kind == "c" else 1 - y * y),
     ),
 }  # fmt: skip
 

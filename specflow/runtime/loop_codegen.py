@@ -46,6 +46,9 @@ from typing import Any
 from specflow.runtime.executor_types import NodeItem
 from specflow.runtime.line_codegen import HOISTED_OPS, UNCHECKED_OPS, _bad, _label, _names, line_dtypes
 
+# Kernels that return their one input unchanged (its type already checked where it was made).
+ALIASED_OPS = frozenset({"Identity"})
+
 
 def loop_source(prog: Sequence[NodeItem], n_cond: int, names: Callable[[NodeItem], list[str]],
                 outs: Callable[[NodeItem], list[str | None]], pred: str, inits: Sequence[str],
@@ -83,6 +86,18 @@ def loop_source(prog: Sequence[NodeItem], n_cond: int, names: Callable[[NodeItem
                 body.append(f"R({i}, N(), (k{i},))")
             continue
         body.append(f"# {i}: {_label(item)}")
+        if item.op in ALIASED_OPS and item.n_in == 1 and item.n_out == 1:
+            # Identity forwards its input (the loop's pivots): no kernel call, the same value.
+            t, src = targets[0] or "o", names(item)[0]
+            body += [f"k = {i}", f"{t} = {src}"]
+            if traced:
+                body.append(f"R({i}, N(), ({t},))")
+            drop = list(drops.get(pos, ()))
+            if t == "o":
+                drop.insert(0, "o")
+            if drop:
+                body.append(f"del {', '.join(drop)}")
+            continue
         if item.op not in UNCHECKED_OPS:
             body.append("if rv.error is not None: raise rv.error")
         body.append(f"k = {i}")
