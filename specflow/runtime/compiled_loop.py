@@ -29,6 +29,7 @@ from specflow.runtime.rendezvous import DEAD
 from specflow.runtime.resources import ResourceHandle
 from specflow.runtime.step_stats import NodeStats, output_bytes
 
+
 class NotCompiled(Exception):
     """A loop's node the compiled loop cannot run (an asynchronous kernel): the executor is built
     again with that loop left on frames."""
@@ -60,7 +61,11 @@ class LoopProgram:
         self.ex = executor
         self.shape = shape
         self.name = shape.name
-        prog = [items[n] for n in shape.cond_nodes] + [items[shape.loop_cond]] + [items[n] for n in shape.body_nodes]
+        prog = (
+            [items[n] for n in shape.cond_nodes]
+            + [items[shape.loop_cond]]
+            + [items[n] for n in shape.body_nodes]
+        )
         self.prog = prog
         pos = {item.name: p for p, item in enumerate(prog)}
         enter_ix = {e: j for j, e in enumerate(shape.enters)}
@@ -91,7 +96,9 @@ class LoopProgram:
         self._free: list[_Bound] = []
         self._lock = threading.Lock()
         dev = executor.device
-        self._truth = bool if dev.device_type == "CPU" else (lambda p: bool(p.get() if hasattr(p, "get") else p))
+        self._truth = (
+            bool if dev.device_type == "CPU" else (lambda p: bool(p.get() if hasattr(p, "get") else p))
+        )
 
     def __call__(self, ctx: KernelContext, *ins: Any) -> tuple:
         try:
@@ -149,7 +156,9 @@ class LoopProgram:
 
         def record(i: int, t0: int, outs: Any) -> None:
             item = prog[i]
-            node = NodeStats(item.name, item.op, device, t0, now(), threading.get_native_id(), output_bytes(outs))
+            node = NodeStats(
+                item.name, item.op, device, t0, now(), threading.get_native_id(), output_bytes(outs)
+            )
             b.extras["stats"].record(node)
 
         return ([it.fn for it in prog], ctxs, line_dtypes(prog), self.ex.device.array_type, ResourceHandle,

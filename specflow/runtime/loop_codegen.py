@@ -79,7 +79,10 @@ def loop_source(prog: Sequence[NodeItem], n_cond: int, names: Callable[[NodeItem
             body += [f"if not T({pred}): break", f"del {pred}"]
         if item.op in HOISTED_OPS and item.n_out == 1 and not item.n_in:
             # The same immutable value every run (its control input only puts it in the frame).
-            hoisted += [f"k{i} = f{i}(c{i})", f"if {_bad(f'k{i}', item.checks[0], dnum)}: k{i} = fix1({i}, k{i})"]
+            hoisted += [
+                f"k{i} = f{i}(c{i})",
+                f"if {_bad(f'k{i}', item.checks[0], dnum)}: k{i} = fix1({i}, k{i})",
+            ]
             if targets[0] is not None:
                 body.append(f"{targets[0]} = k{i}")
             if traced:

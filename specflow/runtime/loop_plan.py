@@ -37,7 +37,9 @@ LOOP_OP = "_CompiledLoop"
 _STRUCTURE = frozenset({"Enter", "Merge", "Switch", "Exit", "NextIteration", "LoopCond"})
 # Body ops the compiled loop cannot run: they route dead tensors or move values between devices
 # (frames tag those with the iteration); ControlTrigger runs on dead inputs.
-_NOT_COMPILED = frozenset({"_Send", "_Recv", "ControlTrigger", "RefEnter", "RefExit", "RefMerge", "RefSwitch"})
+_NOT_COMPILED = frozenset(
+    {"_Send", "_Recv", "ControlTrigger", "RefEnter", "RefExit", "RefMerge", "RefSwitch"}
+)
 
 
 @dataclass
@@ -128,7 +130,11 @@ def _shape(frame: str, nodes: list[NodeDef], names: set[str]) -> LoopShape | Non
         switches.append(sw[0].name if sw else None)
         nexts.append(nxt)
         var_enter.append(enter_ix[enter])
-    if not merges or len([w for w in switches if w]) != len(of("Switch")) or len(nexts) != len(of("NextIteration")):
+    if (
+        not merges
+        or len([w for w in switches if w]) != len(of("Switch"))
+        or len(nexts) != len(of("NextIteration"))
+    ):
         return None
     if any(not c and enter_ix[e.name] not in var_enter for e, c in zip(enters, const)):
         return None  # a non-constant Enter that is no loop variable's
@@ -142,7 +148,11 @@ def _shape(frame: str, nodes: list[NodeDef], names: set[str]) -> LoopShape | Non
         exit_var.append(var_of[src.node])
     for s in filter(None, switches):
         for u, k, c in users[s]:
-            if c or (k == 0 and u.op != "Exit") or (k == 1 and u.op in _STRUCTURE and u.op != "NextIteration"):
+            if (
+                c
+                or (k == 0 and u.op != "Exit")
+                or (k == 1 and u.op in _STRUCTURE and u.op != "NextIteration")
+            ):
                 return None
     # Body: downstream of a Switch's true side; the rest runs every iteration.
     body: set[str] = set()
