@@ -21,6 +21,10 @@ two):
 - frames (``frames.py``): a partition holding a loop (``Enter``/``Exit``/``NextIteration``) tags
   every value with its frame and iteration, as TensorFlow's executor does.
 
+Before any of these, a simple top-level loop is collapsed into one ``_CompiledLoop`` node whose
+kernel runs the loop's nodes in a generated function (``loop_plan.py``, ``compiled_loop.py``):
+a partition whose loops all collapse needs no frames.
+
 Cost: a node is inexpensive when its op is in ``INEXPENSIVE_OPS`` or when its kernel's measured
 time (a moving average over its runs, like TF's cost model behind ``OpKernel::IsExpensive``) is
 below ``executor_types.INLINE_COST_NS``. A node not yet measured counts as inexpensive, so a new
