@@ -421,6 +421,9 @@ def _bias_axis(ctx, x) -> int:
 
 @kernel("BiasAdd")
 def _bias_add(ctx, value, bias):
+    if (value.ndim == 2 and bias.ndim == 1 and bias.shape[0] == value.shape[1] and value.nbytes < buffers.MIN_BYTES
+            and ctx.attrs["data_format"] != "NCHW"):  # fmt: skip
+        return value + bias  # a small [batch, channels] (a dense layer, an RNN cell): all checked
     axis = _bias_axis(ctx, value)
     if bias.ndim != 1 or bias.shape[0] != value.shape[axis]:
         raise ctx.fail(
