@@ -29,7 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from specflow.errors import GraphError
-from specflow.graph.graph_def import GraphDef, NodeDef, parse_input
+from specflow.graph.graph_def import GraphDef, NodeDef, TensorRef, parse_input
 from specflow.graph.topo import LOOP_BACK_EDGES, topological_order
 from specflow.runtime.frame_info import ROOT, ControlFlowInfo
 
@@ -124,7 +124,8 @@ def _shape(frame: str, nodes: list[NodeDef], names: set[str]) -> LoopShape | Non
         # (A variable only the predicate reads has no Switch: pruning removed its unused Exit.)
         if (const[enter_ix[enter]] or len(sw) > 1 or any(k > 0 for _, k, _ in users[m.name])
                 or [u.name for u, _, _ in users[enter]] != [m.name] or [u.name for u, _, _ in users[nxt]] != [m.name]
-                or any(parse_input(w.inputs[0]).node != m.name for w in sw)):  # fmt: skip
+                or any(parse_input(w.inputs[0]).node != m.name or parse_input(w.inputs[1]) != TensorRef(lc.name)
+                       for w in sw)):  # fmt: skip
             return None
         merges.append(m.name)
         switches.append(sw[0].name if sw else None)
