@@ -24,7 +24,7 @@ from specflow.ops.registry import KernelContext
 from specflow.runtime import loop_codegen
 from specflow.runtime.executor_types import NodeItem
 from specflow.runtime.line_codegen import line_dtypes
-from specflow.runtime.loop_plan import LOOP_OP, LoopShape, collapse, plan_loops
+from specflow.runtime.loop_plan import LOOP_OP, LoopShape, plan_loops
 from specflow.runtime.rendezvous import DEAD
 from specflow.runtime.resources import ResourceHandle
 from specflow.runtime.step_stats import NodeStats, output_bytes
@@ -180,9 +180,11 @@ class CompiledLoops:
     def _collapsed(self, graph_def: GraphDef, compile_loops: bool, refused: set[str]) -> GraphDef:
         """``graph_def`` with its compilable loops as ``_CompiledLoop`` nodes (not those in
         ``refused``: their kernels turned out not to fit)."""
-        shapes = [s for s in plan_loops(graph_def) if s.frame not in refused] if compile_loops else []
+        if not compile_loops:
+            return graph_def
+        graph_def, shapes = plan_loops(graph_def, frozenset(refused))
         self._loop_shapes = {s.name: s for s in shapes}
-        return collapse(graph_def, shapes) if shapes else graph_def
+        return graph_def
 
     def _build_loop(self, node: NodeDef, index: int, dtypes_of: dict) -> NodeItem:
         """The loop node's item: its frame's nodes built as the executor builds any (their

@@ -21,7 +21,7 @@ two):
 - frames (``frames.py``): a partition holding a loop (``Enter``/``Exit``/``NextIteration``) tags
   every value with its frame and iteration, as TensorFlow's executor does.
 
-Before any of these, a simple top-level loop is collapsed into one ``_CompiledLoop`` node whose
+Before any of these, a simple loop is collapsed into one ``_CompiledLoop`` node whose
 kernel runs the loop's nodes in a generated function (``loop_plan.py``, ``compiled_loop.py``):
 a partition whose loops all collapse needs no frames.
 

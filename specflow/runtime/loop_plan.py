@@ -6,8 +6,8 @@ a node run. A loop of the simple shape TF's ``while_loop`` builds instead become
 ``_CompiledLoop`` node here, whose kernel (``compiled_loop.py``) runs the loop's nodes in a
 generated function, one pass per iteration, sequentially. A loop qualifies when:
 
-- it is at the top level (entered from the root frame) and holds no other frame (nested loops
-  stay on frames);
+- it holds no other frame, or only ones compiled already (innermost first: an inner loop
+  becomes a ``_CompiledLoop`` node of the outer loop's body, run once per outer iteration);
 - every loop variable is ``Enter -> Merge <- NextIteration``, ``Switch(Merge, LoopCond)``, its
   false side feeding only ``Exit``s and its true side the body; one ``LoopCond`` decides;
 - the other nodes neither route dead tensors (no ``Switch``/``Merge`` of a cond inside, no
@@ -63,31 +63,40 @@ class LoopShape:
     body_nodes: list[str] = field(default_factory=list)  # run while the predicate holds
 
 
-def plan_loops(graph_def: GraphDef) -> list[LoopShape]:
-    """The loops of ``graph_def`` that can run compiled (see the module docstring)."""
-    try:
-        cf = ControlFlowInfo(graph_def)
-    except GraphError:  # a malformed loop: frames report it as they always did
-        return []
-    if not cf.frames:
-        return []
-    order = topological_order(graph_def, allow_back_edges=LOOP_BACK_EDGES)
-    members: dict[str, list[NodeDef]] = {f: [] for f in cf.frames}
-    for n in order:
-        f = cf.frame_of[n.name]
-        if f != ROOT:
-            members[f].append(n)
-    nested = {info.parent for info in cf.frames.values()}
-    names = {n.name for n in graph_def.nodes}
-    shapes = []
-    for frame, info in cf.frames.items():
-        if info.parent != ROOT or frame in nested:
-            continue  # nested loops stay on frames
-        shape = _shape(frame, members[frame], names)
-        if shape is not None:
-            shapes.append(shape)
-            names.add(shape.name)
-    return shapes
+def plan_loops(graph_def: GraphDef, refused: frozenset[str] = frozenset()) -> tuple[GraphDef, list[LoopShape]]:
+    """``graph_def`` with its compilable loops collapsed (see the module docstring), and those
+    loops, innermost first (none of the frames in ``refused``). A loop holding another is looked
+    at once the inner one is a node: a nested loop compiles whole, its inner loop one node of
+    the outer loop's body (run once per outer iteration)."""
+    shapes: list[LoopShape] = []
+    seen: set[str] = set(refused)
+    while True:
+        try:
+            cf = ControlFlowInfo(graph_def)
+        except GraphError:  # a malformed loop: frames report it as they always did
+            break
+        order = topological_order(graph_def, allow_back_edges=LOOP_BACK_EDGES)
+        members: dict[str, list[NodeDef]] = {f: [] for f in cf.frames}
+        for n in order:
+            f = cf.frame_of[n.name]
+            if f != ROOT:
+                members[f].append(n)
+        outer = {info.parent for info in cf.frames.values()}
+        names = {n.name for n in graph_def.nodes}
+        found = []
+        for frame in cf.frames:
+            if frame in outer or frame in seen:
+                continue  # it still holds a loop (or was looked at already)
+            seen.add(frame)
+            shape = _shape(frame, members[frame], names)
+            if shape is not None:
+                found.append(shape)
+                names.add(shape.name)
+        if not found:
+            break
+        graph_def = collapse(graph_def, found)
+        shapes += found
+    return graph_def, shapes
 
 
 def _shape(frame: str, nodes: list[NodeDef], names: set[str]) -> LoopShape | None:

@@ -121,9 +121,8 @@ def test_a_loop_entered_with_dead_values_is_dead_and_the_merge_takes_the_live_si
         assert "_CompiledLoop" in [n.op for e in s.plan_for(out, [p]).executors for n in e._nodes]
 
 
-def test_loops_the_compiler_does_not_take_stay_on_frames():
-    """A cond inside the body (its Switch/Merge route dead values) and a nested loop (the
-    inner frame): both run on frames, with the right results."""
+def test_a_cond_inside_the_body_keeps_the_loop_on_frames():
+    """Its Switch/Merge route dead values, which the compiled loop does not: frames run it."""
     b = GraphBuilder()
     n = placeholder(b, "n", [], I32)
     one = b.const(np.int32(1))
@@ -133,22 +132,37 @@ def test_loops_the_compiler_does_not_take_stay_on_frames():
         picked = cond(b, even, lambda b, i: add(b, "Identity", i), lambda b, i: add(b, "ZerosLike", i), [i])
         return [add(b, "AddV2", i, one), add(b, "AddV2", acc, picked.outputs[0])]
 
-    r = while_loop(
-        b, lambda b, i, acc: add(b, "Less", i, n), body, [b.const(np.int32(0)), b.const(np.int32(0))]
-    )
+    r = while_loop(b, lambda b, i, acc: add(b, "Less", i, n), body, [b.const(np.int32(0)), b.const(np.int32(0))])
+    with Session(b.graph_def, SessionConfig(devices="cpu:1")) as s:
+        assert int(s.run(r.outputs[1], feeds={n: np.int32(6)}, timeout_s=TIMEOUT)) == 0 + 2 + 4
+        ops = [nd.op for e in s.plan_for(r.outputs[1], [n]).executors for nd in e._nodes]
+    assert "_CompiledLoop" not in ops and "Enter" in ops
+
+
+def test_a_nested_loop_compiles_whole():
+    """The inner loop becomes a node of the outer loop's body, run once per outer iteration
+    (its trip count the outer counter); the outer loop then compiles too."""
+    b = GraphBuilder()
+    n, x = placeholder(b, "n", [], I32), placeholder(b, "x", [2])
+    one = b.const(np.int32(1))
 
     def outer(b, i, acc):
-        inner = while_loop(b, lambda b, j, a: add(b, "Less", j, i), lambda b, j, a: [add(b, "AddV2", j, one),
-                           add(b, "AddV2", a, one)], [b.const(np.int32(0)), acc], name="inner")  # fmt: skip
-        return [add(b, "AddV2", i, one), inner.outputs[1]]
+        inner = while_loop(b, lambda b, j, a: add(b, "Less", j, i),
+                           lambda b, j, a: [add(b, "AddV2", j, one), add(b, "AddV2", a, add(b, "Mul", x, a))],
+                           [b.const(np.int32(0)), acc], name="inner")  # fmt: skip
+        return [add(b, "AddV2", i, one), add(b, "AddV2", inner.outputs[1], x)]
 
-    nested = while_loop(b, lambda b, i, acc: add(b, "Less", i, n), outer, [b.const(np.int32(0)), b.const(np.int32(0))],
-                        name="outer")  # fmt: skip
-    with Session(b.graph_def, SessionConfig(devices="cpu:1")) as s:
-        got = s.run([r.outputs[1], nested.outputs[1]], feeds={n: np.int32(6)}, timeout_s=TIMEOUT)
-        ops = [nd.op for e in s.plan_for([r.outputs[1], nested.outputs[1]], [n]).executors for nd in e._nodes]
-    assert [int(v) for v in got] == [0 + 2 + 4, sum(range(6))]
-    assert "_CompiledLoop" not in ops and "Enter" in ops
+    r = while_loop(b, lambda b, i, acc: add(b, "Less", i, n), outer, [b.const(np.int32(0)), add(b, "ZerosLike", x)],
+                   name="outer")  # fmt: skip
+    compiled, frames, ops = run_both(b, r.outputs[1], {n: np.int32(5), x: np.array([0.3, -0.2])})
+    assert ops.count("_CompiledLoop") == 1 and "Enter" not in ops  # the outer one, the inner one inside it
+    np.testing.assert_allclose(compiled[0], frames[0], rtol=1e-12, atol=0)
+    acc = np.zeros(2)
+    for i in range(5):
+        for _ in range(i):
+            acc = acc + np.array([0.3, -0.2]) * acc
+        acc = acc + np.array([0.3, -0.2])
+    np.testing.assert_allclose(compiled[0], acc, rtol=1e-12)
 
 
 @pytest.fixture
