@@ -112,6 +112,7 @@ class LoopProgram:
             k, res, _ = bound.run(extras["rendezvous"], *ins)
         else:
             k, res, _ = (bound.traced or self._bind_traced(bound))(extras["rendezvous"], *ins)
+        extras.clear()  # the step's rendezvous (and through it its stacks) are not kept past it
         self._free.append(bound)
         if k is None:
             return res

@@ -1,38 +1,51 @@
 """Generated code for a compiled loop (``loop_plan.py``): the loop's nodes as one Python function
 that runs every iteration, the straight line's way (``line_codegen.py``: kernels, contexts and
 expected dtypes are closure variables, values local variables, a value dropped after its last
-use in the iteration). For ``t, h = 0, h0; while t < n: t, h = t + 1, tanh(h U)`` it writes
-(abridged)::
+use in the iteration). For ``t, h = 0, h0; while t < n: t, h = t + 1, tanh(h @ U)`` it writes
+(abridged: every output also gets the line's type check)::
 
     def make(F, C, D, A, H, fix1, fixn, T, N, R):
-        (f0, f1, f2, f3, f4,) = F
-        (c0, c1, c2, c3, c4,) = C
-        (d0, d1,) = D
-        k3 = f3(c3)                        # Const: computed once
-        def run_loop(rv, i0, i1, i2, i3):
+        (f0, f1, f2, f3, f4, f5, f6, f7,) = F
+        (c0, c1, c2, c3, c4, c5, c6, c7,) = C
+        (d0, d1, d2,) = D
+        k4 = f4(c4)                            # the body's Const 1: computed once
+        def run_loop(rv, i0, i1, i2, i3):      # the Enters' values: h0, n, U, 0
             k = -1
             n = 0
             try:
-                m0 = i0                    # loop variables from their Enters
-                m1 = i1
+                m0 = i0                        # the loop variables h and t
+                m1 = i3
                 while True:
                     if rv.error is not None: raise rv.error
-                    k = 0                  # cond: Less(t, n) then LoopCond
-                    v0 = f0(c0, m0, i2)
+                    k = -1
+                    # 0: 'while/cond/Less' 'Less'
+                    k = 0
+                    v0_0 = f0(c0, m1, i1)
+                    # 1: 'while/LoopCond' 'LoopCond'
+                    k = 1
+                    v1_0 = f1(c1, v0_0)
+                    del v0_0
+                    if not T(v1_0): break
+                    del v1_0
+                    # 2: 'while/v0/Identity' 'Identity' (aliased: no kernel call)
+                    k = 2
+                    v2_0 = m1
                     ...
-                    if not T(v1): break
-                    del v1
-                    k = 2                  # body: MatMul(h, U), Tanh, AddV2(t, 1)
-                    ...
-                    m0, m1 = v4, v3
+                    # 7: 'while/body/Tanh' 'Tanh'
+                    k = 7
+                    v7_0 = f7(c7, v5_0)
+                    del v5_0
+                    m0, m1, = v7_0, v6_0,
                     n += 1
-                return None, (m1,), n      # the Exits' values
+                return None, (m0, ), n         # the Exits' values
             except BaseException as e:
                 return k, e, n
         return run_loop
 
 ``i*`` are the loop node's inputs (the Enters' values; constant Enters are read directly), ``m*``
-the loop variables, ``k`` the node running (its index in the program), ``n`` the iterations done.
+the loop variables, ``v<node>_<output>`` the nodes' values, ``k`` the node running (its index
+in the program), ``n`` the iterations done; every kernel but the bookkeeping ones
+(``UNCHECKED_OPS``) is preceded by an abort check, as on the line.
 Outputs get the line's checks (``fix1``/``fixn`` for anything unusual); ``T`` reads a predicate
 on the host, as ``Switch`` does. A traced step runs a second variant that times each node
 (``R``, ``N``): the trace shows every node run of every iteration, as on frames.

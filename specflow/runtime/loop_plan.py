@@ -185,7 +185,7 @@ def _shape(frame: str, nodes: list[NodeDef], names: set[str]) -> LoopShape | Non
                 body.add(n.name)
         (body_nodes if n.name in body else cond_nodes).append(n.name)
     pred = parse_input(lc.inputs[0]).node
-    if pred in body or by_name[pred].op in ("Switch", "NextIteration", "Exit"):
+    if pred in body or by_name.get(pred, lc).op in ("Switch", "NextIteration", "Exit", "LoopCond"):
         return None  # (a non-constant Enter was refused above)
     for nx in nexts:  # a next value must be the body's (dead in the last iteration on frames)
         src = parse_input(by_name[nx].inputs[0])
