@@ -116,7 +116,7 @@ class LoopProgram:
         self._free.append(bound)
         if k is None:
             return res
-        if k < 0:  # before any node: an abort, raised as it is
+        if k < 0 or type(res) is LoopNodeError:  # an abort, or an inner loop's node: raised as it is
             raise res
         raise LoopNodeError(self.prog[k], res)
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from specflow.errors import RuntimeFailure
 from specflow.graph import dtypes
 from specflow.graph.builder import GraphBuilder
 from specflow.graph.control_flow import cond, while_loop
@@ -163,6 +164,36 @@ def test_a_nested_loop_compiles_whole():
             acc = acc + np.array([0.3, -0.2]) * acc
         acc = acc + np.array([0.3, -0.2])
     np.testing.assert_allclose(compiled[0], acc, rtol=1e-12)
+
+
+def test_a_nested_loops_trace_and_errors_name_the_inner_nodes():
+    """A traced step records the inner loop's nodes too; an error inside the inner loop names
+    its node (here GatherV2 reading past the end when the inner trip count is fed too high)."""
+    b = GraphBuilder()
+    n, m = placeholder(b, "n", [], I32), placeholder(b, "m", [], I32)
+    table, one = b.const(np.arange(4.0)), b.const(np.int32(1))
+
+    def outer(b, i, acc):
+        inner = while_loop(b, lambda b, j, a: add(b, "Less", j, m),
+                           lambda b, j, a: [add(b, "AddV2", j, one),
+                                            add(b, "AddV2", a, b.add_op("GatherV2", [table, j, b.const(np.int32(0))],
+                                                                        name="pick").name)],
+                           [b.const(np.int32(0)), acc], name="inner")  # fmt: skip
+        return [add(b, "AddV2", i, one), inner.outputs[1]]
+
+    r = while_loop(b, lambda b, i, acc: add(b, "Less", i, n), outer, [b.const(np.int32(0)), b.const(np.array(0.0))],
+                   name="outer")  # fmt: skip
+    with Session(b.graph_def, SessionConfig(devices="cpu:1")) as s:
+        meta: dict = {}
+        got = s.run(r.outputs[1], feeds={n: np.int32(3), m: np.int32(4)}, options={"trace": True},
+                    run_metadata=meta, timeout_s=TIMEOUT)  # fmt: skip
+        assert float(got) == 3 * (0 + 1 + 2 + 3)
+        runs = [st.node for st in meta["step_stats"].nodes]
+        pick = next(name for name in runs if name.endswith("pick"))
+        assert runs.count(pick) == 12 and "_CompiledLoop" in [st.op for st in meta["step_stats"].nodes]
+        with pytest.raises(RuntimeFailure, match=r"GatherV2 on .*index = 4 is not in \[0, 4\)") as e:
+            s.run(r.outputs[1], feeds={n: np.int32(2), m: np.int32(5)}, timeout_s=TIMEOUT)
+        assert e.value.node == pick
 
 
 @pytest.fixture
