@@ -2,8 +2,9 @@
 
 Rows: the zoo CNN's training step (models/mnist_cnn.yaml, Adam, batch 64 / 256 / 1024), its
 inference (softmax probabilities, batch 1 / 256), the RNN's training step (models/
-rnn_sequence_sum.yaml: an 8-step while loop, batch 64) and 1,000 chained tiny ops (Sin on a
-float32[1]). Sides: specflow (Session.run), TensorFlow (``tf.function``; the RNN as
+rnn_sequence_sum.yaml: an 8-step while loop, batch 64; and again with the trip count fed, so
+the loop stays a loop), a data-dependent while loop (a fixed point iteration) and 1,000 chained
+tiny ops (Sin on a float32[1]). Sides: specflow (Session.run), TensorFlow (``tf.function``; the RNN as
 ``tf.while_loop``), PyTorch (eager) and onnxruntime (specflow's own ONNX export, inference
 only). A peer that does not import is left out, so the script runs in the project's venv with
 specflow's rows alone; run it in a venv with the peers, specflow from the checkout:
@@ -45,7 +46,7 @@ if __package__ in (None, ""):
 import numpy as np  # noqa: E402
 
 SIDES = ("specflow", "tf", "torch", "ort")
-ROWS = ("cnn", "infer", "rnn", "chain")
+ROWS = ("cnn", "infer", "rnn", "loop", "chain")
 CNN_BATCHES = (64, 256, 1024)
 # issue 18's goals: side -> most specflow / side may be.
 GOALS = {
@@ -53,6 +54,7 @@ GOALS = {
     "CNN inference, batch 1": {"torch": 1.0},
     "CNN inference, batch 256": {"ort": 2.0},
     "RNN step": {"tf": 1.0},
+    "Fixed point": {"tf": 1.0},
 }
 
 
@@ -185,6 +187,41 @@ def rnn_rows(peers) -> tuple[dict, list]:
     return {"RNN step (8-step while loop), batch 64": sides}, [sf.close]
 
 
+def loop_rows(peers) -> tuple[dict, list]:
+    """Loops that stay loops: the RNN step with its trip count fed, and a data-dependent loop."""
+    from benchmarks import peers_models as pm
+
+    sf = pm.SpecflowModel(pm.RNN_SPEC, pm.rnn_fed_spec())
+    x, y = pm.rnn_batch(64)
+    n = np.int32(8)
+    sides = {"specflow": sf.step({"x": x, "y": y, "n": n})}
+    if "tf" in peers:
+        tf = peers["tf"]
+        m = pm.TfRnn(tf, sf.weights)
+        tx, ty, tn = tf.constant(x), tf.constant(y), tf.constant(n)
+        sides["tf"] = lambda: m.step(tx, ty, tn).numpy()
+    if "torch" in peers:
+        mt = pm.TorchRnn(peers["torch"], sf.weights)
+        px, py = peers["torch"].from_numpy(x), peers["torch"].from_numpy(y)
+        sides["torch"] = lambda: mt.step(px, py).item()
+    _close("RNN step, fed", {side: np.asarray(fn(), np.float32) for side, fn in sides.items()}, rtol=1e-4)
+    rows = {"RNN step (8 steps, trip count fed), batch 64": sides}
+    fx, fu = pm.fixed_point_problem()
+    sess, run = pm.specflow_fixed_point(fx, fu)
+    fixed = {"specflow": run}
+    if "tf" in peers:
+        fixed["tf"] = pm.tf_fixed_point(peers["tf"], fx, fu)
+    if "torch" in peers:
+        fixed["torch"] = pm.torch_fixed_point(peers["torch"], fx, fu)
+    outs = {side: fn() for side, fn in fixed.items()}
+    trips = {side: int(o[1]) for side, o in outs.items()}
+    if len(set(trips.values())) != 1:
+        raise SystemExit(f"fixed point: the sides ran different trip counts {trips}")
+    _close("Fixed point", {side: np.asarray(o[0]) for side, o in outs.items()})
+    rows[f"Fixed point while loop ({trips['specflow']} trips), 64x16"] = fixed
+    return rows, [sf.close, sess.close]
+
+
 def chain_rows(peers) -> tuple[dict, list]:
     from benchmarks import peers_models as pm
 
@@ -251,7 +288,7 @@ def interleaved(sides: dict, rounds: int, target_s: float = 0.02) -> dict:
 def measure(rows_wanted, sides_wanted, rounds: int, batches=CNN_BATCHES) -> tuple[dict, list[str]]:
     peers = load_peers(sides_wanted)
     builders = {"cnn": lambda: cnn_rows(peers, batches), "infer": lambda: infer_rows(peers),
-                "rnn": lambda: rnn_rows(peers), "chain": lambda: chain_rows(peers)}
+                "rnn": lambda: rnn_rows(peers), "loop": lambda: loop_rows(peers), "chain": lambda: chain_rows(peers)}
     results = {}
     for key in rows_wanted:
         rows, cleanup = builders[key]()

@@ -27,12 +27,13 @@ class SpecflowModel:
     """A zoo spec's training graph in one Session (``cpu:1``): its initial weights, a training
     step and, for specs with signatures, an inference call."""
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, text: str | None = None):
         from specflow.runtime.session import Session, SessionConfig
-        from specflow.schema.loader import load_spec
+        from specflow.schema.loader import load_spec, load_spec_text
         from specflow.train.graph import build_training_graph
 
-        self.spec = load_spec(str(path))
+        # ``text``: a variant of the spec at ``path`` (its data paths still relative to it).
+        self.spec = load_spec(str(path)) if text is None else load_spec_text(text, str(path))
         self.tg = build_training_graph(self.spec, self.spec.train, None)
         self.sess = Session(self.tg.graph_def, SessionConfig(devices="cpu:1", graph_seed=0, inter_op_threads=1))
         self.sess.run([], targets=[self.tg.init_op])
@@ -218,8 +219,19 @@ def rnn_batch(batch: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     return x, x.sum(axis=1)
 
 
+def rnn_fed_spec() -> str:
+    """models/rnn_sequence_sum.yaml with its trip count an input ``n`` (fed: the loop cannot be
+    unrolled, so it runs as a loop: compiled, or on frames)."""
+    text = RNN_SPEC.read_text()
+    loop, fed = "cond: {op: Less, inputs: [t], y: 8}", "cond: {op: Less, inputs: [t, n]}"
+    y_in = "  y: {dtype: float32, shape: [null, 1]}\n"
+    assert loop in text and y_in in text, "models/rnn_sequence_sum.yaml changed: update rnn_fed_spec"
+    return text.replace(loop, fed).replace(y_in, y_in + "  n: {dtype: int32, shape: [], default: 8}\n")
+
+
 class TfRnn:
-    """h_t = tanh(x_t W + h U + b) by ``tf.while_loop`` over 8 steps in a ``tf.function``."""
+    """h_t = tanh(x_t W + h U + b) by ``tf.while_loop`` over 8 steps in a ``tf.function``
+    (or ``n`` steps, n a tensor argument)."""
 
     def __init__(self, tf, w: dict, lr: float = 0.02):
         self.tf = tf
@@ -228,7 +240,7 @@ class TfRnn:
         self.adam = TfAdam(tf, self.vars, lr)
         self.step = tf.function(self._step)
 
-    def _step(self, x, y):
+    def _step(self, x, y, n=8):
         tf, v = self.tf, self.v
         with tf.GradientTape() as tape:
             steps = tf.transpose(x, [1, 0, 2])
@@ -237,7 +249,7 @@ class TfRnn:
             def body(t, h):
                 return t + 1, tf.tanh(tf.nn.bias_add(tf.matmul(steps[t], v["W"]) + tf.matmul(h, v["U"]), v["b"]))
 
-            _, h = tf.while_loop(lambda t, h: t < 8, body, (tf.constant(0), h0))
+            _, h = tf.while_loop(lambda t, h: t < n, body, (tf.constant(0), h0))
             pred = tf.matmul(h, v["V"]) + v["c"]
             loss = tf.reduce_mean(tf.math.squared_difference(pred, y))
         self.adam.apply(tape.gradient(loss, self.vars))
@@ -261,3 +273,70 @@ class TorchRnn:
         loss.backward()
         self.opt.step()
         return loss
+
+
+# --- a data-dependent while loop: a fixed point -----------------------------------------------------
+
+
+FIXED_TOL = 1e-4
+
+
+def fixed_point_problem(batch: int = 64, units: int = 16, seed: int = 0):
+    """x [batch, units] and U [units, units] (spectral norm 0.6: a contraction) for the loop
+    ``h, prev = tanh(x), 0; while max|h - prev| > tol: h, prev = tanh(h U + x), h``."""
+    rng = np.random.default_rng(seed)
+    u = rng.normal(size=(units, units))
+    u *= 0.6 / np.linalg.norm(u, 2)
+    return rng.uniform(-1, 1, (batch, units)).astype(np.float32), u.astype(np.float32)
+
+
+def specflow_fixed_point(x: np.ndarray, u: np.ndarray):
+    """The loop as a graph (``graph.control_flow.while_loop``) in one Session; fetches (h, trips)."""
+    from specflow.graph import dtypes
+    from specflow.graph.builder import GraphBuilder
+    from specflow.graph.control_flow import while_loop
+    from specflow.runtime.session import Session, SessionConfig
+
+    b = GraphBuilder()
+    add = lambda op, *ins: b.add_op(op, list(ins)).name  # noqa: E731
+    xp = b.add_op("Placeholder", [], {"dtype": dtypes.float32, "shape": list(x.shape)}, name="x").name
+    uc, tol, axes = b.const(u), b.const(np.float32(FIXED_TOL)), b.const(np.array([0, 1], np.int32))
+    one = b.const(np.int32(1))
+
+    def cond(b, k, h, prev):
+        return add("Greater", add("Max", add("Abs", add("Sub", h, prev)), axes), tol)
+
+    def body(b, k, h, prev):
+        return [add("AddV2", k, one), add("Tanh", add("AddV2", add("MatMul", h, uc), xp)), h]
+
+    r = while_loop(b, cond, body, [b.const(np.int32(0)), add("Tanh", xp), add("ZerosLike", xp)], name="fixed")
+    sess = Session(b.graph_def, SessionConfig(devices="cpu:1", inter_op_threads=1))
+    return sess, lambda: sess.run([r.outputs[1], r.outputs[0]], {xp: x})
+
+
+def tf_fixed_point(tf, x: np.ndarray, u: np.ndarray):
+    uc, tol = tf.constant(u), tf.constant(np.float32(FIXED_TOL))
+
+    @tf.function
+    def run(x):
+        def body(k, h, prev):
+            return k + 1, tf.tanh(tf.matmul(h, uc) + x), h
+
+        k, h, _ = tf.while_loop(lambda k, h, prev: tf.reduce_max(tf.abs(h - prev)) > tol, body,
+                                (tf.constant(0), tf.tanh(x), tf.zeros_like(x)))  # fmt: skip
+        return h, k
+
+    tx = tf.constant(x)
+    return lambda: [t.numpy() for t in run(tx)]
+
+
+def torch_fixed_point(torch, x: np.ndarray, u: np.ndarray):
+    tx, tu = torch.from_numpy(x), torch.from_numpy(u)
+
+    def run():
+        k, h, prev = 0, torch.tanh(tx), torch.zeros_like(tx)
+        while (h - prev).abs().max().item() > FIXED_TOL:
+            k, h, prev = k + 1, torch.tanh(h @ tu + tx), h
+        return [h.numpy(), k]
+
+    return run

@@ -1,8 +1,9 @@
 """The RNN of ``models/rnn_sequence_sum.yaml`` (an 8-step while loop, batch 64) side by side with
 TensorFlow's ``tf.while_loop``, one thread each, same weights and batch, interleaved rounds.
 
-Rows: the Adam training step (specflow with counted loops unrolled, the default, and with
-``unroll_limit=0``: the loops on frames), inference (the serving signature), and a training step
+Rows: the Adam training step (specflow with counted loops unrolled, the default; with
+``unroll_limit=0``: the loops compiled, ``runtime/loop_plan.py``; and with ``compile_loops=False``
+too: the loops on frames), inference (the serving signature), and a training step
 whose trip count is fed (``n``: never unrolled). TensorFlow's rows appear when it is importable
 (run this module with a Python that has it, e.g. ``/path/to/tfvenv/bin/python -m
 benchmarks.rnn_step`` with ``PYTHONPATH`` at the repository root); the first losses are checked
@@ -43,10 +44,11 @@ def spec_text(fed_trips: bool) -> str:
 class Specflow:
     """One training graph in one Session (cpu:1)."""
 
-    def __init__(self, fed_trips: bool, unroll_limit: int, batch: int):
+    def __init__(self, fed_trips: bool, unroll_limit: int, batch: int, compile_loops: bool = True):
         spec = load_spec_text(spec_text(fed_trips), str(MODEL))
         self.tg = build_training_graph(spec, spec.train, None)
-        self.sess = Session(self.tg.graph_def, SessionConfig(devices="cpu:1", graph_seed=0, unroll_limit=unroll_limit))
+        config = SessionConfig(devices="cpu:1", graph_seed=0, unroll_limit=unroll_limit, compile_loops=compile_loops)
+        self.sess = Session(self.tg.graph_def, config)
         self.sess.run([], targets=[self.tg.init_op])
         rng = np.random.default_rng(0)
         x = rng.uniform(-1, 1, (batch, 8, 1)).astype(np.float32)
@@ -150,15 +152,16 @@ def main() -> int:
     rows = []
     for label, fed in (("training step, 8 steps", False), ("training step, trips fed", True)):
         unrolled, looped = Specflow(fed, 2000, args.batch), Specflow(fed, 0, args.batch)
-        fns = {"unrolled": unrolled.step, "loop": looped.step}
+        frames = Specflow(fed, 0, args.batch, compile_loops=False)
+        fns = {"unrolled": unrolled.step, "loop": looped.step, "frames": frames.step}
         if tf is not None:
             fns["tensorflow"] = TensorFlow(unrolled.weights(), unrolled.feeds, fed).step
         first = [fn() for fn in fns.values()]  # the same weights: the same first loss
         np.testing.assert_allclose(first, first[0], rtol=1e-5)
         rows.append((label, interleaved(fns, args.repeats, args.number)))
     model = Specflow(False, 2000, args.batch)
-    looped = Specflow(False, 0, args.batch)
-    fns = {"unrolled": model.infer, "loop": looped.infer}
+    looped, frames = Specflow(False, 0, args.batch), Specflow(False, 0, args.batch, compile_loops=False)
+    fns = {"unrolled": model.infer, "loop": looped.infer, "frames": frames.infer}
     if tf is not None:
         peer = TensorFlow(model.weights(), model.feeds, False)
         np.testing.assert_allclose(peer.infer(), model.infer(), rtol=1e-5, atol=1e-6)
@@ -166,7 +169,7 @@ def main() -> int:
     rows.append(("inference", interleaved(fns, args.repeats, args.number)))
     print(f"\nµs per call over {args.repeats} x {args.number} interleaved calls: wall median (mean) | CPU "
           f"median; load now {os.getloadavg()[0]:.1f}")  # fmt: skip
-    cols = ("unrolled", "loop", "tensorflow")
+    cols = ("unrolled", "loop", "frames", "tensorflow")
     print(f"{'workload':26} " + " ".join(f"{c:>23}" for c in cols) + f" {'unrolled/TF':>12} {'loop/TF':>8}")
     for label, t in rows:
         cells = [f"{t[c][0] * 1e6:6.0f} ({t[c][1] * 1e6:6.0f}) | {t[c][2] * 1e6:5.0f}" if c in t else "-" for c in cols]

@@ -30,3 +30,9 @@ def test_inference_matches_specflows_onnx_export_on_onnxruntime(capsys):
 def test_a_disagreeing_side_stops_the_run():
     with pytest.raises(SystemExit, match="tf disagrees"):
         peers._close("row", {"specflow": np.zeros(3), "tf": np.ones(3)})
+
+
+def test_the_loop_rows_time_on_specflow_alone():
+    results, _ = peers.measure(["loop"], {"specflow"}, rounds=1)
+    assert list(results) == ["RNN step (8 steps, trip count fed), batch 64", "Fixed point while loop (8 trips), 64x16"]
+    assert all(r["specflow"][0] > 0 for r in results.values())

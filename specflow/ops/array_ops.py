@@ -218,7 +218,18 @@ shape_fn("Size")(scalar_shape)
 
 @kernel("Shape")
 def _shape(ctx, x):
-    return ctx.xp.asarray(x.shape, dtype=ctx.attrs["out_type"].numpy)
+    # The same shape every step (every iteration, in a loop's gradient): the last output is kept
+    # in the node's state and handed out again, read-only (a fetched one cannot be changed under
+    # the next step; a variable assigned it copies it first). Its consumers (BroadcastGradientArgs,
+    # Reshape) then find the very array they resolved last time.
+    seen = ctx.state.get("shape")
+    if seen is not None and seen[0] == x.shape:
+        return seen[1]
+    out = ctx.xp.asarray(x.shape, dtype=ctx.attrs["out_type"].numpy)
+    if type(out) is np.ndarray:
+        out.flags.writeable = False
+    ctx.state["shape"] = (x.shape, out)
+    return out
 
 
 @kernel("Size")

@@ -98,6 +98,10 @@ register_op(
 def _reshape(ctx, x, shape):
     # Checked and resolved once per (input shape, target) in the node's state: a step asks the
     # same every time, and the check builds Shapes (a few microseconds, more than the reshape).
+    # The very (read-only, so unchanged) shape array of last time: Shape hands its last one out again.
+    last = ctx.state.get("reshape_last")
+    if last is not None and last[0] is shape and last[1] == x.shape:
+        return ctx.xp.reshape(x, last[2])
     target = ctx.host(shape)
     key = (x.shape, target.shape, target.dtype.str, target.tobytes()) if isinstance(target, np.ndarray) else None
     seen = ctx.state.setdefault("reshape", {})
@@ -108,6 +112,8 @@ def _reshape(ctx, x, shape):
             if len(seen) > 64:  # every batch size ever fed would otherwise stay
                 seen.clear()
             seen[key] = dims
+    if key is not None and type(shape) is np.ndarray and not shape.flags.writeable:
+        ctx.state["reshape_last"] = (shape, x.shape, dims)
     return ctx.xp.reshape(x, dims)
 
 

@@ -219,10 +219,15 @@ def _register_bool_binary(name, inp, types, fn, doc):
         doc=doc + " Broadcasts like numpy.",
     )
 
+    np_fn = getattr(np, fn)
+
     @kernel(name)
     def run(ctx, x, y):
-        check_broadcast(ctx, x, y)
-        return _out(ctx, getattr(ctx.xp, fn)(x, y), np.bool_)
+        # A loop's predicate runs every iteration: equal shapes and scalars always broadcast (the
+        # check costs more than the compare), and numpy's function is looked up once.
+        if x.shape != y.shape and x.ndim and y.ndim:
+            check_broadcast(ctx, x, y)
+        return _out(ctx, (np_fn if ctx.xp is np else getattr(ctx.xp, fn))(x, y), np.bool_)
 
 
 for _row in [

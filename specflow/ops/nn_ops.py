@@ -159,11 +159,11 @@ _ELEMENTWISE: dict[str, _Elementwise] = {
     ),
     "SigmoidGrad": _Elementwise(
         ("y", "dy"), "z", "float, complex", "dy * y * (1 - y), where y = sigmoid(x) (conjugated for complex).",
-        lambda xp, a, y, dy: dy * xp.conj(y * (1 - y)),
+        lambda xp, a, y, dy: dy * (xp.conj(y * (1 - y)) if y.dtype.kind == "c" else y * (1 - y)),
     ),
     "TanhGrad": _Elementwise(
         ("y", "dy"), "z", "float, complex", "dy * (1 - y * y), where y = tanh(x) (conjugated for complex).",
-        lambda xp, a, y, dy: dy * xp.conj(1 - y * y),
+        lambda xp, a, y, dy: dy * (xp.conj(1 - y * y) if y.dtype.kind == "c" else 1 - y * y),
     ),
 }  # fmt: skip
 
@@ -338,8 +338,10 @@ def _softmax(ctx, x):
     xp = ctx.xp
     if _is_empty_logits(ctx, x):
         return xp.empty_like(x)
-    e = xp.exp(x - xp.max(x, axis=-1, keepdims=True))
-    return e / xp.sum(e, axis=-1, keepdims=True)
+    # The array methods, not xp.max/xp.sum: numpy's wrappers cost more than a small softmax.
+    e = xp.exp(x - x.max(axis=-1, keepdims=True))
+    e /= e.sum(axis=-1, keepdims=True)
+    return e
 
 
 @kernel("LogSoftmax")
@@ -419,6 +421,9 @@ def _bias_axis(ctx, x) -> int:
 
 @kernel("BiasAdd")
 def _bias_add(ctx, value, bias):
+    if (value.ndim == 2 and bias.ndim == 1 and bias.shape[0] == value.shape[1] and value.nbytes < buffers.MIN_BYTES
+            and ctx.attrs["data_format"] != "NCHW"):  # fmt: skip
+        return value + bias  # a small [batch, channels] (a dense layer, an RNN cell): all checked
     axis = _bias_axis(ctx, value)
     if bias.ndim != 1 or bias.shape[0] != value.shape[axis]:
         raise ctx.fail(

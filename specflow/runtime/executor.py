@@ -21,6 +21,10 @@ two):
 - frames (``frames.py``): a partition holding a loop (``Enter``/``Exit``/``NextIteration``) tags
   every value with its frame and iteration, as TensorFlow's executor does.
 
+Before any of these, a simple loop is collapsed into one ``_CompiledLoop`` node whose
+kernel runs the loop's nodes in a generated function (``loop_plan.py``, ``compiled_loop.py``):
+a partition whose loops all collapse needs no frames.
+
 Cost: a node is inexpensive when its op is in ``INEXPENSIVE_OPS`` or when its kernel's measured
 time (a moving average over its runs, like TF's cost model behind ``OpKernel::IsExpensive``) is
 below ``executor_types.INLINE_COST_NS``. A node not yet measured counts as inexpensive, so a new
@@ -52,32 +56,25 @@ from typing import Any
 
 import numpy as np
 
-from specflow.errors import GraphError, OpError, RuntimeFailure, SpecflowError
-from specflow.graph.device_spec import DeviceSpec
+from specflow.errors import OpError, RuntimeFailure, SpecflowError
 from specflow.graph.dtypes import DType
-from specflow.graph.graph_def import GraphDef, NodeDef, parse_input
+from specflow.graph.graph_def import GraphDef
 from specflow.graph.topo import LOOP_BACK_EDGES, topological_order
 from specflow.ops.buffers import Arena
 from specflow.ops.math_ops import FP_STATE, QUIET_FP
 from specflow.ops.registry import (
     KernelContext,
-    bind_attrs,
-    find_kernel,
-    get_op,
-    kernel_summary,
-    output_dtypes,
 )
 from specflow.runtime import executor_types as xt
 from specflow.runtime.abort import interrupt_error
 from specflow.runtime.async_nodes import AsyncNodes
+from specflow.runtime.compiled_loop import CompiledLoops, LoopNodeError, NotCompiled
 from specflow.runtime.devices import Device
+from specflow.runtime.executor_build import NodeBuilder
 from specflow.runtime.executor_types import (
     DEAD_TENSOR_OPS,
     FINISHED,
-    INEXPENSIVE_OPS,
     LOOP_OPS,
-    RUNS_ON_DEAD_INPUT,
-    UNSET,
     CallFrame,
     NodeItem,
     StepHandle,
@@ -94,7 +91,7 @@ from specflow.runtime.straight_line import StraightLine
 __all__ = ["CallFrame", "Executor", "StepHandle"]
 
 
-class Executor(StraightLine, Frames, AsyncNodes, MemoryAccounting):
+class Executor(NodeBuilder, StraightLine, Frames, CompiledLoops, AsyncNodes, MemoryAccounting):
     """Runs one partition ``graph_def`` on ``device``. Thread-safe: steps may overlap."""
 
     def __init__(
@@ -104,6 +101,7 @@ class Executor(StraightLine, Frames, AsyncNodes, MemoryAccounting):
         *,
         graph_seed: int | None = None,
         kernel_state: dict[str, dict] | None = None,
+        compile_loops: bool = True,
     ):
         self.device = device
         self.graph_seed = graph_seed
@@ -113,6 +111,15 @@ class Executor(StraightLine, Frames, AsyncNodes, MemoryAccounting):
         self.graph_def = graph_def
         # Large kernel outputs reused across this partition's steps (ops/buffers.py).
         self.arena = Arena(device.xp)
+        refused: set[str] = set()
+        while True:  # a loop whose kernels the compiled loop cannot run goes back to frames
+            try:
+                self._build(self._collapsed(graph_def, compile_loops, refused))
+                break
+            except NotCompiled as e:
+                refused.add(e.frame)
+
+    def _build(self, graph_def: GraphDef) -> None:
         order = topological_order(graph_def, allow_back_edges=LOOP_BACK_EDGES)
         self._nodes: list[NodeItem] = []
         self._slot_count = 0
@@ -142,122 +149,6 @@ class Executor(StraightLine, Frames, AsyncNodes, MemoryAccounting):
         self._loops = any(n.op in LOOP_OPS for n in self._nodes)
         if self._loops:
             self._build_frames()
-
-    # --- build ---------------------------------------------------------------------------------
-
-    def _build_node(self, node: NodeDef, index: int, dtypes_of: dict[str, list[DType]]) -> NodeItem:
-        dev = self.device
-        if node.device and not DeviceSpec.parse(node.device).matches(dev.spec):
-            raise GraphError(
-                f"node placed on {node.device} is in the partition for {dev.name}",
-                node=node.name,
-                location=node.location,
-            )
-        try:
-            opdef = get_op(node.op)
-            in_dtypes = []
-            for inp in node.data_inputs:
-                ref = parse_input(inp)
-                outs = dtypes_of.get(ref.node)
-                if outs is None:  # a loop's back edge, built later: a Merge's inputs share one type
-                    in_dtypes.append(None)
-                    continue
-                if ref.index >= len(outs):
-                    raise GraphError(f"input '{inp}': node '{ref.node}' has only {len(outs)} output(s)")
-                in_dtypes.append(outs[ref.index])
-            if None in in_dtypes:
-                known = [d for d in in_dtypes if d is not None]
-                in_dtypes = [known[0] if d is None else d for d in in_dtypes]
-            attrs = bind_attrs(opdef, in_dtypes, node.attrs, node=node.name)
-        except SpecflowError as e:
-            e.node = e.node or node.name
-            e.location = e.location or node.location
-            raise
-        out_dtypes = output_dtypes(opdef, attrs)
-        dtypes_of[node.name] = out_dtypes
-        k = find_kernel(node.op, dev.device_type, attrs)
-        if k is None:
-            types = ", ".join(f"{a}={v}" for a, v in attrs.items() if isinstance(v, DType)) or "no type attrs"
-            raise OpError(
-                f"no kernel for {node.op} on {dev.name} ({dev.device_type}, {types}); "
-                f"registered: {kernel_summary(node.op)}",
-                node=node.name,
-                location=node.location,
-            )
-        item = NodeItem()
-        item.id = index
-        item.node = node
-        item.name = node.name
-        item.op = node.op
-        item.fn = k.fn
-        item.is_async = getattr(k.fn, "is_async", False)
-        item.run_dead = node.op in RUNS_ON_DEAD_INPUT
-        # An async kernel only registers a callback (TF's _Recv is not expensive either).
-        item.static_cheap = node.op in INEXPENSIVE_OPS or item.is_async
-        # Not measured yet (cost -1): inexpensive, so the first step runs on one thread and
-        # measures each kernel without other threads contending for the GIL.
-        item.inexpensive = True
-        item.cost = -1
-        item.n_in = len(in_dtypes)
-        item.in_start = self._slot_count
-        self._slot_count += item.n_in
-        item.nones = [None] * item.n_in
-        item.n_out = len(out_dtypes)
-        # Expected output types: a numpy dtype, or None for a resource handle.
-        item.checks = tuple(None if d.np_type is None else d.numpy for d in out_dtypes)
-        item.check0 = item.checks[0] if item.n_out == 1 else UNSET
-        item.dead_outs = (DEAD,) * item.n_out
-        item.state = self._kernel_state.setdefault(node.name, {})
-        item.ctx_template = {
-            "node": node,
-            "attrs": attrs,
-            "xp": dev.xp,
-            "device": dev.name,
-            "device_type": dev.device_type,
-            "resources": dev.resource_mgr,
-            "state": item.state,
-            "graph_seed": self.graph_seed,
-            "extras": None,
-            "arena": self.arena,
-        }
-        return item
-
-    def _wire(self, ids: dict[str, int], out_base: dict[str, int]) -> None:
-        """Consumer edges, pending counts and, per input slot, the output it holds; for the
-        straight line, which values each node is the last consumer of."""
-        edges: list[list[list[tuple[int, int]]]] = [[[] for _ in range(n.n_out)] for n in self._nodes]
-        ctrl: list[list[int]] = [[] for _ in self._nodes]
-        pending = [0] * len(self._nodes)
-        last_use: dict[int, int] = {}  # flat output -> id of its last consumer in topological order
-        for item in self._nodes:
-            srcs = []
-            for j, inp in enumerate(item.node.data_inputs):
-                ref = parse_input(inp)
-                src = ids[ref.node]
-                edges[src][ref.index].append((item.in_start + j, item.id))
-                srcs.append(out_base[ref.node] + ref.index)
-                last_use[srcs[-1]] = item.id
-            for c in item.node.control_inputs:
-                ctrl[ids[c]].append(item.id)
-            item.in_srcs = tuple(srcs)
-            pending[item.id] = item.n_in + len(item.node.control_inputs)
-        frees: list[list[int]] = [[] for _ in self._nodes]
-        for flat, user in last_use.items():
-            frees[user].append(flat)
-        live = peak = 0
-        for item in self._nodes:
-            base = out_base[item.name]
-            # Only outputs someone consumes: an unconsumed output is dropped as soon as it exists.
-            item.outputs = tuple((k, base + k, tuple(e)) for k, e in enumerate(edges[item.id]) if e)
-            item.out_flat = item.outputs[0][1] if item.n_out == 1 and item.outputs else -1
-            item.frees = tuple(frees[item.id])
-            item.ctrl_out = tuple(ctrl[item.id])
-            # The straight line's live set after this node: its inputs' last uses are gone.
-            live += len(item.outputs) - len(item.frees)
-            peak = max(peak, live)
-        self._pending = pending
-        self._roots = [i for i, p in enumerate(pending) if p == 0]
-        self._straight_peak = peak
 
     def __len__(self) -> int:
         return len(self._nodes)
@@ -299,7 +190,8 @@ class Executor(StraightLine, Frames, AsyncNodes, MemoryAccounting):
         step.stats = stats
         step.rendezvous = rendezvous if rendezvous is not None else Rendezvous()
         step.extras = {
-            "rendezvous": step.rendezvous, "frame": frame or CallFrame(), "device": self.device, "step_id": step_id
+            "rendezvous": step.rendezvous, "frame": frame or CallFrame(), "device": self.device, "step_id": step_id,
+            "stats": stats,
         }  # fmt: skip
         step.step_id = step_id
         step.live = step.peak_live = step.nodes_run = 0
@@ -560,6 +452,8 @@ class Executor(StraightLine, Frames, AsyncNodes, MemoryAccounting):
     def _fail(self, step: StepHandle, item: NodeItem | None, error: BaseException) -> None:
         """Record the step's first error and abort its rendezvous."""
         rv = step.rendezvous
+        if type(error) is LoopNodeError:  # a compiled loop's node failed: name that node
+            item, error = error.item, error.error
         if error is rv.error or (item is None and isinstance(error, SpecflowError)):
             wrapped = error  # another device's failure (or the timeout): already explained
         elif isinstance(error, KeyboardInterrupt):  # Ctrl-C on the thread running the step

@@ -53,6 +53,7 @@ class SessionConfig:
     inter_op_threads: int | None = None  # per device; None: one per CPU core
     optimize: bool = True  # runtime/optimize.py; feeds of unknown shape get plans per fed shape
     unroll_limit: int = 2000  # unroll counted loops when trips x body nodes <= this; 0: keep loops
+    compile_loops: bool = True  # other simple loops run as one generated function (runtime/loop_plan.py)
     lossy_transfers: bool = False  # float32 crossing devices or tasks as 16 bits (whitepaper 5.5)
     alap_recv: bool = True  # start each _Recv when its consumer is nearly ready (runtime/alap.py)
 
@@ -393,6 +394,7 @@ class Session:
                 self._by_name[DeviceSpec.parse(dev).to_string()],
                 graph_seed=self.config.graph_seed,
                 kernel_state=self.kernel_state,
+                compile_loops=self.config.compile_loops,
             )
             for dev, g in parts.items()
         ]

@@ -120,8 +120,8 @@ class StraightLine:
                 # A step clearly slower than usual times the next one (capped average, as costs).
                 wall, avg = time.perf_counter_ns() - t0, self._line_wall
                 limit = xt.INLINE_COST_NS
-                if avg >= 0:
-                    self._time_next = wall > avg + (limit >> 1)
+                if avg >= 0:  # (a long step, a loop's, varies by more than half a kernel's limit)
+                    self._time_next = wall > avg + max(limit >> 1, avg >> 3)
                     wall = avg + ((min(wall, 4 * avg + limit) - avg) >> xt.COST_SHIFT)
                 self._line_wall = wall
                 ran = len(self._nodes)

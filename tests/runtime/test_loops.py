@@ -101,8 +101,24 @@ def while_loop(b: GraphBuilder, cond, body, loop_vars: list[str], name: str = "w
         return [b.add_op("Exit", [s], name=f"Exit_{i}").name for i, s in enumerate(switches)]
 
 
+@pytest.fixture(autouse=True, params=[False, True], ids=["frames", "compiled"])
+def compiled(request):
+    """Every test twice: loops on frames, and top-level simple loops compiled (loop_plan.py)."""
+    global COMPILED
+    COMPILED = request.param
+    yield request.param
+    COMPILED = False
+
+
+COMPILED = False
+
+
+def config(devices: str) -> SessionConfig:
+    return SessionConfig(devices=devices, unroll_limit=0, compile_loops=COMPILED)
+
+
 def run(b: GraphBuilder, fetches, feeds=None, devices: str = "cpu:1"):
-    with Session(b.graph_def, SessionConfig(devices=devices, unroll_limit=0)) as s:
+    with Session(b.graph_def, config(devices)) as s:
         return s.run(fetches, feeds=feeds, timeout_s=TIMEOUT)
 
 
@@ -172,7 +188,7 @@ def test_parallel_iterations_bounds_how_far_a_loop_runs_ahead(parallel_iteration
     LOG.clear()
     assert int(run(b, acc)) == sum(range(6))
     order = [tag for tag, _ in LOG]
-    if parallel_iterations == 1:
+    if parallel_iterations == 1 or COMPILED:  # a compiled loop runs its iterations in turn
         assert order == ["i", "acc"] * 6
     else:
         assert order != ["i", "acc"] * 6 and sorted(order) == ["acc"] * 6 + ["i"] * 6
@@ -265,7 +281,7 @@ def test_the_same_loop_graph_runs_again_and_with_other_feeds():
 
     cond = lambda loop, v: b.add_op("LessEqual", [v[0], loop.invariant(n)]).name  # noqa: E731
     _, acc = while_loop(b, cond, body, [b.const(1, I64), b.const(1, I64)], "fact")
-    with Session(b.graph_def, SessionConfig(devices="cpu:1", unroll_limit=0)) as s:
+    with Session(b.graph_def, config("cpu:1")) as s:
         for k in (5, 10, 5, 0, 20):
             assert int(s.run(acc, feeds={n: k}, timeout_s=TIMEOUT)) == math.factorial(k)
         assert len(s._plans) == 1  # one plan, one executor, reused
@@ -274,10 +290,14 @@ def test_the_same_loop_graph_runs_again_and_with_other_feeds():
 def test_a_traced_step_records_every_iteration_of_every_node():
     b = GraphBuilder()
     i, acc = factorial(b, 6)
-    with Session(b.graph_def, SessionConfig(devices="cpu:1", unroll_limit=0)) as s:
+    with Session(b.graph_def, config("cpu:1")) as s:
         meta: dict = {}
         s.run([i, acc], options={"trace": True}, run_metadata=meta, timeout_s=TIMEOUT)
     runs = Counter(n.node for n in meta["step_stats"].nodes)
+    if COMPILED:  # every node run, not the frame bookkeeping nor the body's dead last pass
+        assert runs["fact/mul"] == 6 and runs["fact/LoopCond"] == runs["fact/le"] == 7
+        assert runs["fact/_loop"] == 1 and runs["fact/Merge_0"] == runs["fact/Exit_0"] == 0
+        return
     assert runs["fact/mul"] == 7  # 6 live iterations and the last one, where it is dead
     assert runs["fact/Merge_0"] == runs["fact/LoopCond"] == runs["fact/Switch_0"] == 7
     assert runs["fact/Enter_0"] == 1 and runs["fact/Exit_0"] == 7  # one Enter; an Exit per iteration
@@ -292,7 +312,7 @@ def test_loop_split_across_two_devices():
     b = GraphBuilder()
     with b.device("/cpu:0"):
         i, acc = factorial(b, 10, mul_device="/cpu:1")
-    with Session(b.graph_def, SessionConfig(devices="cpu:2", unroll_limit=0)) as s:
+    with Session(b.graph_def, config("cpu:2")) as s:
         assert [int(x) for x in s.run([i, acc], timeout_s=TIMEOUT)] == [11, math.factorial(10)]
         parts = s.plan_for([i, acc]).partitions
         on_cpu1 = [n.name for n in parts["/job:localhost/replica:0/task:0/device:CPU:1"].nodes]
@@ -350,7 +370,7 @@ def test_dead_tensors_propagate_and_merge_takes_the_live_input(on_frames):
     live = b.add_op("Merge", [chain, b.add_op("Square", [sw], name="sq").name], name="live").name
     dead = b.add_op("Merge", [chain, b.add_op("Exp", [chain], name="dead_exp").name], name="dead").name
     loop = factorial(b, 5) if on_frames else []
-    with Session(b.graph_def, SessionConfig(devices="cpu:1", unroll_limit=0)) as s:
+    with Session(b.graph_def, config("cpu:1")) as s:
         got = s.run([live, f"{live}:1", *loop], feeds={x: [1.0, -3.0], p: False}, timeout_s=TIMEOUT)
         np.testing.assert_array_equal(got[0], [1.0, 9.0])
         assert int(got[1]) == 1  # the Merge's second input was the live one
@@ -377,7 +397,7 @@ def test_a_loop_on_the_untaken_branch_stays_dead_and_ends():
     cond = lambda loop, v: b.add_op("LessEqual", [v[0], loop.const(5)]).name  # noqa: E731
     _, prod = while_loop(b, cond, body, [f"{start}:1", f"{start}:1"], "maybe")
     out = b.add_op("Merge", [prod, b.add_op("Identity", [start], name="skip").name], name="out").name
-    with Session(b.graph_def, SessionConfig(devices="cpu:2", unroll_limit=0)) as s:
+    with Session(b.graph_def, config("cpu:2")) as s:
         assert int(s.run(out, feeds={p: True}, timeout_s=TIMEOUT)) == 3 * 3 * 4 * 5
         assert int(s.run(out, feeds={p: False}, timeout_s=TIMEOUT)) == 3
         with pytest.raises(RuntimeFailure, match="fetch 'maybe/Exit_1:0' produced no value"):
@@ -407,7 +427,7 @@ def test_a_loop_that_never_ends_stops_at_the_timeout():
     cond = lambda loop, v: b.add_op("GreaterEqual", [v[0], loop.const(0)]).name  # noqa: E731
     body = lambda loop, v: [b.add_op("AddV2", [v[0], loop.const(1)]).name]  # noqa: E731
     (i,) = while_loop(b, cond, body, [b.const(0, I64)], "forever")
-    with Session(b.graph_def, SessionConfig(devices="cpu:1", unroll_limit=0)) as s:
+    with Session(b.graph_def, config("cpu:1")) as s:
         t0 = time.monotonic()
         with pytest.raises(RuntimeFailure, match="step timed out after 0.3s"):
             s.run(i, timeout_s=0.3)
@@ -436,7 +456,7 @@ def test_ten_thousand_iterations(capsys):
     cond = lambda loop, v: b.add_op("Less", [v[0], loop.const(10_000)]).name  # noqa: E731
     body = lambda loop, v: [b.add_op("AddV2", [v[0], loop.const(1)]).name]  # noqa: E731
     (i,) = while_loop(b, cond, body, [b.const(0, I64)], "count")
-    with Session(b.graph_def, SessionConfig(devices="cpu:1", unroll_limit=0)) as s:
+    with Session(b.graph_def, config("cpu:1")) as s:
         assert int(s.run(i, timeout_s=60)) == 10_000
         t0 = time.perf_counter()
         assert int(s.run(i, timeout_s=60)) == 10_000

@@ -1,5 +1,6 @@
 """Gradients through while loops and conditionals (specflow/train/loop_gradients.py), against
-analytic values and central finite differences, run by the Session's frame executor; and the
+analytic values and central finite differences, run by the Session's frame executor (and
+compiled, ``same_on_frames``); and the
 stack ops the backward loops use (specflow/ops/stack_ops.py)."""
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from specflow.graph import dtypes
 from specflow.graph.builder import GraphBuilder
 from specflow.graph.control_flow import cond, while_loop
 from specflow.graph.verify import verify
-from specflow.runtime.session import Session
+from specflow.runtime.session import Session, SessionConfig
 from specflow.train.gradients import gradients
 from tests.ops.cases_stack import check_ensure_shape_errors
 
@@ -67,7 +68,19 @@ def check(b, loss: str, feeds: dict, wrt: list[str], rtol=1e-6, atol=1e-8) -> li
         for name, g in zip(wrt, got):
             np.testing.assert_allclose(g, finite_differences(s, loss, feeds, name), rtol=rtol, atol=atol,
                                        err_msg=f"d loss / d {name}")  # fmt: skip
+    same_on_frames(b, [loss, *grads], feeds)
     return got
+
+
+def same_on_frames(b, fetches: list[str], feeds: dict) -> None:
+    """Loops kept (not unrolled): compiled (runtime/loop_plan.py) and on frames, the values and
+    gradients agree to 1e-12."""
+    runs = []
+    for compiled in (True, False):
+        with Session(b.graph_def, SessionConfig(unroll_limit=0, compile_loops=compiled)) as s:
+            runs.append(s.run(fetches, feeds=feeds))
+    for name, a, f in zip(fetches, *runs):
+        np.testing.assert_allclose(a, f, rtol=1e-12, atol=1e-300, err_msg=f"{name}: compiled vs frames")
 
 
 # --- while loops ------------------------------------------------------------------------------------
