@@ -14,6 +14,7 @@ from __future__ import annotations
 import itertools
 import operator
 import random
+import sys
 import threading
 import time
 from collections import deque
@@ -473,12 +474,23 @@ def _fetched(plan: _Plan, frame: CallFrame) -> list:
     """The step's fetched values on the host; a fetch no _Retval set (its value was dead) is an
     error naming it."""
     out = frame.retvals
-    for i, v in enumerate(out):
+    for i in range(len(out)):  # (not enumerate: its reused tuple would hold one more reference)
+        v = out[i]
         if type(v) is not np.ndarray:
             if v is UNSET:
                 raise _dead_fetch(plan.fetches[i])
             out[i] = _to_host(v)
+            v = out[i]
+        if type(v) is np.ndarray and (sys.getrefcount(v) > _FRESH_REFS or not v.flags.writeable):
+            out[i] = v.copy()  # held elsewhere too (a variable's value, a Const, a feed): the caller's own
     return out
+
+
+# References to a kernel's fresh output at the check above (the list, the loop variable and
+# getrefcount's argument): more means something else holds the array, as a variable holds its
+# value. A fetch is the caller's to change, as TensorFlow's are; a read-only one (a cached
+# Shape, an array from Ray's object store) is copied too.
+_FRESH_REFS = 3
 
 
 def _dead_fetch(tensor: str) -> RuntimeFailure:

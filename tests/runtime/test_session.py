@@ -188,3 +188,24 @@ def test_gpu_partition_results_come_back_as_numpy():
         y2 = s.run("y2", {"x": X})
         assert isinstance(y2, np.ndarray)
         np.testing.assert_allclose(y2, (X + 1) ** 2)
+
+
+def test_fetched_arrays_are_the_callers_own():
+    """A fetch that is a variable's value, a constant or a feed passed through is copied (as
+    TensorFlow's fetches are): writing into it changes nothing the session holds."""
+    from specflow.schema.loader import load_spec_text
+
+    spec = load_spec_text(
+        "specflow: 1\nname: m\ninputs:\n  x: {dtype: float32, shape: [2]}\nvariables:\n  w: {shape: [2], initializer: ones}\n"
+        "nodes:\n  c: {op: Const, value: [1.0, 2.0], dtype: float32}\n  same: {op: Identity, inputs: [x]}\n"
+        "  y: {op: Mul, inputs: [x, w]}\n", "m.yaml")  # fmt: skip
+    x = np.array([3.0, 4.0], np.float32)
+    with Session(spec.graph_def) as s:
+        s.run([], targets=[spec.lowered.init_op])
+        read = spec.variables[0].read
+        for _ in range(2):  # the second time on the cached plan
+            w, c, same, y = s.run([read, "c", "same", "y"], {"x": x})
+            for a in (w, c, same, y):
+                a *= 10
+            assert same is not x and x.tolist() == [3.0, 4.0]
+            np.testing.assert_array_equal(s.run([read, "c"]), [[1.0, 1.0], [1.0, 2.0]])
