@@ -1,0 +1,162 @@
+"""Remapping of convolutions (optimize.py's step 4, beside ``_FusedMatMul``), as TF's Grappler
+remapper and ``fold_batch_norms`` do it:
+
+- ``fold_scales``: Conv2D followed by a Mul with a per-channel vector ``s`` (its sole consumer)
+  becomes Conv2D with the filter ``f * s`` (a new Mul of the [KH, KW, C, O] filter by the [O]
+  vector, computed every step: variables may change between steps, so nothing is folded into
+  a constant). Batch norm at inference, ``x * (gamma * rsqrt(var + eps)) + (beta - mean * ...)``,
+  thus leaves a Conv2D and an add of a vector.
+- ``fuse_convolutions``: Conv2D followed by BiasAdd, or by an AddV2 of a per-channel vector (its
+  sole consumer), and then optionally Relu becomes ``_FusedConv2D`` (ops/fused_ops.py), named like
+  the last node it replaces: the bias and the activation are applied in place to the product.
+
+Only NHWC convolutions of floats on one device are rewritten, and only when no other node (nor
+control edge) reads the intermediate results, so training graphs fuse too: a convolution's
+gradients read its input, filter and the incoming gradient, never its output.
+"""
+
+from __future__ import annotations
+
+from specflow.errors import SpecflowError
+from specflow.graph.graph_def import GraphDef, NodeDef, parse_input
+from specflow.runtime.optimize import _FUSABLE_T, OptimizeResult, _dedupe, _Graph, _sole_consumer, _unique
+from specflow.runtime.prune import infer_runtime_graph
+
+_CONV_ATTRS = ("strides", "padding", "explicit_paddings", "data_format", "dilations", "use_cudnn_on_gpu")
+
+
+def _convs(g: _Graph) -> list[NodeDef]:
+    return [
+        n
+        for n in g.live()
+        if n.op == "Conv2D"
+        and str(n.attrs.get("T")) in _FUSABLE_T
+        and n.attrs.get("data_format", "NHWC") == "NHWC"
+    ]
+
+
+def _other_operand(node: NodeDef, conv: NodeDef) -> str | None:
+    """The operand of a binary ``node`` that is not ``conv``'s output (None if both are)."""
+    ins = node.data_inputs
+    mine = (conv.name, f"{conv.name}:0")
+    if len(ins) != 2 or (ins[0] in mine) == (ins[1] in mine):
+        return None
+    return ins[1] if ins[0] in mine else ins[0]
+
+
+def _channel_vector(specs, tensor: str, channels, rank_max: int) -> bool:
+    """Whether ``tensor`` is statically a vector over ``channels`` (shape [O], or [1, ..., 1, O]
+    up to ``rank_max`` dims): broadcast against an NHWC output, it scales or shifts channels."""
+    shape = specs.spec(tensor).shape
+    if channels is None or shape.rank is None or not 1 <= shape.rank <= rank_max:
+        return False
+    return tuple(shape.dims) == (1,) * (shape.rank - 1) + (channels,)
+
+
+def _specs(g: _Graph):
+    try:
+        return infer_runtime_graph(GraphDef(g.live()))
+    except SpecflowError:  # an inconsistent graph: the step reports it, unoptimized
+        return None
+
+
+def fold_scales(g: _Graph, result: OptimizeResult) -> None:
+    convs = _convs(g)
+    specs = _specs(g) if convs else None
+    if specs is None:
+        return
+    consumers = g.consumers()
+    for conv in convs:
+        mul = _sole_consumer(consumers, conv.name)
+        if mul is None or mul.op != "Mul" or mul.device != conv.device:
+            continue
+        scale = _other_operand(mul, conv)
+        out = specs.outputs(conv.name)[0]
+        if scale is None or specs.spec(scale).dtype != out.dtype:
+            continue
+        if out.shape.rank != 4 or not _channel_vector(specs, scale, out.shape[3], 4):
+            continue
+        x, f = conv.data_inputs
+        scaled = NodeDef(
+            _unique(g, f"{mul.name}/scaled_filter"),
+            "Mul",
+            [f, scale],
+            conv.device,
+            {"T": mul.attrs["T"]},
+            mul.location,
+        )
+        controls = _dedupe([c for n in (conv, mul) for c in n.control_inputs])
+        folded = NodeDef(
+            mul.name,
+            "Conv2D",
+            [x, scaled.name, *("^" + c for c in controls)],
+            conv.device,
+            {**{k: v for k, v in conv.attrs.items() if not k.startswith("_")}},
+            mul.location,
+        )
+        if "_transfer" in mul.attrs:  # how its output crosses devices (runtime/partition.py)
+            folded.attrs["_transfer"] = mul.attrs["_transfer"]
+        g.order.append(scaled)
+        g.nodes[scaled.name] = scaled
+        del g.nodes[conv.name]
+        g.replace(mul.name, folded)
+        for node in (scaled, folded):
+            for i, inp in enumerate(node.inputs):
+                consumers[parse_input(inp).node].append((node, i))
+        result.folded_scales.append(mul.name)
+
+
+def fuse_convolutions(g: _Graph, result: OptimizeResult) -> None:
+    convs = _convs(g)
+    specs = _specs(g) if convs else None
+    consumers = g.consumers()
+    for conv in convs:
+        add = _sole_consumer(consumers, conv.name)
+        if add is None or add.device != conv.device:
+            continue
+        if add.op == "BiasAdd":
+            if add.data_inputs[0] not in (conv.name, f"{conv.name}:0") or add.attrs.get("data_format", "NHWC") != "NHWC":
+                continue
+            bias = add.data_inputs[1]
+        elif add.op == "AddV2" and specs is not None:
+            bias = _other_operand(add, conv)
+            out = specs.outputs(conv.name)[0]
+            if bias is None or out.shape.rank != 4 or specs.spec(bias).dtype != out.dtype:
+                continue
+            if not _channel_vector(specs, bias, out.shape[3], 1):
+                continue
+        else:
+            continue
+        group, ops = [conv, add], ["BiasAdd"]
+        relu = _sole_consumer(consumers, add.name)
+        if relu is not None and relu.op == "Relu" and relu.device == conv.device:
+            group.append(relu)
+            ops.append("Relu")
+        last = group[-1]
+        controls = _dedupe([c for n in group for c in n.control_inputs])
+        attrs = {k: conv.attrs[k] for k in _CONV_ATTRS if k in conv.attrs}
+        fused = NodeDef(
+            last.name,
+            "_FusedConv2D",
+            [*conv.data_inputs, bias, *("^" + c for c in controls)],
+            conv.device,
+            {
+                "T": conv.attrs["T"],
+                "TArgs": [conv.attrs["T"]],
+                "num_args": 1,
+                "num_host_args": 0,
+                **attrs,
+                "fused_ops": ops,
+                "epsilon": 0.0001,
+                "leakyrelu_alpha": 0.2,
+            },
+            last.location,
+        )
+        if "_transfer" in last.attrs:
+            fused.attrs["_transfer"] = last.attrs["_transfer"]
+        for n in group[:-1]:
+            del g.nodes[n.name]
+        g.replace(last.name, fused)
+        for i, inp in enumerate(fused.inputs):
+            consumers[parse_input(inp).node].append((fused, i))
+        result.fused.append(fused.name)

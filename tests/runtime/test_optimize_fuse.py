@@ -1,0 +1,101 @@
+"""runtime/optimize_fuse.py: Conv2D times a per-channel vector folded into the filter, and
+Conv2D + bias (+ Relu) fused into _FusedConv2D; golden graphs, and values against the
+unoptimized graph."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from specflow.graph.builder import GraphBuilder
+from specflow.runtime.session import Session, SessionConfig
+from tests.runtime.golden import assert_golden
+from tests.runtime.test_optimize import _optimized
+
+_CONV = {"strides": [1, 1, 1, 1], "padding": "SAME"}
+
+
+def _conv_bn_relu(scale_shape=(4,), shift_shape=(4,), relu=True, peek=False) -> GraphBuilder:
+    """x -> Conv2D(x, f) * scale + shift (-> Relu): batch norm at inference, its scale and shift
+    fed (a variable's value, read every step)."""
+    b = GraphBuilder()
+    for name, shape in (("x", [None, 5, 5, 3]), ("f", [3, 3, 3, 4]), ("s", list(scale_shape)), ("t", list(shift_shape))):
+        b.add_op("Placeholder", attrs={"dtype": "float32", "shape": shape}, name=name)
+    b.add_op("Conv2D", ["x", "f"], _CONV, name="conv")
+    b.add_op("Mul", ["conv", "s"], name="scaled")
+    b.add_op("AddV2", ["t", "scaled"], name="shifted")  # the vector first: either order fuses
+    if relu:
+        b.add_op("Relu", ["shifted"], name="act")
+    if peek:
+        b.add_op("Identity", ["conv"], name="peek")
+    return b
+
+
+def _feeds(rng, scale_shape=(4,), shift_shape=(4,)):
+    return {
+        "x": rng.standard_normal((2, 5, 5, 3)).astype(np.float32),
+        "f": rng.standard_normal((3, 3, 3, 4)).astype(np.float32),
+        "s": rng.uniform(0.5, 2.0, scale_shape).astype(np.float32),
+        "t": rng.standard_normal(shift_shape).astype(np.float32),
+    }
+
+
+def test_a_per_channel_scale_folds_into_the_filter_and_the_shift_and_relu_fuse():
+    r = _optimized(_conv_bn_relu(), ["act"], ["x", "f", "s", "t"], feed_shapes=[(2, 5, 5, 3), (3, 3, 3, 4), (4,), (4,)])
+    assert_golden(
+        r.graph_def,
+        [
+            "_arg_x_0_0 = _Arg()",
+            "_arg_f_0_1 = _Arg()",
+            "_arg_s_0_2 = _Arg()",
+            "_arg_t_0_3 = _Arg()",
+            "scaled/scaled_filter = Mul(_arg_f_0_1, _arg_s_0_2)",
+            "act = _FusedConv2D(_arg_x_0_0, scaled/scaled_filter, _arg_t_0_3) {fused_ops=[BiasAdd, Relu]}",
+            "_retval_act_0_0 = _Retval(act)",
+        ],
+        ["fused_ops"],
+    )
+    assert r.folded_scales == ["scaled"] and r.fused == ["act"]
+
+
+@pytest.mark.parametrize(
+    "scale_shape, shift_shape, relu, fused_ops",
+    [((4,), (4,), True, ["BiasAdd", "Relu"]), ((1, 1, 1, 4), (4,), False, ["BiasAdd"])],
+)
+def test_folded_and_fused_convolutions_compute_what_the_unfused_ones_do(scale_shape, shift_shape, relu, fused_ops):
+    b = _conv_bn_relu(scale_shape, shift_shape, relu)
+    fetch = "act" if relu else "shifted"
+    runs = []
+    for optimize in (True, False):
+        with Session(b.graph_def, SessionConfig(optimize=optimize)) as sess:
+            # new scale and shift values every step: nothing is folded into a constant
+            runs.append([sess.run(fetch, _feeds(np.random.default_rng(seed), scale_shape, shift_shape)) for seed in (1, 2)])
+    for got, want in zip(*runs, strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    assert not np.allclose(runs[0][0], runs[0][1])
+    r = _optimized(b, [fetch], ["x", "f", "s", "t"], feed_shapes=[(2, 5, 5, 3), (3, 3, 3, 4), scale_shape, shift_shape])
+    (fused,) = [n for n in r.graph_def.nodes if n.op == "_FusedConv2D"]
+    assert fused.attrs["fused_ops"] == fused_ops
+
+
+@pytest.mark.parametrize(
+    "scale_shape, shift_shape, peek, folded, fused",
+    [
+        ((5, 4), (4,), False, False, False),  # a scale over (W, C): not per channel
+        ((2, 1, 1, 1), (4,), False, False, False),  # per example
+        ((4,), (1, 4), False, True, False),  # a [1, 4] shift widens nothing but is not a bias
+        ((4,), (4,), True, False, False),  # the convolution's output read elsewhere too
+    ],
+)
+def test_what_is_not_a_per_channel_scale_or_bias_stays(scale_shape, shift_shape, peek, folded, fused):
+    b = _conv_bn_relu(scale_shape, shift_shape, relu=True, peek=peek)
+    fetches = ["act", "peek"] if peek else ["act"]
+    shapes = [(2, 5, 5, 3), (3, 3, 3, 4), scale_shape, shift_shape]
+    r = _optimized(b, fetches, ["x", "f", "s", "t"], feed_shapes=shapes)
+    assert bool(r.folded_scales) == folded and bool(r.fused) == fused
+    ops = [n.op for n in r.graph_def.nodes]
+    assert ("Conv2D" in ops) != fused and ("_FusedConv2D" in ops) == fused
+
+
+# Training graphs fuse too (mnist_cnn's conv1: test_optimize_flags), and train bit for bit as
+# unoptimized (test_optimize.py's test_optimized_training_steps_equal_unoptimized).
