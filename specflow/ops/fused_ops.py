@@ -67,7 +67,7 @@ def _fused_matmul(ctx, a, b, *args):
     (bias,) = args
     if bias.ndim != 1 or bias.shape[0] != out.shape[1]:
         raise ctx.fail(f"bias of shape {_fmt(bias.shape)} does not match the product's shape {_fmt(out.shape)}")
-    out += bias
+    add_rows(ctx.xp, out, bias)
     if len(fused_ops) == 2:  # Relu
         ctx.xp.maximum(out, 0, out=out)
     return out
@@ -123,10 +123,24 @@ def _fused_conv2d(ctx, x, f, *args):
     (bias,) = args
     if bias.ndim != 1 or bias.shape[0] != shape[3]:
         raise ctx.fail(f"bias of shape {_fmt(bias.shape)} does not match the convolution's {shape[3]} output channels")
-    out += bias
+    add_rows(ctx.xp, out, bias)
     if len(fused_ops) == 2:  # Relu
         ctx.xp.maximum(out, 0, out=out)
     return _from_nhwc(out.reshape(shape), ctx.attrs["data_format"])
+
+
+def add_rows(xp, out, bias) -> None:
+    """``out += bias`` for a contiguous [M, O] matrix and an [O] vector, with up to 64 rows per
+    broadcast row: numpy's loop over 16 or 32 channels at a time costs 2-3x the add itself."""
+    m, o = out.shape
+    rows = 1
+    while rows < 64 and m % (2 * rows) == 0 and o * rows < 1024:
+        rows *= 2
+    if rows == 1 or not out.flags.c_contiguous:
+        out += bias
+        return
+    wide = out.reshape(m // rows, o * rows)
+    wide += xp.tile(bias, rows)
 
 
 not_differentiable("_FusedConv2D")
