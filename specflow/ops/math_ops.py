@@ -330,6 +330,17 @@ register_op(
 @kernel("SelectV2")
 def _select_v2(ctx, cond, t, e):
     check_broadcast(ctx, cond, t, e)
+    if cond.ndim == 0 and t.dtype == e.dtype:
+        # A scalar condition (a fed ``training`` flag) picks one operand whole: pass it on
+        # when it has the result's shape, else broadcast it once (a gradient's zero), instead
+        # of an elementwise where over both.
+        chosen = t if bool(cond) else e
+        shape = t.shape if t.shape == e.shape else np.broadcast_shapes(t.shape, e.shape)
+        if chosen.shape == shape:
+            return chosen
+        out = ctx.empty(shape, t.dtype)
+        out[...] = chosen
+        return out
     return _out(ctx, ctx.xp.where(cond, t, e), t.dtype)
 
 
