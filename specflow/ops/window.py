@@ -277,15 +277,22 @@ def window_sum(xp, x, win: _Window):
 
 def first_max(xp, x, y, win: _Window) -> Iterator[tuple[Tap, object]]:
     """Per non-empty tap: where, in its output rectangle, it holds its window's maximum y (the
-    first one, row-major, on ties)."""
-    taken = xp.zeros(y.shape, dtype=bool)  # windows whose maximum was already found
-    for t in taps(win, x.shape[1:-1]):
-        if t.empty:
-            continue
-        seen = taken[(_ALL, *t.out)]
+    first one, row-major, on ties). Each mask is yielded before the next is made (the caller
+    uses it at once): one comparison and one ``hit > seen`` (hit and not yet seen) per tap,
+    ``seen`` updated but after the last."""
+    ts = [t for t in taps(win, x.shape[1:-1]) if not t.empty]
+    seen = None  # windows whose maximum was already found (None: none yet)
+    for k, t in enumerate(ts):
         hit = x[(_ALL, *t.inp)] == y[(_ALL, *t.out)]
-        hit &= ~seen
-        seen |= hit
+        if seen is None and t.full:
+            seen = hit.copy() if k + 1 < len(ts) else None
+        else:
+            if seen is None:
+                seen = xp.zeros(y.shape, dtype=bool)
+            part = seen[(_ALL, *t.out)]
+            xp.greater(hit, part, out=hit)
+            if k + 1 < len(ts):
+                part |= hit
         yield t, hit
 
 
@@ -295,11 +302,23 @@ def disjoint(win: _Window) -> bool:
     return all((k - 1) * d + 1 <= s for k, d, s in zip(win.ksize, win.dilations, win.strides))
 
 
+def tiles(win: _Window, spatial: Dims) -> bool:
+    """Whether the windows cover every input element exactly once (disjoint, unpadded, as
+    wide as their stride, the input a whole number of them)."""
+    return all(
+        k == s and d == 1 and p == (0, 0) and o * s == n
+        for k, s, d, p, o, n in zip(win.ksize, win.strides, win.dilations, win.pads, win.out, spatial)
+    )
+
+
 def max_pool_grad(xp, x, y, dy, win: _Window, empty=None):
     """Each window's dy added at its first maximum (written, not added, when windows are
-    disjoint: no zeroed read-modify-write)."""
-    grad = _zeros(xp, x.shape, dy.dtype, empty)
+    disjoint: no read-modify-write; nor zeroed first when they tile the input)."""
     write = disjoint(win)
+    if write and tiles(win, x.shape[1:-1]):
+        grad = empty(x.shape, dy.dtype) if empty is not None else xp.empty(x.shape, dtype=dy.dtype)
+    else:
+        grad = _zeros(xp, x.shape, dy.dtype, empty)
     for t, hit in first_max(xp, x, y, win):
         dst = grad[(_ALL, *t.inp)]
         if write:
