@@ -10,6 +10,11 @@ remapper and ``fold_batch_norms`` do it:
   sole consumer), and then optionally Relu becomes ``_FusedConv2D`` (ops/fused_ops.py), named like
   the last node it replaces: the bias and the activation are applied in place to the product.
 
+- ``pool_before_relu``: MaxPool(Relu(x)) becomes Relu(MaxPool(x)) when the pool alone reads
+  the Relu (inference: training reads it for the gradients) and no window is all padding
+  (VALID or SAME): max and Relu commute exactly (NaN included), and Relu then runs on the
+  pooled tensor, a quarter of the elements for 2x2 pooling. The Relu takes the pool's name.
+
 Only NHWC convolutions of floats on one device are rewritten, and only when no other node (nor
 control edge) reads the intermediate results, so training graphs fuse too: a convolution's
 gradients read its input, filter and the incoming gradient, never its output.
@@ -160,3 +165,32 @@ def fuse_convolutions(g: _Graph, result: OptimizeResult) -> None:
         for i, inp in enumerate(fused.inputs):
             consumers[parse_input(inp).node].append((fused, i))
         result.fused.append(fused.name)
+
+
+def pool_before_relu(g: _Graph, result: OptimizeResult) -> None:
+    consumers = g.consumers()
+    for relu in [n for n in g.live() if n.op == "Relu" and str(n.attrs.get("T")) in _FUSABLE_T]:
+        pool = _sole_consumer(consumers, relu.name)
+        if pool is None or pool.op != "MaxPool" or pool.device != relu.device or pool.control_inputs:
+            continue
+        if pool.attrs.get("padding") not in ("VALID", "SAME") or str(pool.attrs.get("T")) != str(relu.attrs["T"]):
+            continue
+        inner = NodeDef(
+            _unique(g, f"{pool.name}/before_relu"),
+            "MaxPool",
+            [relu.data_inputs[0], *("^" + c for c in relu.control_inputs)],
+            pool.device,
+            {k: v for k, v in pool.attrs.items() if k != "_transfer"},
+            pool.location,
+        )
+        outer = NodeDef(pool.name, "Relu", [inner.name], pool.device, dict(relu.attrs), relu.location)
+        if "_transfer" in pool.attrs:
+            outer.attrs["_transfer"] = pool.attrs["_transfer"]
+        g.order.append(inner)
+        g.nodes[inner.name] = inner
+        del g.nodes[relu.name]
+        g.replace(pool.name, outer)
+        for node in (inner, outer):
+            for i, inp in enumerate(node.inputs):
+                consumers[parse_input(inp).node].append((node, i))
+        result.pooled_before_relu.append(pool.name)

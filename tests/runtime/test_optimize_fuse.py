@@ -99,3 +99,44 @@ def test_what_is_not_a_per_channel_scale_or_bias_stays(scale_shape, shift_shape,
 
 # Training graphs fuse too (mnist_cnn's conv1: test_optimize_flags), and train bit for bit as
 # unoptimized (test_optimize.py's test_optimized_training_steps_equal_unoptimized).
+
+
+def _relu_pool(padding="VALID", peek=False) -> GraphBuilder:
+    b = GraphBuilder()
+    b.add_op("Placeholder", attrs={"dtype": "float32", "shape": [None, 4, 6, 2]}, name="x")
+    b.add_op("Relu", ["x"], name="act")
+    attrs = {"ksize": [1, 2, 2, 1], "strides": [1, 2, 2, 1], "padding": padding}
+    if padding == "EXPLICIT":
+        attrs["explicit_paddings"] = [0, 0, 2, 0, 0, 0, 0, 0]  # a first row of windows all padding
+    b.add_op("MaxPool", ["act"], attrs, name="pool")
+    if peek:
+        b.add_op("Identity", ["act"], name="peek")
+    return b
+
+
+def test_max_pool_of_a_relu_pools_first_and_computes_the_same():
+    r = _optimized(_relu_pool(), ["pool"], ["x"], feed_shapes=[(2, 4, 6, 2)])
+    assert_golden(
+        r.graph_def,
+        [
+            "_arg_x_0_0 = _Arg()",
+            "pool/before_relu = MaxPool(_arg_x_0_0)",
+            "pool = Relu(pool/before_relu)",
+            "_retval_pool_0_0 = _Retval(pool)",
+        ],
+        [],
+    )
+    x = np.random.default_rng(0).standard_normal((2, 4, 6, 2)).astype(np.float32)
+    x[0, :2, :2, 0] = np.nan  # NaN propagates either way
+    x[1, 2:, 2:4, :] = -1.0  # a window all negative: 0
+    outs = []
+    for optimize in (True, False):
+        with Session(_relu_pool().graph_def, SessionConfig(optimize=optimize)) as sess:
+            outs.append(sess.run("pool", {"x": x}))
+    np.testing.assert_array_equal(outs[0], outs[1])
+
+
+@pytest.mark.parametrize("padding, peek", [("EXPLICIT", False), ("VALID", True)])
+def test_a_relu_read_elsewhere_or_windows_of_padding_keep_their_order(padding, peek):
+    r = _optimized(_relu_pool(padding, peek), ["pool", "peek"] if peek else ["pool"], ["x"], feed_shapes=[(2, 4, 6, 2)])
+    assert r.pooled_before_relu == []
