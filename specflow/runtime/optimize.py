@@ -28,7 +28,8 @@ computes the same values with fewer, cheaper nodes:
    (``specflow/ops/fused_ops.py``), named like the last node it replaces; ``Conv2D`` times a
    per-channel vector becomes a ``Conv2D`` of the scaled filter (batch norm at inference), and
    ``Conv2D`` + ``BiasAdd`` or an add of a per-channel vector (+ ``Relu``) ``_FusedConv2D``;
-   a ``MaxPool`` of a ``Relu`` nothing else reads pools first (``optimize_fuse.py``).
+   a ``MaxPool`` of a ``Relu`` nothing else reads pools first, and a ``ReluGrad`` of a
+   ``MaxPoolGrad`` masks the pooled gradient before routing it (``optimize_fuse.py``).
 2b. **Loop unrolling** (``optimize_unroll.py``): a simple while loop whose trip count is known
    after folding becomes one copy of its body per iteration (trips x body nodes <= 2,000).
 4b. **Common subexpressions** (``optimize_cse.py``): a node equal to an earlier one (op, attrs,
@@ -85,6 +86,7 @@ class OptimizeResult:
     fused: list[str] = field(default_factory=list)  # _FusedMatMul / _FusedConv2D nodes created
     folded_scales: list[str] = field(default_factory=list)  # Conv2D * vector -> Conv2D of a scaled filter
     pooled_before_relu: list[str] = field(default_factory=list)  # MaxPool(Relu) -> Relu(MaxPool)
+    masked_before_pool_grad: list[str] = field(default_factory=list)  # ReluGrad(MaxPoolGrad) swapped
     removed: list[str] = field(default_factory=list)  # nodes dropped as no longer needed
     scalarized: list[str] = field(default_factory=list)  # "node:input" operands made scalar Consts
     unfed: list[str] = field(default_factory=list)  # bool PlaceholderWithDefaults taken at their default
@@ -110,6 +112,7 @@ def optimize(graph_def: GraphDef, opts: OptimizeOptions) -> OptimizeResult:
         g, result = _Graph(graph_def), OptimizeResult(graph_def)
     if opts.fuse:
         fuse.pool_before_relu(g, result)
+        fuse.relu_grad_before_pool_grad(g, result)
         fuse.fold_scales(g, result)
         fuse.fuse_convolutions(g, result)
         _fuse_matmul(g, result)

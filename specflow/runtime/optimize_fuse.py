@@ -15,6 +15,12 @@ remapper and ``fold_batch_norms`` do it:
   (VALID or SAME): max and Relu commute exactly (NaN included), and Relu then runs on the
   pooled tensor, a quarter of the elements for 2x2 pooling. The Relu takes the pool's name.
 
+- ``relu_grad_before_pool_grad``: ReluGrad(MaxPoolGrad(x, y, dy), x) becomes
+  MaxPoolGrad(x, y, ReluGrad(dy, y)) for disjoint windows (training: a Relu before a max pool):
+  each input element gets the gradient of the one window whose first maximum it is, where it
+  equals that window's y, so masking by y > 0 before routing is masking by x > 0 after, on a
+  quarter of the elements for 2x2 pooling.
+
 Only NHWC convolutions of floats on one device are rewritten, and only when no other node (nor
 control edge) reads the intermediate results, so training graphs fuse too: a convolution's
 gradients read its input, filter and the incoming gradient, never its output.
@@ -194,3 +200,43 @@ def pool_before_relu(g: _Graph, result: OptimizeResult) -> None:
             for i, inp in enumerate(node.inputs):
                 consumers[parse_input(inp).node].append((node, i))
         result.pooled_before_relu.append(pool.name)
+
+
+def _disjoint_pool(node: NodeDef) -> bool:
+    ksize, strides = node.attrs.get("ksize") or [], node.attrs.get("strides") or []
+    return len(ksize) == len(strides) == 4 and all(int(k) <= int(s) for k, s in zip(ksize, strides))
+
+
+def relu_grad_before_pool_grad(g: _Graph, result: OptimizeResult) -> None:
+    consumers = g.consumers()
+    for rg in [n for n in g.live() if n.op == "ReluGrad" and str(n.attrs.get("T")) in _FUSABLE_T]:
+        grad, features = rg.data_inputs
+        mpg = g.nodes.get(parse_input(grad).node)
+        if mpg is None or mpg.op != "MaxPoolGrad" or parse_input(grad).index != 0 or mpg.device != rg.device:
+            continue
+        x, y, dy = mpg.data_inputs
+        if _sole_consumer(consumers, mpg.name) is not rg or not _disjoint_pool(mpg):
+            continue
+        if parse_input(x) != parse_input(features) or str(mpg.attrs.get("T")) != str(rg.attrs["T"]):
+            continue
+        masked = NodeDef(_unique(g, f"{rg.name}/pooled"), "ReluGrad", [dy, y], rg.device, dict(rg.attrs), rg.location)
+        masked.attrs.pop("_transfer", None)
+        controls = _dedupe([c for n in (mpg, rg) for c in n.control_inputs])
+        routed = NodeDef(
+            rg.name,
+            "MaxPoolGrad",
+            [x, y, masked.name, *("^" + c for c in controls)],
+            mpg.device,
+            {k: v for k, v in mpg.attrs.items() if k != "_transfer"},
+            mpg.location,
+        )
+        if "_transfer" in rg.attrs:
+            routed.attrs["_transfer"] = rg.attrs["_transfer"]
+        g.order.append(masked)
+        g.nodes[masked.name] = masked
+        del g.nodes[mpg.name]
+        g.replace(rg.name, routed)
+        for node in (masked, routed):
+            for i, inp in enumerate(node.inputs):
+                consumers[parse_input(inp).node].append((node, i))
+        result.masked_before_pool_grad.append(rg.name)

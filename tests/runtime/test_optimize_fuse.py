@@ -140,3 +140,49 @@ def test_max_pool_of_a_relu_pools_first_and_computes_the_same():
 def test_a_relu_read_elsewhere_or_windows_of_padding_keep_their_order(padding, peek):
     r = _optimized(_relu_pool(padding, peek), ["pool", "peek"] if peek else ["pool"], ["x"], feed_shapes=[(2, 4, 6, 2)])
     assert r.pooled_before_relu == []
+
+
+def _pool_grad_relu_grad(ksize=2, stride=2) -> GraphBuilder:
+    b = GraphBuilder()
+    for name, shape in (("x", [2, 4, 6, 2]), ("dy", [2, 2, 3, 2])):
+        b.add_op("Placeholder", attrs={"dtype": "float32", "shape": shape}, name=name)
+    b.add_op("Relu", ["x"], name="act")
+    window = {"ksize": [1, ksize, ksize, 1], "strides": [1, stride, stride, 1], "padding": "SAME"}
+    b.add_op("MaxPool", ["act"], window, name="pool")
+    b.add_op("MaxPoolGrad", ["act", "pool", "dy"], window, name="pool_grad")
+    b.add_op("ReluGrad", ["pool_grad", "act"], name="act_grad")
+    return b
+
+
+def test_relu_grad_of_a_max_pool_grad_masks_the_pooled_gradient_bit_for_bit():
+    b = _pool_grad_relu_grad()
+    r = _optimized(b, ["act_grad"], ["x", "dy"], feed_shapes=[(2, 4, 6, 2), (2, 2, 3, 2)])
+    assert_golden(
+        r.graph_def,
+        [
+            "_arg_x_0_0 = _Arg()",
+            "_arg_dy_0_1 = _Arg()",
+            "act = Relu(_arg_x_0_0)",
+            "pool = MaxPool(act)",
+            "act_grad/pooled = ReluGrad(_arg_dy_0_1, pool)",
+            "act_grad = MaxPoolGrad(act, pool, act_grad/pooled)",
+            "_retval_act_grad_0_0 = _Retval(act_grad)",
+        ],
+        [],
+    )
+    rng = np.random.default_rng(0)
+    x = np.maximum(rng.integers(-2, 3, (2, 4, 6, 2)), -1).astype(np.float32)  # ties, zeros and negatives
+    x[0, 0, 0, 0] = np.nan
+    dy = rng.standard_normal((2, 2, 3, 2)).astype(np.float32)
+    dy[1, 0, 0, 1] = np.inf
+    outs = []
+    for optimize in (True, False):
+        with Session(b.graph_def, SessionConfig(optimize=optimize)) as sess:
+            outs.append(sess.run("act_grad", {"x": x, "dy": dy}))
+    np.testing.assert_array_equal(outs[0], outs[1])
+
+
+def test_overlapping_pool_windows_keep_relu_grad_after_the_pool_grad():
+    b = _pool_grad_relu_grad(ksize=3, stride=2)
+    r = _optimized(b, ["act_grad"], ["x", "dy"], feed_shapes=[(2, 4, 6, 2), (2, 2, 3, 2)])
+    assert r.masked_before_pool_grad == []
