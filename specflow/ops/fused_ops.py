@@ -15,6 +15,7 @@ from specflow.ops.inference import InferenceContext
 from specflow.ops.math_ops import _fmt
 from specflow.ops.matmul_ops import _matmul, _matmul_shape
 from specflow.ops.registry import kernel, not_differentiable, register_op
+from specflow.ops.wide_rows import channel_op
 
 # fused_ops lists this kernel runs (TF's remapper makes more; only these are created here).
 _SUPPORTED = (("BiasAdd",), ("BiasAdd", "Relu"))
@@ -130,17 +131,8 @@ def _fused_conv2d(ctx, x, f, *args):
 
 
 def add_rows(xp, out, bias) -> None:
-    """``out += bias`` for a contiguous [M, O] matrix and an [O] vector, with up to 64 rows per
-    broadcast row: numpy's loop over 16 or 32 channels at a time costs 2-3x the add itself."""
-    m, o = out.shape
-    rows = 1
-    while rows < 64 and m % (2 * rows) == 0 and o * rows < 1024:
-        rows *= 2
-    if rows == 1 or not out.flags.c_contiguous:
-        out += bias
-        return
-    wide = out.reshape(m // rows, o * rows)
-    wide += xp.tile(bias, rows)
+    """``out += bias`` for a contiguous [M, O] product and an [O] vector, over whole rows."""
+    channel_op(xp, xp.add, out, bias, out)
 
 
 not_differentiable("_FusedConv2D")

@@ -16,7 +16,7 @@ from typing import NamedTuple
 import numpy as np
 
 from specflow.graph.shapes import Shape
-from specflow.ops import buffers
+from specflow.ops import buffers, wide_rows
 from specflow.ops import grad_util as gu
 from specflow.ops.inference import InferenceContext, same_shape_inputs, unchanged_shape
 from specflow.ops.leading_sum import sum_leading
@@ -425,9 +425,12 @@ def _bias_add(ctx, value, bias):
             f"bias of shape {list(bias.shape)} does not match the channel dimension "
             f"(axis {axis}, {ctx.attrs['data_format']}) of value {list(value.shape)}"
         )
-    bias = bias.reshape((-1,) + (1,) * (value.ndim - 1 - axis))
     if ctx.arena is not None and value.nbytes >= buffers.MIN_BYTES:
-        return ctx.xp.add(value, bias, out=ctx.empty(value.shape, value.dtype))
+        out = ctx.empty(value.shape, value.dtype)
+        if axis == value.ndim - 1:  # channels last: whole rows at a time (ops/wide_rows.py)
+            return wide_rows.channel_op(ctx.xp, ctx.xp.add, value, bias, out)
+        return ctx.xp.add(value, bias.reshape((-1,) + (1,) * (value.ndim - 1 - axis)), out=out)
+    bias = bias.reshape((-1,) + (1,) * (value.ndim - 1 - axis))
     return value + bias
 
 
