@@ -338,8 +338,10 @@ def _softmax(ctx, x):
     xp = ctx.xp
     if _is_empty_logits(ctx, x):
         return xp.empty_like(x)
-    e = xp.exp(x - xp.max(x, axis=-1, keepdims=True))
-    return e / xp.sum(e, axis=-1, keepdims=True)
+    e = x - x.max(axis=-1, keepdims=True)  # fresh: the rest in place, no more temporaries
+    xp.exp(e, out=e)
+    e /= e.sum(axis=-1, keepdims=True)
+    return e
 
 
 @kernel("LogSoftmax")

@@ -205,11 +205,22 @@ def _zeros(xp, shape, dtype, empty):
 def scatter(xp, shape: Dims, win: _Window, dtype, parts: Iterable, empty=None):
     """The gradient w.r.t. a channels-last input of ``shape``: the k-th of ``parts`` (shaped
     like the output) is added where the k-th window offset reads; padding gets nothing."""
-    grad = _zeros(xp, tuple(shape), dtype, empty)
-    for t, part in zip(taps(win, shape[1:-1]), parts, strict=False):  # parts may be endless
-        if not t.empty:
-            grad[(_ALL, *t.inp)] += part if t.full else part[(_ALL, *t.out)]
+    pairs = [(t, p) for t, p in zip(taps(win, shape[1:-1]), parts, strict=False) if not t.empty]  # parts may be endless
+    whole = next((k for k, (t, _) in enumerate(pairs) if covers(t, shape)), None)
+    if whole is None:
+        grad = _zeros(xp, tuple(shape), dtype, empty)
+    else:  # one tap reads every input element once: written, not zeroed and added to
+        grad = empty(tuple(shape), dtype) if empty is not None else xp.empty(tuple(shape), dtype=dtype)
+        grad[...] = pairs.pop(whole)[1]
+    for t, part in pairs:
+        grad[(_ALL, *t.inp)] += part if t.full else part[(_ALL, *t.out)]
     return grad
+
+
+def covers(t: Tap, shape: Dims) -> bool:
+    """Whether tap ``t`` maps the output positions one to one onto every input element (the
+    centre tap of a stride-1 SAME window)."""
+    return t.full and all(s.start == 0 and s.stop == n and s.step == 1 for s, n in zip(t.inp, shape[1:-1]))
 
 
 def window_counts(xp, spatial: Dims, win: _Window, dtype):
@@ -352,11 +363,17 @@ def conv_input_grad(xp, dy, f, shape: Dims, win: _Window, state=None, empty=None
         grad = scatter(xp, shape, win, dy.dtype, (full[..., i * cin : (i + 1) * cin] for i in range(k)), empty)
         give(state, "dcols", dcols)
         return grad
-    grad = _zeros(xp, tuple(shape), dy.dtype, empty)
     taps_f = f.reshape(k, cin, o)
+    ts = [t for t in taps(win, shape[1:-1]) if not t.empty]
+    whole = next((t for t in ts if covers(t, shape)), None)
+    if whole is None:
+        grad = _zeros(xp, tuple(shape), dy.dtype, empty)
+    else:  # that tap's product is the whole gradient's first term: straight into it
+        grad = empty(tuple(shape), dy.dtype) if empty is not None else xp.empty(tuple(shape), dtype=dy.dtype)
+        xp.matmul(dy2, taps_f[whole.index].T, out=grad.reshape(-1, cin))
     buf = take(xp, state, "dx_tap", (dy2.shape[0], cin), dy.dtype)
-    for t in taps(win, shape[1:-1]):
-        if t.empty:
+    for t in ts:
+        if t is whole:
             continue
         xp.matmul(dy2, taps_f[t.index].T, out=buf)
         part = buf.reshape(*dy.shape[:-1], cin)
