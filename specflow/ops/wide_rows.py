@@ -49,3 +49,13 @@ def is_channel_vector(vec, big) -> bool:
         and vec.shape[-1] == big.shape[-1]
         and vec.size == vec.shape[-1]
     )
+
+
+def broadcast_channels(xp, vec, out):
+    """``out[...] = vec`` for a C-contiguous ``out`` [..., C] and a ``vec`` of its C channels:
+    the vector tiled into one line, copied to every line."""
+    c = out.shape[-1]
+    rows = rows_per_line(out.size // c, c) if c and out.size else 1
+    line = xp.tile(vec.reshape(c), rows)
+    out.reshape(out.size // (c * rows), c * rows)[...] = line
+    return out
