@@ -15,7 +15,7 @@ from specflow.ops.inference import InferenceContext
 from specflow.ops.math_ops import _fmt
 from specflow.ops.matmul_ops import _matmul, _matmul_shape
 from specflow.ops.registry import kernel, not_differentiable, register_op
-from specflow.ops.wide_rows import channel_op
+from specflow.ops.wide_rows import channel_op, relu
 
 # fused_ops lists this kernel runs (TF's remapper makes more; only these are created here).
 _SUPPORTED = (("BiasAdd",), ("BiasAdd", "Relu"))
@@ -70,7 +70,7 @@ def _fused_matmul(ctx, a, b, *args):
         raise ctx.fail(f"bias of shape {_fmt(bias.shape)} does not match the product's shape {_fmt(out.shape)}")
     add_rows(ctx.xp, out, bias)
     if len(fused_ops) == 2:  # Relu
-        ctx.xp.maximum(out, 0, out=out)
+        relu(ctx.xp, out, out)
     return out
 
 
@@ -126,7 +126,7 @@ def _fused_conv2d(ctx, x, f, *args):
         raise ctx.fail(f"bias of shape {_fmt(bias.shape)} does not match the convolution's {shape[3]} output channels")
     add_rows(ctx.xp, out, bias)
     if len(fused_ops) == 2:  # Relu
-        ctx.xp.maximum(out, 0, out=out)
+        relu(ctx.xp, out, out)
     return _from_nhwc(out.reshape(shape), ctx.attrs["data_format"])
 
 

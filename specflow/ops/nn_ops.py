@@ -98,8 +98,8 @@ def _leaky_alpha(attrs, x):
 _ELEMENTWISE: dict[str, _Elementwise] = {
     "Relu": _Elementwise(
         _UNARY, "activations", "real", "max(features, 0).",
-        lambda xp, a, x: xp.maximum(x, 0),
-        into=lambda xp, a, out, x: xp.maximum(x, 0, out=out),
+        lambda xp, a, x: wide_rows.relu(xp, x),
+        into=lambda xp, a, out, x: wide_rows.relu(xp, x, out),
     ),
     "Relu6": _Elementwise(
         _UNARY, "activations", "real", "min(max(features, 0), 6).",

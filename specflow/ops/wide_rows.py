@@ -9,6 +9,8 @@ in one long loop: the results are identical, element for element.
 
 from __future__ import annotations
 
+import numpy as np
+
 MAX_ROWS = 64  # vector copies per line: enough for lines of 1,000+ elements
 _MAX_LINE = 1024
 
@@ -58,4 +60,35 @@ def broadcast_channels(xp, vec, out):
     rows = rows_per_line(out.size // c, c) if c and out.size else 1
     line = xp.tile(vec.reshape(c), rows)
     out.reshape(out.size // (c * rows), c * rows)[...] = line
+    return out
+
+
+_ZERO_LINES: dict = {}  # (dtype, length) -> a read-only numpy line of zeros
+
+
+def _zero_line(xp, dtype, length: int):
+    if xp is not np:
+        return xp.zeros(length, dtype=dtype)
+    key = (np.dtype(dtype), length)
+    line = _ZERO_LINES.get(key)
+    if line is None:
+        line = _ZERO_LINES[key] = np.zeros(length, dtype=dtype)
+        line.flags.writeable = False
+    return line
+
+
+def relu(xp, x, out=None):
+    """``max(x, 0)`` (into ``out``, which may be ``x``). numpy's maximum against a scalar takes
+    a slow loop (~2.5x the time of maximum of two arrays, float32 on AVX-512): against a line of
+    zeros, over lines of up to 1,024 elements, it takes the fast one. Same values."""
+    size = x.size
+    length = 1
+    while length < _MAX_LINE and size % (2 * length) == 0:
+        length *= 2
+    contiguous = x.flags.c_contiguous and (out is None or out.flags.c_contiguous)
+    if length < 64 or not contiguous or x.dtype.kind not in "fiu":
+        return xp.maximum(x, 0) if out is None else xp.maximum(x, 0, out=out)
+    if out is None:
+        out = xp.empty(x.shape, dtype=x.dtype)
+    xp.maximum(x.reshape(-1, length), _zero_line(xp, x.dtype, length), out=out.reshape(-1, length))
     return out
