@@ -259,16 +259,18 @@ def max_pool(xp, x, win: _Window, empty=None):
 def _max_pool_taps(xp, x, win: _Window, empty=None):
     n, *spatial, c = x.shape
     ts = [t for t in taps(win, spatial) if not t.empty]
-    first = next((t for t in ts if t.full), None)
-    if first is not None and empty is not None:
-        out = empty((n, *win.out, c), x.dtype)
-        out[...] = x[(_ALL, *first.inp)]
-    elif first is not None:
-        out = x[(_ALL, *first.inp)].copy()
+    full = [t for t in ts if t.full][:2]  # the first written as the maximum of two full taps
+    shape = (n, *win.out, c)
+    if not full:
+        out = xp.full(shape, lowest(x.dtype), dtype=x.dtype)
     else:
-        out = xp.full((n, *win.out, c), lowest(x.dtype), dtype=x.dtype)
+        out = empty(shape, x.dtype) if empty is not None else xp.empty(shape, dtype=x.dtype)
+        if len(full) == 2:
+            xp.maximum(x[(_ALL, *full[0].inp)], x[(_ALL, *full[1].inp)], out=out)
+        else:
+            out[...] = x[(_ALL, *full[0].inp)]
     for t in ts:
-        if t is not first:
+        if t not in full:
             view = out[(_ALL, *t.out)]
             xp.maximum(view, x[(_ALL, *t.inp)], out=view)
     return out
