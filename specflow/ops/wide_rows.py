@@ -13,6 +13,7 @@ import numpy as np
 
 MAX_ROWS = 64  # vector copies per line: enough for lines of 1,000+ elements
 _MAX_LINE = 1024
+MIN_SIZE = 1 << 14  # elements: below, the plain broadcast loop costs less than setting this up
 
 
 def rows_per_line(m: int, c: int) -> int:
@@ -28,8 +29,10 @@ def channel_op(xp, ufunc, big, vec, out, vec_first: bool = False):
     """``ufunc(big, vec, out=out)`` (``ufunc(vec, big, ...)`` with ``vec_first``) for a
     C-contiguous ``big`` [..., C], a ``vec`` of C elements broadcasting over its last axis and
     a C-contiguous ``out`` shaped like ``big``."""
+    if big.size < MIN_SIZE:
+        return ufunc(vec, big, out=out) if vec_first else ufunc(big, vec, out=out)
     c = big.shape[-1] if big.ndim else 1
-    rows = rows_per_line(big.size // c, c) if c and big.size else 1
+    rows = rows_per_line(big.size // c, c) if c else 1
     if rows == 1 or not (big.flags.c_contiguous and out.flags.c_contiguous):
         return ufunc(vec, big, out=out) if vec_first else ufunc(big, vec, out=out)
     wide = (big.size // (c * rows), c * rows)
@@ -57,7 +60,10 @@ def broadcast_channels(xp, vec, out):
     """``out[...] = vec`` for a C-contiguous ``out`` [..., C] and a ``vec`` of its C channels:
     the vector tiled into one line, copied to every line."""
     c = out.shape[-1]
-    rows = rows_per_line(out.size // c, c) if c and out.size else 1
+    if out.size < MIN_SIZE:
+        out[...] = vec
+        return out
+    rows = rows_per_line(out.size // c, c)
     line = xp.tile(vec.reshape(c), rows)
     out.reshape(out.size // (c * rows), c * rows)[...] = line
     return out
@@ -82,6 +88,8 @@ def relu(xp, x, out=None):
     a slow loop (~2.5x the time of maximum of two arrays, float32 on AVX-512): against a line of
     zeros, over lines of up to 1,024 elements, it takes the fast one. Same values."""
     size = x.size
+    if size < MIN_SIZE:
+        return xp.maximum(x, 0) if out is None else xp.maximum(x, 0, out=out)
     length = 1
     while length < _MAX_LINE and size % (2 * length) == 0:
         length *= 2

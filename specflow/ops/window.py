@@ -245,15 +245,26 @@ def max_pool(xp, x, win: _Window, empty=None):
     """The maximum of each window; a window with no real element gives the dtype's lowest.
     A max over a box is a max over each of its dims in turn: one dim at a time takes kh + kw
     passes instead of kh * kw, and the first (over rows) reads whole contiguous rows."""
-    dims = [d for d in range(len(win.ksize)) if (win.ksize[d], win.strides[d], win.pads[d]) != (1, 1, (0, 0))]
-    if len(dims) < 2 or 0 in x.shape:
+    parts = _separable(win, tuple(x.shape[1:-1])) if x.size >= SEPARABLE_MIN else ()
+    if len(parts) < 2:
         return _max_pool_taps(xp, x, win, empty)
-    sizes = tuple(x.shape[1:-1])
-    for d in dims:
-        part = _one_dim(win, d, sizes)
-        x = _max_pool_taps(xp, x, part, empty if d == dims[-1] else None)
-        sizes = part.out
+    for k, part in enumerate(parts):
+        x = _max_pool_taps(xp, x, part, empty if k == len(parts) - 1 else None)
     return x
+
+
+SEPARABLE_MIN = 1 << 14  # elements: smaller inputs pool in one pass (fewer kernel calls)
+
+
+@functools.lru_cache(maxsize=512)
+def _separable(win: _Window, sizes: tuple) -> tuple[_Window, ...]:
+    """The one-dim windows, in dim order, whose passes make ``win``'s max pool."""
+    parts = []
+    for d in range(len(win.ksize)):
+        if (win.ksize[d], win.strides[d], win.pads[d]) != (1, 1, (0, 0)):
+            parts.append(_one_dim(win, d, sizes))
+            sizes = parts[-1].out
+    return tuple(parts)
 
 
 def _max_pool_taps(xp, x, win: _Window, empty=None):

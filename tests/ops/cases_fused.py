@@ -34,3 +34,18 @@ CASES += [
          ref=lambda x, f, b: nchw(np.maximum(conv_ref(nhwc(x), f, (1, 1), "SAME") + b, 0)), rtol=1e-9, atol=1e-9,
          id="_FusedConv2D-nchw"),
 ]
+
+
+def _same_conv(x, f):
+    """A stride-1 SAME convolution by numpy's window view (large cases: the loops are slow)."""
+    kh, kw = f.shape[:2]
+    xp = np.pad(x, ((0, 0), ((kh - 1) // 2, kh // 2), ((kw - 1) // 2, kw // 2), (0, 0)))
+    win = np.lib.stride_tricks.sliding_window_view(xp, (kh, kw), axis=(1, 2))  # [N, H, W, C, KH, KW]
+    return np.einsum("nhwcij,ijco->nhwo", win, f)
+
+
+# Large enough (32,768 outputs) for the bias and Relu over whole lines (ops/wide_rows.py).
+CASES.append(Case("_FusedConv2D", [f32(8, 16, 16, 2), f32(3, 3, 2, 16), f32(16)],
+                  attrs={**_CONV, "fused_ops": ["BiasAdd", "Relu"]},
+                  ref=lambda x, f, b: np.maximum(_same_conv(x, f) + b, 0), rtol=1e-5, atol=1e-5,
+                  id="_FusedConv2D-lines"))

@@ -82,7 +82,7 @@ _labels_dist = softmax_ref(f32(3, 4)).astype(np.float32)
 _v4 = f32(2, 3, 4, 5)
 _b5, _b3 = f32(5), f32(3)
 
-_relu_lines = f32(16, 96)
+_relu_lines = f32(128, 160)  # above wide_rows.MIN_SIZE
 _relu_lines[0, :4] = [np.nan, -np.inf, np.inf, -0.0]
 
 CASES = [

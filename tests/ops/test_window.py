@@ -159,3 +159,16 @@ def test_tall_products_in_row_blocks_equal_one_product(m, k, o):
     rng = np.random.default_rng(m)
     a, b = rng.standard_normal((m, k)), rng.standard_normal((m, o))
     np.testing.assert_allclose(wn.tall_product(np, a, b), a.T @ b, rtol=1e-10, atol=1e-9)
+
+
+@pytest.mark.parametrize("seed,rank,c", CASES[::3])
+def test_max_pool_one_dim_at_a_time_matches_the_reference(seed, rank, c, monkeypatch):
+    """The separable max pool (large inputs only) on the random geometries above."""
+    monkeypatch.setattr(wn, "SEPARABLE_MIN", 0)
+    rng = np.random.default_rng(seed * 31 + rank * 7 + c)
+    spatial, win = _geometry(rng, rank)
+    x = rng.standard_normal((2, *spatial, c))
+    lo, _ = _reference_windows(x, win, -np.inf)
+    y = wn.max_pool(np, x, win)
+    np.testing.assert_array_equal(y, lo.max(axis=-2) if lo.shape[-2] else y)
+    np.testing.assert_array_equal(y, wn._max_pool_taps(np, x, win))
