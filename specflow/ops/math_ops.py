@@ -419,8 +419,12 @@ def _add_n(ctx, *xs):
     for x in xs[1:]:
         if x.shape != xs[0].shape:
             raise ctx.fail(f"inputs must all have the same shape: {_fmt(xs[0].shape)} vs. {_fmt(x.shape)}")
-    total = xs[0].copy()  # accumulate in place into a fresh array, never into an input
-    for x in xs[1:]:
+    if len(xs) == 1:
+        return xs[0].copy()
+    # The first sum into a fresh array (the arena's when large), the rest added to it in place:
+    # never into an input, and no copy of the first.
+    total = ctx.xp.add(xs[0], xs[1], out=ctx.empty(xs[0].shape, xs[0].dtype))
+    for x in xs[2:]:
         ctx.xp.add(total, x, out=total)
     return total
 
