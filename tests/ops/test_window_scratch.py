@@ -91,3 +91,17 @@ def test_conv_and_its_gradients_through_a_session_across_steps(cin, padding, str
             np.testing.assert_allclose(got_y, want_y, rtol=1e-5, atol=1e-5)
             np.testing.assert_allclose(got_dx, want_dx, rtol=1e-5, atol=1e-5)
             np.testing.assert_allclose(got_df, want_df, rtol=1e-5, atol=1e-4)
+
+
+def test_a_bordered_buffer_fills_its_border_once_and_again_when_replaced():
+    win = wn._Window((3, 3), (1, 1), (1, 1), (4, 4), ((1, 1), (1, 1)))
+    rng = np.random.default_rng(0)
+    state: dict = {}
+    fills = []
+    for batch in (2, 2, 3, 2):  # a new shape replaces the kept buffer: its border is filled anew
+        x = rng.standard_normal((batch, 4, 4, 8))
+        cols = wn.im2col(np, x, win, state)
+        fills.append(state["bordered_ready"][0])
+        np.testing.assert_array_equal(cols, wn.im2col(np, x, win))
+        wn.give(state, "im2col", cols)
+    assert fills[0] is fills[1] and fills[2] is not fills[1] and fills[3] is not fills[2]
