@@ -29,7 +29,8 @@ computes the same values with fewer, cheaper nodes:
    per-channel vector becomes a ``Conv2D`` of the scaled filter (batch norm at inference), and
    ``Conv2D`` + ``BiasAdd`` or an add of a per-channel vector (+ ``Relu``) ``_FusedConv2D``;
    a ``MaxPool`` of a ``Relu`` nothing else reads pools first, and a ``ReluGrad`` of a
-   ``MaxPoolGrad`` masks the pooled gradient before routing it (``optimize_fuse.py``).
+   ``MaxPoolGrad`` masks the pooled gradient before routing it, and a ``RealDiv`` by a scalar
+   after a ``BroadcastTo`` runs before it (``optimize_fuse.py``).
 2b. **Loop unrolling** (``optimize_unroll.py``): a simple while loop whose trip count is known
    after folding becomes one copy of its body per iteration (trips x body nodes <= 2,000).
 4b. **Common subexpressions** (``optimize_cse.py``): a node equal to an earlier one (op, attrs,
@@ -87,6 +88,7 @@ class OptimizeResult:
     folded_scales: list[str] = field(default_factory=list)  # Conv2D * vector -> Conv2D of a scaled filter
     pooled_before_relu: list[str] = field(default_factory=list)  # MaxPool(Relu) -> Relu(MaxPool)
     masked_before_pool_grad: list[str] = field(default_factory=list)  # ReluGrad(MaxPoolGrad) swapped
+    reordered: list[str] = field(default_factory=list)  # RealDiv(BroadcastTo) -> BroadcastTo(RealDiv)
     removed: list[str] = field(default_factory=list)  # nodes dropped as no longer needed
     scalarized: list[str] = field(default_factory=list)  # "node:input" operands made scalar Consts
     unfed: list[str] = field(default_factory=list)  # bool PlaceholderWithDefaults taken at their default
@@ -113,6 +115,7 @@ def optimize(graph_def: GraphDef, opts: OptimizeOptions) -> OptimizeResult:
     if opts.fuse:
         fuse.pool_before_relu(g, result)
         fuse.relu_grad_before_pool_grad(g, result)
+        fuse.divide_before_broadcast(g, result)
         fuse.fold_scales(g, result)
         fuse.fuse_convolutions(g, result)
         _fuse_matmul(g, result)

@@ -21,6 +21,10 @@ remapper and ``fold_batch_norms`` do it:
   equals that window's y, so masking by y > 0 before routing is masking by x > 0 after, on a
   quarter of the elements for 2x2 pooling.
 
+- ``divide_before_broadcast``: RealDiv(BroadcastTo(v), scalar) becomes
+  BroadcastTo(RealDiv(v, scalar)) (the gradient of a Mean, batch norm's moments): the division
+  on the small tensor, the same values.
+
 Only NHWC convolutions of floats on one device are rewritten, and only when no other node (nor
 control edge) reads the intermediate results, so training graphs fuse too: a convolution's
 gradients read its input, filter and the incoming gradient, never its output.
@@ -240,3 +244,45 @@ def relu_grad_before_pool_grad(g: _Graph, result: OptimizeResult) -> None:
             for i, inp in enumerate(node.inputs):
                 consumers[parse_input(inp).node].append((node, i))
         result.masked_before_pool_grad.append(rg.name)
+
+
+def _swap(g: _Graph, consumers, outer: NodeDef, inner: NodeDef, inner_ins: list[str], outer_attrs: dict,
+          inner_attrs: dict, suffix: str) -> None:
+    """``outer(inner(...))`` -> ``inner'(outer'(...))``: the node named like ``outer`` now runs
+    ``inner``'s op on a new node running ``outer``'s op on ``inner_ins``."""
+    first = NodeDef(_unique(g, f"{inner.name}/{suffix}"), outer.op, inner_ins, outer.device, outer_attrs,
+                    outer.location)  # fmt: skip
+    controls = _dedupe([c for n in (inner, outer) for c in n.control_inputs])
+    rest = inner.data_inputs[1:]
+    second = NodeDef(outer.name, inner.op, [first.name, *rest, *("^" + c for c in controls)], outer.device,
+                     inner_attrs, inner.location)  # fmt: skip
+    if "_transfer" in outer.attrs:
+        second.attrs["_transfer"] = outer.attrs["_transfer"]
+    g.order.append(first)
+    g.nodes[first.name] = first
+    del g.nodes[inner.name]
+    g.replace(outer.name, second)
+    for node in (first, second):
+        for i, inp in enumerate(node.inputs):
+            consumers[parse_input(inp).node].append((node, i))
+
+
+def divide_before_broadcast(g: _Graph, result: OptimizeResult) -> None:
+    divs = [n for n in g.live() if n.op == "RealDiv" and str(n.attrs.get("T")) in _FUSABLE_T]
+    specs = _specs(g) if divs else None
+    if specs is None:
+        return
+    consumers = g.consumers()
+    for node in divs:
+        src = parse_input(node.data_inputs[0])
+        inner = g.nodes.get(src.node)
+        if inner is None or inner.op != "BroadcastTo" or src.index or inner.device != node.device:
+            continue
+        divisor = node.data_inputs[1]
+        d, v = specs.spec(divisor), specs.spec(inner.data_inputs[0])
+        if _sole_consumer(consumers, inner.name) is not node or d.shape.rank != 0 or d.dtype != v.dtype:
+            continue
+        _swap(g, consumers, node, inner, [inner.data_inputs[0], divisor],
+              {k: v for k, v in node.attrs.items() if k != "_transfer"},
+              {k: v for k, v in inner.attrs.items() if k != "_transfer"}, "divided")  # fmt: skip
+        result.reordered.append(node.name)

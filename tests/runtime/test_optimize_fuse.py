@@ -186,3 +186,41 @@ def test_overlapping_pool_windows_keep_relu_grad_after_the_pool_grad():
     b = _pool_grad_relu_grad(ksize=3, stride=2)
     r = _optimized(b, ["act_grad"], ["x", "dy"], feed_shapes=[(2, 4, 6, 2), (2, 2, 3, 2)])
     assert r.masked_before_pool_grad == []
+
+
+def _broadcast_then_divide(divisor: np.ndarray) -> GraphBuilder:
+    b = GraphBuilder()
+    b.add_op("Placeholder", attrs={"dtype": "float32", "shape": [1, 3]}, name="v")
+    b.add_op("BroadcastTo", ["v", b.const(np.array([4, 3], np.int32), name="shape")], name="wide")
+    b.add_op("RealDiv", ["wide", b.const(divisor, name="n")], name="mean_grad")
+    return b
+
+
+def test_a_division_by_a_scalar_runs_before_the_broadcast_and_computes_the_same():
+    b = _broadcast_then_divide(np.float32(3.0))
+    r = _optimized(b, ["mean_grad"], ["v"], feed_shapes=[(1, 3)])
+    assert_golden(
+        r.graph_def,
+        [
+            "_arg_v_0_0 = _Arg()",
+            "shape = Const()",
+            "n = Const()",
+            "wide/divided = RealDiv(_arg_v_0_0, n)",
+            "mean_grad = BroadcastTo(wide/divided, shape)",
+            "_retval_mean_grad_0_0 = _Retval(mean_grad)",
+        ],
+        [],
+    )
+    v = np.array([[1.0, -7.0, 1e-30]], np.float32)
+    outs = []
+    for optimize in (True, False):
+        with Session(b.graph_def, SessionConfig(optimize=optimize)) as sess:
+            outs.append(sess.run("mean_grad", {"v": v}))
+    np.testing.assert_array_equal(outs[0], outs[1])
+    assert outs[0].shape == (4, 3)
+
+
+def test_a_division_by_more_than_a_scalar_stays_after_the_broadcast():
+    r = _optimized(_broadcast_then_divide(np.full((4, 1), 3.0, np.float32)), ["mean_grad"], ["v"], feed_shapes=[(1, 3)],
+                   simplify=False)  # fmt: skip
+    assert r.reordered == []
