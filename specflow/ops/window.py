@@ -189,6 +189,8 @@ def im2col(xp, x, win: _Window, state=None):
             if xb is not x:
                 give(state, "bordered", xb)
         return cols.reshape(n, *win.out, k * c)
+    if c == 1:
+        return _im2col_tap_major(xp, x, win, state, k)
     cols = take(xp, state, "im2col", (n, *win.out, k, c), x.dtype)
     for t in taps(win, spatial):
         dst = cols[(_ALL, *(_ALL,) * len(spatial), t.index)]
@@ -197,6 +199,24 @@ def im2col(xp, x, win: _Window, state=None):
         for strip in ([(_ALL,) * len(spatial)] if t.empty else t.border):
             dst[(_ALL, *strip)] = 0
     return cols.reshape(n, *win.out, k * c)
+
+
+def _im2col_tap_major(xp, x, win: _Window, state, k: int):
+    """im2col of one channel, [N, *out, K] as a view of a [K, N, *out] buffer: each tap's
+    copy is one contiguous block (not every K-th element), and the matmuls take the view as
+    a transposed operand, without a copy."""
+    n, *spatial, _ = x.shape
+    cols = take(xp, state, "im2col", (n, *win.out, k), x.dtype)
+    if cols.strides[-1] != cols.itemsize * (cols.size // k if k else 1) or 0 in cols.shape:
+        cols = xp.moveaxis(xp.empty((k, n, *win.out), dtype=x.dtype), 0, -1)  # (a fresh buffer)
+    flat = x[..., 0]
+    for t in taps(win, spatial):
+        dst = cols[..., t.index]
+        if not t.empty:
+            dst[(_ALL, *t.out)] = flat[(_ALL, *t.inp)]
+        for strip in ([(_ALL,) * len(spatial)] if t.empty else t.border):
+            dst[(_ALL, *strip)] = 0
+    return cols
 
 
 def _zeros(xp, shape, dtype, empty):
