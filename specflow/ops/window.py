@@ -273,8 +273,8 @@ def max_pool(xp, x, win: _Window, empty=None):
     parts = _separable(win, tuple(x.shape[1:-1])) if x.size >= SEPARABLE_MIN else ()
     if len(parts) < 2:
         return _max_pool_taps(xp, x, win, empty)
-    for k, part in enumerate(parts):
-        x = _max_pool_taps(xp, x, part, empty if k == len(parts) - 1 else None)
+    for part in parts:  # the intermediate too from ``empty`` (an arena's: no fresh MBs a step)
+        x = _max_pool_taps(xp, x, part, empty)
     return x
 
 
