@@ -419,7 +419,7 @@ def _max_pool_grad(ctx, x, y, dy):
     win = kernel_window(ctx, (x.shape, y.shape, dy.shape),
                         lambda: _pool_grad_window(ctx, x.shape, orig_output=y.shape, grad=dy.shape))
     x, y, dy = (_to_nhwc(t, fmt) for t in (x, y, dy))
-    return _from_nhwc(wn.max_pool_grad(xp, x, y, dy, win, ctx.empty), fmt)
+    return _from_nhwc(wn.max_pool_grad(xp, x, y, dy, win, ctx.empty, getattr(ctx, "state", None)), fmt)
 
 
 @gradient("MaxPoolGrad")

@@ -324,25 +324,35 @@ def window_sum(xp, x, win: _Window):
     return out
 
 
-def first_max(xp, x, y, win: _Window) -> Iterator[tuple[Tap, object]]:
+def first_max(xp, x, y, win: _Window, state=None) -> Iterator[tuple[Tap, object]]:
     """Per non-empty tap: where, in its output rectangle, it holds its window's maximum y (the
     first one, row-major, on ties). Each mask is yielded before the next is made (the caller
     uses it at once): one comparison and one ``hit > seen`` (hit and not yet seen) per tap,
-    ``seen`` updated but after the last."""
+    ``seen`` updated but after the last. With ``state`` both masks are ``take``'s buffers."""
     ts = [t for t in taps(win, x.shape[1:-1]) if not t.empty]
+    hits = take(xp, state, "hit", y.shape, np.dtype(bool))
     seen = None  # windows whose maximum was already found (None: none yet)
-    for k, t in enumerate(ts):
-        hit = x[(_ALL, *t.inp)] == y[(_ALL, *t.out)]
-        if seen is None and t.full:
-            seen = hit.copy() if k + 1 < len(ts) else None
-        else:
-            if seen is None:
-                seen = xp.zeros(y.shape, dtype=bool)
-            part = seen[(_ALL, *t.out)]
-            xp.greater(hit, part, out=hit)
-            if k + 1 < len(ts):
-                part |= hit
-        yield t, hit
+    try:
+        for k, t in enumerate(ts):
+            hit = hits[(_ALL, *t.out)]
+            xp.equal(x[(_ALL, *t.inp)], y[(_ALL, *t.out)], out=hit)
+            if seen is None and t.full:
+                if k + 1 < len(ts):
+                    seen = take(xp, state, "seen", y.shape, np.dtype(bool))
+                    seen[...] = hit
+            else:
+                if seen is None:
+                    seen = take(xp, state, "seen", y.shape, np.dtype(bool))
+                    seen.fill(False)
+                part = seen[(_ALL, *t.out)]
+                xp.greater(hit, part, out=hit)
+                if k + 1 < len(ts):
+                    part |= hit
+            yield t, hit
+    finally:
+        give(state, "hit", hits)
+        if seen is not None:
+            give(state, "seen", seen)
 
 
 def disjoint(win: _Window) -> bool:
@@ -360,7 +370,7 @@ def tiles(win: _Window, spatial: Dims) -> bool:
     )
 
 
-def max_pool_grad(xp, x, y, dy, win: _Window, empty=None):
+def max_pool_grad(xp, x, y, dy, win: _Window, empty=None, state=None):
     """Each window's dy added at its first maximum (written, not added, when windows are
     disjoint: no read-modify-write; nor zeroed first when they tile the input)."""
     write = disjoint(win)
@@ -368,7 +378,7 @@ def max_pool_grad(xp, x, y, dy, win: _Window, empty=None):
         grad = empty(x.shape, dy.dtype) if empty is not None else xp.empty(x.shape, dtype=dy.dtype)
     else:
         grad = _zeros(xp, x.shape, dy.dtype, empty)
-    for t, hit in first_max(xp, x, y, win):
+    for t, hit in first_max(xp, x, y, win, state):
         dst = grad[(_ALL, *t.inp)]
         if write:
             xp.multiply(dy[(_ALL, *t.out)], hit, out=dst)
