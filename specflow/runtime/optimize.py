@@ -113,11 +113,7 @@ def optimize(graph_def: GraphDef, opts: OptimizeOptions) -> OptimizeResult:
     else:
         g, result = _Graph(graph_def), OptimizeResult(graph_def)
     if opts.fuse:
-        fuse.pool_before_relu(g, result)
-        fuse.relu_grad_before_pool_grad(g, result)
-        fuse.divide_before_broadcast(g, result)
-        fuse.fold_scales(g, result)
-        fuse.fuse_convolutions(g, result)
+        fuse.remap(g, result)
         _fuse_matmul(g, result)
         flags.share_im2col(g, result)
     result.graph_def = g.to_graph_def(graph_def)

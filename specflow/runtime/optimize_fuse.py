@@ -1,5 +1,5 @@
-"""Remapping of convolutions (optimize.py's step 4, beside ``_FusedMatMul``), as TF's Grappler
-remapper and ``fold_batch_norms`` do it:
+"""The remapping step's rewrites beside ``_FusedMatMul`` (optimize.py's step 4), run in this
+order by ``remap``; the first two as TF's Grappler remapper and ``fold_batch_norms`` do them:
 
 - ``fold_scales``: Conv2D followed by a Mul with a per-channel vector ``s`` (its sole consumer)
   becomes Conv2D with the filter ``f * s`` (a new Mul of the [KH, KW, C, O] filter by the [O]
@@ -9,25 +9,24 @@ remapper and ``fold_batch_norms`` do it:
 - ``fuse_convolutions``: Conv2D followed by BiasAdd, or by an AddV2 of a per-channel vector (its
   sole consumer), and then optionally Relu becomes ``_FusedConv2D`` (ops/fused_ops.py), named like
   the last node it replaces: the bias and the activation are applied in place to the product.
-
 - ``pool_before_relu``: MaxPool(Relu(x)) becomes Relu(MaxPool(x)) when the pool alone reads
   the Relu (inference: training reads it for the gradients) and no window is all padding
   (VALID or SAME): max and Relu commute exactly (NaN included), and Relu then runs on the
   pooled tensor, a quarter of the elements for 2x2 pooling. The Relu takes the pool's name.
-
 - ``relu_grad_before_pool_grad``: ReluGrad(MaxPoolGrad(x, y, dy), x) becomes
   MaxPoolGrad(x, y, ReluGrad(dy, y)) for disjoint windows (training: a Relu before a max pool):
   each input element gets the gradient of the one window whose first maximum it is, where it
   equals that window's y, so masking by y > 0 before routing is masking by x > 0 after, on a
   quarter of the elements for 2x2 pooling.
-
 - ``divide_before_broadcast``: RealDiv(BroadcastTo(v), scalar) becomes
   BroadcastTo(RealDiv(v, scalar)) (the gradient of a Mean, batch norm's moments): the division
   on the small tensor, the same values.
 
 Only NHWC convolutions of floats on one device are rewritten, and only when no other node (nor
 control edge) reads the intermediate results, so training graphs fuse too: a convolution's
-gradients read its input, filter and the incoming gradient, never its output.
+gradients read its input, filter and the incoming gradient, never its output. Shapes come from
+one inference over the graph before the rewrites: each rewrite asks only about tensors that
+existed then (a folded Conv2D takes the name, shape and dtype of the Mul it replaces).
 """
 
 from __future__ import annotations
@@ -68,26 +67,40 @@ def _channel_vector(specs, tensor: str, channels, rank_max: int) -> bool:
     return tuple(shape.dims) == (1,) * (shape.rank - 1) + (channels,)
 
 
-def _specs(g: _Graph):
-    try:
-        return infer_runtime_graph(GraphDef(g.live()))
-    except SpecflowError:  # an inconsistent graph: the step reports it, unoptimized
-        return None
+def _known(specs, *tensors: str) -> bool:
+    """Whether the inference before the rewrites saw every one of ``tensors``' nodes."""
+    return all(parse_input(t).node in specs.attrs for t in tensors)
 
 
-def fold_scales(g: _Graph, result: OptimizeResult) -> None:
-    convs = _convs(g)
-    specs = _specs(g) if convs else None
-    if specs is None:
+_CANDIDATES = frozenset({"Conv2D", "Relu", "ReluGrad", "RealDiv"})
+
+
+def remap(g: _Graph, result: OptimizeResult) -> None:
+    if not any(n.op in _CANDIDATES for n in g.live()):
         return
+    try:
+        specs = infer_runtime_graph(GraphDef(g.live()))
+    except SpecflowError:  # an inconsistent graph: the step reports it, unoptimized
+        specs = None
+    pool_before_relu(g, result)
+    relu_grad_before_pool_grad(g, result)
+    if specs is not None:
+        divide_before_broadcast(g, specs, result)
+        fold_scales(g, specs, result)
+    fuse_convolutions(g, specs, result)
+
+
+def fold_scales(g: _Graph, specs, result: OptimizeResult) -> None:
     consumers = g.consumers()
-    for conv in convs:
+    for conv in _convs(g):
         mul = _sole_consumer(consumers, conv.name)
         if mul is None or mul.op != "Mul" or mul.device != conv.device:
             continue
         scale = _other_operand(mul, conv)
+        if scale is None or not _known(specs, conv.name, scale):
+            continue
         out = specs.outputs(conv.name)[0]
-        if scale is None or specs.spec(scale).dtype != out.dtype:
+        if specs.spec(scale).dtype != out.dtype:
             continue
         if out.shape.rank != 4 or not _channel_vector(specs, scale, out.shape[3], 4):
             continue
@@ -121,11 +134,9 @@ def fold_scales(g: _Graph, result: OptimizeResult) -> None:
         result.folded_scales.append(mul.name)
 
 
-def fuse_convolutions(g: _Graph, result: OptimizeResult) -> None:
-    convs = _convs(g)
-    specs = _specs(g) if convs else None
+def fuse_convolutions(g: _Graph, specs, result: OptimizeResult) -> None:
     consumers = g.consumers()
-    for conv in convs:
+    for conv in _convs(g):
         add = _sole_consumer(consumers, conv.name)
         if add is None or add.device != conv.device:
             continue
@@ -135,8 +146,10 @@ def fuse_convolutions(g: _Graph, result: OptimizeResult) -> None:
             bias = add.data_inputs[1]
         elif add.op == "AddV2" and specs is not None:
             bias = _other_operand(add, conv)
+            if bias is None or not _known(specs, conv.name, bias):
+                continue
             out = specs.outputs(conv.name)[0]
-            if bias is None or out.shape.rank != 4 or specs.spec(bias).dtype != out.dtype:
+            if out.shape.rank != 4 or specs.spec(bias).dtype != out.dtype:
                 continue
             if not _channel_vector(specs, bias, out.shape[3], 1):
                 continue
@@ -267,18 +280,16 @@ def _swap(g: _Graph, consumers, outer: NodeDef, inner: NodeDef, inner_ins: list[
             consumers[parse_input(inp).node].append((node, i))
 
 
-def divide_before_broadcast(g: _Graph, result: OptimizeResult) -> None:
-    divs = [n for n in g.live() if n.op == "RealDiv" and str(n.attrs.get("T")) in _FUSABLE_T]
-    specs = _specs(g) if divs else None
-    if specs is None:
-        return
+def divide_before_broadcast(g: _Graph, specs, result: OptimizeResult) -> None:
     consumers = g.consumers()
-    for node in divs:
+    for node in [n for n in g.live() if n.op == "RealDiv" and str(n.attrs.get("T")) in _FUSABLE_T]:
         src = parse_input(node.data_inputs[0])
         inner = g.nodes.get(src.node)
         if inner is None or inner.op != "BroadcastTo" or src.index or inner.device != node.device:
             continue
         divisor = node.data_inputs[1]
+        if not _known(specs, divisor, inner.data_inputs[0]):
+            continue
         d, v = specs.spec(divisor), specs.spec(inner.data_inputs[0])
         if _sole_consumer(consumers, inner.name) is not node or d.shape.rank != 0 or d.dtype != v.dtype:
             continue
