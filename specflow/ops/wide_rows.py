@@ -4,7 +4,10 @@ scale or shift), with few channels C.
 numpy's broadcast loop runs C elements at a time, so with 16 or 32 channels the per-call cost
 dominates (an [N*H*W, 16] float32 add: 2-3x the time of the same add over whole rows). Seen as
 [M / R, R * C] rows against the vector tiled R times, the same elements meet the same operands
-in one long loop: the results are identical, element for element.
+in one long loop: the results are identical, element for element. ``broadcast_channels``
+materialises such a vector the same way (BroadcastTo), and ``relu`` takes numpy's fast
+array-array maximum against a line of zeros instead of its slow array-scalar loop.
+Arrays under ``MIN_SIZE`` elements take the plain loops (the set-up would cost more).
 """
 
 from __future__ import annotations
