@@ -10,6 +10,7 @@ import numpy as np
 from specflow.graph import dtypes
 from specflow.graph.shapes import Shape, as_shape, broadcast_shapes
 from specflow.ops import grad_util as gu
+from specflow.ops import wide_rows
 from specflow.ops.inference import InferenceContext, no_outputs, scalar_shape, unchanged_shape
 from specflow.ops.registry import gradient, kernel, not_differentiable, register_op, shape_fn
 
@@ -371,6 +372,9 @@ def _broadcast_to(ctx, x, shape):
     if not ok:
         raise ctx.fail(f"cannot broadcast a tensor of shape {list(src)} to shape {list(shape)}")
     # Materialised, as TF does: a zero-stride view would surprise code expecting a dense array.
+    if len(shape) >= 2 and x.dtype.kind in "biufc" and x.size == shape[-1] > 0 and x.ndim and x.shape[-1] == shape[-1]:
+        # A vector over the last axis (a batch-norm moment's gradient): whole lines at a time.
+        return wide_rows.broadcast_channels(ctx.xp, x, ctx.empty(tuple(shape), x.dtype))
     return ctx.xp.broadcast_to(x, shape).copy()
 
 

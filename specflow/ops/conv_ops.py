@@ -226,8 +226,10 @@ SHARE_ATTR, FROM_ATTR = "_im2col_keep", "_im2col_from"
 SHARE_MAX_BYTES = 256 << 20  # larger ones are rebuilt rather than held from forward to backward
 
 
-@kernel("Conv2D")
-def _conv2d(ctx, x, f):
+def conv2d_matrix(ctx, x, f):
+    """Conv2D's output as a fresh [N * OH * OW, O] matrix (NHWC rows) and its NHWC shape: one
+    im2col and one matmul. Shared by Conv2D and _FusedConv2D (fused_ops.py), which applies its
+    bias and activation to the matrix in place before it takes its final shape."""
     xp, fmt = ctx.xp, ctx.attrs["data_format"]
     win = kernel_window(ctx, (x.shape, f.shape), lambda: _conv_window(ctx, x.shape, f.shape)[0])
     cols = wn.im2col(xp, _to_nhwc(x, fmt), win, ctx.state)
@@ -239,7 +241,13 @@ def _conv2d(ctx, x, f):
         ctx.extras[("im2col", ctx.node.name)] = (x, cols, ctx.state)
     else:
         wn.give(ctx.state, "im2col", cols)
-    return _from_nhwc(out.reshape(n, oh, ow, f.shape[3]), fmt)
+    return out, (n, oh, ow, f.shape[3])
+
+
+@kernel("Conv2D")
+def _conv2d(ctx, x, f):
+    out, shape = conv2d_matrix(ctx, x, f)
+    return _from_nhwc(out.reshape(shape), ctx.attrs["data_format"])
 
 
 def _backprop_input_shape(ic: InferenceContext) -> list[Shape]:
@@ -297,7 +305,7 @@ def _conv2d_backprop_filter(ctx, x, filter_sizes, dy):
         cols, owner = wn.im2col(xp, _to_nhwc(x, fmt), win, ctx.state), ctx.state
     n, oh, ow, k = cols.shape
     dy = _to_nhwc(dy, fmt).reshape(n * oh * ow, sizes[3])
-    grad = xp.matmul(cols.reshape(n * oh * ow, k).T, dy).reshape(sizes)
+    grad = wn.tall_product(xp, cols.reshape(n * oh * ow, k), dy).reshape(sizes)
     wn.give(owner, "im2col", cols)
     return grad
 
@@ -411,7 +419,7 @@ def _max_pool_grad(ctx, x, y, dy):
     win = kernel_window(ctx, (x.shape, y.shape, dy.shape),
                         lambda: _pool_grad_window(ctx, x.shape, orig_output=y.shape, grad=dy.shape))
     x, y, dy = (_to_nhwc(t, fmt) for t in (x, y, dy))
-    return _from_nhwc(wn.max_pool_grad(xp, x, y, dy, win, ctx.empty), fmt)
+    return _from_nhwc(wn.max_pool_grad(xp, x, y, dy, win, ctx.empty, getattr(ctx, "state", None)), fmt)
 
 
 @gradient("MaxPoolGrad")

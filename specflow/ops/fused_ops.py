@@ -1,5 +1,6 @@
-"""Fused ops the graph optimizer's remapper creates (``specflow/runtime/optimize.py``), with
-TensorFlow's names and attrs: ``_FusedMatMul`` is MatMul followed by ``fused_ops``.
+"""Fused ops the graph optimizer's remapper creates (``specflow/runtime/optimize.py``,
+``optimize_fuse.py``), with TensorFlow's names and attrs: ``_FusedMatMul`` and ``_FusedConv2D``
+are MatMul and Conv2D followed by ``fused_ops``.
 
 They exist only in optimized step graphs, after gradients are built, so they need no gradient.
 The kernels save the intermediate arrays and executor nodes of the unfused chain: the bias and
@@ -9,10 +10,12 @@ the activation are applied in place to the product, which no one else has seen y
 from __future__ import annotations
 
 from specflow.graph.shapes import Shape
+from specflow.ops.conv_ops import _CONV_ATTRS, _conv_window, _from_nhwc, conv2d_matrix
 from specflow.ops.inference import InferenceContext
 from specflow.ops.math_ops import _fmt
 from specflow.ops.matmul_ops import _matmul, _matmul_shape
 from specflow.ops.registry import kernel, not_differentiable, register_op
+from specflow.ops.wide_rows import channel_op, relu
 
 # fused_ops lists this kernel runs (TF's remapper makes more; only these are created here).
 _SUPPORTED = (("BiasAdd",), ("BiasAdd", "Relu"))
@@ -65,10 +68,71 @@ def _fused_matmul(ctx, a, b, *args):
     (bias,) = args
     if bias.ndim != 1 or bias.shape[0] != out.shape[1]:
         raise ctx.fail(f"bias of shape {_fmt(bias.shape)} does not match the product's shape {_fmt(out.shape)}")
-    out += bias
+    add_rows(ctx.xp, out, bias)
     if len(fused_ops) == 2:  # Relu
-        ctx.xp.maximum(out, 0, out=out)
+        relu(ctx.xp, out, out)
     return out
 
 
 not_differentiable("_FusedMatMul")
+
+
+# --- _FusedConv2D -------------------------------------------------------------------------------
+
+
+def _fused_conv2d_shape(ic: InferenceContext) -> list[Shape]:
+    _check_fused_ops(ic.attr("fused_ops"), ic.attr("num_args"), ic.fail)
+    if ic.attr("num_host_args"):
+        raise ic.fail(f"num_host_args must be 0 for fused_ops {list(ic.attr('fused_ops'))}")
+    out = Shape(_conv_window(ic, ic.shape(0), ic.shape(1))[1])
+    channels = out[3 if ic.attr("data_format") == "NHWC" else 1]
+    bias = ic.shape(2)
+    if bias.rank is not None and bias.rank != 1:
+        raise ic.fail(f"the bias must be a vector, got shape {bias}")
+    if bias.rank == 1 and channels is not None and bias[0] is not None and bias[0] != channels:
+        raise ic.fail(f"bias of shape {bias} does not match the convolution's {channels} output channels")
+    return [out]
+
+
+register_op(
+    "_FusedConv2D",
+    inputs=["input: T", "filter: T", "args: TArgs", "host_args: num_host_args * float"],
+    outputs=["output: T"],
+    attrs=[
+        "T: {float16, float32, float64}",
+        "TArgs: list(type) >= 1",
+        "num_args: int >= 0",
+        "num_host_args: int >= 0 = 0",
+        *_CONV_ATTRS,
+        "filter_format: {'HWIO'} = 'HWIO'",
+        "fused_ops: list(string) = []",
+        "epsilon: float = 0.0001",
+        "leakyrelu_alpha: float = 0.2",
+    ],
+    shape=_fused_conv2d_shape,
+    doc="Conv2D(input, filter) followed by fused_ops: BiasAdd with args[0] over the channels, then "
+    "optionally Relu (created by the graph optimizer from Conv2D + BiasAdd [+ Relu]).",
+)
+
+
+@kernel("_FusedConv2D")
+def _fused_conv2d(ctx, x, f, *args):
+    fused_ops = ctx.attrs["fused_ops"]
+    if len(args) != 1 or fused_ops not in _SUPPORTED_LISTS:
+        _check_fused_ops(fused_ops, len(args), ctx.fail)
+    out, shape = conv2d_matrix(ctx, x, f)  # [N * OH * OW, O], fresh: updated in place
+    (bias,) = args
+    if bias.ndim != 1 or bias.shape[0] != shape[3]:
+        raise ctx.fail(f"bias of shape {_fmt(bias.shape)} does not match the convolution's {shape[3]} output channels")
+    add_rows(ctx.xp, out, bias)
+    if len(fused_ops) == 2:  # Relu
+        relu(ctx.xp, out, out)
+    return _from_nhwc(out.reshape(shape), ctx.attrs["data_format"])
+
+
+def add_rows(xp, out, bias) -> None:
+    """``out += bias`` for a contiguous [M, O] product and an [O] vector, over whole rows."""
+    channel_op(xp, xp.add, out, bias, out)
+
+
+not_differentiable("_FusedConv2D")

@@ -6,7 +6,7 @@ family: the shared helpers (output dtype pinning, broadcast and divisor checks) 
 from __future__ import annotations
 
 from specflow.graph import dtypes
-from specflow.ops import buffers
+from specflow.ops import buffers, wide_rows
 from specflow.ops import grad_util as gu
 from specflow.ops.inference import broadcast_shape
 from specflow.ops.math_ops import (
@@ -157,6 +157,14 @@ def _register_binary(name, types, body, kernel_types, doc):
                 with quiet_fp():
                     return getattr(ctx.xp, into)(x, y, out=ctx.empty(x.shape, x.dtype))
             return getattr(ctx.xp, into)(x, y, out=ctx.empty(x.shape, x.dtype))
+        if into is not None and ctx.arena is not None and x.dtype == y.dtype and x.dtype.kind in "fiu":
+            # A large [..., C] array with a vector over C (a batch norm's scale): whole rows
+            # at a time (ops/wide_rows.py).
+            big, vec = (x, y) if x.size >= y.size else (y, x)
+            if big.nbytes >= buffers.MIN_BYTES and wide_rows.is_channel_vector(vec, big):
+                with quiet_fp():
+                    return wide_rows.channel_op(ctx.xp, getattr(ctx.xp, into), big, vec,
+                                                ctx.empty(big.shape, big.dtype), vec_first=big is y)  # fmt: skip
         # Equal shapes and scalars always broadcast: only other pairs need the check.
         if divides and x.shape != y.shape and x.ndim and y.ndim:
             check_broadcast(ctx, x, y)

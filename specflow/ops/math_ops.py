@@ -335,6 +335,17 @@ register_op(
 @kernel("SelectV2")
 def _select_v2(ctx, cond, t, e):
     check_broadcast(ctx, cond, t, e)
+    if cond.ndim == 0 and t.dtype == e.dtype:
+        # A scalar condition (a fed ``training`` flag) picks one operand whole: pass it on
+        # when it has the result's shape, else broadcast it once (a gradient's zero), instead
+        # of an elementwise where over both.
+        chosen = t if bool(cond) else e
+        shape = t.shape if t.shape == e.shape else np.broadcast_shapes(t.shape, e.shape)
+        if chosen.shape == shape:
+            return chosen
+        out = ctx.empty(shape, t.dtype)
+        out[...] = chosen
+        return out
     return _out(ctx, ctx.xp.where(cond, t, e), t.dtype)
 
 
@@ -413,8 +424,12 @@ def _add_n(ctx, *xs):
     for x in xs[1:]:
         if x.shape != xs[0].shape:
             raise ctx.fail(f"inputs must all have the same shape: {_fmt(xs[0].shape)} vs. {_fmt(x.shape)}")
-    total = xs[0].copy()  # accumulate in place into a fresh array, never into an input
-    for x in xs[1:]:
+    if len(xs) == 1:
+        return xs[0].copy()
+    # The first sum into a fresh array (the arena's when large), the rest added to it in place:
+    # never into an input, and no copy of the first.
+    total = ctx.xp.add(xs[0], xs[1], out=ctx.empty(xs[0].shape, xs[0].dtype))
+    for x in xs[2:]:
         ctx.xp.add(total, x, out=total)
     return total
 

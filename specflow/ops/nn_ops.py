@@ -16,7 +16,7 @@ from typing import NamedTuple
 import numpy as np
 
 from specflow.graph.shapes import Shape
-from specflow.ops import buffers
+from specflow.ops import buffers, wide_rows
 from specflow.ops import grad_util as gu
 from specflow.ops.inference import InferenceContext, same_shape_inputs, unchanged_shape
 from specflow.ops.leading_sum import sum_leading
@@ -98,8 +98,8 @@ def _leaky_alpha(attrs, x):
 _ELEMENTWISE: dict[str, _Elementwise] = {
     "Relu": _Elementwise(
         _UNARY, "activations", "real", "max(features, 0).",
-        lambda xp, a, x: xp.maximum(x, 0),
-        into=lambda xp, a, out, x: xp.maximum(x, 0, out=out),
+        lambda xp, a, x: wide_rows.relu(xp, x),
+        into=lambda xp, a, out, x: wide_rows.relu(xp, x, out),
     ),
     "Relu6": _Elementwise(
         _UNARY, "activations", "real", "min(max(features, 0), 6).",
@@ -339,7 +339,8 @@ def _softmax(ctx, x):
     if _is_empty_logits(ctx, x):
         return xp.empty_like(x)
     # The array methods, not xp.max/xp.sum: numpy's wrappers cost more than a small softmax.
-    e = xp.exp(x - x.max(axis=-1, keepdims=True))
+    e = x - x.max(axis=-1, keepdims=True)  # fresh: the rest in place, no more temporaries
+    xp.exp(e, out=e)
     e /= e.sum(axis=-1, keepdims=True)
     return e
 
@@ -430,9 +431,12 @@ def _bias_add(ctx, value, bias):
             f"bias of shape {list(bias.shape)} does not match the channel dimension "
             f"(axis {axis}, {ctx.attrs['data_format']}) of value {list(value.shape)}"
         )
-    bias = bias.reshape((-1,) + (1,) * (value.ndim - 1 - axis))
     if ctx.arena is not None and value.nbytes >= buffers.MIN_BYTES:
-        return ctx.xp.add(value, bias, out=ctx.empty(value.shape, value.dtype))
+        out = ctx.empty(value.shape, value.dtype)
+        if axis == value.ndim - 1:  # channels last: whole rows at a time (ops/wide_rows.py)
+            return wide_rows.channel_op(ctx.xp, ctx.xp.add, value, bias, out)
+        return ctx.xp.add(value, bias.reshape((-1,) + (1,) * (value.ndim - 1 - axis)), out=out)
+    bias = bias.reshape((-1,) + (1,) * (value.ndim - 1 - axis))
     return value + bias
 
 

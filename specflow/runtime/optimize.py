@@ -25,7 +25,12 @@ computes the same values with fewer, cheaper nodes:
    gradient of ``Mean`` scales by a [batch, 1] block of 1/n: the same products, without
    numpy's slower broadcast loop).
 4. **Remapping**: ``MatMul`` + ``BiasAdd`` (+ ``Relu``) becomes ``_FusedMatMul``
-   (``specflow/ops/fused_ops.py``), named like the last node it replaces.
+   (``specflow/ops/fused_ops.py``), named like the last node it replaces; ``Conv2D`` times a
+   per-channel vector becomes a ``Conv2D`` of the scaled filter (batch norm at inference), and
+   ``Conv2D`` + ``BiasAdd`` or an add of a per-channel vector (+ ``Relu``) ``_FusedConv2D``;
+   a ``MaxPool`` of a ``Relu`` nothing else reads pools first, and a ``ReluGrad`` of a
+   ``MaxPoolGrad`` masks the pooled gradient before routing it, and a ``RealDiv`` by a scalar
+   after a ``BroadcastTo`` runs before it (``optimize_fuse.py``).
 2b. **Loop unrolling** (``optimize_unroll.py``): a simple while loop whose trip count is known
    after folding becomes one copy of its body per iteration (trips x body nodes <= 2,000).
 4b. **Common subexpressions** (``optimize_cse.py``): a node equal to an earlier one (op, attrs,
@@ -34,7 +39,8 @@ computes the same values with fewer, cheaper nodes:
    ops, whose only effect is their own stream, count as stateless here: a dropout mask nobody
    reads is not drawn).
 
-Nothing here changes a value a step computes; ``tests/runtime/test_optimize*.py`` checks each
+Nothing here changes a value a step computes, but for the scale folded into a filter (the same
+products summed in another order: equal to float32 rounding); ``tests/runtime/test_optimize*.py`` checks each
 rewrite against a golden graph and whole models against the unoptimized graph.
 """
 
@@ -78,7 +84,11 @@ class OptimizeResult:
     graph_def: GraphDef
     folded: list[str] = field(default_factory=list)  # nodes (or "node:k" outputs) that became Consts
     forwarded: list[str] = field(default_factory=list)  # nodes replaced by their input
-    fused: list[str] = field(default_factory=list)  # _FusedMatMul nodes created
+    fused: list[str] = field(default_factory=list)  # _FusedMatMul / _FusedConv2D nodes created
+    folded_scales: list[str] = field(default_factory=list)  # Conv2D * vector -> Conv2D of a scaled filter
+    pooled_before_relu: list[str] = field(default_factory=list)  # MaxPool(Relu) -> Relu(MaxPool)
+    masked_before_pool_grad: list[str] = field(default_factory=list)  # ReluGrad(MaxPoolGrad) swapped
+    reordered: list[str] = field(default_factory=list)  # RealDiv(BroadcastTo) -> BroadcastTo(RealDiv)
     removed: list[str] = field(default_factory=list)  # nodes dropped as no longer needed
     scalarized: list[str] = field(default_factory=list)  # "node:input" operands made scalar Consts
     unfed: list[str] = field(default_factory=list)  # bool PlaceholderWithDefaults taken at their default
@@ -103,6 +113,7 @@ def optimize(graph_def: GraphDef, opts: OptimizeOptions) -> OptimizeResult:
     else:
         g, result = _Graph(graph_def), OptimizeResult(graph_def)
     if opts.fuse:
+        fuse.remap(g, result)
         _fuse_matmul(g, result)
         flags.share_im2col(g, result)
     result.graph_def = g.to_graph_def(graph_def)
@@ -494,4 +505,5 @@ def _fuse_matmul(g: _Graph, result: OptimizeResult) -> None:
 # Last: optimize_flags builds on the graph helpers above (an import cycle, resolved by order).
 from specflow.runtime import optimize_cse as cse  # noqa: E402
 from specflow.runtime import optimize_flags as flags  # noqa: E402
+from specflow.runtime import optimize_fuse as fuse  # noqa: E402
 from specflow.runtime import optimize_unroll as unroll  # noqa: E402

@@ -138,7 +138,8 @@ _WINDOW_ATTRS = ("strides", "padding", "explicit_paddings", "data_format", "dila
 
 
 def share_im2col(g: _Graph, result: OptimizeResult) -> None:
-    """Pair each Conv2DBackpropFilter with a Conv2D of the same input tensor, window and device:
+    """Pair each Conv2DBackpropFilter with a Conv2D (or _FusedConv2D) of the same input tensor,
+    window and device:
     the forward kernel keeps its im2col for the step and the gradient reads it
     (ops/conv_ops.py SHARE_ATTR, FROM_ATTR). Only attrs change; the kernels check at run time
     that the input is the very array the forward read, and rebuild it otherwise."""
@@ -146,7 +147,7 @@ def share_im2col(g: _Graph, result: OptimizeResult) -> None:
         ref = parse_input(n.data_inputs[0])
         return (tensor_name(ref.node, ref.index), n.device, *(str(n.attrs.get(a)) for a in _WINDOW_ATTRS))
 
-    forward = {key(n): n for n in g.live() if n.op == "Conv2D"}
+    forward = {key(n): n for n in g.live() if n.op in ("Conv2D", "_FusedConv2D")}
     for n in g.live():
         conv = forward.get(key(n)) if n.op == "Conv2DBackpropFilter" else None
         if conv is not None:

@@ -34,6 +34,13 @@ CASES = [
     Case("OnesLike", [i32(2, 2)], ref=np.ones_like),
     Case("BroadcastTo", [f32(3, 1), np.array([2, 3, 4], np.int32)],
          ref=lambda x, s: np.broadcast_to(x, (2, 3, 4)), const_inputs=[1]),
+    # a vector over the last axis: tiled into whole lines (ops/wide_rows.py)
+    Case("BroadcastTo", [f32(1, 1, 5), np.array([6, 4, 5], np.int32)],
+         ref=lambda x, s: np.broadcast_to(x, (6, 4, 5)), const_inputs=[1], id="BroadcastTo-channels"),
+    Case("BroadcastTo", [f32(1, 1, 16), np.array([64, 32, 16], np.int32)],  # above wide_rows.MIN_SIZE
+         ref=lambda x, s: np.broadcast_to(x, (64, 32, 16)), const_inputs=[1], id="BroadcastTo-channels-lines"),
+    Case("BroadcastTo", [i64(3), np.array([0, 7, 3], np.int32)],
+         ref=lambda x, s: np.broadcast_to(x, (0, 7, 3)), const_inputs=[1], id="BroadcastTo-channels-empty"),
     Case("Range", [np.int32(2), np.int32(11), np.int32(3)], ref=lambda a, b, c: np.arange(2, 11, 3, dtype=np.int32),
          const_inputs=[0, 1, 2]),
     Case("Range", [np.int64(5), np.int64(-4), np.int64(-2)],

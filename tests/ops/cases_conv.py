@@ -9,7 +9,7 @@ import itertools
 
 import numpy as np
 
-from tests.ops.harness import Case, f32, f64, i32
+from tests.ops.harness import RNG, Case, f32, f64, i32
 
 
 def pads(size, k, stride, padding, dilation=1):
@@ -219,6 +219,7 @@ def _pool_grad_cases(k, stride, padding, ident):
 _ties = np.array([[1, 3, 3], [3, 0, 2], [2, 3, 1]], np.float32).reshape(1, 3, 3, 1)
 _ties_y = np.array([3, 3, 3, 3], np.float32).reshape(1, 2, 2, 1)
 _ties_dy = np.array([1, 10, 100, 1000], np.float32).reshape(1, 2, 2, 1)
+_tile_ties = np.maximum(RNG.integers(-2, 2, size=(2, 4, 6, 2)), 0).astype(np.float32)
 
 CASES = [
     _conv_case(_x, _f, 1, "VALID", ident="Conv2D-VALID"),
@@ -259,4 +260,8 @@ CASES = [
                                                            "padding": "VALID"},
          ref=lambda *_: np.array([[0, 11, 0], [100, 0, 0], [0, 1000, 0]], np.float32).reshape(1, 3, 3, 1),
          id="MaxPoolGrad-ties"),
+    # Windows that tile the input (2x2, stride 2), ties in every place of a window, as after a Relu.
+    Case("MaxPoolGrad", [_tile_ties, pool_ref(_tile_ties, (2, 2), (2, 2), "VALID", "max"), f32(2, 2, 3, 2)],
+         attrs={"ksize": [1, 2, 2, 1], "strides": [1, 2, 2, 1], "padding": "VALID"},
+         ref=lambda x, _y, d: max_pool_grad_ref(x, d, (2, 2), (2, 2), "VALID"), id="MaxPoolGrad-tiles-ties"),
 ]  # fmt: skip

@@ -15,3 +15,37 @@ CASES = [
          attrs={"fused_ops": ["BiasAdd", "Relu"], "num_args": 1, "transpose_a": True, "transpose_b": True},
          ref=lambda a, b, c: np.maximum(a.T @ b.T + c, 0), id="_FusedMatMul-transposed"),
 ]
+
+# _FusedConv2D against the naive convolution loops of cases_conv, then the bias (and Relu).
+from tests.ops.cases_conv import conv_ref, nchw, nhwc  # noqa: E402
+
+_x, _f, _cb = f32(2, 5, 6, 3), f32(3, 3, 3, 4), f32(4)
+_CONV = {"strides": [1, 1, 1, 1], "padding": "SAME", "num_args": 1, "num_host_args": 0}
+
+CASES += [
+    Case("_FusedConv2D", [_x, _f, _cb], attrs={**_CONV, "fused_ops": ["BiasAdd"]},
+         ref=lambda x, f, b: conv_ref(x, f, (1, 1), "SAME") + b, rtol=1e-5, atol=1e-5, id="_FusedConv2D"),
+    Case("_FusedConv2D", [_x, _f, _cb],
+         attrs={**_CONV, "fused_ops": ["BiasAdd", "Relu"], "strides": [1, 2, 2, 1], "padding": "VALID"},
+         ref=lambda x, f, b: np.maximum(conv_ref(x, f, (2, 2), "VALID") + b, 0), rtol=1e-5, atol=1e-5,
+         id="_FusedConv2D-relu-strided"),
+    Case("_FusedConv2D", [nchw(f64(2, 4, 4, 3)), f64(2, 2, 3, 5), f64(5)],
+         attrs={**_CONV, "fused_ops": ["BiasAdd", "Relu"], "data_format": "NCHW"},
+         ref=lambda x, f, b: nchw(np.maximum(conv_ref(nhwc(x), f, (1, 1), "SAME") + b, 0)), rtol=1e-9, atol=1e-9,
+         id="_FusedConv2D-nchw"),
+]
+
+
+def _same_conv(x, f):
+    """A stride-1 SAME convolution by numpy's window view (large cases: the loops are slow)."""
+    kh, kw = f.shape[:2]
+    xp = np.pad(x, ((0, 0), ((kh - 1) // 2, kh // 2), ((kw - 1) // 2, kw // 2), (0, 0)))
+    win = np.lib.stride_tricks.sliding_window_view(xp, (kh, kw), axis=(1, 2))  # [N, H, W, C, KH, KW]
+    return np.einsum("nhwcij,ijco->nhwo", win, f)
+
+
+# Large enough (32,768 outputs) for the bias and Relu over whole lines (ops/wide_rows.py).
+CASES.append(Case("_FusedConv2D", [f32(8, 16, 16, 2), f32(3, 3, 2, 16), f32(16)],
+                  attrs={**_CONV, "fused_ops": ["BiasAdd", "Relu"]},
+                  ref=lambda x, f, b: np.maximum(_same_conv(x, f) + b, 0), rtol=1e-5, atol=1e-5,
+                  id="_FusedConv2D-lines"))

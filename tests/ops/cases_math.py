@@ -161,6 +161,10 @@ _SELECT = [
     Case("Select", [np.array(True), f32(2), f32(2)], ref=np.where, id="Select-scalar"),
     Case("SelectV2", [bools(3, 1), f32(1, 4), f32(4)], ref=np.where),
     Case("SelectV2", [bools(), i64(2), i64(2)], ref=np.where, id="SelectV2-scalar-cond"),
+    # a scalar condition picks one operand whole, or broadcasts the smaller one it picks
+    Case("SelectV2", [np.array(True), f32(2, 3), np.float32(0)], ref=np.where, id="SelectV2-scalar-true-picks-t"),
+    Case("SelectV2", [np.array(True), np.float32(0), f32(2, 3)], ref=np.where, id="SelectV2-scalar-true-broadcasts"),
+    Case("SelectV2", [np.array(False), f32(1, 3), f32(2, 1)], ref=np.where, id="SelectV2-scalar-false-broadcasts"),
 ]
 
 _FLOATS_TO_CAST = np.array([2.7, -2.7, 0.5, -0.5, 1e3], dtype=np.float32)

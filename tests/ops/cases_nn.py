@@ -82,10 +82,15 @@ _labels_dist = softmax_ref(f32(3, 4)).astype(np.float32)
 _v4 = f32(2, 3, 4, 5)
 _b5, _b3 = f32(5), f32(3)
 
+_relu_lines = f32(128, 160)  # above wide_rows.MIN_SIZE
+_relu_lines[0, :4] = [np.nan, -np.inf, np.inf, -0.0]
+
 CASES = [
     # activations
     Case("Relu", [_x], ref=lambda x: x * (x > 0)),
     Case("Relu", [i32(3, 4)], ref=lambda x: x * (x > 0), id="Relu-int32"),
+    # lines of zeros (ops/wide_rows.py): NaN propagates, -inf and -0.0 give 0
+    Case("Relu", [_relu_lines], ref=lambda x: np.maximum(x, 0), id="Relu-lines"),
     Case("Relu6", [_x], ref=lambda x: np.minimum(x * (x > 0), 6)),
     Case("Elu", [_x], ref=_cast_like(lambda x: np.where(x < 0, np.exp(x) - 1, x)), rtol=1e-5),
     Case("Selu", [_x], ref=_cast_like(lambda x: SELU_SCALE * np.where(x < 0, SELU_ALPHA * (np.exp(x) - 1), x)), rtol=1e-5),

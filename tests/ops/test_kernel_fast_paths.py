@@ -84,6 +84,15 @@ def test_fused_matmul_rejects_what_it_cannot_run():
         evaluate_op("_FusedMatMul", [a, b, bias], fused_ops=["Relu"], num_args=1)
 
 
+def test_fused_conv2d_rejects_what_it_cannot_run():
+    x, f = np.ones((1, 4, 4, 2), np.float32), np.ones((3, 3, 2, 5), np.float32)
+    conv = {"strides": [1, 1, 1, 1], "padding": "SAME", "num_args": 1, "num_host_args": 0}
+    with pytest.raises(OpError, match=r"unsupported fused_ops \['Relu'\]"):
+        evaluate_op("_FusedConv2D", [x, f, np.ones(5, np.float32)], fused_ops=["Relu"], **conv)
+    with pytest.raises(OpError, match=r"does not match the convolution's 5 output channels"):
+        evaluate_op("_FusedConv2D", [x, f, np.ones(4, np.float32)], fused_ops=["BiasAdd"], **conv)
+
+
 def test_quiet_fp_is_errstate_ignore_and_restores_the_callers_state():
     from specflow.ops.math_ops import quiet_fp
 

@@ -137,3 +137,38 @@ def test_the_filter_gradient_reuses_the_forward_im2col_of_the_same_array():
         got = run_kernel(bwd, [reread, sizes, dy], ctx=ctx)[0]
         assert ("im2col", "conv") not in extras  # taken (or dropped) by the gradient
         np.testing.assert_allclose(got, factor * want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("c", [3, 17])
+def test_a_tap_covering_the_input_writes_the_input_gradient_first(c):
+    """Stride-1 SAME: the centre tap reads every input element once, so the input gradient
+    starts as its product (no zeroed buffer); the rest still adds up to the adjoint."""
+    rng = np.random.default_rng(c)
+    win = _Window((3, 3), (1, 1), (1, 1), (4, 5), ((1, 1), (1, 1)))
+    x = rng.standard_normal((2, 4, 5, c))
+    assert [t.index for t in wn.taps(win, (4, 5)) if wn.covers(t, x.shape)] == [4]
+    f, dy = rng.standard_normal((3, 3, c, 6)), rng.standard_normal((2, 4, 5, 6))
+    fwd = wn.im2col(np, x, win).reshape(-1, 9 * c) @ f.reshape(9 * c, 6)
+    for empty in (None, lambda shape, dtype: np.full(shape, np.nan, dtype)):  # an arena's buffer: garbage
+        dx = wn.conv_input_grad(np, dy, f, x.shape, win, empty=empty)
+        np.testing.assert_allclose(np.vdot(fwd, dy.reshape(-1, 6)), np.vdot(x, dx), rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.parametrize("m, k, o", [(3 * wn.TALL_BLOCK + 5, 9, 16), (2 * wn.TALL_BLOCK, 3, 2), (100, 9, 16), (9000, 64, 32)])
+def test_tall_products_in_row_blocks_equal_one_product(m, k, o):
+    rng = np.random.default_rng(m)
+    a, b = rng.standard_normal((m, k)), rng.standard_normal((m, o))
+    np.testing.assert_allclose(wn.tall_product(np, a, b), a.T @ b, rtol=1e-10, atol=1e-9)
+
+
+@pytest.mark.parametrize("seed,rank,c", CASES[::3])
+def test_max_pool_one_dim_at_a_time_matches_the_reference(seed, rank, c, monkeypatch):
+    """The separable max pool (large inputs only) on the random geometries above."""
+    monkeypatch.setattr(wn, "SEPARABLE_MIN", 0)
+    rng = np.random.default_rng(seed * 31 + rank * 7 + c)
+    spatial, win = _geometry(rng, rank)
+    x = rng.standard_normal((2, *spatial, c))
+    lo, _ = _reference_windows(x, win, -np.inf)
+    y = wn.max_pool(np, x, win)
+    np.testing.assert_array_equal(y, lo.max(axis=-2) if lo.shape[-2] else y)
+    np.testing.assert_array_equal(y, wn._max_pool_taps(np, x, win))

@@ -91,3 +91,30 @@ def test_conv_and_its_gradients_through_a_session_across_steps(cin, padding, str
             np.testing.assert_allclose(got_y, want_y, rtol=1e-5, atol=1e-5)
             np.testing.assert_allclose(got_dx, want_dx, rtol=1e-5, atol=1e-5)
             np.testing.assert_allclose(got_df, want_df, rtol=1e-5, atol=1e-4)
+
+
+def test_a_bordered_buffer_fills_its_border_once_and_again_when_replaced():
+    win = wn._Window((3, 3), (1, 1), (1, 1), (4, 4), ((1, 1), (1, 1)))
+    rng = np.random.default_rng(0)
+    state: dict = {}
+    fills = []
+    for batch in (2, 2, 3, 2):  # a new shape replaces the kept buffer: its border is filled anew
+        x = rng.standard_normal((batch, 4, 4, 8))
+        cols = wn.im2col(np, x, win, state)
+        fills.append(state["bordered_ready"][0])
+        np.testing.assert_array_equal(cols, wn.im2col(np, x, win))
+        wn.give(state, "im2col", cols)
+    assert fills[0] is fills[1] and fills[2] is not fills[1] and fills[3] is not fills[2]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_max_pool_grad_with_kept_masks_equals_the_stateless_one(seed):
+    rng = np.random.default_rng(seed)
+    spatial, win = _geometry(rng, 2)
+    state: dict = {}
+    for _ in range(3):  # later calls reuse the hit / seen masks the first gave back
+        x = np.round(rng.standard_normal((2, *spatial, 3)))  # ties
+        y = wn.max_pool(np, x, win)
+        dy = rng.standard_normal(y.shape)
+        np.testing.assert_array_equal(wn.max_pool_grad(np, x, y, dy, win, state=state),
+                                      wn.max_pool_grad(np, x, y, dy, win))  # fmt: skip

@@ -164,3 +164,25 @@ def test_large_outputs_from_the_arena_equal_plain_numpy(op):
         assert arena.hits >= 1
     for g in got:
         np.testing.assert_allclose(g, want, rtol=1e-6 if op == "MatMul" else 0)
+
+
+@pytest.mark.parametrize(
+    "op, vec_shape, vec_first",
+    [(op, shape, first) for op in ("AddV2", "Sub", "Mul", "Maximum")
+     for shape, first in (((16,), False), ((1, 1, 16), True), ((16,), True))] + [("BiasAdd", (16,), False)],
+)  # fmt: skip
+def test_large_arrays_with_a_channel_vector_equal_plain_numpy(op, vec_shape, vec_first):
+    """The [..., C] op [C] path (ops/wide_rows.py): whole rows against the tiled vector."""
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((96, 50, 16)).astype(np.float32)  # 300 KB: from the arena
+    v = rng.standard_normal(vec_shape).astype(np.float32)
+    b = GraphBuilder()
+    b.add_op("Placeholder", [], {"dtype": F32, "shape": list(x.shape)}, name="x")
+    b.add_op("Placeholder", [], {"dtype": F32, "shape": list(vec_shape)}, name="v")
+    b.add_op(op, ["v", "x"] if vec_first else ["x", "v"], name="out")
+    ufunc = {"AddV2": np.add, "Sub": np.subtract, "Mul": np.multiply, "Maximum": np.maximum, "BiasAdd": np.add}[op]
+    want = ufunc(v, x) if vec_first else ufunc(x, v)
+    with Session(b.graph_def, SessionConfig(optimize=False)) as s:
+        for _ in range(2):
+            np.testing.assert_array_equal(s.run("out", {"x": x, "v": v}), want)
+        assert s.plan_for("out", feeds=["x", "v"]).single.arena.misses >= 1

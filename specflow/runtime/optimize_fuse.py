@@ -1,0 +1,299 @@
+"""The remapping step's rewrites beside ``_FusedMatMul`` (optimize.py's step 4), run in this
+order by ``remap``; the first two as TF's Grappler remapper and ``fold_batch_norms`` do them:
+
+- ``fold_scales``: Conv2D followed by a Mul with a per-channel vector ``s`` (its sole consumer)
+  becomes Conv2D with the filter ``f * s`` (a new Mul of the [KH, KW, C, O] filter by the [O]
+  vector, computed every step: variables may change between steps, so nothing is folded into
+  a constant). Batch norm at inference, ``x * (gamma * rsqrt(var + eps)) + (beta - mean * ...)``,
+  thus leaves a Conv2D and an add of a vector.
+- ``fuse_convolutions``: Conv2D followed by BiasAdd, or by an AddV2 of a per-channel vector (its
+  sole consumer), and then optionally Relu becomes ``_FusedConv2D`` (ops/fused_ops.py), named like
+  the last node it replaces: the bias and the activation are applied in place to the product.
+- ``pool_before_relu``: MaxPool(Relu(x)) becomes Relu(MaxPool(x)) when the pool alone reads
+  the Relu (inference: training reads it for the gradients) and no window is all padding
+  (VALID or SAME): max and Relu commute exactly (NaN included), and Relu then runs on the
+  pooled tensor, a quarter of the elements for 2x2 pooling. The Relu takes the pool's name.
+- ``relu_grad_before_pool_grad``: ReluGrad(MaxPoolGrad(x, y, dy), x) becomes
+  MaxPoolGrad(x, y, ReluGrad(dy, y)) for disjoint windows (training: a Relu before a max pool):
+  each input element gets the gradient of the one window whose first maximum it is, where it
+  equals that window's y, so masking by y > 0 before routing is masking by x > 0 after, on a
+  quarter of the elements for 2x2 pooling.
+- ``divide_before_broadcast``: RealDiv(BroadcastTo(v), scalar) becomes
+  BroadcastTo(RealDiv(v, scalar)) (the gradient of a Mean, batch norm's moments): the division
+  on the small tensor, the same values.
+
+Only NHWC convolutions of floats on one device are rewritten, and only when no other node (nor
+control edge) reads the intermediate results, so training graphs fuse too: a convolution's
+gradients read its input, filter and the incoming gradient, never its output. Shapes come from
+one inference over the graph before the rewrites: each rewrite asks only about tensors that
+existed then (a folded Conv2D takes the name, shape and dtype of the Mul it replaces).
+"""
+
+from __future__ import annotations
+
+from specflow.errors import SpecflowError
+from specflow.graph.graph_def import GraphDef, NodeDef, parse_input
+from specflow.runtime.optimize import _FUSABLE_T, OptimizeResult, _dedupe, _Graph, _sole_consumer, _unique
+from specflow.runtime.prune import infer_runtime_graph
+
+_CONV_ATTRS = ("strides", "padding", "explicit_paddings", "data_format", "dilations", "use_cudnn_on_gpu")
+
+
+def _convs(g: _Graph) -> list[NodeDef]:
+    return [
+        n
+        for n in g.live()
+        if n.op == "Conv2D"
+        and str(n.attrs.get("T")) in _FUSABLE_T
+        and n.attrs.get("data_format", "NHWC") == "NHWC"
+    ]
+
+
+def _other_operand(node: NodeDef, conv: NodeDef) -> str | None:
+    """The operand of a binary ``node`` that is not ``conv``'s output (None if both are)."""
+    ins = node.data_inputs
+    mine = (conv.name, f"{conv.name}:0")
+    if len(ins) != 2 or (ins[0] in mine) == (ins[1] in mine):
+        return None
+    return ins[1] if ins[0] in mine else ins[0]
+
+
+def _channel_vector(specs, tensor: str, channels, rank_max: int) -> bool:
+    """Whether ``tensor`` is statically a vector over ``channels`` (shape [O], or [1, ..., 1, O]
+    up to ``rank_max`` dims): broadcast against an NHWC output, it scales or shifts channels."""
+    shape = specs.spec(tensor).shape
+    if channels is None or shape.rank is None or not 1 <= shape.rank <= rank_max:
+        return False
+    return tuple(shape.dims) == (1,) * (shape.rank - 1) + (channels,)
+
+
+def _known(specs, *tensors: str) -> bool:
+    """Whether the inference before the rewrites saw every one of ``tensors``' nodes."""
+    return all(parse_input(t).node in specs.attrs for t in tensors)
+
+
+_CANDIDATES = frozenset({"Conv2D", "Relu", "ReluGrad", "RealDiv"})
+
+
+def remap(g: _Graph, result: OptimizeResult) -> None:
+    if not any(n.op in _CANDIDATES for n in g.live()):
+        return
+    try:
+        specs = infer_runtime_graph(GraphDef(g.live()))
+    except SpecflowError:  # an inconsistent graph: the step reports it, unoptimized
+        specs = None
+    pool_before_relu(g, result)
+    relu_grad_before_pool_grad(g, result)
+    if specs is not None:
+        divide_before_broadcast(g, specs, result)
+        fold_scales(g, specs, result)
+    fuse_convolutions(g, specs, result)
+
+
+def fold_scales(g: _Graph, specs, result: OptimizeResult) -> None:
+    consumers = g.consumers()
+    for conv in _convs(g):
+        mul = _sole_consumer(consumers, conv.name)
+        if mul is None or mul.op != "Mul" or mul.device != conv.device:
+            continue
+        scale = _other_operand(mul, conv)
+        if scale is None or not _known(specs, conv.name, scale):
+            continue
+        out = specs.outputs(conv.name)[0]
+        if specs.spec(scale).dtype != out.dtype:
+            continue
+        if out.shape.rank != 4 or not _channel_vector(specs, scale, out.shape[3], 4):
+            continue
+        x, f = conv.data_inputs
+        scaled = NodeDef(
+            _unique(g, f"{mul.name}/scaled_filter"),
+            "Mul",
+            [f, scale],
+            conv.device,
+            {"T": mul.attrs["T"]},
+            mul.location,
+        )
+        controls = _dedupe([c for n in (conv, mul) for c in n.control_inputs])
+        folded = NodeDef(
+            mul.name,
+            "Conv2D",
+            [x, scaled.name, *("^" + c for c in controls)],
+            conv.device,
+            {**{k: v for k, v in conv.attrs.items() if not k.startswith("_")}},
+            mul.location,
+        )
+        if "_transfer" in mul.attrs:  # how its output crosses devices (runtime/partition.py)
+            folded.attrs["_transfer"] = mul.attrs["_transfer"]
+        g.order.append(scaled)
+        g.nodes[scaled.name] = scaled
+        del g.nodes[conv.name]
+        g.replace(mul.name, folded)
+        for node in (scaled, folded):
+            for i, inp in enumerate(node.inputs):
+                consumers[parse_input(inp).node].append((node, i))
+        result.folded_scales.append(mul.name)
+
+
+def fuse_convolutions(g: _Graph, specs, result: OptimizeResult) -> None:
+    consumers = g.consumers()
+    for conv in _convs(g):
+        add = _sole_consumer(consumers, conv.name)
+        if add is None or add.device != conv.device:
+            continue
+        if add.op == "BiasAdd":
+            if add.data_inputs[0] not in (conv.name, f"{conv.name}:0") or add.attrs.get("data_format", "NHWC") != "NHWC":
+                continue
+            bias = add.data_inputs[1]
+        elif add.op == "AddV2" and specs is not None:
+            bias = _other_operand(add, conv)
+            if bias is None or not _known(specs, conv.name, bias):
+                continue
+            out = specs.outputs(conv.name)[0]
+            if out.shape.rank != 4 or specs.spec(bias).dtype != out.dtype:
+                continue
+            if not _channel_vector(specs, bias, out.shape[3], 1):
+                continue
+        else:
+            continue
+        group, ops = [conv, add], ["BiasAdd"]
+        relu = _sole_consumer(consumers, add.name)
+        if relu is not None and relu.op == "Relu" and relu.device == conv.device:
+            group.append(relu)
+            ops.append("Relu")
+        last = group[-1]
+        controls = _dedupe([c for n in group for c in n.control_inputs])
+        attrs = {k: conv.attrs[k] for k in _CONV_ATTRS if k in conv.attrs}
+        fused = NodeDef(
+            last.name,
+            "_FusedConv2D",
+            [*conv.data_inputs, bias, *("^" + c for c in controls)],
+            conv.device,
+            {
+                "T": conv.attrs["T"],
+                "TArgs": [conv.attrs["T"]],
+                "num_args": 1,
+                "num_host_args": 0,
+                **attrs,
+                "fused_ops": ops,
+                "epsilon": 0.0001,
+                "leakyrelu_alpha": 0.2,
+            },
+            last.location,
+        )
+        if "_transfer" in last.attrs:
+            fused.attrs["_transfer"] = last.attrs["_transfer"]
+        for n in group[:-1]:
+            del g.nodes[n.name]
+        g.replace(last.name, fused)
+        for i, inp in enumerate(fused.inputs):
+            consumers[parse_input(inp).node].append((fused, i))
+        result.fused.append(fused.name)
+
+
+def pool_before_relu(g: _Graph, result: OptimizeResult) -> None:
+    consumers = g.consumers()
+    for relu in [n for n in g.live() if n.op == "Relu" and str(n.attrs.get("T")) in _FUSABLE_T]:
+        pool = _sole_consumer(consumers, relu.name)
+        if pool is None or pool.op != "MaxPool" or pool.device != relu.device or pool.control_inputs:
+            continue
+        if pool.attrs.get("padding") not in ("VALID", "SAME") or str(pool.attrs.get("T")) != str(relu.attrs["T"]):
+            continue
+        inner = NodeDef(
+            _unique(g, f"{pool.name}/before_relu"),
+            "MaxPool",
+            [relu.data_inputs[0], *("^" + c for c in relu.control_inputs)],
+            pool.device,
+            {k: v for k, v in pool.attrs.items() if k != "_transfer"},
+            pool.location,
+        )
+        outer = NodeDef(pool.name, "Relu", [inner.name], pool.device, dict(relu.attrs), relu.location)
+        if "_transfer" in pool.attrs:
+            outer.attrs["_transfer"] = pool.attrs["_transfer"]
+        g.order.append(inner)
+        g.nodes[inner.name] = inner
+        del g.nodes[relu.name]
+        g.replace(pool.name, outer)
+        for node in (inner, outer):
+            for i, inp in enumerate(node.inputs):
+                consumers[parse_input(inp).node].append((node, i))
+        result.pooled_before_relu.append(pool.name)
+
+
+def _disjoint_pool(node: NodeDef) -> bool:
+    ksize, strides = node.attrs.get("ksize") or [], node.attrs.get("strides") or []
+    return len(ksize) == len(strides) == 4 and all(int(k) <= int(s) for k, s in zip(ksize, strides))
+
+
+def relu_grad_before_pool_grad(g: _Graph, result: OptimizeResult) -> None:
+    consumers = g.consumers()
+    for rg in [n for n in g.live() if n.op == "ReluGrad" and str(n.attrs.get("T")) in _FUSABLE_T]:
+        grad, features = rg.data_inputs
+        mpg = g.nodes.get(parse_input(grad).node)
+        if mpg is None or mpg.op != "MaxPoolGrad" or parse_input(grad).index != 0 or mpg.device != rg.device:
+            continue
+        x, y, dy = mpg.data_inputs
+        if _sole_consumer(consumers, mpg.name) is not rg or not _disjoint_pool(mpg):
+            continue
+        if parse_input(x) != parse_input(features) or str(mpg.attrs.get("T")) != str(rg.attrs["T"]):
+            continue
+        masked = NodeDef(_unique(g, f"{rg.name}/pooled"), "ReluGrad", [dy, y], rg.device, dict(rg.attrs), rg.location)
+        masked.attrs.pop("_transfer", None)
+        controls = _dedupe([c for n in (mpg, rg) for c in n.control_inputs])
+        routed = NodeDef(
+            rg.name,
+            "MaxPoolGrad",
+            [x, y, masked.name, *("^" + c for c in controls)],
+            mpg.device,
+            {k: v for k, v in mpg.attrs.items() if k != "_transfer"},
+            mpg.location,
+        )
+        if "_transfer" in rg.attrs:
+            routed.attrs["_transfer"] = rg.attrs["_transfer"]
+        g.order.append(masked)
+        g.nodes[masked.name] = masked
+        del g.nodes[mpg.name]
+        g.replace(rg.name, routed)
+        for node in (masked, routed):
+            for i, inp in enumerate(node.inputs):
+                consumers[parse_input(inp).node].append((node, i))
+        result.masked_before_pool_grad.append(rg.name)
+
+
+def _swap(g: _Graph, consumers, outer: NodeDef, inner: NodeDef, inner_ins: list[str], outer_attrs: dict,
+          inner_attrs: dict, suffix: str) -> None:
+    """``outer(inner(...))`` -> ``inner'(outer'(...))``: the node named like ``outer`` now runs
+    ``inner``'s op on a new node running ``outer``'s op on ``inner_ins``."""
+    first = NodeDef(_unique(g, f"{inner.name}/{suffix}"), outer.op, inner_ins, outer.device, outer_attrs,
+                    outer.location)  # fmt: skip
+    controls = _dedupe([c for n in (inner, outer) for c in n.control_inputs])
+    rest = inner.data_inputs[1:]
+    second = NodeDef(outer.name, inner.op, [first.name, *rest, *("^" + c for c in controls)], outer.device,
+                     inner_attrs, inner.location)  # fmt: skip
+    if "_transfer" in outer.attrs:
+        second.attrs["_transfer"] = outer.attrs["_transfer"]
+    g.order.append(first)
+    g.nodes[first.name] = first
+    del g.nodes[inner.name]
+    g.replace(outer.name, second)
+    for node in (first, second):
+        for i, inp in enumerate(node.inputs):
+            consumers[parse_input(inp).node].append((node, i))
+
+
+def divide_before_broadcast(g: _Graph, specs, result: OptimizeResult) -> None:
+    consumers = g.consumers()
+    for node in [n for n in g.live() if n.op == "RealDiv" and str(n.attrs.get("T")) in _FUSABLE_T]:
+        src = parse_input(node.data_inputs[0])
+        inner = g.nodes.get(src.node)
+        if inner is None or inner.op != "BroadcastTo" or src.index or inner.device != node.device:
+            continue
+        divisor = node.data_inputs[1]
+        if not _known(specs, divisor, inner.data_inputs[0]):
+            continue
+        d, v = specs.spec(divisor), specs.spec(inner.data_inputs[0])
+        if _sole_consumer(consumers, inner.name) is not node or d.shape.rank != 0 or d.dtype != v.dtype:
+            continue
+        _swap(g, consumers, node, inner, [inner.data_inputs[0], divisor],
+              {k: v for k, v in node.attrs.items() if k != "_transfer"},
+              {k: v for k, v in inner.attrs.items() if k != "_transfer"}, "divided")  # fmt: skip
+        result.reordered.append(node.name)
