@@ -470,6 +470,11 @@ def _call_key(fetches: Any, feeds: dict, targets: Any) -> tuple | None:
     return f, tuple(feeds), targets
 
 
+# A fresh output's references at the fetch check (the list, the loop variable, getrefcount's
+# argument); more: something else holds it. A fetch is the caller's to change, as in TF.
+_FRESH_REFS = 3
+
+
 def _fetched(plan: _Plan, frame: CallFrame) -> list:
     """The step's fetched values on the host; a fetch no _Retval set (its value was dead) is an
     error naming it."""
@@ -485,12 +490,6 @@ def _fetched(plan: _Plan, frame: CallFrame) -> list:
             out[i] = v.copy()  # held elsewhere too (a variable's value, a Const, a feed): the caller's own
     return out
 
-
-# References to a kernel's fresh output at the check above (the list, the loop variable and
-# getrefcount's argument): more means something else holds the array, as a variable holds its
-# value. A fetch is the caller's to change, as TensorFlow's are; a read-only one (a cached
-# Shape, an array from Ray's object store) is copied too.
-_FRESH_REFS = 3
 
 
 def _dead_fetch(tensor: str) -> RuntimeFailure:
