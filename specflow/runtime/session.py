@@ -476,8 +476,7 @@ _FRESH_REFS = 3
 
 
 def _fetched(plan: _Plan, frame: CallFrame) -> list:
-    """The step's fetched values on the host; a fetch no _Retval set (its value was dead) is an
-    error naming it."""
+    """The step's fetched values on the host; a fetch no _Retval set (dead) is an error."""
     out = frame.retvals
     for i in range(len(out)):  # (not enumerate: its reused tuple would hold one more reference)
         v = out[i]
