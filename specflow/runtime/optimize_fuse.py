@@ -180,13 +180,7 @@ def fuse_convolutions(g: _Graph, specs, result: OptimizeResult) -> None:
             },
             last.location,
         )
-        if "_transfer" in last.attrs:
-            fused.attrs["_transfer"] = last.attrs["_transfer"]
-        for n in group[:-1]:
-            del g.nodes[n.name]
-        g.replace(last.name, fused)
-        for i, inp in enumerate(fused.inputs):
-            consumers[parse_input(inp).node].append((fused, i))
+        _rewire(g, consumers, [], [n.name for n in group[:-1]], fused, last)
         result.fused.append(fused.name)
 
 
@@ -207,15 +201,7 @@ def pool_before_relu(g: _Graph, result: OptimizeResult) -> None:
             pool.location,
         )
         outer = NodeDef(pool.name, "Relu", [inner.name], pool.device, dict(relu.attrs), relu.location)
-        if "_transfer" in pool.attrs:
-            outer.attrs["_transfer"] = pool.attrs["_transfer"]
-        g.order.append(inner)
-        g.nodes[inner.name] = inner
-        del g.nodes[relu.name]
-        g.replace(pool.name, outer)
-        for node in (inner, outer):
-            for i, inp in enumerate(node.inputs):
-                consumers[parse_input(inp).node].append((node, i))
+        _rewire(g, consumers, [inner], [relu.name], outer, pool)
         result.pooled_before_relu.append(pool.name)
 
 
@@ -247,15 +233,7 @@ def relu_grad_before_pool_grad(g: _Graph, result: OptimizeResult) -> None:
             {k: v for k, v in mpg.attrs.items() if k != "_transfer"},
             mpg.location,
         )
-        if "_transfer" in rg.attrs:
-            routed.attrs["_transfer"] = rg.attrs["_transfer"]
-        g.order.append(masked)
-        g.nodes[masked.name] = masked
-        del g.nodes[mpg.name]
-        g.replace(rg.name, routed)
-        for node in (masked, routed):
-            for i, inp in enumerate(node.inputs):
-                consumers[parse_input(inp).node].append((node, i))
+        _rewire(g, consumers, [masked], [mpg.name], routed, rg)
         result.masked_before_pool_grad.append(rg.name)
 
 
@@ -269,13 +247,23 @@ def _swap(g: _Graph, consumers, outer: NodeDef, inner: NodeDef, inner_ins: list[
     rest = inner.data_inputs[1:]
     second = NodeDef(outer.name, inner.op, [first.name, *rest, *("^" + c for c in controls)], outer.device,
                      inner_attrs, inner.location)  # fmt: skip
-    if "_transfer" in outer.attrs:
-        second.attrs["_transfer"] = outer.attrs["_transfer"]
-    g.order.append(first)
-    g.nodes[first.name] = first
-    del g.nodes[inner.name]
-    g.replace(outer.name, second)
-    for node in (first, second):
+    _rewire(g, consumers, [first], [inner.name], second, outer)
+
+
+def _rewire(g: _Graph, consumers, added: list[NodeDef], removed: list[str], replacement: NodeDef,
+            replaced: NodeDef) -> None:  # fmt: skip
+    """A rewrite's graph surgery: ``added`` go in, ``removed`` go, ``replacement`` takes the
+    place (and name, and lossy-transfer mark) of ``replaced``; ``consumers`` learns the inputs
+    of the new nodes."""
+    if "_transfer" in replaced.attrs:
+        replacement.attrs["_transfer"] = replaced.attrs["_transfer"]
+    for node in added:
+        g.order.append(node)
+        g.nodes[node.name] = node
+    for name in removed:
+        del g.nodes[name]
+    g.replace(replaced.name, replacement)
+    for node in (*added, replacement):
         for i, inp in enumerate(node.inputs):
             consumers[parse_input(inp).node].append((node, i))
 
