@@ -115,24 +115,13 @@ def line_source(nodes: Sequence[NodeItem]) -> str:
             body.append("if rv.error is not None: raise rv.error")
         started = True
         body.append(f"k = {i}")
-        call = f"f{i}(c{i}{args})"
         drop = [f"v{f}" for f in item.frees]
+        targets: list[str | None] = [None] * item.n_out
         if item.n_out == 1:
-            target = f"v{item.out_flat}" if item.out_flat >= 0 else "o"
-            body += [
-                f"{target} = {call}",
-                f"if {_bad(target, item.checks[0], dnum)}: {target} = fix1({i}, {target})",
-            ]
-            if target == "o":
-                drop.insert(0, "o")
-        else:
-            body.append(f"o = {call}")
-            if item.n_out == 0:
-                body.append(f"if o is not None and (type(o) is not tuple or o): fixn({i}, o)")
-            else:
-                bad = " or ".join(_bad(f"o[{k}]", want, dnum) for k, want in enumerate(item.checks))
-                body.append(f"if type(o) is not tuple or len(o) != {item.n_out} or {bad}: o = fixn({i}, o)")
-                body += [f"v{flat} = o[{k}]" for k, flat, _ in item.outputs]
+            targets[0] = f"v{item.out_flat}" if item.out_flat >= 0 else None
+        for k, flat, _ in item.outputs if item.n_out > 1 else ():
+            targets[k] = f"v{flat}"
+        if emit_call(body, i, item, f"f{i}(c{i}{args})", targets, dnum):
             drop.insert(0, "o")
         if drop:
             body.append(f"del {', '.join(drop)}")
@@ -155,6 +144,24 @@ def line_source(nodes: Sequence[NodeItem]) -> str:
         "    return run_line",
     ]
     return "\n".join(lines) + "\n"
+
+
+def emit_call(body: list[str], i: int, item: NodeItem, call: str, targets: list[str | None], dnum) -> bool:
+    """Lines running ``call`` (``item``'s kernel, number ``i`` for the fix-ups) and checking what
+    it returned, its outputs into ``targets`` (a name per output; None: not used). Returns
+    whether ``o`` holds something to drop after."""
+    if item.n_out == 1:
+        t = targets[0] or "o"
+        body += [f"{t} = {call}", f"if {_bad(t, item.checks[0], dnum)}: {t} = fix1({i}, {t})"]
+        return t == "o"
+    body.append(f"o = {call}")
+    if item.n_out == 0:
+        body.append(f"if o is not None and (type(o) is not tuple or o): fixn({i}, o)")
+    else:
+        bad = " or ".join(_bad(f"o[{k}]", want, dnum) for k, want in enumerate(item.checks))
+        body.append(f"if type(o) is not tuple or len(o) != {item.n_out} or {bad}: o = fixn({i}, o)")
+        body += [f"{t} = o[{k}]" for k, t in enumerate(targets) if t is not None]
+    return True
 
 
 def _label(item: NodeItem) -> str:

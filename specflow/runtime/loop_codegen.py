@@ -57,7 +57,15 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from specflow.runtime.executor_types import NodeItem
-from specflow.runtime.line_codegen import HOISTED_OPS, UNCHECKED_OPS, _bad, _label, _names, line_dtypes
+from specflow.runtime.line_codegen import (
+    HOISTED_OPS,
+    UNCHECKED_OPS,
+    _bad,
+    _label,
+    _names,
+    emit_call,
+    line_dtypes,
+)
 
 # Kernels that return their one input unchanged (its type already checked where it was made).
 ALIASED_OPS = frozenset({"Identity"})
@@ -121,23 +129,10 @@ def loop_source(prog: Sequence[NodeItem], n_cond: int, names: Callable[[NodeItem
             body.append("t0 = N()")
         call = f"f{i}(c{i}{''.join(f', {a}' for a in names(item))})"
         drop = list(drops.get(pos, ()))
-        if item.n_out == 1:
-            t = targets[0] or "o"
-            body += [f"{t} = {call}", f"if {_bad(t, item.checks[0], dnum)}: {t} = fix1({i}, {t})"]
-            if traced:
-                body.append(f"R({i}, t0, ({t},))")
-            if t == "o":
-                drop.insert(0, "o")
-        else:
-            body.append(f"o = {call}")
-            if item.n_out == 0:
-                body.append(f"if o is not None and (type(o) is not tuple or o): fixn({i}, o)")
-            else:
-                bad = " or ".join(_bad(f"o[{k}]", want, dnum) for k, want in enumerate(item.checks))
-                body.append(f"if type(o) is not tuple or len(o) != {item.n_out} or {bad}: o = fixn({i}, o)")
-                body += [f"{t} = o[{k}]" for k, t in enumerate(targets) if t is not None]
-            if traced:
-                body.append(f"R({i}, t0, o or ())")
+        uses_o = emit_call(body, i, item, call, targets, dnum)
+        if traced:
+            body.append(f"R({i}, t0, ({targets[0] or 'o'},))" if item.n_out == 1 else f"R({i}, t0, o or ())")
+        if uses_o:
             drop.insert(0, "o")
         if drop:
             body.append(f"del {', '.join(drop)}")
