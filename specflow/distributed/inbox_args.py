@@ -21,10 +21,10 @@ from __future__ import annotations
 from specflow.graph.graph_def import GraphDef, NodeDef
 from specflow.runtime.rendezvous import rendezvous_key
 
+from .stages import LOOP_NODE_OPS
 from .task_partition import split_virtual, task_of
 
 _MISSING = object()
-_LOOP_OPS = frozenset({"Enter", "Exit", "NextIteration", "LoopCond"})
 
 
 def arrives_by_inbox(recv: NodeDef) -> bool:
@@ -44,7 +44,7 @@ def inbox_as_args(partitions: list[GraphDef], n_feeds: int) -> tuple[list[GraphD
     out = []
     for g in partitions:
         recvs = [n for n in g.nodes if n.op == "_Recv" and arrives_by_inbox(n)]
-        if recvs and any(n.op in _LOOP_OPS for n in g.nodes):
+        if recvs and any(n.op in LOOP_NODE_OPS for n in g.nodes):
             return None
         if not recvs:
             out.append(g)

@@ -34,7 +34,7 @@ from specflow.runtime.prune import infer_runtime_graph
 from .placement import task_order
 
 MAX_STAGES = 8  # a step's stages use step ids step_id .. step_id + MAX_STAGES - 1
-_LOOP_OPS = frozenset({"Enter", "Exit", "NextIteration", "LoopCond"})
+LOOP_NODE_OPS = frozenset({"Enter", "Exit", "NextIteration", "LoopCond"})
 _REPEATABLE = frozenset({"VarHandleOp", "Const", "_Arg"})  # copied into each stage that reads them
 
 
@@ -56,7 +56,7 @@ def step_calls(graphs: dict[str, GraphDef], dataflow: bool = True, stages: bool 
 def stage_split(graphs: dict[str, GraphDef]) -> dict[str, GraphDef] | None:
     """The step's pieces cut by stage, keyed ``TASK#s`` (tasks in their order, stages rising),
     or None when that does not apply (a loop frame, a cycle, too many stages, one stage)."""
-    if any(n.op in _LOOP_OPS for g in graphs.values() for n in g.nodes):
+    if any(n.op in LOOP_NODE_OPS for g in graphs.values() for n in g.nodes):
         return None
     fed = _feeds_where_read(graphs)
     stage = _stages(fed)

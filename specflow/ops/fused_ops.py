@@ -29,14 +29,39 @@ def _check_fused_ops(fused_ops, num_args: int, fail) -> None:
         raise fail(f"fused_ops {list(fused_ops)} take one extra argument (the bias), got num_args={num_args}")
 
 
-def _fused_matmul_shape(ic: InferenceContext) -> list[Shape]:
-    _check_fused_ops(ic.attr("fused_ops"), ic.attr("num_args"), ic.fail)
-    (out,) = _matmul_shape(ic)
+def _check_bias_shape(ic: InferenceContext, channels, against) -> Shape:
+    """Input 2 (the bias) is a vector of ``channels`` entries where both are known; ``against()``
+    names what it must match."""
     bias = ic.shape(2)
     if bias.rank is not None and bias.rank != 1:
         raise ic.fail(f"the bias must be a vector, got shape {bias}")
-    if bias.rank == 1 and out[1] is not None and bias[0] is not None and bias[0] != out[1]:
-        raise ic.fail(f"bias of shape {bias} does not match the product's columns {out}")
+    if bias.rank == 1 and channels is not None and bias[0] is not None and bias[0] != channels:
+        raise ic.fail(f"bias of shape {bias} does not match {against()}")
+    return bias
+
+
+def _fused_bias(ctx, args):
+    """The bias of a fused op whose fused_ops are BiasAdd [+ Relu] (any other list fails)."""
+    fused_ops = ctx.attrs["fused_ops"]
+    if len(args) != 1 or fused_ops not in _SUPPORTED_LISTS:
+        _check_fused_ops(fused_ops, len(args), ctx.fail)
+    return args[0]
+
+
+def _bias_then_relu(ctx, out, bias, channels: int, against) -> None:
+    """fused_ops on the fresh ``out`` ([rows, channels]) in place: BiasAdd, then Relu if listed;
+    ``against()`` names what a bias of the wrong size fails to match."""
+    if bias.ndim != 1 or bias.shape[0] != channels:
+        raise ctx.fail(f"bias of shape {_fmt(bias.shape)} does not match {against()}")
+    add_rows(ctx.xp, out, bias)
+    if len(ctx.attrs["fused_ops"]) == 2:  # Relu
+        relu(ctx.xp, out, out)
+
+
+def _fused_matmul_shape(ic: InferenceContext) -> list[Shape]:
+    _check_fused_ops(ic.attr("fused_ops"), ic.attr("num_args"), ic.fail)
+    (out,) = _matmul_shape(ic)
+    bias = _check_bias_shape(ic, out[1], lambda: f"the product's columns {out}")
     return [Shape([out[0], out[1] if out[1] is not None else (bias[0] if bias.rank == 1 else None)])]
 
 
@@ -61,16 +86,9 @@ register_op(
 
 @kernel("_FusedMatMul")
 def _fused_matmul(ctx, a, b, *args):
-    fused_ops = ctx.attrs["fused_ops"]
-    if len(args) != 1 or fused_ops not in _SUPPORTED_LISTS:
-        _check_fused_ops(fused_ops, len(args), ctx.fail)
+    bias = _fused_bias(ctx, args)
     out = _matmul(ctx, a, b)  # a fresh array: updating it in place is safe
-    (bias,) = args
-    if bias.ndim != 1 or bias.shape[0] != out.shape[1]:
-        raise ctx.fail(f"bias of shape {_fmt(bias.shape)} does not match the product's shape {_fmt(out.shape)}")
-    add_rows(ctx.xp, out, bias)
-    if len(fused_ops) == 2:  # Relu
-        relu(ctx.xp, out, out)
+    _bias_then_relu(ctx, out, bias, out.shape[1], lambda: f"the product's shape {_fmt(out.shape)}")
     return out
 
 
@@ -86,11 +104,7 @@ def _fused_conv2d_shape(ic: InferenceContext) -> list[Shape]:
         raise ic.fail(f"num_host_args must be 0 for fused_ops {list(ic.attr('fused_ops'))}")
     out = Shape(_conv_window(ic, ic.shape(0), ic.shape(1))[1])
     channels = out[3 if ic.attr("data_format") == "NHWC" else 1]
-    bias = ic.shape(2)
-    if bias.rank is not None and bias.rank != 1:
-        raise ic.fail(f"the bias must be a vector, got shape {bias}")
-    if bias.rank == 1 and channels is not None and bias[0] is not None and bias[0] != channels:
-        raise ic.fail(f"bias of shape {bias} does not match the convolution's {channels} output channels")
+    _check_bias_shape(ic, channels, lambda: f"the convolution's {channels} output channels")
     return [out]
 
 
@@ -117,16 +131,9 @@ register_op(
 
 @kernel("_FusedConv2D")
 def _fused_conv2d(ctx, x, f, *args):
-    fused_ops = ctx.attrs["fused_ops"]
-    if len(args) != 1 or fused_ops not in _SUPPORTED_LISTS:
-        _check_fused_ops(fused_ops, len(args), ctx.fail)
+    bias = _fused_bias(ctx, args)
     out, shape = conv2d_matrix(ctx, x, f)  # [N * OH * OW, O], fresh: updated in place
-    (bias,) = args
-    if bias.ndim != 1 or bias.shape[0] != shape[3]:
-        raise ctx.fail(f"bias of shape {_fmt(bias.shape)} does not match the convolution's {shape[3]} output channels")
-    add_rows(ctx.xp, out, bias)
-    if len(fused_ops) == 2:  # Relu
-        relu(ctx.xp, out, out)
+    _bias_then_relu(ctx, out, bias, shape[3], lambda: f"the convolution's {shape[3]} output channels")
     return _from_nhwc(out.reshape(shape), ctx.attrs["data_format"])
 
 

@@ -62,9 +62,7 @@ from specflow.graph.graph_def import GraphDef
 from specflow.graph.topo import LOOP_BACK_EDGES, topological_order
 from specflow.ops.buffers import Arena
 from specflow.ops.math_ops import FP_STATE, QUIET_FP
-from specflow.ops.registry import (
-    KernelContext,
-)
+from specflow.ops.registry import KernelContext
 from specflow.runtime import executor_types as xt
 from specflow.runtime.abort import interrupt_error
 from specflow.runtime.async_nodes import AsyncNodes

@@ -125,12 +125,7 @@ def line_source(nodes: Sequence[NodeItem]) -> str:
             drop.insert(0, "o")
         if drop:
             body.append(f"del {', '.join(drop)}")
-    lines = ["def make(F, C, D, A, H, fix1, fixn):"]
-    if nodes:
-        lines += [f"    ({_names('f', len(nodes))}) = F", f"    ({_names('c', len(nodes))}) = C"]
-    if dtypes:
-        lines.append(f"    ({_names('d', len(dtypes))}) = D")
-    lines += [f"    {h}" for h in hoisted]
+    lines = make_prelude("F, C, D, A, H, fix1, fixn", len(nodes), len(dtypes), hoisted)
     lines += [
         "",
         "    def run_line(rv):",
@@ -144,6 +139,17 @@ def line_source(nodes: Sequence[NodeItem]) -> str:
         "    return run_line",
     ]
     return "\n".join(lines) + "\n"
+
+
+def make_prelude(params: str, n_nodes: int, n_dtypes: int, hoisted: list[str]) -> list[str]:
+    """The generated ``make(params)``'s first lines: the kernels, contexts and dtypes unpacked
+    into locals, then the hoisted kernels' one-time runs."""
+    lines = [f"def make({params}):"]
+    if n_nodes:
+        lines += [f"    ({_names('f', n_nodes)}) = F", f"    ({_names('c', n_nodes)}) = C"]
+    if n_dtypes:
+        lines.append(f"    ({_names('d', n_dtypes)}) = D")
+    return lines + [f"    {h}" for h in hoisted]
 
 
 def emit_call(body: list[str], i: int, item: NodeItem, call: str, targets: list[str | None], dnum) -> bool:

@@ -62,9 +62,9 @@ from specflow.runtime.line_codegen import (
     UNCHECKED_OPS,
     _bad,
     _label,
-    _names,
     emit_call,
     line_dtypes,
+    make_prelude,
 )
 
 # Kernels that return their one input unchanged (its type already checked where it was made).
@@ -141,12 +141,7 @@ def loop_source(prog: Sequence[NodeItem], n_cond: int, names: Callable[[NodeItem
     m = [f"m{j}" for j in range(len(inits))]
     body += [f"{', '.join(m)}, = {', '.join(nexts)},", "n += 1"]
     args = "".join(f", i{j}" for j in range(n_inputs))
-    lines = ["def make(F, C, D, A, H, fix1, fixn, T, N, R):"]
-    if prog:
-        lines += [f"    ({_names('f', len(prog))}) = F", f"    ({_names('c', len(prog))}) = C"]
-    if dtypes:
-        lines.append(f"    ({_names('d', len(dtypes))}) = D")
-    lines += [f"    {h}" for h in hoisted]
+    lines = make_prelude("F, C, D, A, H, fix1, fixn, T, N, R", len(prog), len(dtypes), hoisted)
     lines += [
         "",
         f"    def run_loop(rv{args}):",

@@ -442,7 +442,7 @@ def _drop_dead(g: _Graph, keep: set[str], result: OptimizeResult) -> None:
             result.removed.append(n.name)
 
 
-# --- remapping: MatMul + BiasAdd (+ Relu) -> _FusedMatMul ------------------------------------------
+# --- remapping: MatMul + BiasAdd (+ Relu) -> _FusedMatMul; the helpers optimize_fuse shares ---------
 
 
 def _sole_consumer(consumers, name: str) -> NodeDef | None:
@@ -452,6 +452,35 @@ def _sole_consumer(consumers, name: str) -> NodeDef | None:
         return None
     c, i = users[0]
     return c if c.inputs[i] in (name, f"{name}:0") else None
+
+
+def _absorb_relu(consumers, group: list[NodeDef], ops: list[str]) -> tuple[NodeDef, list[str]]:
+    """A fusion's ``group`` (and its ``fused_ops``) extended by a Relu that is the last node's
+    sole consumer on the same device; returns the group's last node and everyone's control
+    inputs."""
+    relu = _sole_consumer(consumers, group[-1].name)
+    if relu is not None and relu.op == "Relu" and relu.device == group[0].device:
+        group.append(relu)
+        ops.append("Relu")
+    return group[-1], _dedupe([c for n in group for c in n.control_inputs])
+
+
+def _rewire(g: _Graph, consumers, added: list[NodeDef], removed: list[str], replacement: NodeDef,
+            replaced: NodeDef) -> None:  # fmt: skip
+    """A rewrite's graph surgery: ``added`` go in, ``removed`` go, ``replacement`` takes the
+    place (and name, and lossy-transfer mark) of ``replaced``; ``consumers`` learns the inputs
+    of the new nodes."""
+    if "_transfer" in replaced.attrs:
+        replacement.attrs["_transfer"] = replaced.attrs["_transfer"]
+    for node in added:
+        g.order.append(node)
+        g.nodes[node.name] = node
+    for name in removed:
+        del g.nodes[name]
+    g.replace(replaced.name, replacement)
+    for node in (*added, replacement):
+        for i, inp in enumerate(node.inputs):
+            consumers[parse_input(inp).node].append((node, i))
 
 
 def _fuse_matmul(g: _Graph, result: OptimizeResult) -> None:
@@ -469,12 +498,7 @@ def _fuse_matmul(g: _Graph, result: OptimizeResult) -> None:
         ):
             continue
         group, ops = [mm, bias_add], ["BiasAdd"]
-        relu = _sole_consumer(consumers, bias_add.name)
-        if relu is not None and relu.op == "Relu" and relu.device == mm.device:
-            group.append(relu)
-            ops.append("Relu")
-        last = group[-1]
-        controls = _dedupe([c for n in group for c in n.control_inputs])
+        last, controls = _absorb_relu(consumers, group, ops)
         fused = NodeDef(
             last.name,
             "_FusedMatMul",
@@ -491,14 +515,7 @@ def _fuse_matmul(g: _Graph, result: OptimizeResult) -> None:
             },
             last.location,
         )
-        if "_transfer" in last.attrs:  # how its output crosses devices (runtime/partition.py)
-            fused.attrs["_transfer"] = last.attrs["_transfer"]
-        for n in group[:-1]:
-            del g.nodes[n.name]
-        g.replace(last.name, fused)
-        # Edges into the fused node's inputs now come from it.
-        for inp in fused.inputs:
-            consumers[parse_input(inp).node].append((fused, fused.inputs.index(inp)))
+        _rewire(g, consumers, [], [n.name for n in group[:-1]], fused, last)
         result.fused.append(fused.name)
 
 

@@ -33,7 +33,16 @@ from __future__ import annotations
 
 from specflow.errors import SpecflowError
 from specflow.graph.graph_def import GraphDef, NodeDef, parse_input
-from specflow.runtime.optimize import _FUSABLE_T, OptimizeResult, _dedupe, _Graph, _sole_consumer, _unique
+from specflow.runtime.optimize import (
+    _FUSABLE_T,
+    OptimizeResult,
+    _absorb_relu,
+    _dedupe,
+    _Graph,
+    _rewire,
+    _sole_consumer,
+    _unique,
+)
 from specflow.runtime.prune import infer_runtime_graph
 
 _CONV_ATTRS = ("strides", "padding", "explicit_paddings", "data_format", "dilations", "use_cudnn_on_gpu")
@@ -156,12 +165,7 @@ def fuse_convolutions(g: _Graph, specs, result: OptimizeResult) -> None:
         else:
             continue
         group, ops = [conv, add], ["BiasAdd"]
-        relu = _sole_consumer(consumers, add.name)
-        if relu is not None and relu.op == "Relu" and relu.device == conv.device:
-            group.append(relu)
-            ops.append("Relu")
-        last = group[-1]
-        controls = _dedupe([c for n in group for c in n.control_inputs])
+        last, controls = _absorb_relu(consumers, group, ops)
         attrs = {k: conv.attrs[k] for k in _CONV_ATTRS if k in conv.attrs}
         fused = NodeDef(
             last.name,
@@ -249,23 +253,6 @@ def _swap(g: _Graph, consumers, outer: NodeDef, inner: NodeDef, inner_ins: list[
                      inner_attrs, inner.location)  # fmt: skip
     _rewire(g, consumers, [first], [inner.name], second, outer)
 
-
-def _rewire(g: _Graph, consumers, added: list[NodeDef], removed: list[str], replacement: NodeDef,
-            replaced: NodeDef) -> None:  # fmt: skip
-    """A rewrite's graph surgery: ``added`` go in, ``removed`` go, ``replacement`` takes the
-    place (and name, and lossy-transfer mark) of ``replaced``; ``consumers`` learns the inputs
-    of the new nodes."""
-    if "_transfer" in replaced.attrs:
-        replacement.attrs["_transfer"] = replaced.attrs["_transfer"]
-    for node in added:
-        g.order.append(node)
-        g.nodes[node.name] = node
-    for name in removed:
-        del g.nodes[name]
-    g.replace(replaced.name, replacement)
-    for node in (*added, replacement):
-        for i, inp in enumerate(node.inputs):
-            consumers[parse_input(inp).node].append((node, i))
 
 
 def divide_before_broadcast(g: _Graph, specs, result: OptimizeResult) -> None:

@@ -483,8 +483,7 @@ def _fetched(plan: _Plan, frame: CallFrame) -> list:
         if type(v) is not np.ndarray:
             if v is UNSET:
                 raise _dead_fetch(plan.fetches[i])
-            out[i] = _to_host(v)
-            v = out[i]
+            v = out[i] = _to_host(v)
         if type(v) is np.ndarray and (sys.getrefcount(v) > _FRESH_REFS or not v.flags.writeable):
             out[i] = v.copy()  # held elsewhere too (a variable's value, a Const, a feed): the caller's own
     return out
