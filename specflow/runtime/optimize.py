@@ -454,15 +454,21 @@ def _sole_consumer(consumers, name: str) -> NodeDef | None:
     return c if c.inputs[i] in (name, f"{name}:0") else None
 
 
-def _absorb_relu(consumers, group: list[NodeDef], ops: list[str]) -> tuple[NodeDef, list[str]]:
-    """A fusion's ``group`` (and its ``fused_ops``) extended by a Relu that is the last node's
-    sole consumer on the same device; returns the group's last node and everyone's control
-    inputs."""
+def _fuse(g: _Graph, consumers, result: OptimizeResult, group: list[NodeDef], op: str, inputs: list[str],
+          attrs: dict) -> None:  # fmt: skip
+    """TF's remapper: ``group`` (a product and its BiasAdd), with a Relu that is the last one's
+    sole consumer on the same device, becomes one ``op`` node on ``inputs`` named like the last,
+    its ``fused_ops`` listing what it absorbed."""
+    ops = ["BiasAdd"]
     relu = _sole_consumer(consumers, group[-1].name)
     if relu is not None and relu.op == "Relu" and relu.device == group[0].device:
-        group.append(relu)
-        ops.append("Relu")
-    return group[-1], _dedupe([c for n in group for c in n.control_inputs])
+        group, ops = [*group, relu], [*ops, "Relu"]
+    last = group[-1]
+    controls = _dedupe([c for n in group for c in n.control_inputs])
+    fused = NodeDef(last.name, op, [*inputs, *("^" + c for c in controls)], group[0].device,
+                    {**attrs, "fused_ops": ops, "epsilon": 0.0001, "leakyrelu_alpha": 0.2}, last.location)  # fmt: skip
+    _rewire(g, consumers, [], [n.name for n in group[:-1]], fused, last)
+    result.fused.append(fused.name)
 
 
 def _rewire(g: _Graph, consumers, added: list[NodeDef], removed: list[str], replacement: NodeDef,
@@ -497,26 +503,9 @@ def _fuse_matmul(g: _Graph, result: OptimizeResult) -> None:
             or bias_add.device != mm.device
         ):
             continue
-        group, ops = [mm, bias_add], ["BiasAdd"]
-        last, controls = _absorb_relu(consumers, group, ops)
-        fused = NodeDef(
-            last.name,
-            "_FusedMatMul",
-            [*mm.data_inputs, bias_add.data_inputs[1], *("^" + c for c in controls)],
-            mm.device,
-            {
-                "T": mm.attrs["T"],
-                "transpose_a": mm.attrs.get("transpose_a", False),
-                "transpose_b": mm.attrs.get("transpose_b", False),
-                "num_args": 1,
-                "fused_ops": ops,
-                "epsilon": 0.0001,
-                "leakyrelu_alpha": 0.2,
-            },
-            last.location,
-        )
-        _rewire(g, consumers, [], [n.name for n in group[:-1]], fused, last)
-        result.fused.append(fused.name)
+        _fuse(g, consumers, result, [mm, bias_add], "_FusedMatMul", [*mm.data_inputs, bias_add.data_inputs[1]],
+              {"T": mm.attrs["T"], "transpose_a": mm.attrs.get("transpose_a", False),
+               "transpose_b": mm.attrs.get("transpose_b", False), "num_args": 1})  # fmt: skip
 
 
 # Last: optimize_flags builds on the graph helpers above (an import cycle, resolved by order).

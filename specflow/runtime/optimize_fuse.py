@@ -36,8 +36,8 @@ from specflow.graph.graph_def import GraphDef, NodeDef, parse_input
 from specflow.runtime.optimize import (
     _FUSABLE_T,
     OptimizeResult,
-    _absorb_relu,
     _dedupe,
+    _fuse,
     _Graph,
     _rewire,
     _sole_consumer,
@@ -164,28 +164,9 @@ def fuse_convolutions(g: _Graph, specs, result: OptimizeResult) -> None:
                 continue
         else:
             continue
-        group, ops = [conv, add], ["BiasAdd"]
-        last, controls = _absorb_relu(consumers, group, ops)
         attrs = {k: conv.attrs[k] for k in _CONV_ATTRS if k in conv.attrs}
-        fused = NodeDef(
-            last.name,
-            "_FusedConv2D",
-            [*conv.data_inputs, bias, *("^" + c for c in controls)],
-            conv.device,
-            {
-                "T": conv.attrs["T"],
-                "TArgs": [conv.attrs["T"]],
-                "num_args": 1,
-                "num_host_args": 0,
-                **attrs,
-                "fused_ops": ops,
-                "epsilon": 0.0001,
-                "leakyrelu_alpha": 0.2,
-            },
-            last.location,
-        )
-        _rewire(g, consumers, [], [n.name for n in group[:-1]], fused, last)
-        result.fused.append(fused.name)
+        _fuse(g, consumers, result, [conv, add], "_FusedConv2D", [*conv.data_inputs, bias],
+              {"T": conv.attrs["T"], "TArgs": [conv.attrs["T"]], "num_args": 1, "num_host_args": 0, **attrs})  # fmt: skip
 
 
 def pool_before_relu(g: _Graph, result: OptimizeResult) -> None:
