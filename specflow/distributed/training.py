@@ -261,15 +261,26 @@ class DistributedTrainer(Recovery, Trainer):
         n = len(self.tasks)
         start = self.step // n  # each worker's next batch of its shard (the steps split evenly)
         g = self.graph
-        self._claimed = self.step  # steps handed out: exactly total_steps updates, whoever runs them
-        lock = threading.Lock()
+        self._claimed = self._seen = self.step  # steps handed out / reported to the chief
+        # Workers run at most 2 steps each past what the chief has seen, so a stop request (Ctrl-C,
+        # a hook) ends the run within a few steps and the progress bar is the run's own.
+        window = 2 * n
+        turn = threading.Condition()
 
         def claim(n: int = 1) -> bool:
-            with lock:
+            with turn:
+                while n > 0 and self._claimed - self._seen >= window and not self._stop.is_set():
+                    turn.wait(0.05)
                 if n > 0 and (self._stop.is_set() or self._claimed >= self.total_steps):
                     return False
                 self._claimed += n
+                turn.notify_all()
                 return True
+
+        def seen() -> None:
+            with turn:
+                self._seen += 1
+                turn.notify_all()
 
         def work(k: int) -> None:
             if self.positions[k] is None:
@@ -312,6 +323,9 @@ class DistributedTrainer(Recovery, Trainer):
                 elif error is None and r[4] == self.gen:  # a report from before a restore is void
                     k, j, loss, gs, _ = r
                     self._after_step(gs, loss, k, j)
+                    seen()
+                else:
+                    seen()
         except BaseException:
             self._stop.set()
             raise
@@ -327,7 +341,7 @@ class DistributedTrainer(Recovery, Trainer):
         return loss
 
     def on_restored(self) -> None:
-        self._claimed = self.step
+        self._claimed = self._seen = self.step
 
     def _push(self, k: int, s: int) -> tuple[int | None, float]:
         feeds = self._feeds(k, s)
