@@ -83,9 +83,9 @@ def local_one_thread(name: str, steps: int, warm: int, data_dir: str) -> float:
 
 
 def examples_per_sec(name: str, where: str, mode: str, steps: int, warm: int, data_dir: str,
-                     stages: bool = True) -> float:  # fmt: skip
-    """``where``: "local", or a cluster "ps=1,worker=N"; ``stages``: False runs the replicas'
-    steps on the push protocol (as before steps were cut into stages, ``distributed/stages.py``)."""
+                     loops: bool = True) -> float:  # fmt: skip
+    """``where``: "local", or a cluster "ps=1,worker=N"; ``loops``: False has the driver run
+    every async step itself (as before each worker ran its own loop, ``replica_loop.py``)."""
     spec = _spec(name, mode, data_dir)
     clock = _Clock(warm)
     logdir = tempfile.mkdtemp(prefix="bench-train-")
@@ -99,11 +99,6 @@ def examples_per_sec(name: str, where: str, mode: str, steps: int, warm: int, da
         from specflow.distributed.training import DistributedTrainer
 
         class Measured(DistributedTrainer):
-            def _setup(self):
-                super()._setup()
-                for sess in self.replicas:
-                    sess.stages = stages
-
             def _close(self):  # the plans go with the sessions: count their transfers first
                 BYTES[(name, where, mode)] = replica_bytes(self)
                 super()._close()
@@ -112,6 +107,7 @@ def examples_per_sec(name: str, where: str, mode: str, steps: int, warm: int, da
         cluster = Cluster(training_cluster(ClusterSpec(jobs, task_threads=dict.fromkeys(jobs, 1))), threads=1)
         try:
             trainer = Measured(spec, options, clock, cluster=cluster)
+            trainer.worker_loops = loops
             trainer.run()
         finally:
             cluster.shutdown()
@@ -128,12 +124,15 @@ def replica_bytes(trainer) -> int:
     from the plan's statically known transfer sizes (the unknown batch dimension counted as the
     batch size)."""
     batch = trainer.cfg.data.batch_size
+    g = trainer.graph
+    fetches, targets = [g.loss, g.global_step.read], trainer._ends(g.train_op)
     per_plan = [0]  # the replica runs one signature per step (its plans differ only in fetches)
-    for plan in trainer.replicas[0]._plans.values():
-        if getattr(plan, "step", None) is None:
-            continue
+    steps = [p.step for p in trainer.replicas[0]._plans.values() if getattr(p, "step", None) is not None]
+    if not steps and trainer.sync is None:  # the worker's own loop ran them: the same plan, made here
+        steps = [trainer.replicas[0].compile(sorted(trainer._feeds(0, 0)), fetches, targets)]
+    for step in steps:
         total = 0
-        for t in plan.step.cross:
+        for t in step.cross:
             dims = t.shape.as_list() if t.shape is not None and t.shape.rank is not None else None
             if dims is not None:
                 total += int(np.prod([batch if d is None else d for d in dims])) * (t.dtype.itemsize or 4)
@@ -147,10 +146,99 @@ def training_rows(quick: bool = False) -> list[tuple]:
     for name, steps, warm in (("digits_mlp", 150 if quick else 1000, 50), ("heavy_mlp", 20 if quick else 100, 5)):
         local = local_one_thread(name, steps, warm, data_dir)
         row = [name, local]
-        for mode in ("async", "sync"):
-            for stages in (True, False):  # interleaved: the same load for both protocols
-                one = examples_per_sec(name, "ps=1,worker=1", mode, steps, warm, data_dir, stages)
-                two = examples_per_sec(name, "ps=1,worker=2", mode, steps, warm, data_dir, stages)
-                row += [f"{mode} ({'stages' if stages else 'push'})", one, two]
+        for mode, loops in (("async", True), ("async", False), ("sync", False)):  # interleaved: the same load
+            one = examples_per_sec(name, "ps=1,worker=1", mode, steps, warm, data_dir, loops)
+            two = examples_per_sec(name, "ps=1,worker=2", mode, steps, warm, data_dir, loops)
+            row += [f"{mode} ({'worker loops' if loops else 'driver'})" if mode == "async" else mode, one, two]
+        one, two = (plain_ray_examples_per_sec(name, w, steps, warm) for w in (1, 2))
+        row += ["async, plain Ray ps (peer)", one, two]
         rows.append(tuple(row))
     return rows
+
+
+# --- the peer: a plain-Ray parameter server (Ray's own async PS example, in numpy) -------------
+
+SHAPES = {"digits_mlp": ([64, 128, 10], 64, "adam"), "heavy_mlp": ([784, 1024, 1024, 10], 256, "sgd")}
+
+
+class _PlainPS:
+    """Holds the MLP's weights; ``apply`` takes one worker's gradients (Adam or SGD, as the
+    spec's optimizer) and returns the new weights, as Ray's parameter-server example does."""
+
+    def __init__(self, sizes: list[int], optimizer: str):
+        rng = np.random.default_rng(0)
+        self.w = []
+        for a, b in zip(sizes, sizes[1:]):
+            self.w += [(rng.standard_normal((a, b)) * np.sqrt(2 / a)).astype(np.float32), np.zeros(b, np.float32)]
+        self.opt, self.t = optimizer, 0
+        self.m = [np.zeros_like(w) for w in self.w]
+        self.v = [np.zeros_like(w) for w in self.w]
+
+    def weights(self):
+        return self.w
+
+    def apply(self, *grads):
+        self.t += 1
+        if self.opt == "sgd":
+            for w, g in zip(self.w, grads):
+                w -= 0.01 * g
+            return self.w
+        lr = 0.001 * np.sqrt(1 - 0.999**self.t) / (1 - 0.9**self.t)
+        for w, g, m, v in zip(self.w, grads, self.m, self.v):
+            m += 0.1 * (g - m)
+            v += 0.001 * (g * g - v)
+            w -= lr * m / (np.sqrt(v) + 1e-7)
+        return self.w
+
+
+class _PlainWorker:
+    """Forward and backward of the MLP (ReLU hidden layers, softmax cross-entropy) on its own
+    batches; each step sends the gradients and waits for the new weights."""
+
+    def __init__(self, ps, sizes: list[int], batch: int, seed: int):
+        rng = np.random.default_rng(seed)
+        self.ps, self.x = ps, rng.standard_normal((batch, sizes[0])).astype(np.float32)
+        self.y = rng.integers(0, sizes[-1], batch)
+
+    def run(self, steps: int) -> float:
+        import ray
+
+        t0 = time.perf_counter()
+        w = ray.get(self.ps.weights.remote())
+        for _ in range(steps):
+            acts, h = [self.x], self.x
+            for i in range(0, len(w), 2):
+                h = h @ w[i] + w[i + 1]
+                if i + 2 < len(w):
+                    h = np.maximum(h, 0)
+                acts.append(h)
+            p = np.exp(h - h.max(1, keepdims=True))
+            p /= p.sum(1, keepdims=True)
+            p[np.arange(len(p)), self.y] -= 1
+            d, grads = p / len(p), [None] * len(w)
+            for i in range(len(w) - 2, -1, -2):
+                grads[i], grads[i + 1] = acts[i // 2].T @ d, d.sum(0)
+                if i:
+                    d = (d @ w[i].T) * (acts[i // 2] > 0)
+            w = ray.get(self.ps.apply.remote(*grads))
+        return time.perf_counter() - t0
+
+
+def plain_ray_examples_per_sec(name: str, workers: int, steps: int, warm: int) -> float:
+    """Examples/s of the plain-Ray parameter server: 1 ps + ``workers`` workers, one BLAS thread
+    each, ``steps`` steps per worker after ``warm``."""
+    from specflow.distributed.engine import ensure_ray
+
+    ray = ensure_ray()
+    sizes, batch, opt = SHAPES[name]
+    env = {"runtime_env": {"env_vars": ONE_THREAD}, "num_cpus": 0}
+    ps = ray.remote(_PlainPS).options(**env).remote(sizes, opt)
+    ws = [ray.remote(_PlainWorker).options(**env).remote(ps, sizes, batch, k) for k in range(workers)]
+    try:
+        ray.get([w.run.remote(warm) for w in ws])
+        t0 = time.perf_counter()
+        ray.get([w.run.remote(steps) for w in ws])
+        return workers * steps * batch / (time.perf_counter() - t0)
+    finally:
+        for a in [ps, *ws]:
+            ray.kill(a)

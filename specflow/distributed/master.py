@@ -100,6 +100,9 @@ class ClusterSession(Session):
         # step's start; a write by anything else in between (a restore, a reset) voids them.
         self.prefetch_reads = False
         self.reads_prefetched = 0  # steps whose first reads came from the step before
+        # (task, its TaskWorker) when this session runs inside that task's process (an async
+        # replica's own loop, ``replica_loop.py``): its calls there run in-process, not via Ray.
+        self.local: tuple[str, Any] | None = None
 
     @property
     def device_names(self) -> list[str]:
@@ -131,8 +134,12 @@ class ClusterSession(Session):
         incarnations = self.cluster_incarnations
         _, graphs, order = step_calls(step.graphs, self.dataflow, self.stages)
         calls = {t: (handle, 0) if s is None else (f"{handle}#{s}", s) for t in graphs for _, s in [split_virtual(t)]}
+        here = self.local[0] if self.local is not None else None
         ray.get([actors[split_virtual(t)[0]].register_graph.remote(calls[t][0], g, seed, incarnations)
-                 for t, g in graphs.items()])  # fmt: skip
+                 for t, g in graphs.items() if split_virtual(t)[0] != here])  # fmt: skip
+        for t, g in graphs.items():
+            if split_virtual(t)[0] == here:  # this process's task: registered in-process
+                self.local[1].register_graph(calls[t][0], g, seed, incarnations)
         args_of = {t: piece_args(g) for t, g in graphs.items()}
         plan = _ClusterPlan(feeds, _feed_specs(self.graph_def, feeds), fetches, [], step.graphs, handle=handle,
                             step=step, tasks=step.tasks, args_of=args_of, calls=calls)  # fmt: skip
@@ -170,7 +177,7 @@ class ClusterSession(Session):
                 refs, unawaited, reads = self._submit_push(plan, step_id, args), [], []
             results = self._wait(plan, step_id, refs, timeout_s)
             if unawaited and any(r[1] is not None for r in results):  # an upstream failure's root cause
-                results += ray.get(unawaited)
+                results += _values(unawaited)
         except KeyboardInterrupt:  # Ctrl-C in the client stops the step on every task too
             self._abort(plan, step_id, RuntimeFailure("the step was interrupted"))
             raise
@@ -198,6 +205,8 @@ class ClusterSession(Session):
                 plan.reads[t] = (epoch, boxes)
         for t, other, result, boxes in prefetched:
             plan.prefetched[t] = (other, result, boxes)
+        if plan.writers and len(self._plans) > 1:  # this step wrote there after the others' prefetched reads
+            self._forget_prefetched(plan.writers, but=plan)
         return _fetched(plan, frame)
 
     def _submit_push(self, plan: _ClusterPlan, step_id: int, args: list) -> list:
@@ -217,7 +226,8 @@ class ClusterSession(Session):
 
         watch = DeadlockWatch(plan.tasks) if plan.flow is None else None
         if watch is None and timeout_s is None:
-            return ray.get(refs)
+            return _values(refs)
+        values, refs = refs, _refs_of(refs)
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
         wait_s = WATCH_AFTER_S
         while True:
@@ -226,7 +236,7 @@ class ClusterSession(Session):
             pending = ray.wait(refs, num_returns=len(refs), timeout=slice_s)[1] if slice_s is None or slice_s > 0 \
                 else refs  # fmt: skip
             if not pending:
-                return ray.get(refs)
+                return _values(values)
             if deadline is not None and time.monotonic() >= deadline:
                 raise self._abort(plan, step_id, RuntimeFailure(f"step timed out after {timeout_s}s"))
             error = None if watch is None else watch.check(self.cluster.actors, step_id, refs, pending)
@@ -269,6 +279,8 @@ class ClusterSession(Session):
                 self.reads_reused += 1
                 continue
             boxes = [outs[u][k] for u, k in up]
+            if self.local is not None and any(isinstance(b, _Part) for b in boxes):
+                boxes = _values(boxes)  # parts of one object: sent on as values
             handle, off = plan.calls[t]
             call = (handle, step_id + off, {i: args[i] for i in plan.args_of[t]}, n_args, n_ret, down)
             then = plan.prefetch.get(t) if self.prefetch_reads else None
@@ -277,21 +289,57 @@ class ClusterSession(Session):
                 then_down = plan.down_of[then]
                 then_call = (then_handle, next(self._step_ids) + then_off, {i: args[i] for i in plan.args_of[then]},
                              n_args, n_ret, then_down)  # fmt: skip
-                got = self.cluster.actors[task].run_graph_flow_then.options(num_returns=2 + len(then_down)).remote(
-                    call, then_call, *boxes)  # fmt: skip
-                every.extend(got)
+                method = self.cluster.actors[task].run_graph_flow_then
+                if self.local is not None:  # every value comes to and from this process: one
+                    # argument and one return object (Ray serializes each on its own), not 2 + n
+                    import ray
+
+                    if any(isinstance(b, ray.ObjectRef) for b in boxes):  # Ray resolves them as arguments
+                        cell = _Cell(method.remote(call, then_call, *boxes))
+                    else:
+                        cell = _Cell(self.cluster.actors[task].run_graph_flow_then_packed.remote((call, then_call, boxes)))
+                    got = [_Part(cell, i) for i in range(2 + len(then_down))]
+                    every.append(cell.ref)
+                else:
+                    got = method.options(num_returns=2 + len(then_down)).remote(call, then_call, *boxes)
+                    every.extend(got)
                 prefetched.append((then, epochs.other(task), got[1], got[2:]))  # awaited by the next step
                 (refs if t in plan.awaited else unawaited).append(got[0])
                 continue
-            got = method.remote(call, *boxes)
-            result = got[0] if down else got
-            every.extend(got if down else [got])
+            if self.local is not None and task == self.local[0]:
+                got = self._run_here(call, boxes)
+                result = got[0] if down else got
+            else:
+                got = method.remote(call, *boxes)
+                result = got[0] if down else got
+                every.extend(got if down else [got])
             if down:
                 outs[t] = got[1:]
                 if task not in plan.writers and self.reuse_reads:
                     reads.append((t, epochs.get(task), outs[t]))
             (refs if t in plan.awaited else unawaited).append(result)
         return refs, unawaited, reads
+
+    def forget_prefetched(self) -> None:
+        """Drop the reads prefetched by the last step (a replica's loop resuming after a pause:
+        the next step reads the variables afresh rather than as they were then)."""
+        self._forget_prefetched(None)
+
+    def _forget_prefetched(self, tasks: list[str] | None, but: _ClusterPlan | None = None) -> None:
+        """Drop the prefetched reads of ``tasks`` (None: all) in every plan but ``but``."""
+        for plan in self._plans.values():
+            ahead = getattr(plan, "prefetched", None)
+            if not ahead or plan is but:
+                continue
+            gone = [t for t in ahead if tasks is None or split_virtual(t)[0] in tasks]
+            _settle([ahead.pop(t)[1] for t in gone], wait_s=0)
+
+    def _run_here(self, call: tuple, boxes: list):
+        """This process's own task's call, run in-process: its upstream outboxes fetched here
+        (Ray resolves them for a remote call), its result and outboxes returned as values,
+        which Ray sends inline to the tasks downstream."""
+        got = self.local[1].run_graph_flow(call, *_values(boxes))
+        return (_Here(got[0]), *got[1:]) if call[5] else _Here(got)
 
     def _abort(self, plan: _ClusterPlan, step_id: int, error: RuntimeFailure) -> RuntimeFailure:
         """Abort the step on every task (each aborts its rendezvous: pending receives fail at
@@ -336,7 +384,7 @@ def _settle(refs: list, wait_s: float = 1.0) -> None:
     of the dead task fails too, and its result would otherwise never be read)."""
     import ray
 
-    refs = list(dict.fromkeys(refs))
+    refs = list(dict.fromkeys(_refs_of(refs)))
     try:
         done = ray.wait(refs, num_returns=len(refs), timeout=wait_s)[0] if refs else []
     except Exception:  # Ray itself gone (the client shutting down): nothing left to print either
@@ -346,6 +394,69 @@ def _settle(refs: list, wait_s: float = 1.0) -> None:
             ray.get(ref)
         except Exception:  # the failure already reported, or its consequence
             pass
+
+
+class _Here:
+    """A call's result made in this process, among the refs a step waits for."""
+
+    __slots__ = ("result",)
+
+    def __init__(self, result) -> None:
+        self.result = result
+
+
+class _Cell:
+    """One object holding a call's several returns (``_Part``), fetched once."""
+
+    __slots__ = ("ref", "value", "done")
+
+    def __init__(self, ref) -> None:
+        self.ref, self.value, self.done = ref, None, False
+
+
+class _Part:
+    """Return ``index`` of a call whose returns came back as one object (a ``_Cell``)."""
+
+    __slots__ = ("cell", "index")
+
+    def __init__(self, cell: _Cell, index: int) -> None:
+        self.cell, self.index = cell, index
+
+
+def _refs_of(items: list) -> list:
+    """The Ray object refs behind a step's results: refs, and unfetched cells' refs."""
+    import ray
+
+    out = []
+    for r in items:
+        if isinstance(r, ray.ObjectRef):
+            out.append(r)
+        elif isinstance(r, _Part) and not r.cell.done:
+            out.append(r.cell.ref)
+    return out
+
+
+def _values(items: list) -> list:
+    """The values of a step's results (refs, ``_Part``s, ``_Here``s, plain values), with one
+    ``ray.get`` for every ref among them."""
+    import ray
+
+    refs = list(dict.fromkeys(_refs_of(items)))
+    got = dict(zip(refs, ray.get(refs))) if refs else {}
+    out = []
+    for r in items:
+        if isinstance(r, _Here):
+            out.append(r.result)
+        elif isinstance(r, _Part):
+            cell = r.cell
+            if not cell.done:
+                cell.value, cell.done = got[cell.ref], True
+            out.append(cell.value[r.index])
+        elif isinstance(r, ray.ObjectRef):
+            out.append(got[r])
+        else:
+            out.append(r)
+    return out
 
 
 def _prefetch_pairs(order, graphs: dict[str, GraphDef]) -> dict[str, str]:

@@ -32,6 +32,9 @@ class Recovery:
 
     def _start_health(self, timeout_s: float | None) -> None:
         self.gen = 0
+        # True while a lost ps's variables are restored: steps reported meanwhile ran on the
+        # lost values (their generation is still the current one until the restore ends).
+        self.restoring = False
         self.recoveries: list[dict] = []  # what was lost, when, and how long recovery took
         self._recover_lock = threading.Lock()
         self.health = HealthMonitor(self.cluster, timeout_s or DEFAULT_TIMEOUT_S).start()
@@ -58,15 +61,23 @@ class Recovery:
                 self.health.recovered(task)
             before = self.step
             if any(t.startswith("/job:ps/") for t in bad):
-                self._replace_sessions(list(range(len(self.replicas))), driver=True)
-                self._restore_after_ps_loss()
+                self.restoring = True
+                try:
+                    self._replace_sessions(list(range(len(self.replicas))), driver=True)
+                    self._restore_after_ps_loss()
+                except BaseException:
+                    self.restoring = False
+                    raise
+                after = self.step  # the restored global step (reports of lost steps are void meanwhile)
                 what = (f"lost {', '.join(bad)}: restored {self.last_restored or 'the initial values'}; "
-                        f"global step {before} -> {self.step}")  # fmt: skip
+                        f"global step {before} -> {after}")  # fmt: skip
             else:
                 self._replace_sessions([i for i, t in enumerate(self.tasks) if t in bad], driver=False)
-                what = f"lost {', '.join(bad)}: recreated, rejoined at global step {self.step}"
+                after = self.step
+                what = f"lost {', '.join(bad)}: recreated, rejoined at global step {after}"
             self.gen += 1
-            self.recoveries.append({"tasks": bad, "step_before": before, "step_after": self.step,
+            self.restoring = False
+            self.recoveries.append({"tasks": bad, "step_before": before, "step_after": after,
                                     "seconds": time.monotonic() - t0})  # fmt: skip
             self._notice(what)
 

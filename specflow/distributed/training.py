@@ -22,6 +22,7 @@ either kind of run; it also holds each worker's generator states and input posit
 
 from __future__ import annotations
 
+import os
 import queue
 import threading
 import time
@@ -40,7 +41,15 @@ from specflow.train.sharding import FILE_INDEX, ShardBatches
 from .engine import Cluster
 from .readiness import Readiness
 from .recovery import Recovery
-from .replicas import ReplicaAssignment, replica_sessions, replica_tasks, training_cluster
+from .remote_rendezvous import unpack_error
+from .replica_loop import NEED_RECIPE, LoopRecipe, chunk_size
+from .replicas import (
+    ReplicaAssignment,
+    replica_random_streams,
+    replica_sessions,
+    replica_tasks,
+    training_cluster,
+)
 from .sharded_checkpoint import STATE_PREFIX, ShardedSaver
 from .sync_replicas import SyncReplicas
 from .training_plan import step_ends
@@ -68,6 +77,12 @@ class DistributedTrainer(Recovery, Trainer):
                              f"cluster has {n} worker replica{'s' if n > 1 else ''}")  # fmt: skip
         self.worker_steps = [0] * n
         self.group_targets = False  # True: replicas target the train op's group itself (benchmarks A/B)
+        # async: each worker runs its replica's steps itself (replica_loop.py); False: the driver
+        # runs every step (benchmarks A/B)
+        self.worker_loops = True
+        self._run_id = f"{os.getpid()}-{id(self):x}-{time.monotonic_ns()}"
+        self._recipes: dict[int, tuple[list, str]] = {}
+        self._loops_over = threading.Event()
         self.worker_rates: dict[str, float] = {}
 
     # --- setup ------------------------------------------------------------------------------------
@@ -178,9 +193,13 @@ class DistributedTrainer(Recovery, Trainer):
         return {name: a.by_node[v.handle] for name, v in self.save_restore.variables.items()}
 
     def save(self, step: int) -> str:
-        """A sharded checkpoint: each ps task writes its variables (``sharded_checkpoint.py``)."""
+        """A sharded checkpoint: each ps task writes its variables (``sharded_checkpoint.py``).
+        Async: named by the global step read as it starts (TF's saver reads it too), which the
+        workers' loops may have taken past the chief's view ``step``."""
         gen = self.gen
         try:
+            if self.sync is None:
+                step = max(step, int(self.session.run(self.graph.global_step.read)))
             path = self.checkpoints.save({}, step, write=lambda prefix: self.saver.write(
                 self.session, prefix, step, self._positions(step), self._replica_rngs()))
         except RuntimeFailure as e:  # a task lost mid-save: no checkpoint was written (the index comes last)
@@ -260,22 +279,23 @@ class DistributedTrainer(Recovery, Trainer):
         reports: queue.SimpleQueue = queue.SimpleQueue()
         n = len(self.tasks)
         start = self.step // n  # each worker's next batch of its shard (the steps split evenly)
-        g = self.graph
         self._claimed = self._seen = self.step  # steps handed out / reported to the chief
-        # Workers run at most 2 steps each past what the chief has seen, so a stop request (Ctrl-C,
-        # a hook) ends the run within a few steps and the progress bar is the run's own.
-        window = 2 * n
+        # Workers run at most two chunks each past what the chief has seen: the progress bar and
+        # the hooks stay the run's own.
+        sizes = [1] * n  # each worker's chunk of steps (replica_loop.chunk_size)
         turn = threading.Condition()
 
-        def claim(n: int = 1) -> bool:
+        def claim(n: int = 1) -> int:
+            """Hand out up to ``n`` steps (exactly total_steps updates, whoever runs them), or
+            give back ``-n``; returns how many were handed out."""
             with turn:
-                while n > 0 and self._claimed - self._seen >= window and not self._stop.is_set():
+                while n > 0 and self._claimed - self._seen >= 2 * sum(sizes) and not self._stop.is_set():
                     turn.wait(0.05)
-                if n > 0 and (self._stop.is_set() or self._claimed >= self.total_steps):
-                    return False
+                if n > 0:
+                    n = 0 if self._stop.is_set() else min(n, self.total_steps - self._claimed)
                 self._claimed += n
                 turn.notify_all()
-                return True
+                return max(n, 0)
 
         def seen() -> None:
             with turn:
@@ -286,28 +306,37 @@ class DistributedTrainer(Recovery, Trainer):
             if self.positions[k] is None:
                 self.positions[k] = start
             try:
-                while claim():
+                while got := claim(sizes[k]):
                     gen = self.gen
                     j = self.positions[k]  # a restore may set it back
                     try:
                         if not self._wait_ready(k):
-                            claim(-1)
+                            claim(-got)
                             break
-                        loss, gs = self.replicas[k].run([g.loss, g.global_step.read], self._feeds(k, j),
-                                                        targets=self._ends(g.train_op))  # fmt: skip
+                        done, error, seconds = self._replica_chunk(k, j, got)
                     except RuntimeFailure as e:  # a lost task: recover (or re-raise), then go on
-                        claim(-1)
+                        claim(-got)
                         self.recover(gen, e)
                         continue
-                    self.worker_steps[k] += 1
-                    reports.put((k, j, float(loss), int(gs), gen))
+                    for i, (loss, gs) in enumerate(done):
+                        self.worker_steps[k] += 1
+                        reports.put((k, j + i, loss, gs, gen))
                     if gen == self.gen:
-                        self.positions[k] = j + 1
+                        self.positions[k] = j + len(done)
+                    if len(done) < got:  # stopped, or failed part-way
+                        claim(len(done) - got)
+                    if error is not None:
+                        self.recover(gen, unpack_error(error))
+                        continue
+                    if self.worker_loops:
+                        sizes[k] = chunk_size(seconds, len(done))
             except BaseException as e:  # noqa: BLE001 - re-raised in the chief's thread
                 reports.put(e)
             finally:
                 reports.put(None)
 
+        stopper = threading.Thread(target=self._stop_loops_on_request, name="stop-loops", daemon=True)
+        stopper.start()
         threads = [threading.Thread(target=work, args=(k,), name=f"replica-{k}", daemon=True) for k in range(n)]
         for t in threads:
             t.start()
@@ -320,7 +349,7 @@ class DistributedTrainer(Recovery, Trainer):
                 elif isinstance(r, BaseException):
                     error = error or r
                     self._stop.set()
-                elif error is None and r[4] == self.gen:  # a report from before a restore is void
+                elif error is None and r[4] == self.gen and not self.restoring:  # one from before a restore is void
                     k, j, loss, gs, _ = r
                     self._after_step(gs, loss, k, j)
                     seen()
@@ -332,13 +361,74 @@ class DistributedTrainer(Recovery, Trainer):
         finally:
             for t in threads:
                 t.join()
+            self._close_loops(stopper)
         if error is not None:
             if isinstance(error, OutOfRangeError):
                 self.stopped_by = "end_of_data"
             else:
                 raise error
-        self.step = int(self.session.run(g.global_step.read))
+        self.step = int(self.session.run(self.graph.global_step.read))
         return loss
+
+    def _replica_chunk(self, k: int, j: int, count: int) -> tuple[list[tuple[float, int]], tuple | None, float]:
+        """Steps of replica ``k`` on its batches ``j ..``: run by the worker's own loop
+        (``replica_loop.py``), or one step from here when ``worker_loops`` is off."""
+        import ray
+
+        t0 = time.perf_counter()
+        if not self.worker_loops:
+            g = self.graph
+            loss, gs = self.replicas[k].run([g.loss, g.global_step.read], self._feeds(k, j),
+                                            targets=self._ends(g.train_op))  # fmt: skip
+            return [(float(loss), int(gs))], None, time.perf_counter() - t0
+        box, key = self._loop_recipe(k)
+        actor = self.cluster.actors[self.tasks[k]]
+        try:
+            got = ray.get(actor.replica_steps.remote(None, key, j, count))  # the recipe only when asked
+            if got == NEED_RECIPE:
+                got = ray.get(actor.replica_steps.remote(box, key, j, count))
+            return got
+        except ray.exceptions.RayError as e:
+            raise RuntimeFailure(f"a task of the cluster failed: {str(e).strip().splitlines()[-1]}") from None
+
+    def _loop_recipe(self, k: int) -> tuple[list, str]:
+        """Replica ``k``'s recipe for its worker's loop ([its ref], key), made once per
+        recovery generation (a new key rebuilds the loop over the tasks as they are)."""
+        import ray
+
+        key = f"{self._run_id}#{self.gen}"
+        made = self._recipes.get(k)
+        if made is None or made[1] != key:
+            g = self.graph
+            graph, seed = replica_random_streams(g.graph_def, self.spec.model.seed, k)
+            recipe = LoopRecipe(run=self._run_id, key=key, task=self.tasks[k], cluster_spec=self.cluster.spec,
+                                graph_def=graph, graph_seed=seed, strategy=self.strategy,
+                                lossy_transfers=self.options.lossy(self.spec), fetches=[g.loss, g.global_step.read],
+                                targets=self._ends(g.train_op), shard=self.shards[k],
+                                training_flag=g.training_flag)  # fmt: skip
+            made = self._recipes[k] = ([ray.put(recipe)], key)
+        return made
+
+    def _stop_loops_on_request(self) -> None:
+        """On a stop request (Ctrl-C, a hook, an error), every worker's loop stops after its
+        current step."""
+        while not self._loops_over.is_set():
+            if self._stop.wait(0.01):
+                for t in self.tasks:
+                    self.cluster.actors[t].stop_replica.remote(self._run_id)
+                return
+
+    def _close_loops(self, stopper: threading.Thread) -> None:
+        import ray
+
+        self._loops_over.set()
+        stopper.join()
+        if not self.worker_loops:
+            return
+        try:
+            ray.get([self.cluster.actors[t].close_replica.remote(self._run_id) for t in self.tasks], timeout=10)
+        except Exception:  # a task gone: its loop went with it
+            pass
 
     def on_restored(self) -> None:
         self._claimed = self._seen = self.step

@@ -36,6 +36,7 @@ from specflow.runtime.executor_types import UNSET
 
 from .inbox_args import inbox_as_args, inbox_values
 from .remote_rendezvous import FLUSH_DELAY_S, RemoteRendezvous, pack_error, resolve_stored, unpack_error
+from .replica_loop import ReplicaLoops
 from .task_partition import partition_piece, route_of
 
 _DONE_MEMORY = 4096  # finished step ids remembered, so a late message for one is dropped
@@ -60,6 +61,7 @@ class TaskWorker:
         self._done_order: deque[int] = deque()
         self.lock = threading.Lock()
         self._flushes: queue.SimpleQueue = queue.SimpleQueue()
+        self.replica_loops = ReplicaLoops(self)
         threading.Thread(target=self._flusher, name="flusher", daemon=True).start()
 
     def _flush_later(self, rv: RemoteRendezvous) -> None:
@@ -127,6 +129,7 @@ class TaskWorker:
 
     def reset(self) -> None:
         """Clear every resource (variables, queues) of this task's devices (TF's Session.Reset)."""
+        self.replica_loops.clear()
         for d in self.devices:
             d.resource_mgr.clear()
         self.kernel_state.clear()
@@ -199,6 +202,12 @@ class TaskWorker:
             return (result, result, *[None] * len(then[5]))
         after, out = self._flow(then, ())
         return (result, after, *_outboxes(out, then[5]))
+
+    def run_graph_flow_then_packed(self, packed: tuple):
+        """``run_graph_flow_then(call, then, *inboxes)`` with (call, then, inboxes) as one
+        argument, the inboxes values (a replica's own loop sends them, ``replica_loop.py``)."""
+        call, then, inboxes = packed
+        return self.run_graph_flow_then(call, then, *inboxes)
 
     def _flow(self, call: tuple, inboxes) -> tuple[tuple, dict | None]:
         handle, step_id, args, n_args, n_retvals, downstream = call
@@ -313,6 +322,20 @@ class TaskWorker:
         from specflow.train.state import set_generator_states
 
         set_generator_states(self.kernel_state, tensors, prefix)
+
+    # --- an async replica's own loop (replica_loop.py) -------------------------------------------
+
+    def replica_steps(self, recipe_box: list, key: str, j: int, count: int):
+        """Run ``count`` steps of this worker's replica on its batches ``j ..``: (per step
+        (loss, global step), the packed error that ended the chunk early or None, seconds)."""
+        return self.replica_loops.steps(recipe_box, key, j, count)
+
+    def stop_replica(self, run: str) -> None:
+        """The run's loop stops after its current step (a stop request reached the driver)."""
+        self.replica_loops.stop(run)
+
+    def close_replica(self, run: str) -> None:
+        self.replica_loops.close(run)
 
     def resources(self) -> dict[str, list[str]]:
         """Per device, the resources its manager holds (what lives on this task)."""

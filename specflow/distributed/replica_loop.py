@@ -1,0 +1,149 @@
+"""Async replicas' own step loops: each worker task its own client, as in TF's between-graph
+replication.
+
+In async training the driver takes no part in a step. It hands worker ``k`` a chunk of steps
+(its shard's batches ``j .. j + count - 1``) and the worker runs them itself, with a
+``ClusterSession`` of its own over the same tasks: its own piece runs in-process
+(``ClusterSession.local``) and each ps is called through Ray once a step, its updates together
+with its reads for the next step (``prefetch_reads``), as the worker loop of a plain-Ray
+parameter server. The driver claims steps, runs the chief's hooks on each chunk's reports and,
+on a stop request, tells every loop to stop after its current step (``stop``).
+
+A loop is keyed by the trainer's run and its recovery generation: after a recovery the driver
+sends a new key and the worker rebuilds its session over the tasks as they are now.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from .remote_rendezvous import pack_error
+
+CHUNK_S = 0.05  # a chunk's target length: the driver's share of a step stays small, its view fresh
+CHUNK_MAX = 32
+NEED_RECIPE = "need-recipe"
+
+
+@dataclass
+class LoopRecipe:
+    """What a worker needs to run its replica's steps (sent once per key, by reference)."""
+
+    run: str  # the trainer's run: ``stop`` names it
+    key: str  # run + recovery generation
+    task: str
+    cluster_spec: Any
+    graph_def: Any
+    graph_seed: int | None
+    strategy: str
+    lossy_transfers: bool
+    fetches: list[str]  # the loss and the global step's read
+    targets: list[str]
+    shard: Any  # ShardBatches: this worker's batches
+    training_flag: str | None
+
+
+class ReplicaLoop:
+    def __init__(self, worker, recipe: LoopRecipe, stopped: bool) -> None:
+        from .engine import Cluster
+        from .replicas import replica_session
+
+        cluster = Cluster(recipe.cluster_spec)
+        cluster.actors = dict(worker.peers)  # the driver's tasks: this session starts none
+        self.recipe = recipe
+        self.session = replica_session(recipe.graph_def, cluster, recipe.graph_seed, recipe.strategy, recipe.task,
+                                       recipe.lossy_transfers)  # fmt: skip
+        self.session.prefetch_reads = True
+        self.session.local = (recipe.task, worker)
+        self.stopped = stopped
+        self.last_end, self.last_step_s = 0.0, 0.0  # when the last chunk ended, its time a step
+
+    def run(self, j: int, count: int) -> tuple[list[tuple[float, int]], tuple | None]:
+        """Steps on batches ``j ..``: per step done (loss, global step), and the packed error
+        that ended the chunk early, if one did."""
+        r = self.recipe
+        done: list[tuple[float, int]] = []
+        if time.perf_counter() - self.last_end > self.last_step_s:  # paused: the others went on
+            self.session.forget_prefetched()
+        t0 = time.perf_counter()
+        for i in range(count):
+            if self.stopped:
+                break
+            feeds = dict(r.shard.batch(j + i))
+            if r.training_flag:
+                feeds[r.training_flag] = True
+            try:
+                loss, gs = self.session.run(r.fetches, feeds, targets=r.targets)
+            except Exception as e:  # noqa: BLE001 - reported to the driver, which recovers or raises
+                return done, pack_error(e)
+            done.append((float(loss), int(gs)))
+        if done:
+            self.last_end = time.perf_counter()
+            self.last_step_s = (self.last_end - t0) / len(done)
+        return done, None
+
+    def close(self) -> None:
+        try:
+            self.session.close()
+        except Exception:  # a task already gone: nothing left to deregister there
+            pass
+
+
+class ReplicaLoops:
+    """A TaskWorker's loops, by run (one per run; a new key replaces the run's old loop)."""
+
+    def __init__(self, worker) -> None:
+        self.worker = worker
+        self.loops: dict[str, ReplicaLoop] = {}
+        self.stopped: set[str] = set()
+        self.lock = threading.Lock()
+
+    def steps(self, recipe_box: list | None, key: str, j: int, count: int):
+        """``recipe_box``: [the recipe's ref] when the driver sends it (in a list so Ray passes
+        the ref itself); None: NEED_RECIPE comes back when this task has no loop of ``key``."""
+        run = key.split("#")[0]
+        with self.lock:
+            loop = self.loops.get(run)
+        if loop is None or loop.recipe.key != key:
+            if recipe_box is None:
+                return NEED_RECIPE
+            import ray
+
+            recipe = ray.get(recipe_box[0])
+            if loop is not None:
+                loop.close()
+            loop = ReplicaLoop(self.worker, recipe, run in self.stopped)
+            with self.lock:
+                self.loops[run] = loop
+        t0 = time.perf_counter()
+        done, error = loop.run(j, count)
+        return done, error, time.perf_counter() - t0
+
+    def stop(self, run: str) -> None:
+        with self.lock:
+            self.stopped.add(run)
+            loop = self.loops.get(run)
+        if loop is not None:
+            loop.stopped = True
+
+    def close(self, run: str) -> None:
+        with self.lock:
+            loop = self.loops.pop(run, None)
+            self.stopped.discard(run)
+        if loop is not None:
+            loop.close()
+
+    def clear(self) -> None:
+        with self.lock:
+            loops, self.loops = list(self.loops.values()), {}
+        for loop in loops:
+            loop.close()
+
+
+def chunk_size(seconds: float, done: int) -> int:
+    """The next chunk's steps: about CHUNK_S of them at the last chunk's pace."""
+    if done <= 0:
+        return 1
+    return max(1, min(CHUNK_MAX, int(CHUNK_S * done / max(seconds, 1e-6))))

@@ -1,0 +1,70 @@
+"""Async replicas' own loops (replica_loop.py) against the driver running every step."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from specflow.distributed import Cluster, ClusterSpec
+from specflow.io.checkpoint import CheckpointManager
+from specflow.schema.loader import load_spec_text
+from specflow.train.loop import Trainer, TrainOptions
+
+DIGITS = (Path(__file__).resolve().parents[2] / "models" / "digits_mlp.yaml").read_text()
+
+
+def _spec(steps: int):
+    text = DIGITS.replace("  steps: 2000", f"  steps: {steps}\n  distributed: {{mode: async}}")
+    text = text.replace("every_steps: 500", "every_steps: 1000").replace("every_steps: 200", "every_steps: 1000")
+    return load_spec_text(text, "digits_mlp.yaml")
+
+
+@pytest.fixture(scope="module")
+def cluster(ray_local):
+    with Cluster(ClusterSpec({"ps": 1, "worker": 1})) as c:
+        yield c
+
+
+def _train(cluster, logdir, loops: bool, steps: int = 40):
+    from specflow.distributed.training import DistributedTrainer
+
+    cluster.reset()
+    trainer = DistributedTrainer(_spec(steps), TrainOptions(logdir=logdir), cluster=cluster)
+    trainer.worker_loops = loops
+    result = trainer.run()
+    m = CheckpointManager(logdir)
+    return trainer, result, m.restore(m.latest())
+
+
+def _held(cluster) -> list[tuple[int, int]]:
+    """Per task: (graphs registered there, replica loops it holds)."""
+    import ray
+
+    return ray.get([a.__ray_call__.remote(lambda w: (len(w.graphs), len(w.replica_loops.loops)))
+                    for a in cluster.actors.values()])  # fmt: skip
+
+
+def test_one_workers_loop_and_the_driver_compute_the_local_run(cluster, tmp_path):
+    """One worker: no other writer between its steps, so its own loop (prefetched reads, its
+    piece run in-process, chunks) and the driver running each step must both give the local
+    run's numbers. 40 steps cross an epoch's short last batch (a second plan, whose update
+    voids the first plan's prefetched reads)."""
+    t_loop, r_loop, loop = _train(cluster, tmp_path / "loop", True)
+    t_drv, r_drv, drv = _train(cluster, tmp_path / "driver", False)
+    r_local = Trainer(_spec(40), TrainOptions(logdir=tmp_path / "local")).run()
+    m = CheckpointManager(tmp_path / "local")
+    local = m.restore(m.latest())
+    assert r_loop.step == r_drv.step == 40 and t_loop.worker_steps == [40]
+    for got, r in ((loop, r_loop), (drv, r_drv)):
+        assert abs(r.last_loss - r_local.last_loss) < 1e-6
+        for name in ("hidden/kernel", "logits/bias", "hidden/kernel/Adam"):
+            np.testing.assert_allclose(got[name], local[name], atol=1e-6, rtol=0, err_msg=name)
+    # the worker ran the steps: its replica's session here took no prefetched reads, the driver's did
+    assert t_loop.replicas[0].reads_prefetched == 0 and t_drv.replicas[0].reads_prefetched > 30
+
+
+def test_a_run_leaves_no_graphs_or_loops_on_the_tasks(cluster, tmp_path):
+    _train(cluster, tmp_path, True, steps=10)
+    assert _held(cluster) == [(0, 0), (0, 0)]
