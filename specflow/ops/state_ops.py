@@ -127,8 +127,14 @@ def _var_handle(ctx):
     # device (its resource manager), and handed out again while the variable it was checked
     # against is still the registered one. After a DestroyResourceOp the next step looks the
     # variable up again (re-creating it, and checking a re-created one), as every step used to.
+    # The state is the node name's, shared by every executor holding a node of that name (a ps
+    # task's update and read partitions, several sessions' pieces): one entry per executor's
+    # attrs, or they would evict each other every step.
     mgr = ctx.resources
-    cached = ctx.state.get("handle")
+    handles = ctx.state.get("handles")
+    if handles is None:
+        handles = ctx.state["handles"] = {}
+    cached = handles.get(id(ctx.attrs))  # the entry keeps its attrs alive: the id is not reused
     if cached is not None and cached[0] is ctx.attrs and cached[1] is mgr:
         found = cached[2]._found  # ResourceMgr.resolve's fast path, inlined
         if (found[1] if found is not None and found[0] is mgr.epoch else mgr.resolve(cached[2])) is cached[3]:
@@ -145,7 +151,9 @@ def _var_handle(ctx):
             f"this handle declares {dtype}{shape}"
         )
     if mgr.resolve(handle) is var:  # still registered (no DestroyResourceOp in between)
-        ctx.state["handle"] = (ctx.attrs, mgr, handle, var)
+        if len(handles) >= 64:  # executors come and go with sessions: keep the recent ones
+            handles.clear()
+        handles[id(ctx.attrs)] = (ctx.attrs, mgr, handle, var)
     return handle
 
 

@@ -121,6 +121,31 @@ def test_variables_persist_across_runs_and_executor_rebuilds():
         np.testing.assert_array_equal(s.run("read"), [4, 4])
 
 
+def test_a_variables_handle_is_looked_up_once_per_executor_however_signatures_alternate(monkeypatch):
+    """Executors of two signatures hold a VarHandleOp of one name (kernel state is per node
+    name): each keeps its own cached handle instead of evicting the other's every step."""
+    from specflow.runtime.resources import ResourceMgr
+
+    b = GraphBuilder()
+    h = b.add_op("VarHandleOp", [], {"dtype": F32, "shape": [2]}, name="v").name
+    b.add_op("AssignVariableOp", [h, b.const(np.zeros(2, np.float32), name="zeros")], name="init")
+    b.add_op("AssignAddVariableOp", [h, b.const(np.ones(2, np.float32), name="ones")], name="inc")
+    b.add_op("ReadVariableOp", [h], {"dtype": F32}, name="read")
+    lookups = []
+    original = ResourceMgr.lookup_or_create
+    monkeypatch.setattr(ResourceMgr, "lookup_or_create", lambda self, *a: lookups.append(a) or original(self, *a))
+    with Session(b.graph_def, SessionConfig(devices="cpu:1")) as s:
+        s.run([], targets=["init"])
+        s.run([], targets=["inc"])
+        s.run("read")
+        first = len(lookups)
+        for _ in range(5):
+            s.run([], targets=["inc"])
+            s.run("read")
+        assert len(lookups) == first
+        np.testing.assert_array_equal(s.run("read"), [6, 6])
+
+
 def test_trace_fills_run_metadata_with_a_chrome_trace(sess):
     md: dict = {}
     sess.run("z", {"x": X, "n": 3}, options={"trace": True}, run_metadata=md)
