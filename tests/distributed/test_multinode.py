@@ -56,6 +56,29 @@ def test_tasks_run_on_both_nodes(two_nodes):
     np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
 
 
+def test_async_training_with_the_workers_on_the_other_node(two_nodes, tmp_path):
+    """Each worker's own loop (replica_loop.py) runs in its actor on node b and calls the ps on
+    node a; the run ends at exactly its steps and its checkpoint evaluates."""
+    from specflow.distributed.replicas import training_cluster
+    from specflow.distributed.training import DistributedTrainer
+    from specflow.schema.loader import load_spec_text
+    from specflow.train.evaluate import evaluate_checkpoint
+    from specflow.train.loop import TrainOptions
+
+    text = (Path(__file__).resolve().parents[2] / "models" / "digits_mlp.yaml").read_text()
+    spec = load_spec_text(text.replace("  steps: 2000", "  steps: 60"), "digits_mlp.yaml")
+    cluster = ClusterSpec({"ps": 1, "worker": 2}, resources={"ps": {"node_a": 1}, "worker": {"node_b": 1}})
+    with Cluster(training_cluster(cluster), address=two_nodes.address) as c:
+        trainer = DistributedTrainer(spec, TrainOptions(logdir=tmp_path), cluster=c)
+        result = trainer.run()
+        nodes = {t: info["node_id"] for t, info in c.infos.items()}
+    assert result.step == 60 and sum(trainer.worker_steps) == 60 and min(trainer.worker_steps) > 0
+    assert nodes["/job:worker/replica:0/task:0"] == nodes["/job:worker/replica:0/task:1"]
+    assert nodes["/job:ps/replica:0/task:0"] != nodes["/job:worker/replica:0/task:0"]
+    path, metrics = evaluate_checkpoint(spec, tmp_path)
+    assert path.endswith("model.ckpt-60") and metrics["accuracy"] > 0.5
+
+
 def test_a_node_label_places_a_job(two_nodes):
     spec = ClusterSpec({"worker": 2}, labels={"worker": {"zone": "b"}})
     with Cluster(spec, address=two_nodes.address) as c:
