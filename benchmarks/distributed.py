@@ -259,11 +259,12 @@ def main(argv=None) -> int:
     p.add_argument("--transfer-only", action="store_true", help="only the 64 MB transfer")
     p.add_argument("--training", action="store_true", help="only training examples/s (distributed_training.py)")
     p.add_argument("--quick", action="store_true", help="with --training: fewer steps")
+    p.add_argument("--rounds", type=int, default=1, help="with --training: interleaved rounds (medians)")
     p.add_argument("--models", nargs="*", help="only these example models (default: all)")
     args = p.parse_args(argv)
     console = Console(width=150)  # the table is wide; never wrap it
     if args.training:
-        return _training(console, args.quick)
+        return _training(console, args.quick, args.rounds)
     t = Table(title="a step: local vs on Ray tasks (median ms; push = tasks call each other, auto = the "
                     "master's pick: dataflow when no cycle, a pure-read task's outbox passed on again while "
                     "nothing wrote to it; flow = the same calling every task each step)", header_style="bold")  # fmt: skip
@@ -304,19 +305,20 @@ def main(argv=None) -> int:
     return 0
 
 
-def _training(console, quick: bool) -> int:
+def _training(console, quick: bool, rounds: int = 1) -> int:
     import os
 
     from benchmarks.distributed_training import BYTES, training_rows
 
-    t = Table(title=f"training examples/s (nproc {os.cpu_count()}; one compute thread per worker)", header_style="bold")
+    t = Table(title=f"training examples/s (nproc {os.cpu_count()}; one compute thread per worker; medians of "
+                    f"{rounds} interleaved round{'s' if rounds > 1 else ''})", header_style="bold")  # fmt: skip
     for col in ("model", "local", "mode", "1 ps + 1", "1 ps + 2", "2 / 1 workers"):
         t.add_column(col, justify="left" if col in ("model", "mode") else "right")
-    for name, local, *modes in training_rows(quick):
-        for i in range(0, len(modes), 3):
-            mode, one, two = modes[i : i + 3]
+    for name, local, *modes in training_rows(quick, rounds):
+        for i in range(0, len(modes), 4):
+            mode, one, two, ratio = modes[i : i + 4]
             t.add_row(name if i == 0 else "", f"{local:.0f}" if i == 0 else "", mode, f"{one:.0f}", f"{two:.0f}",
-                      f"{two / one:.2f}x")  # fmt: skip
+                      f"{ratio:.2f}x")  # fmt: skip
     console.print(t)
     for (name, where, mode), b in sorted(BYTES.items()):
         console.print(f"{name} {mode} on {where}: {b / 1024:.0f} KiB cross tasks per replica step")

@@ -140,18 +140,28 @@ def replica_bytes(trainer) -> int:
     return max(per_plan)
 
 
-def training_rows(quick: bool = False) -> list[tuple]:
+def training_rows(quick: bool = False, rounds: int = 1) -> list[tuple]:
+    """Per model: the local rate, then (mode, 1 worker, 2 workers, the median of the rounds'
+    2 / 1 ratios) per configuration; each round runs every configuration once, interleaved."""
     rows = []
     data_dir = tempfile.mkdtemp(prefix="bench-data-")
+    configs = [("async (worker loops)", "async", True), ("async (driver)", "async", False), ("sync", "sync", False),
+               ("async, plain Ray ps (peer)", None, None)]  # fmt: skip
     for name, steps, warm in (("digits_mlp", 150 if quick else 1000, 50), ("heavy_mlp", 20 if quick else 100, 5)):
         local = local_one_thread(name, steps, warm, data_dir)
+        got: dict[str, list[tuple[float, float]]] = {label: [] for label, _, _ in configs}
+        for _ in range(rounds):
+            for label, mode, loops in configs:  # interleaved: the same load for all
+                if mode is None:
+                    pair = tuple(plain_ray_examples_per_sec(name, w, steps, warm) for w in (1, 2))
+                else:
+                    pair = tuple(examples_per_sec(name, f"ps=1,worker={w}", mode, steps, warm, data_dir, loops)
+                                 for w in (1, 2))  # fmt: skip
+                got[label].append(pair)
         row = [name, local]
-        for mode, loops in (("async", True), ("async", False), ("sync", False)):  # interleaved: the same load
-            one = examples_per_sec(name, "ps=1,worker=1", mode, steps, warm, data_dir, loops)
-            two = examples_per_sec(name, "ps=1,worker=2", mode, steps, warm, data_dir, loops)
-            row += [f"{mode} ({'worker loops' if loops else 'driver'})" if mode == "async" else mode, one, two]
-        one, two = (plain_ray_examples_per_sec(name, w, steps, warm) for w in (1, 2))
-        row += ["async, plain Ray ps (peer)", one, two]
+        for label, pairs in got.items():
+            med = lambda xs: float(np.median(xs))  # noqa: E731
+            row += [label, med([p[0] for p in pairs]), med([p[1] for p in pairs]), med([p[1] / p[0] for p in pairs])]
         rows.append(tuple(row))
     return rows
 
