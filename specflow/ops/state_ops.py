@@ -131,10 +131,13 @@ def _var_handle(ctx):
     # task's update and read partitions, several sessions' pieces): one entry per executor's
     # attrs, or they would evict each other every step.
     mgr = ctx.resources
-    handles = ctx.state.get("handles")
-    if handles is None:
-        handles = ctx.state["handles"] = {}
-    cached = handles.get(id(ctx.attrs))  # the entry keeps its attrs alive: the id is not reused
+    state = ctx.state
+    cached = state.get("handle")  # the last executor's (one executor: every step)
+    if cached is None or cached[0] is not ctx.attrs:
+        handles = state.get("handles")  # the entry keeps its attrs alive: the id is not reused
+        cached = handles.get(id(ctx.attrs)) if handles is not None else None
+        if cached is not None:
+            state["handle"] = cached
     if cached is not None and cached[0] is ctx.attrs and cached[1] is mgr:
         found = cached[2]._found  # ResourceMgr.resolve's fast path, inlined
         if (found[1] if found is not None and found[0] is mgr.epoch else mgr.resolve(cached[2])) is cached[3]:
@@ -151,9 +154,10 @@ def _var_handle(ctx):
             f"this handle declares {dtype}{shape}"
         )
     if mgr.resolve(handle) is var:  # still registered (no DestroyResourceOp in between)
+        handles = state.setdefault("handles", {})
         if len(handles) >= 64:  # executors come and go with sessions: keep the recent ones
             handles.clear()
-        handles[id(ctx.attrs)] = (ctx.attrs, mgr, handle, var)
+        handles[id(ctx.attrs)] = state["handle"] = (ctx.attrs, mgr, handle, var)
     return handle
 
 
