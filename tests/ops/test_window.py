@@ -46,6 +46,21 @@ def _reference_windows(x, win: _Window, fill):
 CASES = [(seed, rank, c) for seed in range(12) for rank, c in ((1, 3), (2, 1), (2, 5), (2, 17), (3, 2))]
 
 
+@pytest.mark.parametrize("gather", [True, False])
+@pytest.mark.parametrize("seed,rank,c", CASES)
+def test_im2col_by_gather_and_by_taps_match_the_reference(seed, rank, c, gather, monkeypatch):
+    """Small inputs take one gather (``_im2col_gather``), larger ones a copy per tap or of the
+    strided window view: both against the loops."""
+    monkeypatch.setattr(wn, "GATHER_MAX", 1 << 30 if gather else 0)
+    rng = np.random.default_rng(seed * 31 + rank * 7 + c)
+    spatial, win = _geometry(rng, rank)
+    x = rng.standard_normal((2, *spatial, c))
+    ref, _ = _reference_windows(x, win, 0.0)
+    k = ref.shape[-2]
+    for state in (None, {}):
+        np.testing.assert_array_equal(wn.im2col(np, x, win, state), ref.reshape(*ref.shape[:-2], k * c))
+
+
 @pytest.mark.parametrize("seed,rank,c", CASES)
 def test_window_kernels_match_the_reference(seed, rank, c):
     rng = np.random.default_rng(seed * 31 + rank * 7 + c)
