@@ -292,9 +292,7 @@ class ClusterSession(Session):
                 method = self.cluster.actors[task].run_graph_flow_then
                 if self.local is not None:  # every value comes to and from this process: one
                     # argument and one return object (Ray serializes each on its own), not 2 + n
-                    import ray
-
-                    if any(isinstance(b, ray.ObjectRef) for b in boxes):  # Ray resolves them as arguments
+                    if _refs_of(boxes):  # Ray resolves them as arguments
                         cell = _Cell(method.remote(call, then_call, *boxes))
                     else:
                         cell = _Cell(self.cluster.actors[task].run_graph_flow_then_packed.remote((call, then_call, boxes)))
@@ -308,11 +306,10 @@ class ClusterSession(Session):
                 continue
             if self.local is not None and task == self.local[0]:
                 got = self._run_here(call, boxes)
-                result = got[0] if down else got
             else:
                 got = method.remote(call, *boxes)
-                result = got[0] if down else got
                 every.extend(got if down else [got])
+            result = got[0] if down else got
             if down:
                 outs[t] = got[1:]
                 if task not in plan.writers and self.reuse_reads:
@@ -339,7 +336,7 @@ class ClusterSession(Session):
         (Ray resolves them for a remote call), its result and outboxes returned as values,
         which Ray sends inline to the tasks downstream."""
         got = self.local[1].run_graph_flow(call, *_values(boxes))
-        return (_Here(got[0]), *got[1:]) if call[5] else _Here(got)
+        return (_here(got[0]), *got[1:]) if call[5] else _here(got)
 
     def _abort(self, plan: _ClusterPlan, step_id: int, error: RuntimeFailure) -> RuntimeFailure:
         """Abort the step on every task (each aborts its rendezvous: pending receives fail at
@@ -396,22 +393,14 @@ def _settle(refs: list, wait_s: float = 1.0) -> None:
             pass
 
 
-class _Here:
-    """A call's result made in this process, among the refs a step waits for."""
-
-    __slots__ = ("result",)
-
-    def __init__(self, result) -> None:
-        self.result = result
-
-
 class _Cell:
-    """One object holding a call's several returns (``_Part``), fetched once."""
+    """One object holding a call's several returns (``_Part``), fetched once; or, with no
+    ref, a result made in this process (``_here``)."""
 
     __slots__ = ("ref", "value", "done")
 
-    def __init__(self, ref) -> None:
-        self.ref, self.value, self.done = ref, None, False
+    def __init__(self, ref, value=None, done: bool = False) -> None:
+        self.ref, self.value, self.done = ref, value, done
 
 
 class _Part:
@@ -421,6 +410,11 @@ class _Part:
 
     def __init__(self, cell: _Cell, index: int) -> None:
         self.cell, self.index = cell, index
+
+
+def _here(result) -> _Part:
+    """A call's result made in this process, among the refs a step waits for."""
+    return _Part(_Cell(None, (result,), True), 0)
 
 
 def _refs_of(items: list) -> list:
@@ -437,17 +431,15 @@ def _refs_of(items: list) -> list:
 
 
 def _values(items: list) -> list:
-    """The values of a step's results (refs, ``_Part``s, ``_Here``s, plain values), with one
-    ``ray.get`` for every ref among them."""
+    """The values of a step's results (refs, ``_Part``s, plain values), with one ``ray.get``
+    for every ref among them."""
     import ray
 
     refs = list(dict.fromkeys(_refs_of(items)))
     got = dict(zip(refs, ray.get(refs))) if refs else {}
     out = []
     for r in items:
-        if isinstance(r, _Here):
-            out.append(r.result)
-        elif isinstance(r, _Part):
+        if isinstance(r, _Part):
             cell = r.cell
             if not cell.done:
                 cell.value, cell.done = got[cell.ref], True

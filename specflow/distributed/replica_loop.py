@@ -71,11 +71,9 @@ class ReplicaLoop:
         for i in range(count):
             if self.stopped:
                 break
-            feeds = dict(r.shard.batch(j + i))
-            if r.training_flag:
-                feeds[r.training_flag] = True
             try:
-                loss, gs = self.session.run(r.fetches, feeds, targets=r.targets)
+                loss, gs = self.session.run(r.fetches, replica_feeds(r.shard, j + i, r.training_flag),
+                                            targets=r.targets)  # fmt: skip
             except Exception as e:  # noqa: BLE001 - reported to the driver, which recovers or raises
                 return done, pack_error(e)
             done.append((float(loss), int(gs)))
@@ -140,6 +138,14 @@ class ReplicaLoops:
             loops, self.loops = list(self.loops.values()), {}
         for loop in loops:
             loop.close()
+
+
+def replica_feeds(shard, j: int, training_flag: str | None) -> dict:
+    """A replica's feeds for its shard's batch ``j`` (the training flag on, if the model has one)."""
+    feeds = dict(shard.batch(j))
+    if training_flag:
+        feeds[training_flag] = True
+    return feeds
 
 
 def chunk_size(seconds: float, done: int) -> int:

@@ -42,7 +42,7 @@ from .engine import Cluster
 from .readiness import Readiness
 from .recovery import Recovery
 from .remote_rendezvous import unpack_error
-from .replica_loop import NEED_RECIPE, LoopRecipe, chunk_size
+from .replica_loop import NEED_RECIPE, LoopRecipe, chunk_size, replica_feeds
 from .replicas import (
     ReplicaAssignment,
     replica_random_streams,
@@ -210,10 +210,7 @@ class DistributedTrainer(Recovery, Trainer):
         return path
 
     def _feeds(self, k: int, j: int) -> dict:
-        feeds = dict(self.shards[k].batch(j))
-        if self.graph.training_flag:
-            feeds[self.graph.training_flag] = True
-        return feeds
+        return replica_feeds(self.shards[k], j, self.graph.training_flag)
 
     # --- the loop ---------------------------------------------------------------------------------
 

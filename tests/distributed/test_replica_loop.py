@@ -2,23 +2,17 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 from specflow.distributed import Cluster, ClusterSpec
 from specflow.io.checkpoint import CheckpointManager
-from specflow.schema.loader import load_spec_text
 from specflow.train.loop import Trainer, TrainOptions
-
-DIGITS = (Path(__file__).resolve().parents[2] / "models" / "digits_mlp.yaml").read_text()
+from tests.distributed.digits import digits_spec
 
 
 def _spec(steps: int):
-    text = DIGITS.replace("  steps: 2000", f"  steps: {steps}\n  distributed: {{mode: async}}")
-    text = text.replace("every_steps: 500", "every_steps: 1000").replace("every_steps: 200", "every_steps: 1000")
-    return load_spec_text(text, "digits_mlp.yaml")
+    return digits_spec("{mode: async}", steps=steps)
 
 
 @pytest.fixture(scope="module")

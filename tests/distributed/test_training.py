@@ -16,16 +16,11 @@ from specflow.train.evaluate import evaluate_checkpoint, load_split
 from specflow.train.graph import build_training_graph
 from specflow.train.loop import Trainer, TrainOptions
 from specflow.train.sharding import ShardBatches
+from tests.distributed.digits import DIGITS
+from tests.distributed.digits import digits_spec as _spec
 
 MODELS = Path(__file__).resolve().parents[2] / "models"
-DIGITS = (MODELS / "digits_mlp.yaml").read_text()
 
-
-def _spec(distributed: str = "", optimizer: str = "{adam: {learning_rate: 0.001}}", steps: int = 60):
-    text = DIGITS.replace("  steps: 2000", f"  steps: {steps}" + (f"\n  distributed: {distributed}" if distributed else ""))
-    text = text.replace("{adam: {learning_rate: 0.001}}", optimizer)
-    text = text.replace("every_steps: 500", "every_steps: 1000").replace("every_steps: 200", "every_steps: 1000")
-    return load_spec_text(text, "digits_mlp.yaml")
 
 
 @pytest.fixture(scope="module")
