@@ -253,7 +253,8 @@ class Frames:
                     self._propagate(frame, it, item, outs, is_dead, ready)
             step.outstanding += len(ready) - 1
             finished = step.outstanding == 0
-            deadlocked = (finished or step.parked) and step._went_quiet()
+            # (a bool, never the parked dict itself: another thread may park into it before the test below)
+            deadlocked = step._went_quiet() if finished or step.parked else False
         if deadlocked:
             step._deadlocked()
         if finished:
