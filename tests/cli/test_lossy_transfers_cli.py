@@ -58,10 +58,12 @@ def test_the_specs_transfer_and_a_nodes_own(tmp_path):
 
 def test_a_bad_transfer_value_names_the_line(tmp_path):
     spec = tmp_path / "t.yaml"
-    spec.write_text(TWO.read_text().replace(RIGHT, RIGHT[:-1] + ", transfer: fp16}"))
+    text = TWO.read_text()
+    spec.write_text(text.replace(RIGHT, RIGHT[:-1] + ", transfer: fp16}"))
+    line = text[: text.index(RIGHT)].count("\n") + 1
     r = run("validate", spec)
     assert r.exit_code != 0 and "Traceback" not in r.output
-    assert "t.yaml:10:" in r.output and "transfer" in r.output and "bfloat16" in r.output
+    assert f"t.yaml:{line}:" in r.output and "transfer" in r.output and "bfloat16" in r.output
 
 
 def test_run_with_lossy_transfers_is_close_not_equal(tmp_path):

@@ -145,16 +145,25 @@ def test_alap_leaves_graphs_with_control_flow_alone():
     assert step.alap.edges == []
 
 
-def test_two_tower_golden_edges_and_identical_results():
+def test_two_tower_golden_edges_lower_peak_and_identical_results():
     spec = specflow.load_spec("models/two_tower.yaml")
-    step = compile_step(spec.graph_def, [CPU0, CPU1], feeds=["x:0"], fetches=["out:0"], optimize_graph=False)
+    kw = dict(feeds=["x:0"], fetches=["out:0"], feed_shapes=[(64, 32)])
+    step = compile_step(spec.graph_def, [CPU0, CPU1], **kw)
     # The received right tower waits for the left one (its concat partner), the received
-    # concat for `joined` (its Mul partner); CPU:1's copy of x for the first variable read.
+    # concat for `joined` (its Mul partner); CPU:1's copy of x for its first variable read, and
+    # its received axis for the tower's output.
     assert step.alap.edges == [
-        ("right/kernel/Read/ReadVariableOp", "_arg_x_0_0/_recv_0_on_CPU_1"),
+        ("right_hidden/bias/Read/ReadVariableOp", "_arg_x_0_0/_recv_0_on_CPU_1"),
+        ("right", "joined/axis/_recv_0_on_CPU_1"),
         ("left", "right/_recv_0_on_CPU_0"),
         ("joined", "gate/ConcatV2/_recv_0_on_CPU_0"),
     ]
+    # Batch 64 on CPU:0. Received at once, right (64x64 floats) is live through the left
+    # tower's 64x256 hidden layer: the peak is that layer, its 64x64 output, x and right.
+    # Held back, right arrives after the hidden layer is freed: the peak is gate's.
+    early = compile_step(spec.graph_def, [CPU0, CPU1], alap_recv=False, **kw)
+    assert estimated_peaks(early)[CPU0].bytes == 224532
+    assert estimated_peaks(step)[CPU0].bytes == 175380
     x = np.random.default_rng(0).standard_normal((16, 32)).astype(np.float32)
     outs = []
     for alap in (False, True):
