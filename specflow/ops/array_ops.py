@@ -71,7 +71,20 @@ register_op(
 
 @kernel("Const")
 def _const(ctx):
-    # Kernels never mutate their inputs, so the attr's array is returned without a copy on CPU.
+    # Kernels never mutate their inputs, so the attr's array is returned without a copy on CPU,
+    # as a read-only view kept in the node's state: consumers that keep what they resolved from
+    # an input they saw before (Reshape's shape, BroadcastGradientArgs) may trust it unchanged,
+    # and a variable assigned it copies it first, as a fetch of it does. The state outlives a
+    # plan (plans per fed shape fold different values into a Const of one name): the view is
+    # kept with the attr it shows.
+    if ctx.xp is np:
+        attr = ctx.attrs["value"]
+        kept = ctx.state.get("value")
+        if kept is None or kept[0] is not attr:
+            view = np.asarray(attr).view()
+            view.flags.writeable = False
+            kept = ctx.state["value"] = (attr, view)
+        return kept[1]
     return ctx.xp.asarray(ctx.attrs["value"])
 
 

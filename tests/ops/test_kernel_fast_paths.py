@@ -181,3 +181,29 @@ def test_a_step_runs_quiet_and_gives_the_caller_its_fp_state_back(devices):
         assert np.isinf(out[0][0]) and np.isinf(out[1]) and np.isinf(out[2])
         with np.errstate(over="raise"), pytest.raises(FloatingPointError):
             np.float32(3e38) * np.float32(10)  # the caller's state is its own again
+
+
+def test_a_const_is_read_only_to_kernels_and_the_callers_own_when_fetched():
+    """Const hands its kernels a read-only view (Reshape resolves a shape it saw once); a fetch
+    of it, and a variable assigned it and then updated, leave the graph's value unchanged."""
+    from specflow.graph.builder import GraphBuilder
+    from specflow.runtime.session import Session
+
+    b = GraphBuilder()
+    x = b.add_op("Placeholder", attrs={"dtype": "float32", "shape": [None, 6]}, name="x").name
+    shape = b.const(np.array([-1, 3], np.int32), name="shape")
+    b.add_op("Reshape", [x, shape], name="r")
+    k = b.const(np.ones(2, np.float32), name="k")
+    v = b.add_op("VarHandleOp", attrs={"dtype": "float32", "shape": [2], "shared_name": "v"}, name="v").name
+    b.add_op("AssignVariableOp", [v, k], {"dtype": "float32"}, name="init")
+    b.add_op("AssignAddVariableOp", [v, k], {"dtype": "float32"}, name="inc")
+    b.add_op("ReadVariableOp", [v], {"dtype": "float32"}, name="read")
+    with Session(b.graph_def) as s:
+        for n in (1, 2, 1):  # plans per fed batch, the kernel state shared by name
+            assert s.run("r", {"x": np.zeros((n, 6), np.float32)}).shape == (2 * n, 3)
+        got = s.run("k")
+        got[:] = 7  # the caller's copy
+        s.run([], targets=["init"])
+        s.run([], targets=["inc"])
+        np.testing.assert_array_equal(s.run("read"), [2, 2])
+        np.testing.assert_array_equal(s.run("k"), [1, 1])

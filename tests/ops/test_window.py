@@ -187,3 +187,27 @@ def test_max_pool_one_dim_at_a_time_matches_the_reference(seed, rank, c, monkeyp
     y = wn.max_pool(np, x, win)
     np.testing.assert_array_equal(y, lo.max(axis=-2) if lo.shape[-2] else y)
     np.testing.assert_array_equal(y, wn._max_pool_taps(np, x, win))
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_tiling_max_pool_matches_the_reference_and_writes_the_arena_buffer(seed):
+    """Windows that tile the input (ksize == strides, unpadded, whole windows) pool by reducing
+    a reshaped view (``_max_pool_tiled``): against the loops, 1-3 dims, k of 1 in some."""
+    rng = np.random.default_rng(seed)
+    for _ in range(10):
+        rank = int(rng.integers(1, 4))
+        ks = tuple(int(v) for v in rng.integers(1, 4, rank))
+        out = tuple(int(v) for v in rng.integers(1, 4, rank))
+        win = wn._Window(ks, ks, (1,) * rank, out, ((0, 0),) * rank)
+        x = np.round(rng.standard_normal((2, *(o * k for o, k in zip(out, ks)), 3)))  # ties
+        assert wn._tile_plan(win, x.shape) is not None
+        lo, _ = _reference_windows(x, win, -np.inf)
+        given: list = []
+
+        def empty(shape, dtype, given=given):
+            given.append(np.full(shape, np.nan, dtype))
+            return given[-1]
+
+        y = wn.max_pool(np, x, win, empty)
+        np.testing.assert_array_equal(y, lo.max(axis=-2))
+        assert y is given[-1]
