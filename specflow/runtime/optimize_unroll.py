@@ -239,7 +239,8 @@ def _trip_count(g: _Graph, loop_vars, order, loop_cond: NodeDef, max_trips: int,
     def known(tensor: str):
         ref = parse_input(tensor)
         out = values.get(ref.node)
-        return None if out is None else out[ref.index]
+        # (a node run here may give fewer outputs than it has: a Merge's, an Enter's)
+        return None if out is None or ref.index >= len(out) else out[ref.index]
 
     def outside(tensor: str):
         node = g.nodes[parse_input(tensor).node]

@@ -263,3 +263,21 @@ def test_a_gradient_loop_on_a_cond_branch_unrolls_and_stays_dead_with_it():
         unrolled, looped = _runs(b, [loss, dx], feeds, [SessionConfig(), SessionConfig(unroll_limit=0)])
         np.testing.assert_array_equal(unrolled[1], looped[1])
         np.testing.assert_array_equal(unrolled[0], looped[0])
+
+
+def test_a_node_with_more_than_eight_unknown_outputs_in_the_body_is_unknown_not_an_error():
+    """TF2's functional loops inline their body's results as one IdentityN (tf.scan's has ten);
+    outputs past the eighth of a node the trip count could not evaluate are unknown too."""
+    b = GraphBuilder()
+    b.add_op("Placeholder", attrs={"dtype": F64, "shape": [3]}, name="x")
+
+    def body(b, i, h):
+        ids = b.add_op("IdentityN", [h] * 10, {"T": [F64] * 10}, name="ids").name
+        return [b.add_op("AddV2", [i, b.const(np.int32(1))]).name, b.add_op("Sin", [f"{ids}:9"]).name]
+
+    out = while_loop(b, lambda b, i, h: b.add_op("Less", [i, b.const(np.int32(4))]).name, body,
+                     [b.const(np.int32(0)), "x"])  # fmt: skip
+    b.add_op("Identity", [out.outputs[1]], name="y")
+    x = np.arange(3.0)
+    with Session(b.graph_def) as sess:
+        np.testing.assert_allclose(sess.run("y", {"x": x}), np.sin(np.sin(np.sin(np.sin(x)))), rtol=1e-15)
