@@ -113,6 +113,9 @@ class ShapeInferencer:
         if node.op == "Const":
             return [attrs["value"]]
         # Shape-of-a-known-shape is constant even when the input's value is not.
+        if node.op == "ShapeN":
+            shapes = [self.spec(i).shape for i in node.data_inputs]
+            return [np.array(s.dims, sp.dtype.numpy) if s.is_fully_defined else None for s, sp in zip(shapes, specs)]
         if node.op in ("Shape", "Size", "Rank") and node.data_inputs:
             s = self.spec(node.data_inputs[0]).shape
             dt = specs[0].dtype.numpy

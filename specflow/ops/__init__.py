@@ -21,6 +21,7 @@ from specflow.ops import (  # noqa: F401,E402  (importing registers the ops)
     lrn_ops,
     manip_ops,
     math_binary_ops,
+    math_grad_ops,
     math_ops,
     math_unary_ops,
     matmul_ops,

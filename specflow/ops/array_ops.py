@@ -256,7 +256,27 @@ def _rank(ctx, x):
     return ctx.xp.asarray(x.ndim, dtype=np.int32)
 
 
-not_differentiable("Shape", "Size", "Rank")
+register_op(
+    "ShapeN",
+    inputs=["input: N * T"],
+    outputs=["output: N * out_type"],
+    attrs=["N: int >= 1", "T: type", "out_type: {int32, int64} = int32"],
+    doc="The shape of each input as a 1-D tensor (TF's convolution gradients read both operands' shapes so).",
+)
+
+
+@shape_fn("ShapeN")
+def _shape_n_shape(ic: InferenceContext) -> list[Shape]:
+    return [Shape([s.rank]) for s in ic.list_shapes(0)]
+
+
+@kernel("ShapeN")
+def _shape_n(ctx, *xs):
+    dt = ctx.attrs["out_type"].numpy
+    return [ctx.xp.asarray(x.shape, dtype=dt) for x in xs]
+
+
+not_differentiable("Shape", "ShapeN", "Size", "Rank")
 
 
 # --- Fill / ZerosLike / OnesLike / BroadcastTo ------------------------------------------------

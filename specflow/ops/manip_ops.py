@@ -20,7 +20,7 @@ from specflow.ops import (  # noqa: F401  (these belong to this family; they liv
     slice_ops,  # Slice, StridedSlice, GatherV2
 )
 from specflow.ops.inference import InferenceContext
-from specflow.ops.registry import gradient, kernel, register_op
+from specflow.ops.registry import gradient, kernel, not_differentiable, register_op
 from specflow.ops.shape_args import (
     fmt_dims,
     norm_axis,
@@ -250,6 +250,40 @@ def _concat_grad(b, node, dys):
         zero = gu.const(b, 0, "int32")
         sizes = gu.emit(b, "Pack", *(gu.emit(b, "GatherV2", gu.shape_of(b, v), axis, zero) for v in values))
     return [*gu.outputs(b, "SplitV", len(values), dys[0], sizes, axis, num_split=len(values)), None]
+
+
+register_op(
+    "ConcatOffset",
+    inputs=["concat_dim: int32", "shape: N * shape_type"],
+    outputs=["offset: N * shape_type"],
+    attrs=["N: int >= 2", "shape_type: {int32, int64} = int32"],
+    shape=lambda ic: list(ic.list_shapes(1)),
+    doc="Where each input of a ConcatV2 along concat_dim starts in its output (TF's concat "
+    "gradient slices the output's gradient at these offsets).",
+)
+
+
+@kernel("ConcatOffset", host_inputs=(0,))
+def _concat_offset(ctx, concat_dim, *shapes):
+    shapes = [ctx.host(s) for s in shapes]  # a few integers each
+    first = [int(d) for d in shapes[0]]
+    axis = scalar_arg(ctx.fail, ctx.host(concat_dim), "concat_dim")
+    if not -len(first) <= axis < len(first):
+        raise ctx.fail(f"concat_dim {axis} is out of range for shapes of rank {len(first)}")
+    axis %= len(first)
+    out, at = [], 0
+    for i, s in enumerate(shapes):
+        dims = [int(d) for d in s]
+        if len(dims) != len(first) or any(a != b for k, (a, b) in enumerate(zip(dims, first)) if k != axis):
+            raise ctx.fail(f"input {i} has shape {dims}, which does not match {first} outside dimension {axis}")
+        offset = [0] * len(dims)
+        offset[axis] = at
+        at += dims[axis]
+        out.append(ctx.xp.asarray(offset, dtype=ctx.attrs["shape_type"].numpy))
+    return out
+
+
+not_differentiable("ConcatOffset")
 
 
 def _as_int32(b, x: str) -> str:

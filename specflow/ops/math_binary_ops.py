@@ -77,6 +77,8 @@ def _xdivy(ctx, x, y):
 
 def _truncate_div(ctx, x, y):
     check_nonzero_divisor(ctx, y)
+    if x.dtype.kind == "f":  # trunc(x / y): TF's float kernel (inf and nan as the division gives them)
+        return ctx.xp.trunc(x / y)
     return trunc_div(ctx.xp, x, y)
 
 
@@ -120,9 +122,8 @@ _BINARY = [
     ("MulNoNan", "float, complex", _mul_no_nan, None, "x * y elementwise, 0 wherever y is 0 (even if x is inf or nan)."),
     ("Xlogy", "float, complex", _xlogy, None, "x * log(y) elementwise, 0 wherever x is 0."),
     ("Xdivy", "float, complex", _xdivy, None, "x / y elementwise, 0 wherever x is 0."),
-    # TF registers TruncateDiv kernels for integers only, though its OpDef allows every number.
-    ("TruncateDiv", _ALL_DIV, _truncate_div, dtypes.INTEGER, "x / y elementwise for integers, rounded toward "
-     "zero (C semantics)."),
+    ("TruncateDiv", _ALL_DIV, _truncate_div, dtypes.REAL, "x / y elementwise, rounded toward zero (C "
+     "semantics for integers)."),
     ("TruncateMod", "int32, int64, float", _truncate_mod, None, "The remainder of x / y rounded toward zero: "
      "the sign follows x (C's % and fmod)."),
 ]

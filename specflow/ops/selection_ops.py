@@ -147,3 +147,27 @@ def _unique(ctx, x):
 
 
 not_differentiable("Unique")  # TF registers no gradient for Unique either
+
+
+register_op(
+    "ListDiff",
+    inputs=["x: T", "y: T"],
+    outputs=["out: T", "idx: out_idx"],
+    attrs=["T: type", "out_idx: {int32, int64} = int32"],
+    shape=lambda ic: [Shape([None]), Shape([None])],
+    doc="The values of the vector `x` that are not in the vector `y`, in x's order, and their "
+    "indices in x (tf.compat.v1.setdiff1d; TF's gradient of Prod uses it).",
+)
+
+
+@kernel("ListDiff")
+def _list_diff(ctx, x, y):
+    xp = ctx.xp
+    for name, v in (("x", x), ("y", y)):
+        if v.ndim != 1:
+            raise ctx.fail(f"{name} must be a vector, got shape {shape_of(v)}")
+    keep = xp.flatnonzero(~xp.isin(x, y))
+    return x[keep], keep.astype(ctx.attrs["out_idx"].numpy)
+
+
+not_differentiable("ListDiff")

@@ -22,6 +22,8 @@ CASES = [
     Case("Snapshot", [bools(2, 2)], ref=lambda x: x.copy()),
     Case("Shape", [_x], ref=lambda x: np.array([2, 3, 4], np.int32)),
     Case("Shape", [f32(0, 5)], attrs={"out_type": "int64"}, ref=lambda x: np.array([0, 5], np.int64), id="Shape-int64"),
+    Case("ShapeN", [f32(2, 3), np.zeros((), np.float32), f32(4)],
+         ref=lambda a, b, c: [np.array([2, 3], np.int32), np.array([], np.int32), np.array([4], np.int32)]),
     Case("Size", [_x], ref=lambda x: np.array(24, np.int32)),
     Case("Size", [f64()], attrs={"out_type": "int64"}, ref=lambda x: np.array(1, np.int64), id="Size-scalar-int64"),
     Case("Rank", [_x], ref=lambda x: np.array(3, np.int32)),

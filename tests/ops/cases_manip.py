@@ -36,6 +36,12 @@ CASES = [
     Case("Transpose", [_m, _vec(1, 0, dtype=np.int64)], ref=lambda x, p: x.T, id="Transpose-perm-unknown",
          exact_shape=False),
     # ConcatV2 / Pack / Unpack
+    Case("ConcatOffset", [np.int32(1), np.array([2, 3, 5], np.int32), np.array([2, 4, 5], np.int32),
+                          np.array([2, 1, 5], np.int32)],
+         ref=lambda a, *s: [np.array([0, 0, 0], np.int32), np.array([0, 3, 0], np.int32), np.array([0, 7, 0], np.int32)]),
+    Case("ConcatOffset", [np.int32(-1), np.array([2, 3], np.int64), np.array([2, 4], np.int64)],
+         attrs={"shape_type": "int64"}, ref=lambda a, *s: [np.array([0, 0], np.int64), np.array([0, 3], np.int64)],
+         id="ConcatOffset-negative-dim-int64"),
     Case("ConcatV2", [f32(2, 3), f32(2, 5), np.int32(1)], ref=lambda a, b, ax: np.concatenate([a, b], 1),
          const_inputs=[2]),
     Case("ConcatV2", [f32(2, 3), f32(1, 3), f32(4, 3), np.int64(-2)],

@@ -87,6 +87,8 @@ _BINARY = [
     Case("Xdivy", [np.array([0.0, 0.0, 3.0]), np.array([0.0, 2.0, 4.0])],
          ref=lambda x, y: np.array([0.0, 0.0, 0.75]), id="Xdivy-literal"),
     Case("Xdivy", [_c128(3), _c128(3)], ref=lambda x, y: x / y, id="Xdivy-complex"),
+    Case("TruncateDiv", [np.array([7.5, -7.5, 7.5, -0.5], np.float32), np.array([2, 2, -2, 4], np.float32)],
+         ref=lambda x, y: np.array([3, -3, -3, 0], np.float32), id="TruncateDiv-float"),
     Case("TruncateDiv", [_NUM, _DEN], ref=lambda x, y: np.array([3, -3, -3, 3, 1, -1, 0, 0], np.int32),
          id="TruncateDiv-literal"),
     Case("TruncateDiv", [np.array([-9, 9], np.int64), np.array(4, np.int64)],

@@ -33,6 +33,7 @@ _x[np.abs(_x) < 1e-3] = 0.5
 _g = f32(3, 4)
 _y_sig = sigmoid_ref(f32(3, 4)).astype(np.float32)
 _y_tanh = np.tanh(f32(3, 4))
+_y_pos = np.abs(f32(3, 4)) + np.float32(0.25)
 _elu_out = np.where(_x < 0, np.exp(_x) - 1, _x).astype(np.float32)
 _selu_out = (SELU_SCALE * np.where(_x < 0, SELU_ALPHA * (np.exp(_x) - 1), _x)).astype(np.float32)
 
@@ -117,6 +118,13 @@ CASES = [
     Case("SoftplusGrad", [_g, _x], ref=_cast_like(lambda g, x: g / (1 + np.exp(-x))), rtol=1e-5),
     Case("SigmoidGrad", [_y_sig, _g], ref=_cast_like(lambda y, dy: dy * y * (1 - y)), rtol=1e-5),
     Case("TanhGrad", [_y_tanh, _g], ref=_cast_like(lambda y, dy: dy * (1 - y * y)), rtol=1e-5),
+    # the gradients TF's own gradient functions emit (ops/math_grad_ops.py)
+    Case("SqrtGrad", [_y_pos, _g], ref=_cast_like(lambda y, dy: dy * 0.5 / y), rtol=1e-5),
+    Case("RsqrtGrad", [_y_pos, _g], ref=_cast_like(lambda y, dy: dy * -0.5 * y**3), rtol=1e-5),
+    Case("ReciprocalGrad", [_y_pos, _g], ref=_cast_like(lambda y, dy: -dy * y * y), rtol=1e-5),
+    Case("InvGrad", [_y_pos.astype(np.float64), _g.astype(np.float64)], ref=lambda y, dy: -dy * y * y),
+    Case("SqrtGrad", [np.array([1 + 2j, -0.5j], np.complex128), np.array([1 - 1j, 2], np.complex128)],
+         ref=lambda y, dy: dy * np.conj(0.5 / y), id="SqrtGrad-complex-conjugates"),
     # softmax
     Case("Softmax", [f32(3, 5)], ref=_cast_like(softmax_ref), rtol=1e-5),
     Case("Softmax", [f32(2, 3, 4) + 1000], ref=lambda x: softmax_ref(x - 1000).astype(np.float32), rtol=1e-5,

@@ -42,6 +42,10 @@ CASES = [
     GradCase("SoftsignGrad", [g64(3, 4), _x(3, 4)]),
     GradCase("SigmoidGrad", [g64(3, 4, low=0.05, high=0.95), g64(3, 4)]),
     GradCase("TanhGrad", [g64(3, 4, low=-0.95, high=0.95), g64(3, 4)]),
+    GradCase("SqrtGrad", [g64(3, 4, low=0.3, high=2), g64(3, 4)]),
+    GradCase("RsqrtGrad", [g64(3, 4, low=0.3, high=2), g64(3, 4)]),
+    GradCase("ReciprocalGrad", [g64(3, 4, low=0.3, high=2), g64(3, 4)]),
+    GradCase("InvGrad", [g64(3, 4, low=-2, high=-0.3), g64(3, 4)]),
     # --- softmax over the last axis ---
     GradCase("Softmax", [g64(3, 4)]),
     GradCase("Softmax", [g64(2, 2, 3)], id="Softmax-rank3"),

@@ -83,6 +83,12 @@ def test_cumulative_logsumexp_axis_out_of_range():
         evaluate_op("CumulativeLogsumexp", [np.zeros((2, 3), np.float32), np.int32(2)])
 
 
-def test_truncate_div_has_no_float_kernel_as_in_tf():
-    with pytest.raises(Exception, match="TruncateDiv"):
-        evaluate_op("TruncateDiv", [np.float32([1.0]), np.float32([2.0])])
+def test_truncate_div_on_floats_rounds_toward_zero_and_divides_by_zero_as_ieee():
+    """TensorFlow 2.21 runs TruncateDiv on floats (checked in a scratch environment): trunc(x / y)."""
+    got = evaluate_op("TruncateDiv", [np.float32([7.5, -7.5, 1.0]), np.float32([2.0, 2.0, 0.0])])[0]
+    np.testing.assert_array_equal(got, np.float32([3.0, -3.0, np.inf]))
+
+
+def test_concat_offset_names_the_shape_that_does_not_match():
+    with pytest.raises(OpError, match="input 1 has shape \\[2, 4\\], which does not match \\[2, 3\\] outside dimension 0"):
+        evaluate_op("ConcatOffset", [np.int32(0), np.int32([2, 3]), np.int32([2, 4])])

@@ -1,0 +1,85 @@
+"""The gradient ops TensorFlow's own gradient functions emit for Sqrt, Rsqrt and Reciprocal
+(``SqrtGrad``, ``RsqrtGrad``, ``ReciprocalGrad`` and its older name ``InvGrad``): a training
+graph written by TF carries them. specflow's gradients of those functions build the same values
+from plain ops (math_unary_ops). Each is ``z = dy * conj(f(y))`` for y the forward op's output,
+and its own gradient follows TF's (conjugating as TF's does for complex types)."""
+
+from __future__ import annotations
+
+from specflow.ops import grad_util as gu
+from specflow.ops.inference import same_shape_inputs
+from specflow.ops.registry import gradient, kernel, register_op
+
+_FORMULAS = {
+    "SqrtGrad": ("dy * 0.5 / y, where y = sqrt(x)", lambda y: 0.5 / y),
+    "RsqrtGrad": ("dy * -0.5 * y ** 3, where y = rsqrt(x)", lambda y: -0.5 * y * y * y),
+    "ReciprocalGrad": ("-dy * y * y, where y = 1 / x", lambda y: -(y * y)),
+    "InvGrad": ("ReciprocalGrad under its older name: -dy * y * y, where y = 1 / x", lambda y: -(y * y)),
+}
+
+
+def _register(name: str, doc: str, slope) -> None:
+    register_op(
+        name,
+        inputs=["y: T", "dy: T"],
+        outputs=["z: T"],
+        attrs=["T: {half, float, double, complex64, complex128}"],
+        shape=same_shape_inputs,
+        doc=doc + " (conjugated for complex).",
+    )
+
+    @kernel(name)
+    def _run(ctx, y, dy):
+        if y.shape != dy.shape:
+            raise ctx.fail(f"y and dy must have the same shape, got {list(y.shape)} and {list(dy.shape)}")
+        s = slope(y)
+        return (dy * (ctx.xp.conj(s) if s.dtype.kind == "c" else s)).astype(y.dtype, copy=False)
+
+
+for _name, (_doc, _slope) in _FORMULAS.items():
+    _register(_name, _doc, _slope)
+
+
+def _conj(b, t: str) -> str:
+    return gu.emit(b, "Conj", t) if b.spec(t).dtype.is_complex else t
+
+
+def _mul(b, *xs: str) -> str:
+    out = xs[0]
+    for x in xs[1:]:
+        out = gu.emit(b, "Mul", out, x)
+    return out
+
+
+def _scalar(b, value, like: str) -> str:
+    return gu.const(b, value, b.spec(like).dtype)
+
+
+@gradient("SqrtGrad")
+def _sqrt_grad_grad(b, node, dys):
+    # z = dy * 0.5 / y: dz/dy = -z / y, dz/d(dy) = 0.5 / y.
+    y, _ = node.data_inputs
+    ga = gu.emit(b, "RealDiv", dys[0], y)
+    return [gu.emit(b, "Neg", _mul(b, _conj(b, ga), node.name)), _mul(b, ga, _scalar(b, 0.5, y))]
+
+
+@gradient("RsqrtGrad")
+def _rsqrt_grad_grad(b, node, dys):
+    # z = -0.5 * dy * y ** 3: dz/dy = -1.5 * dy * y ** 2; z is linear in dy.
+    y, dy = node.data_inputs
+    cy = _conj(b, y)
+    return [_mul(b, _conj(b, dys[0]), dy, cy, cy, _scalar(b, -1.5, y)), gu.emit(b, "RsqrtGrad", cy, dys[0])]
+
+
+def _reciprocal_grad_grad(op: str):
+    def grad(b, node, dys):
+        # z = -dy * y * y: dz/dy = -2 * dy * y; z is linear in dy.
+        y, dy = node.data_inputs
+        cy = _conj(b, y)
+        return [_mul(b, _conj(b, dys[0]), dy, cy, _scalar(b, -2, y)), gu.emit(b, op, cy, dys[0])]
+
+    return grad
+
+
+gradient("ReciprocalGrad")(_reciprocal_grad_grad("ReciprocalGrad"))
+gradient("InvGrad")(_reciprocal_grad_grad("InvGrad"))
