@@ -1,11 +1,12 @@
-"""3-D convolution and average pooling: Conv3D, Conv3DBackpropInputV2, Conv3DBackpropFilterV2,
-AvgPool3D, AvgPool3DGrad, with their gradients.
+"""3-D convolution and pooling: Conv3D, Conv3DBackpropInputV2, Conv3DBackpropFilterV2, AvgPool3D,
+AvgPool3DGrad, MaxPool3D, MaxPool3DGrad, MaxPool3DGradGrad, with their gradients.
 
 Names, inputs, attrs and semantics are TensorFlow's (nn_ops.cc). Inputs are
 [batch, depth, height, width, channels] (NDHWC) or NCDHW; filters [KD, KH, KW, in, out]. The
 window machinery is conv_ops' own, over three spatial dims: TF's output sizes and SAME padding
 (conv_ops._out_size), one strided slice of the unpadded input per window offset (window.py), im2col and one
-matmul for the convolution, sums of the slices for the pool, scatter-adds for the gradients.
+matmul for the convolution, sums or maxima of the slices for the pools, scatter-adds for the gradients (a max pool's to
+each window's first maximum, as TF's).
 """
 
 from __future__ import annotations
@@ -239,3 +240,109 @@ def _avg_pool3d_grad(ctx, orig_input_shape, dy):
 def _avg_pool3d_grad_grad(b, node, dys):
     # Linear in grad; its transpose is AvgPool3D.
     return [None, gu.emit(b, "AvgPool3D", dys[0], **gu.window_attrs(node))]
+
+
+# --- MaxPool3D and its gradients ---------------------------------------------------------------
+
+_MAX_TYPES = "{float}"  # (every float type; TF registers half, bfloat16 and float32)
+
+
+def _check_like(c, what: str, got, want, how: str) -> None:
+    cv._check_shape(c, what, _rank5(c, got, what), want, how)
+
+
+def _max_grad_window(c, x_shape, y_shape) -> cv._Window:
+    """The window of a MaxPool3D gradient op, its orig_output checked against orig_input."""
+    win, out = _pool_window(c, x_shape, "orig_input")
+    _check_like(c, "orig_output", y_shape, out, f"MaxPool3D of an input of shape {list(x_shape)}")
+    return win
+
+
+register_op(
+    "MaxPool3D",
+    inputs=["input: T"],
+    outputs=["output: T"],
+    attrs=[*_POOL_ATTRS[:-1], f"T: {_MAX_TYPES}"],
+    shape=lambda ic: [Shape(_pool_window(ic, ic.shape(0), "input")[1])],
+    doc="The maximum of each ksize window of a 5-D input (padding never wins).",
+)
+
+
+@kernel("MaxPool3D")
+def _max_pool3d(ctx, x):
+    fmt = ctx.attrs["data_format"]
+    win, _ = _pool_window(ctx, x.shape, "input")
+    return _from_last(wn.max_pool(ctx.xp, _to_last(x, fmt), win), fmt)
+
+
+@gradient("MaxPool3D")
+def _max_pool3d_gradient(b, node, dys):
+    x = node.data_inputs[0]
+    return [gu.emit(b, "MaxPool3DGrad", x, node.name, dys[0], **gu.window_attrs(node))]
+
+
+def _max_pool3d_grad_shape(ic: InferenceContext) -> list[Shape]:
+    _max_grad_window(ic, ic.shape(0), ic.shape(1))
+    _check_like(ic, "grad", ic.shape(2), ic.shape(1), "the shape of orig_output")
+    return [ic.shape(0)]
+
+
+register_op(
+    "MaxPool3DGrad",
+    inputs=["orig_input: TInput", "orig_output: TInput", "grad: T"],
+    outputs=["output: T"],
+    attrs=[*_POOL_ATTRS[:-1], f"T: {_MAX_TYPES} = float32", f"TInput: {_MAX_TYPES} = float32"],
+    shape=_max_pool3d_grad_shape,
+    doc="The gradient of MaxPool3D: each window's grad goes to its maximum (the first one, in "
+    "depth, row, column order, on ties); overlapping windows add up.",
+)
+
+
+@kernel("MaxPool3DGrad")
+def _max_pool3d_grad(ctx, x, y, dy):
+    xp, fmt = ctx.xp, ctx.attrs["data_format"]
+    win = _max_grad_window(ctx, x.shape, y.shape)
+    cv._check_shape(ctx, "grad", dy.shape, y.shape, "the shape of orig_output")
+    x, y, dy = (_to_last(t, fmt) for t in (x, y, dy))
+    return _from_last(wn.max_pool_grad(xp, x, y, dy.astype(ctx.attrs["T"].numpy, copy=False), win), fmt)
+
+
+@gradient("MaxPool3DGrad")
+def _max_pool3d_grad_grad(b, node, dys):
+    # Away from ties the maxima's positions are locally constant: no gradient for x and y.
+    x, y, _ = node.data_inputs
+    attrs = gu.window_attrs(node, drop=("TInput",))
+    return [gu.zeros_like(b, x), gu.zeros_like(b, y), gu.emit(b, "MaxPool3DGradGrad", x, y, dys[0], **attrs)]
+
+
+def _max_pool3d_grad_grad_shape(ic: InferenceContext) -> list[Shape]:
+    _max_grad_window(ic, ic.shape(0), ic.shape(1))
+    _check_like(ic, "grad", ic.shape(2), ic.shape(0), "the shape of orig_input")
+    return [ic.shape(1)]
+
+
+register_op(
+    "MaxPool3DGradGrad",
+    inputs=["orig_input: T", "orig_output: T", "grad: T"],
+    outputs=["output: T"],
+    attrs=[*_POOL_ATTRS[:-1], "T: {float}"],
+    shape=_max_pool3d_grad_grad_shape,
+    doc="The gradient of MaxPool3DGrad for its grad input: grad (shaped like orig_input) read at "
+    "each window's first maximum, shaped like orig_output.",
+)
+
+
+@kernel("MaxPool3DGradGrad")
+def _max_pool3d_grad_grad_kernel(ctx, x, y, g):
+    xp, fmt = ctx.xp, ctx.attrs["data_format"]
+    win = _max_grad_window(ctx, x.shape, y.shape)
+    cv._check_shape(ctx, "grad", g.shape, x.shape, "the shape of orig_input")
+    x, y, g = (_to_last(t, fmt) for t in (x, y, g))
+    return _from_last(wn.max_pool_grad_grad(xp, x, y, g, win), fmt)
+
+
+@gradient("MaxPool3DGradGrad")
+def _max_pool3d_grad_grad_grad(b, node, dys):
+    x, y, _ = node.data_inputs
+    attrs = gu.window_attrs(node)
+    return [gu.zeros_like(b, x), gu.zeros_like(b, y), gu.emit(b, "MaxPool3DGrad", x, y, dys[0], **attrs)]

@@ -1,4 +1,4 @@
-"""Cases for conv3d_ops: Conv3D, its backprop ops, AvgPool3D and its gradient.
+"""Cases for conv3d_ops: Conv3D, its backprop ops, AvgPool3D, MaxPool3D and their gradients.
 
 References loop over every output position and window element of a channels-last input, with
 padding as bounds checks (TF's documented SAME / VALID sizes), not the kernels' pad-and-slice.
@@ -109,6 +109,43 @@ def _pool_cases(x, k, s, padding, ident):
     ]  # fmt: skip
 
 
+def max_pool3d_ref(x, k, strides, padding):
+    out_sp, cells = _walk(x.shape[1:4], k, strides, padding)
+    out = np.full((x.shape[0], *out_sp, x.shape[4]), -np.inf, x.dtype)
+    for o, _, i in cells:
+        out[(slice(None), *o)] = np.maximum(out[(slice(None), *o)], x[(slice(None), *i)])
+    return out
+
+
+def max_pool3d_grad_ref(x, dy, k, strides, padding):
+    """Each window's dy to its first maximum (cells come in depth, row, column order)."""
+    y = max_pool3d_ref(x, k, strides, padding)
+    _, cells = _walk(x.shape[1:4], k, strides, padding)
+    dx = np.zeros(x.shape, dy.dtype)
+    done = np.zeros(y.shape, bool)
+    for o, _, i in cells:
+        hit = (x[(slice(None), *i)] == y[(slice(None), *o)]) & ~done[(slice(None), *o)]
+        dx[(slice(None), *i)] += np.where(hit, dy[(slice(None), *o)], 0)
+        done[(slice(None), *o)] |= hit
+    return dx
+
+
+def _max_pool_cases(x, k, s, padding, ident):
+    attrs = {"ksize": [1, *k, 1], "strides": [1, *s, 1], "padding": padding}
+    y = max_pool3d_ref(x, k, s, padding)
+    dy, g = f32(*y.shape), f32(*x.shape)
+    return [
+        Case("MaxPool3D", [x], attrs=attrs, id=f"MaxPool3D-{ident}", ref=lambda xx: max_pool3d_ref(xx, k, s, padding)),
+        Case("MaxPool3DGrad", [x, y, dy], attrs=attrs, id=f"MaxPool3DGrad-{ident}",
+             ref=lambda xx, yy, gg: max_pool3d_grad_ref(xx, gg, k, s, padding), **_TOL),
+        # grad read at each window's first maximum: the adjoint of MaxPool3DGrad
+        Case("MaxPool3DGradGrad", [x, y, g], attrs=attrs, id=f"MaxPool3DGradGrad-{ident}", **_TOL,
+             ref=lambda xx, yy, gg: np.array([[np.vdot(max_pool3d_grad_ref(xx, np.eye(yy.size, dtype=np.float32)[j].reshape(yy.shape),
+                                                                          k, s, padding), gg) for j in range(yy.size)]],
+                                            np.float32).reshape(yy.shape)),
+    ]  # fmt: skip
+
+
 _x, _f = f32(2, 4, 5, 3, 2), f32(2, 3, 2, 2, 3)
 CASES = [
     *_conv_cases(_x, _f, (1, 1, 1), "SAME", "SAME"),
@@ -125,4 +162,9 @@ CASES = [
     Case("AvgPool3D", [ncdhw(_x)], attrs={"ksize": [1, 1, 2, 3, 2], "strides": [1, 1, 1, 2, 1], "padding": "SAME",
                                           "data_format": "NCDHW"},
          id="AvgPool3D-NCDHW", ref=lambda x: ncdhw(avg_pool3d_ref(ndhwc(x), (2, 3, 2), (1, 2, 1), "SAME")), **_TOL),
+    *_max_pool_cases(_x, (2, 2, 2), (2, 2, 2), "VALID", "VALID"),
+    *_max_pool_cases(np.round(f32(1, 3, 4, 3, 2) * 2), (2, 3, 2), (1, 2, 1), "SAME", "SAME-ties"),
+    Case("MaxPool3D", [ncdhw(_x)], attrs={"ksize": [1, 1, 2, 3, 2], "strides": [1, 1, 1, 2, 1], "padding": "SAME",
+                                          "data_format": "NCDHW"},
+         id="MaxPool3D-NCDHW", ref=lambda x: ncdhw(max_pool3d_ref(ndhwc(x), (2, 3, 2), (1, 2, 1), "SAME"))),
 ]  # fmt: skip

@@ -1,5 +1,5 @@
 """Gradient cases for conv3d_ops: Conv3D and its backprop ops (each other's gradients),
-AvgPool3D and AvgPool3DGrad, on tiny 5-D shapes."""
+AvgPool3D and AvgPool3DGrad, MaxPool3D and its gradient ops, on tiny 5-D shapes."""
 
 import numpy as np
 
@@ -26,6 +26,18 @@ def _pool_cases(x, attrs, ident):
     ]
 
 
+def _max_pool_cases(x, attrs, ident):
+    """Distinct values (no ties: the maxima's positions stay put under the differences' steps);
+    the gradient ops are linear in grad, their other inputs fixed."""
+    x = x + np.arange(x.size).reshape(x.shape) * 0.1
+    y = evaluate_op("MaxPool3D", [x], **attrs)[0]
+    return [
+        GradCase("MaxPool3D", [x], attrs, id=f"MaxPool3D-{ident}"),
+        GradCase("MaxPool3DGrad", [x, y, g64(*y.shape)], attrs, wrt=[2], id=f"MaxPool3DGrad-{ident}"),
+        GradCase("MaxPool3DGradGrad", [x, y, g64(*x.shape)], attrs, wrt=[2], id=f"MaxPool3DGradGrad-{ident}"),
+    ]
+
+
 CASES = [
     *_conv_cases(g64(1, 3, 3, 2, 2), g64(2, 2, 1, 2, 2), {"strides": [1, 1, 1, 1, 1], "padding": "VALID"}, "VALID"),
     *_conv_cases(g64(1, 3, 2, 3, 1), g64(2, 2, 2, 1, 2), {"strides": [1, 2, 1, 2, 1], "padding": "SAME"}, "SAME"),
@@ -33,4 +45,5 @@ CASES = [
                                                           "data_format": "NCDHW"}, "NCDHW"),
     *_pool_cases(g64(1, 3, 4, 2, 2), {"ksize": [1, 2, 2, 2, 1], "strides": [1, 1, 2, 1, 1], "padding": "SAME"}, "SAME"),
     *_pool_cases(g64(1, 2, 4, 4, 1), {"ksize": [1, 2, 2, 2, 1], "strides": [1, 2, 2, 2, 1], "padding": "VALID"}, "VALID"),
+    *_max_pool_cases(g64(1, 3, 4, 2, 2), {"ksize": [1, 2, 2, 2, 1], "strides": [1, 1, 2, 1, 1], "padding": "SAME"}, "SAME"),
 ]  # fmt: skip
