@@ -71,6 +71,22 @@ def _xlogy(ctx, x, y):
     return ctx.xp.where(x == 0, 0, x * ctx.xp.log(y))  # 0 wherever x is 0, even for y = 0
 
 
+def _xlog1py(ctx, x, y):
+    return ctx.xp.where(x == 0, 0, x * ctx.xp.log1p(y))  # 0 wherever x is 0, even for y = -1
+
+
+def _polygamma(ctx, a, x):
+    """The a-th derivative of Digamma at x; nan where a is not a whole number >= 0 (as TF)."""
+    from specflow.ops.math_unary_ops import _special
+
+    xp = ctx.xp
+    a, x = xp.broadcast_arrays(a, x)
+    out = xp.full(a.shape, xp.nan, dtype=x.dtype)
+    ok = (xp.floor(a) == a) & (a >= 0)
+    out[ok] = _special(ctx, "polygamma")(a[ok].astype(xp.int64), x[ok])
+    return out
+
+
 def _xdivy(ctx, x, y):
     return ctx.xp.where(x == 0, 0, x / y)  # 0 wherever x is 0, even for y = 0
 
@@ -122,6 +138,9 @@ _BINARY = [
     ("MulNoNan", "float, complex", _mul_no_nan, None, "x * y elementwise, 0 wherever y is 0 (even if x is inf or nan)."),
     ("Xlogy", "float, complex", _xlogy, None, "x * log(y) elementwise, 0 wherever x is 0."),
     ("Xdivy", "float, complex", _xdivy, None, "x / y elementwise, 0 wherever x is 0."),
+    ("Xlog1py", "float, complex", _xlog1py, None, "x * log1p(y) elementwise, 0 wherever x is 0."),
+    ("Polygamma", "float", _polygamma, None, "The a-th derivative of Digamma at x (Digamma's gradient "
+     "is Polygamma(1, x)); nan where a is not a whole number >= 0."),
     ("TruncateDiv", _ALL_DIV, _truncate_div, dtypes.REAL, "x / y elementwise, rounded toward zero (C "
      "semantics for integers)."),
     ("TruncateMod", "int32, int64, float", _truncate_mod, None, "The remainder of x / y rounded toward zero: "
@@ -137,7 +156,7 @@ _INTO = {"Add": "add", "AddV2": "add", "Sub": "subtract", "Mul": "multiply", "Ma
 def _register_binary(name, types, body, kernel_types, doc):
     register_op(
         name,
-        inputs=["y: T", "x: T"] if name == "Atan2" else ["x: T", "y: T"],  # TF's names: atan2(y, x)
+        inputs=["y: T", "x: T"] if name == "Atan2" else ["a: T", "x: T"] if name == "Polygamma" else ["x: T", "y: T"],
         outputs=["z: T"],
         attrs=[f"T: {{{types}}}"],
         shape=broadcast_shape,
@@ -235,6 +254,11 @@ def _xlogy_grads(b, x, y, z, dy):
     return gu.emit(b, "Mul", dx, dy), gu.emit(b, "Mul", gu.emit(b, "Xdivy", x, y), dy)
 
 
+def _xlog1py_grads(b, x, y, z, dy):
+    dx = gu.emit(b, "Xlog1py", _nonzero(b, x), y)
+    return gu.emit(b, "Mul", dx, dy), gu.emit(b, "Mul", gu.emit(b, "Xdivy", x, gu.emit(b, "AddV2", y, scalar(b, 1, y))), dy)
+
+
 def _xdivy_grads(b, x, y, z, dy):
     dx = gu.emit(b, "Xdivy", _nonzero(b, x), y)
     dy_ = gu.emit(b, "Xdivy", gu.emit(b, "Neg", x), gu.emit(b, "Square", y))
@@ -250,7 +274,7 @@ def _atan2_grads(b, y, x, z, dz):
 # op -> (fn(b, x, y, z, dz) -> (dx, dy) at the broadcast shape, conj): with conj, complex x, y
 # and z are conjugated before fn sees them, as TF's math_grad.py does for these ops (its
 # convention: the gradient of a holomorphic f is dz * conj(f'(x))); the others take them as they
-# are, also as in TF (linear ops need nothing; SquaredDifference, MulNoNan, Xlogy, Xdivy have no conj).
+# are, also as in TF (linear ops need nothing; SquaredDifference, MulNoNan, Xlogy, Xlog1py, Xdivy have no conj).
 _BINARY_GRADS = {
     "Add": (lambda b, x, y, z, dy: (dy, dy), False),
     "AddV2": (lambda b, x, y, z, dy: (dy, dy), False),
@@ -270,6 +294,7 @@ _BINARY_GRADS = {
     "SquaredDifference": (_squared_difference_grads, False),
     "Xlogy": (_xlogy_grads, False),
     "Xdivy": (_xdivy_grads, False),
+    "Xlog1py": (_xlog1py_grads, False),
     "Atan2": (_atan2_grads, False),
 }
 
@@ -287,5 +312,15 @@ def _register_binary_gradient(name, fn, conj):
 
 for _name, (_fn, _conj) in _BINARY_GRADS.items():
     _register_binary_gradient(_name, _fn, _conj)
+
+
+@gradient("Polygamma")
+def _polygamma_grad(b, node, dys):
+    # d/dx polygamma(a, x) = polygamma(a + 1, x); none for the order a (as in TF).
+    a, x = node.data_inputs
+    dx = gu.emit(b, "Mul", dys[0], gu.emit(b, "Polygamma", gu.emit(b, "AddV2", a, scalar(b, 1, a)), x))
+    return [None, gu.sum_to(b, dx, x)]
+
+
 # Piecewise constant (TF returns None for both inputs); TruncateMod has no gradient in TF either.
 not_differentiable("FloorDiv", "TruncateDiv", "TruncateMod")

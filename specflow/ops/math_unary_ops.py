@@ -113,6 +113,8 @@ _UNARY = [
     ("Atanh", _UNARY_FC, _u("arctanh"), None, None, "Inverse hyperbolic tangent elementwise."),
     ("Erf", "float", _sp("erf"), None, None, "The Gauss error function elementwise."),
     ("Erfc", "float", _sp("erfc"), None, None, "1 - erf(x) elementwise, accurate for large x."),
+    ("Lgamma", "float", _sp("gammaln"), None, None, "log |Gamma(x)| elementwise."),
+    ("Digamma", "float", _sp("digamma"), None, None, "The derivative of Lgamma elementwise (psi)."),
     ("Expm1", _UNARY_FC, _u("expm1"), None, None, "exp(x) - 1 elementwise, accurate near 0."),
 ]
 
@@ -191,6 +193,8 @@ _UNARY_GRADS = {
         b, dy, _mul(b, scalar(b, -_TWO_OVER_ROOT_PI, x), gu.emit(b, "Exp", gu.emit(b, "Neg", gu.emit(b, "Square", x))))
     ),
     "Expm1": lambda b, x, y, dy: _mul(b, dy, gu.emit(b, "Exp", x)),
+    "Lgamma": lambda b, x, y, dy: _mul(b, dy, gu.emit(b, "Digamma", x)),
+    "Digamma": lambda b, x, y, dy: _mul(b, dy, gu.emit(b, "Polygamma", scalar(b, 1, x), x)),
 }
 
 # TanhGrad and SigmoidGrad conjugate inside their kernels: these get y as it is.

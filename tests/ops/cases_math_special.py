@@ -53,6 +53,20 @@ _UNARY = [
     Case("Erf", [f64(3, 2, low=-3, high=3)], ref=_erf, rtol=1e-12),
     Case("Erf", [f32(5)], ref=_as(np.float32, _erf), rtol=1e-6, id="Erf-float32"),
     Case("Erfc", [f64(6, low=-3, high=8)], ref=_erfc, rtol=1e-12),
+    # math.lgamma is log|Gamma|, as TF's Lgamma; Digamma's reference by the reflection and
+    # recurrence from scipy-free literals (psi(1) = -gamma, psi(1/2) = -gamma - 2 ln 2)
+    Case("Lgamma", [np.array([0.5, 1.0, 2.5, 7.0, -0.5, -2.5])], rtol=1e-12,
+         ref=lambda x: np.array([math.lgamma(v) for v in x])),
+    Case("Lgamma", [f32(4, low=0.1, high=5)], ref=lambda x: np.array([math.lgamma(v) for v in x], np.float32),
+         rtol=1e-5, id="Lgamma-float32"),
+    Case("Digamma", [np.array([1.0, 0.5, 2.0, 3.5])], rtol=1e-12,
+         ref=lambda x: np.array([-np.euler_gamma, -np.euler_gamma - 2 * np.log(2), 1 - np.euler_gamma,
+                                 -np.euler_gamma - 2 * np.log(2) + 2 + 2 / 3 + 2 / 5])),  # fmt: skip
+    # polygamma(1, 1) = pi^2 / 6, polygamma(2, 1) = -2 zeta(3), polygamma(0, x) = digamma; a fraction: nan
+    Case("Polygamma", [np.array([1.0, 2.0, 0.0, 0.5, -1.0]), np.array([1.0, 1.0, 1.0, 1.0, 1.0])], rtol=1e-12,
+         ref=lambda a, x: np.array([np.pi**2 / 6, -2 * 1.2020569031595942, -np.euler_gamma, np.nan, np.nan])),
+    Case("Polygamma", [np.array([[1.0], [3.0]]), np.array([0.5, 2.0])], rtol=1e-10, id="Polygamma-broadcast",
+         ref=lambda a, x: np.array([[np.pi**2 / 2, np.pi**2 / 6 - 1], [np.pi**4, 6 * (np.pi**4 / 90 - 1)]])),
     Case("Erfc", [np.array([10.0, 26.0])], ref=lambda x: np.array([2.088487583762545e-45, 5.663192408856143e-296]),
          rtol=1e-12, atol=0, id="Erfc-tail-literal"),
     Case("Expm1", [np.array([1e-10, -1e-8, 0.5, -3.0], np.float32)], ref=np.expm1, rtol=1e-6, atol=0),
@@ -87,6 +101,8 @@ _BINARY = [
     Case("Xdivy", [np.array([0.0, 0.0, 3.0]), np.array([0.0, 2.0, 4.0])],
          ref=lambda x, y: np.array([0.0, 0.0, 0.75]), id="Xdivy-literal"),
     Case("Xdivy", [_c128(3), _c128(3)], ref=lambda x, y: x / y, id="Xdivy-complex"),
+    Case("Xlog1py", [np.array([0.0, 0.0, 3.0, -2.0]), np.array([-1.0, 2.0, 4.0, 1e-10])],
+         ref=lambda x, y: np.array([0.0, 0.0, 3 * np.log(5.0), -2e-10]), rtol=1e-12, id="Xlog1py-literal"),
     Case("TruncateDiv", [np.array([7.5, -7.5, 7.5, -0.5], np.float32), np.array([2, 2, -2, 4], np.float32)],
          ref=lambda x, y: np.array([3, -3, -3, 0], np.float32), id="TruncateDiv-float"),
     Case("TruncateDiv", [_NUM, _DEN], ref=lambda x, y: np.array([3, -3, -3, 3, 1, -1, 0, 0], np.int32),

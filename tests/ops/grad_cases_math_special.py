@@ -23,6 +23,8 @@ _UNARY = [
     GradCase("Atanh", [_unit(2, 3)]),
     GradCase("Erf", [g64(2, 3)]),
     GradCase("Erfc", [g64(2, 3)]),
+    GradCase("Lgamma", [gpos(2, 3) + 0.3]),
+    GradCase("Digamma", [gpos(2, 3) + 0.3]),
     GradCase("Expm1", [g64(2, 3)]),
     # The harness perturbs the real part only: d sum(w * conj(x)) / d re(x) = w = conj(w).
     GradCase("Conj", [g64(2, 3) + 1j * g64(2, 3)], id="Conj-real-direction"),
@@ -37,6 +39,8 @@ _BINARY = [
     GradCase("MulNoNan", [g64(2, 3), g64(2, 1)]),
     GradCase("Xlogy", [away_from(g64(2, 3), gap=0.2), gpos(3)]),
     GradCase("Xdivy", [away_from(g64(2, 3), gap=0.2), away_from(g64(2, 1), gap=0.3)]),
+    GradCase("Xlog1py", [away_from(g64(2, 3), gap=0.2), gpos(3)]),
+    GradCase("Polygamma", [np.array([[1.0], [2.0]]), gpos(3) + 0.5], wrt=[1]),
 ]
 
 _OTHER = [
