@@ -17,6 +17,7 @@ from specflow.ops import (  # noqa: F401,E402  (importing registers the ops)
     image_ops,
     io_ops,
     linalg_ops,
+    linalg_solve_ops,
     list_ops,
     lrn_ops,
     manip_ops,

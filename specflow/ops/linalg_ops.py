@@ -1,5 +1,5 @@
 """Linear algebra on (batches of) matrices: Cholesky, MatrixInverse, Qr, MatrixBandPart,
-MatrixDiagV3/MatrixDiagPartV3, Diag/DiagPart, Cross. (Matrix products are in ``matmul_ops``,
+MatrixDiagV3/MatrixDiagPartV3/MatrixSetDiagV3, Diag/DiagPart, Cross. (Matrix products are in ``matmul_ops``,
 Einsum in ``einsum_ops``.) Every op works on the innermost two dims; outer dims are a batch.
 """
 
@@ -412,6 +412,51 @@ def _matrix_diag_part_grad(b, node, dys):
                    gu.const(b, [1], "int32"), end_mask=1, shrink_axis_mask=1)  # fmt: skip
     zero = gu.const(b, 0, b.spec(x).dtype)
     return [gu.emit(b, "MatrixDiagV3", dys[0], k, rows, cols, zero, align=node.attrs["align"]), None, None]
+
+
+def _set_diag_infer(ic: InferenceContext) -> list[Shape]:
+    x = ic.shape(0)
+    if ic.value(2) is not None and x.rank is not None:
+        dims = _diag_part_dims(ic.fail, x, *_k_range(ic.fail, ic.value(2)))
+        if not ic.shape(1).is_compatible_with(Shape(dims)):
+            raise ic.fail(f"diagonal must have shape {Shape(dims)} for an input of shape {x}, got {ic.shape(1)}")
+    return [x]
+
+
+register_op(
+    "MatrixSetDiagV3",
+    inputs=["input: T", "diagonal: T", "k: int32"],
+    outputs=["output: T"],
+    attrs=["T: type", f"align: {_ALIGNS} = 'RIGHT_LEFT'"],
+    shape=_set_diag_infer,
+    doc="input with its diagonals k = d or [low, high] replaced by `diagonal` (packed as "
+    "MatrixDiagPartV3 gives them); TF's gradient of Cholesky uses it.",
+)
+
+
+@kernel("MatrixSetDiagV3", host_inputs=(2,))
+def _matrix_set_diag(ctx, x, diag, k):
+    xp = ctx.xp
+    lo, hi = _k_range(ctx.fail, ctx.host(k))
+    dims = _diag_part_dims(ctx.fail, shape_of(x), lo, hi)
+    if list(diag.shape) != dims:
+        raise ctx.fail(f"diagonal must have shape {dims} for an input of shape {shape_of(x)}, got {shape_of(diag)}")
+    rows, cols, max_len = x.shape[-2], x.shape[-1], dims[-1]
+    if not (max_len and rows and cols):
+        return x.copy()
+    inside, row, pos = _diag_index(xp, rows, cols, lo, hi, max_len, ctx.attrs["align"])
+    packed = diag[..., None, :] if lo == hi else diag
+    return xp.where(inside, packed[..., row, pos], x)
+
+
+@gradient("MatrixSetDiagV3")
+def _matrix_set_diag_grad(b, node, dys):
+    # The band's entries came from the diagonal, the rest from the input.
+    x, diag, k = node.data_inputs
+    align = node.attrs["align"]
+    grad_x = gu.emit(b, "MatrixSetDiagV3", dys[0], gu.zeros_like(b, diag), k, align=align)
+    grad_diag = gu.emit(b, "MatrixDiagPartV3", dys[0], k, gu.const(b, 0, b.spec(x).dtype), align=align)
+    return [grad_x, grad_diag, None]
 
 
 # --- Diag / DiagPart --------------------------------------------------------------------------

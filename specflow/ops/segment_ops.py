@@ -345,3 +345,52 @@ def _bincount(ctx, arr, size, weights):
 
 
 not_differentiable("Bincount")
+
+
+def _dense_bincount_infer(ic: InferenceContext) -> list[Shape]:
+    size = scalar_arg(ic.fail, ic.value(1), "size")
+    if size is not None and size < 0:
+        raise ic.fail(f"size ({size}) must be non-negative")
+    x = ic.shape(0)
+    if x.rank is not None and x.rank not in (1, 2):
+        raise ic.fail(f"input must be a vector or a matrix (a batch of vectors), got shape {x}")
+    return [Shape([size]) if x.rank == 1 else Shape([x[0], size]) if x.rank == 2 else Shape.unknown()]
+
+
+register_op(
+    "DenseBincount",
+    inputs=["input: Tidx", "size: Tidx", "weights: T"],
+    outputs=["output: T"],
+    attrs=["Tidx: {int32, int64}", "T: {int32, int64, float32, float64}", "binary_output: bool = false"],
+    shape=_dense_bincount_infer,
+    doc="Bincount of a vector, or of each row of a matrix ([batch, size] out): counts (or summed "
+    "weights, when weights is not empty) of the values < size; binary_output gives 1 where any "
+    "value fell. Negative values are an error.",
+)
+
+
+@kernel("DenseBincount", host_inputs=(1,))
+def _dense_bincount(ctx, arr, size, weights):
+    xp = ctx.xp
+    n = scalar_arg(ctx.fail, ctx.host(size), "size")
+    if n < 0:
+        raise ctx.fail(f"size ({n}) must be non-negative")
+    if arr.ndim not in (1, 2):
+        raise ctx.fail(f"input must be a vector or a matrix (a batch of vectors), got shape {shape_of(arr)}")
+    if weights.size and weights.shape != arr.shape:
+        raise ctx.fail(f"weights of shape {shape_of(weights)} must be empty or have input's shape {shape_of(arr)}")
+    if arr.size and int(arr.min()) < 0:
+        raise ctx.fail("Input arr must be non-negative!")
+    rows = arr.reshape(-1, arr.shape[-1]) if arr.ndim == 2 else arr.reshape(1, -1)
+    out = xp.zeros((rows.shape[0], n), dtype=ctx.attrs["T"].numpy)
+    keep = rows < n
+    which = xp.nonzero(keep)
+    if ctx.attrs["binary_output"]:
+        out[which[0], rows[keep]] = 1
+    else:
+        vals = weights.reshape(rows.shape)[keep] if weights.size else xp.ones(int(keep.sum()), dtype=out.dtype)
+        xp.add.at(out, (which[0], rows[keep]), vals)
+    return out if arr.ndim == 2 else out[0]
+
+
+not_differentiable("DenseBincount")

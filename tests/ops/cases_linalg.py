@@ -1,4 +1,4 @@
-"""Cases for linalg_ops: Cholesky, MatrixInverse, Qr, MatrixBandPart, MatrixDiagV3/MatrixDiagPartV3,
+"""Cases for linalg_ops: Cholesky, MatrixInverse, Qr, MatrixBandPart, MatrixDiagV3/MatrixDiagPartV3/MatrixSetDiagV3,
 Diag/DiagPart, Cross. MatrixDiag references follow TF's documented element rule with loops; the
 fixed RIGHT_LEFT example is TF's own docstring example."""
 
@@ -52,6 +52,19 @@ def _diag_part_ref(x, k, pad, align="RIGHT_LEFT"):
     return out[..., 0, :] if lo == hi else out
 
 
+def _set_diag_ref(x, diag, k, align="RIGHT_LEFT"):
+    lo, hi = (int(k), int(k)) if np.ndim(k) == 0 else (int(k[0]), int(k[1]))
+    rows, cols = x.shape[-2:]
+    packed = diag[..., None, :] if lo == hi else diag
+    out = x.copy()
+    for i in range(rows):
+        for j in range(cols):
+            d = j - i
+            if lo <= d <= hi:
+                out[..., i, j] = packed[..., hi - d, min(i, j) + _offset(d, rows, cols, packed.shape[-1], align)]
+    return out
+
+
 def _qr_ref(mode="reduced"):
     # numpy.linalg.qr runs the same LAPACK Householder routine (geqrf) as TF's CPU kernel, so
     # even the signs of q's columns and r's rows agree.
@@ -83,6 +96,8 @@ _tf_diags = np.array([[0, 2, 3], [1, 2, 3], [4, 5, 0]], np.int32)
 _tf_matrix = np.array([[1, 2, 0], [4, 2, 3], [0, 5, 3]], np.int32)
 _k = np.array([-1, 1], np.int32)
 _m1 = np.int32(-1)
+
+_LOWER = np.tril(f64(3, 3)) + 3 * np.eye(3)
 
 CASES = [
     Case("Cholesky", [_spd(2)], ref=np.linalg.cholesky),
@@ -120,6 +135,12 @@ CASES = [
          ref=lambda x, k, p: _diag_part_ref(x, (-1, 2), 9.0)),
     Case("MatrixDiagPartV3", [f64(3, 5), np.int32(-1), np.float64(0)], attrs={"align": "LEFT_LEFT"}, const_inputs=[1],
          ref=lambda x, k, p: _diag_part_ref(x, -1, 0.0, "LEFT_LEFT"), id="MatrixDiagPartV3-sub-left"),
+    Case("MatrixSetDiagV3", [f64(3, 4), f64(3), np.int32(0)], const_inputs=[2],
+         ref=lambda x, d, k: _set_diag_ref(x, d, 0)),
+    Case("MatrixSetDiagV3", [f32(2, 4, 3), f32(2, 3, 3), np.array([-1, 1], np.int32)], attrs={"align": "LEFT_RIGHT"},
+         const_inputs=[2], ref=lambda x, d, k: _set_diag_ref(x, d, (-1, 1), "LEFT_RIGHT"), id="MatrixSetDiagV3-band"),
+    Case("MatrixSetDiagV3", [f64(3, 5), f64(2, 3), np.array([1, 2], np.int32)], attrs={"align": "LEFT_LEFT"},
+         const_inputs=[2], ref=lambda x, d, k: _set_diag_ref(x, d, (1, 2), "LEFT_LEFT"), id="MatrixSetDiagV3-super"),
     Case("Diag", [f32(3)], ref=np.diag),
     Case("Diag", [i32(2, 2)], ref=lambda x: np.einsum("ij,ik,jl->ijkl", x, np.eye(2, dtype=np.int32),
                                                        np.eye(2, dtype=np.int32)), id="Diag-rank2"),
@@ -128,4 +149,15 @@ CASES = [
          id="DiagPart-rank4"),
     Case("Cross", [f32(2, 3), f32(2, 3)], ref=np.cross),
     Case("Cross", [i32(3), i32(3)], ref=np.cross, id="Cross-int"),
+    # linalg_solve_ops
+    Case("MatrixDeterminant", [_spd(2)], ref=np.linalg.det),
+    Case("MatrixDeterminant", [f32(3, 3)], ref=lambda x: np.float32(np.linalg.det(x.astype(np.float64))), rtol=1e-5,
+         id="MatrixDeterminant-float32"),
+    Case("MatrixSolve", [_spd(2), f64(2, 3, 2)], ref=np.linalg.solve),
+    Case("MatrixSolve", [_LOWER, f64(3, 1)], attrs={"adjoint": True}, ref=lambda a, r: np.linalg.solve(a.T, r),
+         id="MatrixSolve-adjoint"),
+    Case("MatrixTriangularSolve", [_LOWER + np.triu(np.full((3, 3), 7.0), 1), f64(3, 2)],
+         ref=lambda a, r: np.linalg.solve(_LOWER, r), id="MatrixTriangularSolve-reads-lower-triangle"),
+    Case("MatrixTriangularSolve", [_LOWER.T, f64(2, 3, 2)], attrs={"lower": False, "adjoint": True},
+         ref=lambda a, r: np.linalg.solve(_LOWER, r), id="MatrixTriangularSolve-upper-adjoint-broadcast"),
 ]

@@ -59,4 +59,12 @@ CASES = [
          ref=lambda a, n, w: np.array([1, 2, 0, 1, 0], np.int32), const_inputs=[1]),
     Case("Bincount", [np.array([[1, 3], [1, 2]], np.int32), np.int32(4), np.array([[0.5, 1], [2, 4]], np.float32)],
          ref=lambda a, n, w: np.array([0, 2.5, 4, 1], np.float32), const_inputs=[1], id="Bincount-weights"),
+    Case("DenseBincount", [np.array([1, 3, 1, 7, 0], np.int32), np.int32(5), np.zeros(0, np.float32)],
+         ref=lambda a, n, w: np.array([1, 2, 0, 1, 0], np.float32), const_inputs=[1]),
+    Case("DenseBincount", [np.array([[1, 3, 1], [0, 0, 4]], np.int64), np.int64(5),
+                           np.array([[1, 2, 3], [4, 5, 6]], np.float64)], const_inputs=[1], id="DenseBincount-rows-weights",
+         ref=lambda a, n, w: np.array([[0, 4, 0, 2, 0], [9, 0, 0, 0, 6]], np.float64)),
+    Case("DenseBincount", [np.array([[1, 3, 1], [0, 0, 9]], np.int32), np.int32(5), np.zeros(0, np.int32)],
+         attrs={"binary_output": True}, const_inputs=[1], id="DenseBincount-binary",
+         ref=lambda a, n, w: np.array([[0, 1, 0, 1, 0], [1, 0, 0, 0, 0]], np.int32)),
 ]

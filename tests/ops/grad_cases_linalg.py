@@ -11,6 +11,13 @@ _a = g64(2, 3, 3) + 3 * np.eye(3)
 CASES = [
     GradCase("MatrixInverse", [_a]),
     GradCase("MatrixInverse", [_a[0]], attrs={"adjoint": True}, id="MatrixInverse-adjoint"),
+    GradCase("MatrixDeterminant", [_a]),
+    GradCase("MatrixSolve", [_a, g64(2, 3, 2)]),
+    GradCase("MatrixSolve", [_a[0], g64(3, 1)], attrs={"adjoint": True}, id="MatrixSolve-adjoint"),
+    # Only the read triangle is an input: perturbing the other changes nothing, and its gradient is 0.
+    GradCase("MatrixTriangularSolve", [_a, g64(2, 3, 2)]),
+    GradCase("MatrixTriangularSolve", [_a[0], g64(2, 3, 2)], attrs={"lower": False, "adjoint": True},
+             id="MatrixTriangularSolve-upper-adjoint-broadcast"),
     # Fixed inputs keep the Householder signs stable under the finite-difference steps.
     GradCase("Qr", [g64(2, 4, 3)], id="Qr-tall"),
     GradCase("Qr", [g64(3, 3)], id="Qr-square"),
@@ -21,6 +28,7 @@ CASES = [
     GradCase("MatrixDiagV3", [g64(2, 3), np.array([-1, 0], np.int32), np.int32(3), np.int32(3), np.float64(0.5)],
              wrt=[0]),  # TF gives padding_value no gradient
     GradCase("MatrixDiagPartV3", [g64(4, 3), np.array([-1, 1], np.int32), np.float64(0)], wrt=[0]),
+    GradCase("MatrixSetDiagV3", [g64(2, 4, 3), g64(2, 3, 3), np.array([-1, 1], np.int32)], wrt=[0, 1]),
     GradCase("Diag", [g64(2, 2)]),
     GradCase("DiagPart", [g64(3, 3)]),
     GradCase("Cross", [g64(2, 3), g64(2, 3)]),
