@@ -1,5 +1,5 @@
-"""Segment reductions and partitioning: SegmentSum, UnsortedSegmentMax/Min/Prod, DynamicPartition,
-DynamicStitch, Bincount. (UnsortedSegmentSum, which gather gradients emit, lives in ``slice_ops``.)
+"""Segment reductions and partitioning: SegmentSum/Mean/Max/Min/Prod, UnsortedSegmentMax/Min/Prod,
+DynamicPartition, DynamicStitch, Bincount, DenseBincount. (UnsortedSegmentSum, which gather gradients emit, lives in ``slice_ops``.)
 
 Segment ids are a prefix of data's shape (``[d0, ..., dk]`` of ``data[d0, ..., dk, ...]``); an
 unsorted op drops the slices whose id is negative and fails on an id >= num_segments, naming it.
@@ -56,9 +56,8 @@ register_op(
 )
 
 
-@kernel("SegmentSum")
-def _segment_sum(ctx, data, ids):
-    xp = ctx.xp
+def _sorted_rows(ctx, data, ids) -> int:
+    """Checks sorted, non-negative ids against data; the output's row count (max id + 1)."""
     _sorted_segment_shape(ctx.fail, shape_of(data), shape_of(ids))
     host = ctx.host(ids)
     if host.size and host[0] < 0:
@@ -67,8 +66,13 @@ def _segment_sum(ctx, data, ids):
     if down.size:
         j = int(down[0]) + 1
         raise ctx.fail(f"segment ids are not increasing: segment_ids[{j}] = {host[j]} follows {host[j - 1]}")
-    n = int(host[-1]) + 1 if host.size else 0
-    out = xp.zeros((n,) + data.shape[1:], dtype=data.dtype)
+    return int(host[-1]) + 1 if host.size else 0
+
+
+@kernel("SegmentSum")
+def _segment_sum(ctx, data, ids):
+    xp = ctx.xp
+    out = xp.zeros((_sorted_rows(ctx, data, ids),) + data.shape[1:], dtype=data.dtype)
     xp.add.at(out, ids, data)
     return out
 
@@ -77,6 +81,71 @@ def _segment_sum(ctx, data, ids):
 def _segment_sum_grad(b, node, dys):
     ids = node.data_inputs[1]
     return [gu.emit(b, "GatherV2", dys[0], ids, gu.const(b, 0, "int32")), None]
+
+
+# --- SegmentMean / Max / Min / Prod (sorted ids) ----------------------------------------------
+
+# An empty segment (an id that does not occur) holds 0, or 1 for Prod, as TF's sorted ops give.
+_SORTED = {"SegmentMean": "mean", "SegmentMax": "max", "SegmentMin": "min", "SegmentProd": "prod"}
+
+for _name, _kind in _SORTED.items():
+    register_op(
+        _name,
+        inputs=["data: T", "segment_ids: Tindices"],
+        outputs=["output: T"],
+        attrs=["T: {real}" if _kind in ("max", "min") else "T: {numeric}", "Tindices: {int32, int64}"],
+        shape=lambda ic: [_with_rows(_sorted_segment_shape(ic.fail, ic.shape(0), ic.shape(1)), _top(ic.value(1)))],
+        doc=f"output[i] = the {_kind} of the rows data[j] with segment_ids[j] == i; ids sorted, >= 0; the "
+        f"output has max(id) + 1 rows ({1 if _kind == 'prod' else 0} for ids that do not occur).",
+    )
+
+
+def _sorted_kernel(kind: str):
+    def fn(ctx, data, ids):
+        xp = ctx.xp
+        shape = (_sorted_rows(ctx, data, ids),) + data.shape[1:]
+        if kind == "mean":
+            total = xp.zeros(shape, dtype=data.dtype)
+            xp.add.at(total, ids, data)
+            count = xp.bincount(ids, minlength=shape[0]).reshape((-1,) + (1,) * (data.ndim - 1))
+            return (total / xp.maximum(count, 1).astype(total.dtype)).astype(data.dtype, copy=False)
+        out = xp.full(shape, 1 if kind == "prod" else 0, dtype=data.dtype)
+        if kind != "prod":  # occupied segments start from the identity, empty ones stay 0
+            out[xp.unique(ids)] = _identity(kind, data.dtype)
+        combine = {"max": xp.maximum, "min": xp.minimum, "prod": xp.multiply}[kind]
+        return segment_reduce(xp, combine, data, ids, out)
+
+    return fn
+
+
+def _sorted_count(b, node) -> str:
+    """The output's row count, for the unsorted ops the gradients share."""
+    return gu.emit(b, "StridedSlice", gu.shape_of(b, node.name), gu.const(b, [0], "int32"), gu.const(b, [1], "int32"),
+                   gu.const(b, [1], "int32"), shrink_axis_mask=1)  # fmt: skip
+
+
+@gradient("SegmentMean")
+def _segment_mean_grad(b, node, dys):
+    # Each row gets its segment's gradient divided by the segment's size.
+    data, ids = node.data_inputs
+    ones = gu.emit(b, "OnesLike", data)
+    count = gu.emit(b, "SegmentSum", ones, ids)
+    return [gu.emit(b, "GatherV2", gu.emit(b, "RealDiv", dys[0], count), ids, gu.const(b, 0, "int32")), None]
+
+
+@gradient("SegmentMax")
+def _segment_max_grad(b, node, dys):
+    data, ids = node.data_inputs
+    return [_min_max_grads(b, node.name, data, ids, _sorted_count(b, node), dys[0]), None]
+
+
+gradient("SegmentMin")(_segment_max_grad)
+
+
+@gradient("SegmentProd")
+def _segment_prod_grad(b, node, dys):
+    data, ids = node.data_inputs
+    return [_prod_grads(b, node.name, data, ids, _sorted_count(b, node), dys[0]), None]
 
 
 # --- UnsortedSegmentMax / Min / Prod ----------------------------------------------------------
@@ -142,18 +211,24 @@ def segment_reduce(xp, combine, rows, ids, out):
 
 for _name, _kind in _UNSORTED.items():
     kernel(_name, host_inputs=(2,))(_unsorted_kernel(_kind))
+for _name, _kind in _SORTED.items():
+    kernel(_name)(_sorted_kernel(_kind))
+
+
+def _min_max_grads(b, out: str, data: str, ids: str, n: str, dy: str) -> str:
+    # TF's rule: the gradient goes to the elements equal to their segment's result, split evenly
+    # between ties.
+    gathered_out, _, keep = drop_negatives(b, out, ids, data)
+    selected = gu.emit(b, "LogicalAnd", gu.emit(b, "Equal", data, gathered_out), keep)
+    count = gu.emit(b, "UnsortedSegmentSum", gu.emit(b, "Cast", selected, DstT=b.spec(data).dtype), ids, n)
+    weighted = gu.emit(b, "RealDiv", dy, count)
+    spread, _, _ = drop_negatives(b, weighted, ids, data)
+    return gu.emit(b, "SelectV2", selected, spread, gu.zeros_like(b, spread))
 
 
 def _min_max_grad(b, node, dys):
-    # TF's rule: the gradient goes to the elements equal to their segment's result, split evenly
-    # between ties.
     data, ids, n = node.data_inputs
-    gathered_out, _, keep = drop_negatives(b, node.name, ids, data)
-    selected = gu.emit(b, "LogicalAnd", gu.emit(b, "Equal", data, gathered_out), keep)
-    count = gu.emit(b, "UnsortedSegmentSum", gu.emit(b, "Cast", selected, DstT=b.spec(data).dtype), ids, n)
-    weighted = gu.emit(b, "RealDiv", dys[0], count)
-    spread, _, _ = drop_negatives(b, weighted, ids, data)
-    return [gu.emit(b, "SelectV2", selected, spread, gu.zeros_like(b, spread)), None, None]
+    return [_min_max_grads(b, node.name, data, ids, n, dys[0]), None, None]
 
 
 gradient("UnsortedSegmentMax")(_min_max_grad)
@@ -162,24 +237,28 @@ gradient("UnsortedSegmentMin")(_min_max_grad)
 
 @gradient("UnsortedSegmentProd")
 def _unsorted_segment_prod_grad(b, node, dys):
+    data, ids, n = node.data_inputs
+    return [_prod_grads(b, node.name, data, ids, n, dys[0]), None, None]
+
+
+def _prod_grads(b, out: str, data: str, ids: str, n: str, dy: str) -> str:
     # TF's zero-safe rule: an element's partial derivative is the product of the others in its
     # segment: output / x where x != 0, the product of the nonzero others where x is the only
     # zero, and 0 where the segment holds two zeros or more.
-    data, ids, n = node.data_inputs
     zero = gu.zeros_like(b, data)
     is_zero = gu.emit(b, "Equal", data, zero)
     zeros = gu.emit(b, "UnsortedSegmentSum", gu.emit(b, "Cast", is_zero, DstT=dtypes.int32), ids, n)
     many = gu.emit(b, "Greater", zeros, gu.const(b, 1, "int32"))
-    many = gu.emit(b, "Reshape", many, padded_shape(b, many, dys[0]))
-    grad = gu.emit(b, "SelectV2", many, gu.zeros_like(b, dys[0]), dys[0])
+    many = gu.emit(b, "Reshape", many, padded_shape(b, many, dy))
+    grad = gu.emit(b, "SelectV2", many, gu.zeros_like(b, dy), dy)
     nonzero_data = gu.emit(b, "SelectV2", is_zero, gu.emit(b, "OnesLike", data), data)
     nonzero_prod = gu.emit(b, "UnsortedSegmentProd", nonzero_data, ids, n)
     clipped = gu.emit(b, "Maximum", ids, gu.zeros_like(b, ids))
     axis0 = gu.const(b, 0, "int32")
-    by_el = gu.emit(b, "RealDiv", gu.emit(b, "GatherV2", node.name, clipped, axis0), data)
+    by_el = gu.emit(b, "RealDiv", gu.emit(b, "GatherV2", out, clipped, axis0), data)
     partial = gu.emit(b, "SelectV2", is_zero, gu.emit(b, "GatherV2", nonzero_prod, clipped, axis0), by_el)
     spread, _, _ = drop_negatives(b, grad, ids, data)
-    return [gu.emit(b, "Mul", spread, partial), None, None]
+    return gu.emit(b, "Mul", spread, partial)
 
 
 # --- DynamicPartition -------------------------------------------------------------------------

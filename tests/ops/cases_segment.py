@@ -37,6 +37,9 @@ def _stitch_ref(*args):
 
 
 _lowest, _largest = np.finfo(np.float32).min, np.finfo(np.float32).max
+_SD = np.array([[1.0, 2], [3, 4], [5, 6], [7, -8]])
+_SIDS = np.array([0, 0, 2, 2], np.int32)
+
 CASES = [
     Case("SegmentSum", [f32(6, 2), np.array([0, 0, 1, 3, 3, 3], np.int32)], ref=_segment_sum_ref, exact_shape=False),
     Case("SegmentSum", [i32(3), np.array([1, 1, 2], np.int64)], ref=_segment_sum_ref, exact_shape=False,
@@ -59,6 +62,13 @@ CASES = [
          ref=lambda a, n, w: np.array([1, 2, 0, 1, 0], np.int32), const_inputs=[1]),
     Case("Bincount", [np.array([[1, 3], [1, 2]], np.int32), np.int32(4), np.array([[0.5, 1], [2, 4]], np.float32)],
          ref=lambda a, n, w: np.array([0, 2.5, 4, 1], np.float32), const_inputs=[1], id="Bincount-weights"),
+    # sorted ids with a gap (segment 1 empty: 0, or 1 for Prod, as TF gives)
+    Case("SegmentMean", [_SD, _SIDS], const_inputs=[1], ref=lambda d, i: np.array([[2.0, 3], [0, 0], [6, -1]])),
+    Case("SegmentMax", [_SD, _SIDS], const_inputs=[1], ref=lambda d, i: np.array([[3.0, 4], [0, 0], [7, 6]])),
+    Case("SegmentMin", [_SD, _SIDS], const_inputs=[1], ref=lambda d, i: np.array([[1.0, 2], [0, 0], [5, -8]])),
+    Case("SegmentProd", [_SD, _SIDS], const_inputs=[1], ref=lambda d, i: np.array([[3.0, 8], [1, 1], [35, -48]])),
+    Case("SegmentMax", [np.array([3, 1], np.int32), np.array([1, 1], np.int64)], const_inputs=[1], ref=lambda d, i: np.array([0, 3], np.int32),
+         id="SegmentMax-int-empty-first"),
     Case("DenseBincount", [np.array([1, 3, 1, 7, 0], np.int32), np.int32(5), np.zeros(0, np.float32)],
          ref=lambda a, n, w: np.array([1, 2, 0, 1, 0], np.float32), const_inputs=[1]),
     Case("DenseBincount", [np.array([[1, 3, 1], [0, 0, 4]], np.int64), np.int64(5),
