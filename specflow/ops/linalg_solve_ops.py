@@ -1,5 +1,5 @@
-"""Determinants and linear solves on (batches of) matrices: MatrixDeterminant, MatrixSolve,
-MatrixTriangularSolve, with TensorFlow's gradients (linalg_grad.py). TF's own gradient of
+"""Determinants and linear solves on (batches of) matrices: MatrixDeterminant, LogMatrixDeterminant,
+MatrixSolve, MatrixTriangularSolve, with TensorFlow's gradients (linalg_grad.py). TF's own gradient of
 Cholesky solves with MatrixTriangularSolve, so TF training graphs carry it. Every op works on the
 innermost two dims; outer dims are a batch (MatrixTriangularSolve's broadcast, as TF's do)."""
 
@@ -44,6 +44,34 @@ def _determinant_grad(b, node, dys):
     x = node.data_inputs[0]
     scale = gu.emit(b, "Mul", dys[0], node.name)
     scale = gu.emit(b, "ExpandDims", gu.emit(b, "ExpandDims", scale, gu.const(b, -1, "int32")), gu.const(b, -1, "int32"))
+    return [gu.emit(b, "Mul", scale, gu.emit(b, "MatrixInverse", x, adjoint=True))]
+
+
+register_op(
+    "LogMatrixDeterminant",
+    inputs=["input: T"],
+    outputs=["sign: T", "log_abs_determinant: T"],
+    attrs=["T: {float16, float32, float64, complex64, complex128}"],
+    shape=lambda ic: _determinant_shape(ic) * 2,
+    doc="The sign (a unit complex number for complex input) and log |det| of each square matrix, "
+    "without the overflow of the determinant itself.",
+)
+
+
+@kernel("LogMatrixDeterminant")
+def _log_determinant(ctx, x):
+    _square_shape(ctx.fail, shape_of(x))
+    sign, logdet = ctx.xp.linalg.slogdet(x)
+    return ctx.xp.asarray(sign).astype(x.dtype, copy=False), ctx.xp.asarray(logdet).astype(x.dtype, copy=False)
+
+
+@gradient("LogMatrixDeterminant")
+def _log_determinant_grad(b, node, dys):
+    # d log|det A| = tr(A^-1 dA): dA = g A^-H (the sign has no gradient, as in TF).
+    x, g = node.data_inputs[0], dys[1]
+    if g is None:
+        return [None]
+    scale = gu.emit(b, "ExpandDims", gu.emit(b, "ExpandDims", g, gu.const(b, -1, "int32")), gu.const(b, -1, "int32"))
     return [gu.emit(b, "Mul", scale, gu.emit(b, "MatrixInverse", x, adjoint=True))]
 
 

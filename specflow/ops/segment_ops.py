@@ -473,3 +473,32 @@ def _dense_bincount(ctx, arr, size, weights):
 
 
 not_differentiable("DenseBincount")
+
+
+register_op(
+    "HistogramFixedWidth",
+    inputs=["values: T", "value_range: T", "nbins: int32"],
+    outputs=["out: dtype"],
+    attrs=["T: {int32, int64, float32, float64}", "dtype: {int32, int64} = int32"],
+    shape=lambda ic: [Shape([scalar_arg(ic.fail, ic.value(2), "nbins")])],
+    doc="Counts of values in nbins equal bins over value_range [lo, hi); values below lo go to the "
+    "first bin, values at or above hi to the last.",
+)
+
+
+@kernel("HistogramFixedWidth", host_inputs=(1, 2))
+def _histogram_fixed_width(ctx, values, value_range, nbins):
+    xp = ctx.xp
+    n = scalar_arg(ctx.fail, ctx.host(nbins), "nbins")
+    lo_hi = ctx.host(value_range)
+    if n <= 0:
+        raise ctx.fail(f"nbins should be a positive number, but got '{n}'")
+    if lo_hi.shape != (2,) or not lo_hi[0] < lo_hi[1]:
+        raise ctx.fail(f"value_range should satisfy value_range[0] < value_range[1], but got {lo_hi.tolist()}")
+    lo, hi = float(lo_hi[0]), float(lo_hi[1])
+    idx = xp.floor((values.reshape(-1).astype(np.float64) - lo) / (hi - lo) * n)
+    idx = xp.clip(idx, 0, n - 1).astype(np.int64)
+    return xp.bincount(idx, minlength=n).astype(ctx.attrs["dtype"].numpy)
+
+
+not_differentiable("HistogramFixedWidth")

@@ -171,3 +171,40 @@ def _list_diff(ctx, x, y):
 
 
 not_differentiable("ListDiff")
+
+
+def _bound_shape(ic) -> list[Shape]:
+    s, v = ic.shape(0), ic.shape(1)
+    for name, t in (("sorted_inputs", s), ("values", v)):
+        if t.rank not in (None, 2):
+            raise ic.fail(f"{name} must be a matrix (a batch of vectors), got shape {t}")
+    if s.rank == 2 and v.rank == 2 and not Shape([s[0]]).is_compatible_with(Shape([v[0]])):
+        raise ic.fail(f"sorted_inputs {s} and values {v} must have the same batch size")
+    return [v]
+
+
+for _name, _side in (("LowerBound", "left"), ("UpperBound", "right")):
+    register_op(
+        _name,
+        inputs=["sorted_inputs: T", "values: T"],
+        outputs=["output: out_type"],
+        attrs=["T: type", "out_type: {int32, int64} = int32"],
+        shape=_bound_shape,
+        doc=f"Per row, where each value would go in the sorted row ({'first' if _side == 'left' else 'last'} "
+        "such position): tf.searchsorted.",
+    )
+
+    def _register_bound(name=_name, side=_side):
+        @kernel(name)
+        def _bound(ctx, sorted_inputs, values):
+            xp = ctx.xp
+            if sorted_inputs.ndim != 2 or values.ndim != 2 or sorted_inputs.shape[0] != values.shape[0]:
+                raise ctx.fail(f"sorted_inputs {shape_of(sorted_inputs)} and values {shape_of(values)} must be "
+                               "matrices with the same batch size")  # fmt: skip
+            out = xp.empty(values.shape, dtype=ctx.attrs["out_type"].numpy)
+            for r in range(values.shape[0]):
+                out[r] = xp.searchsorted(sorted_inputs[r], values[r], side=side)
+            return out
+
+    _register_bound()
+    not_differentiable(_name)

@@ -153,6 +153,7 @@ CASES = [
     Case("MatrixDeterminant", [_spd(2)], ref=np.linalg.det),
     Case("MatrixDeterminant", [f32(3, 3)], ref=lambda x: np.float32(np.linalg.det(x.astype(np.float64))), rtol=1e-5,
          id="MatrixDeterminant-float32"),
+    Case("LogMatrixDeterminant", [f64(2, 3, 3)], ref=lambda x: list(np.linalg.slogdet(x))),
     Case("MatrixSolve", [_spd(2), f64(2, 3, 2)], ref=np.linalg.solve),
     Case("MatrixSolve", [_LOWER, f64(3, 1)], attrs={"adjoint": True}, ref=lambda a, r: np.linalg.solve(a.T, r),
          id="MatrixSolve-adjoint"),

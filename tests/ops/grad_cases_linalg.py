@@ -12,6 +12,7 @@ CASES = [
     GradCase("MatrixInverse", [_a]),
     GradCase("MatrixInverse", [_a[0]], attrs={"adjoint": True}, id="MatrixInverse-adjoint"),
     GradCase("MatrixDeterminant", [_a]),
+    GradCase("LogMatrixDeterminant", [_a], outputs=[1]),
     GradCase("MatrixSolve", [_a, g64(2, 3, 2)]),
     GradCase("MatrixSolve", [_a[0], g64(3, 1)], attrs={"adjoint": True}, id="MatrixSolve-adjoint"),
     # Only the read triangle is an input: perturbing the other changes nothing, and its gradient is 0.
