@@ -5,8 +5,8 @@ Names, inputs, attrs and semantics are TensorFlow's (nn_ops.cc). Inputs are
 [batch, depth, height, width, channels] (NDHWC) or NCDHW; filters [KD, KH, KW, in, out]. The
 window machinery is conv_ops' own, over three spatial dims: TF's output sizes and SAME padding
 (conv_ops._out_size), one strided slice of the unpadded input per window offset (window.py), im2col and one
-matmul for the convolution, sums or maxima of the slices for the pools, scatter-adds for the gradients (a max pool's to
-each window's first maximum, as TF's).
+matmul for the convolution, sums or maxima of the slices for the pools, scatter-adds for the gradients (MaxPool3DGrad's to
+every maximum of a window, MaxPool3DGradGrad's from the first: TF's CPU kernels, ties included).
 """
 
 from __future__ import annotations
@@ -293,8 +293,8 @@ register_op(
     outputs=["output: T"],
     attrs=[*_POOL_ATTRS[:-1], f"T: {_MAX_TYPES} = float32", f"TInput: {_MAX_TYPES} = float32"],
     shape=_max_pool3d_grad_shape,
-    doc="The gradient of MaxPool3D: each window's grad goes to its maximum (the first one, in "
-    "depth, row, column order, on ties); overlapping windows add up.",
+    doc="The gradient of MaxPool3D: each window's grad goes to every element equal to its maximum "
+    "(all of a tie, as TF's CPU kernel does, unlike MaxPoolGrad); overlapping windows add up.",
 )
 
 
@@ -304,7 +304,7 @@ def _max_pool3d_grad(ctx, x, y, dy):
     win = _max_grad_window(ctx, x.shape, y.shape)
     cv._check_shape(ctx, "grad", dy.shape, y.shape, "the shape of orig_output")
     x, y, dy = (_to_last(t, fmt) for t in (x, y, dy))
-    return _from_last(wn.max_pool_grad(xp, x, y, dy.astype(ctx.attrs["T"].numpy, copy=False), win), fmt)
+    return _from_last(wn.max_pool_grad_all_maxima(xp, x, y, dy.astype(ctx.attrs["T"].numpy, copy=False), win), fmt)
 
 
 @gradient("MaxPool3DGrad")
@@ -328,7 +328,7 @@ register_op(
     attrs=[*_POOL_ATTRS[:-1], "T: {float}"],
     shape=_max_pool3d_grad_grad_shape,
     doc="The gradient of MaxPool3DGrad for its grad input: grad (shaped like orig_input) read at "
-    "each window's first maximum, shaped like orig_output.",
+    "each window's first maximum (depth, row, column order), shaped like orig_output.",
 )
 
 

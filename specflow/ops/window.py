@@ -478,6 +478,16 @@ def max_pool_grad(xp, x, y, dy, win: _Window, empty=None, state=None):
     return grad
 
 
+def max_pool_grad_all_maxima(xp, x, y, dy, win: _Window):
+    """TF's CPU MaxPool3DGrad: every element equal to its window's maximum gets the window's dy
+    (all of a tie, unlike MaxPoolGrad's first maximum); overlapping windows add up."""
+    grad = xp.zeros(x.shape, dtype=dy.dtype)
+    for t in taps(win, x.shape[1:-1]):
+        if not t.empty:
+            grad[(_ALL, *t.inp)] += dy[(_ALL, *t.out)] * (x[(_ALL, *t.inp)] == y[(_ALL, *t.out)])
+    return grad
+
+
 def max_pool_grad_grad(xp, x, y, g, win: _Window):
     """g read at each window's first maximum, shaped like y."""
     out = xp.zeros(y.shape, dtype=g.dtype)

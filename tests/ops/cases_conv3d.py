@@ -117,16 +117,19 @@ def max_pool3d_ref(x, k, strides, padding):
     return out
 
 
-def max_pool3d_grad_ref(x, dy, k, strides, padding):
-    """Each window's dy to its first maximum (cells come in depth, row, column order)."""
+def max_pool3d_grad_ref(x, dy, k, strides, padding, first=False):
+    """Each window's dy to every element equal to its maximum (TF's CPU MaxPool3DGrad), or with
+    ``first`` to its first one (cells come in depth, row, column order)."""
     y = max_pool3d_ref(x, k, strides, padding)
     _, cells = _walk(x.shape[1:4], k, strides, padding)
     dx = np.zeros(x.shape, dy.dtype)
     done = np.zeros(y.shape, bool)
     for o, _, i in cells:
-        hit = (x[(slice(None), *i)] == y[(slice(None), *o)]) & ~done[(slice(None), *o)]
+        hit = x[(slice(None), *i)] == y[(slice(None), *o)]
+        if first:
+            hit &= ~done[(slice(None), *o)]
+            done[(slice(None), *o)] |= hit
         dx[(slice(None), *i)] += np.where(hit, dy[(slice(None), *o)], 0)
-        done[(slice(None), *o)] |= hit
     return dx
 
 
@@ -138,10 +141,10 @@ def _max_pool_cases(x, k, s, padding, ident):
         Case("MaxPool3D", [x], attrs=attrs, id=f"MaxPool3D-{ident}", ref=lambda xx: max_pool3d_ref(xx, k, s, padding)),
         Case("MaxPool3DGrad", [x, y, dy], attrs=attrs, id=f"MaxPool3DGrad-{ident}",
              ref=lambda xx, yy, gg: max_pool3d_grad_ref(xx, gg, k, s, padding), **_TOL),
-        # grad read at each window's first maximum: the adjoint of MaxPool3DGrad
+        # grad read at each window's first maximum: the adjoint of the first-maximum gradient
         Case("MaxPool3DGradGrad", [x, y, g], attrs=attrs, id=f"MaxPool3DGradGrad-{ident}", **_TOL,
              ref=lambda xx, yy, gg: np.array([[np.vdot(max_pool3d_grad_ref(xx, np.eye(yy.size, dtype=np.float32)[j].reshape(yy.shape),
-                                                                          k, s, padding), gg) for j in range(yy.size)]],
+                                                                          k, s, padding, first=True), gg) for j in range(yy.size)]],
                                             np.float32).reshape(yy.shape)),
     ]  # fmt: skip
 
