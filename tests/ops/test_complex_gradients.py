@@ -36,6 +36,7 @@ UNARY = {
     "Atan": _c(2, 3, low=-0.6, high=0.6), "Sinh": _c(2, 3), "Cosh": _c(2, 3), "Asinh": _c(2, 3, low=-0.6, high=0.6),
     "Acosh": _c(2, 3, low=1.5, high=2.5), "Atanh": _c(2, 3, low=-0.6, high=0.6), "Expm1": _c(2, 3),
     "Conj": _c(2, 3),
+    "FFT": _c(2, 5), "IFFT": _c(2, 4), "FFT2D": _c(2, 3), "IFFT2D": _c(3, 2), "FFT3D": _c(2, 2, 2), "IFFT3D": _c(2, 1, 3),
 }  # fmt: skip
 BINARY = {
     "Add": (_c(2, 3), _c(3)), "AddV2": (_c(2, 3), _c(2, 3)), "Sub": (_c(3, 1), _c(2)),
