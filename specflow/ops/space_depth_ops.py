@@ -1,6 +1,7 @@
 """Rearranging blocks between space, depth and batch: SpaceToDepth, DepthToSpace,
 SpaceToBatchND, BatchToSpaceND (TF's array_ops.cc), with their gradients (each pair is the
-other's inverse, so each one's gradient is the other).
+other's inverse, so each one's gradient is the other); and ExtractImagePatches, every window of
+an image laid out along the depth (an im2col, whose gradient is a convolution's input gradient).
 
 Every kernel is one reshape, one transpose and one reshape (plus a pad or a crop): TF defines
 these ops that way. NCHW SpaceToDepth / DepthToSpace are the NHWC op on the transposed tensor.
@@ -12,6 +13,7 @@ import math
 
 import numpy as np
 
+from specflow.errors import GraphError
 from specflow.graph.shapes import Shape
 from specflow.ops import grad_util as gu
 from specflow.ops.inference import InferenceContext
@@ -232,3 +234,69 @@ def _batch_to_space_nd_grad(b, node, dys):
     _, block, crops = node.data_inputs
     attrs = {"Tblock_shape": node.attrs["Tblock_shape"], "Tpaddings": node.attrs["Tcrops"]}
     return [gu.emit(b, "SpaceToBatchND", dys[0], block, crops, **attrs), None, None]
+
+
+# --- ExtractImagePatches ----------------------------------------------------------------------
+
+
+def _patches_window(c, x_shape):
+    """ExtractImagePatches' window over NHWC images, TF's output sizes and SAME padding."""
+    from specflow.ops.conv_ops import _out_size, _rank4
+    from specflow.ops.window import _Window
+
+    x = _rank4(c, x_shape, "images")
+
+    def attr(name):
+        v = [int(a) for a in c.attrs[name]]
+        if len(v) != 4 or v[0] != 1 or v[3] != 1 or min(v) < 1:
+            raise c.fail(f"{name} must be [1, rows, cols, 1] with positive sizes, got {v}")
+        return v[1], v[2]
+
+    k, st, r = attr("ksizes"), attr("strides"), attr("rates")
+    rows, cols = (_out_size(c, x[1 + d], k[d], st[d], r[d], None) for d in (0, 1))
+    return _Window(k, st, r, (rows[0], cols[0]), (rows[1], cols[1])), x
+
+
+def _patches_shape(ic: InferenceContext) -> list[Shape]:
+    win, x = _patches_window(ic, ic.shape(0))
+    depth = None if x[3] is None else x[3] * win.ksize[0] * win.ksize[1]
+    return [Shape([x[0], *win.out, depth])]
+
+
+register_op(
+    "ExtractImagePatches",
+    inputs=["images: T"],
+    outputs=["patches: T"],
+    attrs=["ksizes: list(int) >= 4", "strides: list(int) >= 4", "rates: list(int) >= 4",
+           "T: {real, complex, bool}", "padding: {'SAME', 'VALID'}"],  # fmt: skip
+    shape=_patches_shape,
+    doc="Each ksizes window of the NHWC images (rates apart within it, strides apart), flattened in "
+    "(row, column, channel) order along the depth; SAME pads with zeros.",
+)
+
+
+@kernel("ExtractImagePatches")
+def _extract_image_patches(ctx, x):
+    from specflow.ops import window as wn
+
+    win, _ = _patches_window(ctx, x.shape)
+    if x.dtype == np.bool_:  # (im2col's matmul-ready buffers are numeric)
+        return wn.im2col(ctx.xp, x.astype(np.uint8), win).astype(np.bool_)
+    return wn.im2col(ctx.xp, x, win)
+
+
+@gradient("ExtractImagePatches")
+def _extract_image_patches_grad(b, node, dys):
+    # The patches are Conv2D of the images with a one-hot filter (window tap and channel -> the
+    # depth position TF puts them at); their gradient is that convolution's input gradient.
+    x = node.data_inputs[0]
+    _, kr, kc, _ = (int(v) for v in node.attrs["ksizes"])
+    ch = b.spec(x).shape[3]
+    if ch is None:
+        raise GraphError("the gradient of ExtractImagePatches needs the images' channel count known",
+                         node=node.name, location=node.location)  # fmt: skip
+    depth = kr * kc * ch
+    onehot = np.eye(depth, dtype=b.spec(x).dtype.numpy).reshape(kr, kc, ch, depth)
+    attrs = {"strides": list(node.attrs["strides"]), "padding": node.attrs["padding"],
+             "dilations": list(node.attrs["rates"]), "data_format": "NHWC"}  # fmt: skip
+    return [gu.emit(b, "Conv2DBackpropInput", gu.shape_of(b, x), gu.const(b, onehot), dys[0], **attrs)]

@@ -6,7 +6,7 @@ import itertools
 import numpy as np
 
 from tests.ops.cases_conv import nchw, nhwc
-from tests.ops.harness import Case, f32, i32
+from tests.ops.harness import Case, f32, f64, i32
 
 
 def space_to_depth_ref(x, b):
@@ -65,6 +65,30 @@ def _nd(op, x, block, pads, ident, dtype=np.int32):
 
 
 _x = f32(2, 4, 6, 3)
+def _P(k, kc, s, r, padding):  # noqa: N802  (attrs: k x kc windows, stride s, rate r)
+    return {"ksizes": [1, k, kc, 1], "strides": [1, s, s, 1], "rates": [1, r, r, 1], "padding": padding}
+
+
+def _patches_ref(x, k, kc, s, r, padding):
+    """Loops: each output position's window taps (rate r apart) in (row, col, channel) order."""
+    n, h, w, c = x.shape
+    span_h, span_w = (k - 1) * r + 1, (kc - 1) * r + 1
+    if padding == "SAME":
+        oh, ow = -(-h // s), -(-w // s)
+        top, left = max((oh - 1) * s + span_h - h, 0) // 2, max((ow - 1) * s + span_w - w, 0) // 2
+    else:
+        oh, ow, top, left = (h - span_h) // s + 1, (w - span_w) // s + 1, 0, 0
+    out = np.zeros((n, oh, ow, k * kc * c), x.dtype)
+    for i in range(oh):
+        for j in range(ow):
+            for a in range(k):
+                for bb in range(kc):
+                    y, z = i * s + a * r - top, j * s + bb * r - left
+                    if 0 <= y < h and 0 <= z < w:
+                        out[:, i, j, (a * kc + bb) * c:(a * kc + bb + 1) * c] = x[:, y, z]
+    return out
+
+
 CASES = [
     Case("SpaceToDepth", [_x], attrs={"block_size": 2}, ref=lambda x: space_to_depth_ref(x, 2)),
     Case("SpaceToDepth", [i32(1, 6, 3, 2)], attrs={"block_size": 3}, ref=lambda x: space_to_depth_ref(x, 3),
@@ -80,4 +104,9 @@ CASES = [
     _nd("BatchToSpaceND", f32(8, 2, 3, 2), [2, 2], [[1, 0], [0, 2]], "2d-cropped"),
     _nd("BatchToSpaceND", f32(3, 2), [3], [[0, 1]], "1d", dtype=np.int64),
     _nd("BatchToSpaceND", i32(4, 2, 3, 2, 1), [2, 2], [[0, 0], [1, 1]], "remaining-dims"),
+    Case("ExtractImagePatches", [f32(2, 5, 4, 3)], attrs=_P(2, 2, 1, 1, "VALID"), ref=lambda x: _patches_ref(x, 2, 2, 1, 1, "VALID")),
+    Case("ExtractImagePatches", [f64(1, 5, 6, 2)], attrs=_P(3, 2, 2, 1, "SAME"), ref=lambda x: _patches_ref(x, 3, 2, 2, 1, "SAME"),
+         id="ExtractImagePatches-SAME-strided"),
+    Case("ExtractImagePatches", [i32(1, 6, 6, 1)], attrs=_P(2, 1, 1, 2, "VALID"), ref=lambda x: _patches_ref(x, 2, 1, 1, 2, "VALID"),
+         id="ExtractImagePatches-rates"),
 ]  # fmt: skip
