@@ -1,0 +1,341 @@
+"""TF graphs with their gradients, loaded and run by specflow: each case is a ``tf.function`` of a
+few TF ops (and, for float outputs, ``tf.GradientTape`` gradients of a weighted sum), traced by
+TensorFlow, written as a frozen GraphDef, loaded by specflow's loader (``specflow predict``'s)
+and run; every output compared with TensorFlow's (rtol 1e-4). Unlike tf_op_parity.py, which runs
+the suite's kernel cases one op at a time, this checks the graphs TF itself writes: its
+gradient ops (SqrtGrad, ConcatOffset, ShapeN, ListDiff...), its lowering of Python APIs
+(tf.signal, tf.linalg, Keras losses, tf.scan's functional loops). Run by hand in a venv that has
+TensorFlow (never a dependency; ``scripts/tf_parity.sh`` prepares one):
+
+    PYTHONPATH=. /work/scratch/tfvenv/bin/python scripts/tf_graph_parity.py [CASE ...]
+
+Prints one line per failing case and a summary; exit 1 on any failure. Not built yet (their
+cases fail with the op named): CropAndResize, ResizeBicubic, ResizeArea, SelfAdjointEigV2, Svd."""
+
+import os
+import sys
+import tempfile
+
+os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
+import numpy as np
+import tensorflow as tf
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from specflow.errors import SpecflowError
+from specflow.export.loader import load_model
+
+rng = np.random.default_rng(0)
+CASES = []
+
+
+def case(name, fn, *shapes, dtype="float32", grad=True, pos=False, ints=None, extra=None):
+    CASES.append((name, fn, shapes, dtype, grad, pos, ints, extra))
+
+
+def sample(shape, dtype, pos):
+    if dtype.startswith("int"):
+        return rng.integers(-5, 6, shape).astype(dtype)
+    if dtype == "bool":
+        return rng.random(shape) > 0.5
+    x = rng.standard_normal(shape)
+    if pos:
+        x = np.abs(x) + 0.2
+    return x.astype(dtype)
+
+
+# unary
+for n, f, pos in [
+    ("abs", tf.abs, False), ("neg", tf.negative, False), ("exp", tf.exp, False), ("log", tf.math.log, True),
+    ("log1p", tf.math.log1p, True), ("expm1", tf.math.expm1, False), ("sqrt", tf.sqrt, True), ("rsqrt", tf.math.rsqrt, True),
+    ("square", tf.square, False), ("sin", tf.sin, False), ("cos", tf.cos, False), ("tan", tf.tan, False),
+    ("tanh", tf.tanh, False), ("sigmoid", tf.sigmoid, False), ("softplus", tf.nn.softplus, False),
+    ("softsign", tf.nn.softsign, False), ("relu", tf.nn.relu, False), ("relu6", lambda x: tf.nn.relu6(x * 4), False),
+    ("elu", tf.nn.elu, False), ("selu", tf.nn.selu, False), ("leaky", lambda x: tf.nn.leaky_relu(x, 0.1), False),
+    ("gelu", lambda x: tf.nn.gelu(x), False), ("gelu_t", lambda x: tf.nn.gelu(x, approximate=True), False),
+    ("erf", tf.math.erf, False), ("erfc", tf.math.erfc, False), ("atan", tf.atan, False), ("asinh", tf.asinh, False),
+    ("acos", lambda x: tf.acos(tf.tanh(x) * 0.9), False), ("asin", lambda x: tf.asin(tf.tanh(x) * 0.9), False),
+    ("atanh", lambda x: tf.atanh(tf.tanh(x) * 0.9), False), ("acosh", tf.acosh, True), ("sinh", tf.sinh, False),
+    ("cosh", tf.cosh, False), ("sign", tf.sign, False), ("floor", tf.floor, False), ("ceil", tf.math.ceil, False),
+    ("round", tf.round, False), ("reciprocal", tf.math.reciprocal, True), ("softmax", tf.nn.softmax, False),
+    ("logsoftmax", tf.nn.log_softmax, False), ("swish", tf.nn.silu, False), ("lgamma", tf.math.lgamma, True),
+    ("digamma", tf.math.digamma, True), ("l2norm", lambda x: tf.math.l2_normalize(x, axis=-1), False),
+    ("clip", lambda x: tf.clip_by_value(x, -0.5, 0.7), False), ("softmax0", lambda x: tf.nn.softmax(x, axis=0), False),
+    ("cumsum", lambda x: tf.cumsum(x, axis=1), False), ("cumsum_ex_rev", lambda x: tf.cumsum(x, axis=1, exclusive=True, reverse=True), False),
+    ("cumprod", lambda x: tf.math.cumprod(x, axis=1), False), ("cumlse", lambda x: tf.math.cumulative_logsumexp(x, axis=1), False),
+    ("is_finite_where", lambda x: tf.where(tf.math.is_finite(tf.math.log(x)), x, tf.zeros_like(x)), False),
+]:
+    case(n, f, (3, 5), pos=pos)
+
+# binary with broadcasting
+for n, f, pos in [
+    ("add", tf.add, False), ("sub", tf.subtract, False), ("mul", tf.multiply, False), ("div", tf.divide, True),
+    ("max", tf.maximum, False), ("min", tf.minimum, False), ("pow", tf.pow, True), ("sqdiff", tf.math.squared_difference, False),
+    ("floordiv", tf.math.floordiv, True), ("floormod", tf.math.floormod, True), ("atan2", tf.atan2, False),
+    ("divnonan", tf.math.divide_no_nan, False), ("xdivy", tf.math.xdivy, True), ("xlogy", tf.math.xlogy, True),
+    ("xlog1py", tf.math.xlog1py, True), ("truncdiv", tf.truncatediv, True),
+]:
+    case(n + "_bc", f, (4, 1, 3), (5, 1), pos=pos)
+    case(n, f, (2, 3), (2, 3), pos=pos)
+
+for n, f in [("addi", tf.add), ("floordivi", tf.math.floordiv), ("floormodi", tf.math.floormod),
+             ("truncdivi", tf.truncatediv), ("truncmodi", tf.truncatemod), ("maxi", tf.maximum)]:
+    case(n, lambda x, y, f=f: f(x, tf.where(tf.equal(y, 0), tf.ones_like(y), y)), (3, 4), (3, 4), dtype="int32", grad=False)
+
+# reductions
+for n, f in [("sum", tf.reduce_sum), ("mean", tf.reduce_mean), ("max", tf.reduce_max), ("min", tf.reduce_min),
+             ("prod", tf.reduce_prod), ("lse", tf.reduce_logsumexp), ("std", tf.math.reduce_std), ("var", tf.math.reduce_variance),
+             ("euclid", tf.norm)]:
+    case("r" + n, lambda x, f=f: f(x, axis=1), (3, 4, 5))
+    case("r" + n + "_k", lambda x, f=f: f(x, axis=[0, 2], keepdims=True), (3, 4, 5))
+    case("r" + n + "_all", lambda x, f=f: f(x), (3, 4))
+case("argmax", lambda x: tf.cast(tf.argmax(x, axis=1), tf.float32), (4, 6), grad=False)
+case("argmin", lambda x: tf.cast(tf.argmin(x, axis=0), tf.float32), (4, 6), grad=False)
+case("all_any", lambda x: tf.cast(tf.reduce_any(x > 0, axis=1), tf.float32) + tf.cast(tf.reduce_all(x > -1, axis=1), tf.float32), (4, 6), grad=False)
+
+# shapes and indexing
+case("reshape", lambda x: tf.reshape(x, [4, -1]) * 2, (2, 6, 2))
+case("transpose", lambda x: tf.transpose(x, [2, 0, 1]), (2, 3, 4))
+case("concat", lambda x, y: tf.concat([x, y, x], axis=1), (2, 3), (2, 4))
+case("stack", lambda x, y: tf.stack([x, y], axis=1), (2, 3), (2, 3))
+case("unstack", lambda x: tf.unstack(x, axis=1)[1] * 3, (2, 3, 4))
+case("split", lambda x: tf.split(x, [1, 3, 2], axis=1)[2], (3, 6))
+case("slice", lambda x: tf.slice(x, [1, 0, 2], [2, -1, 2]), (3, 4, 5))
+case("strided", lambda x: x[1:, ::2, ::-1], (3, 4, 5))
+case("strided2", lambda x: x[..., 1, tf.newaxis, :3], (3, 4, 5))
+case("strided3", lambda x: x[-1, 1:-1], (3, 4, 5))
+case("tile", lambda x: tf.tile(x, [2, 1, 3]), (2, 3, 2))
+case("pad", lambda x: tf.pad(x, [[1, 2], [0, 1]]), (3, 4))
+case("pad_reflect", lambda x: tf.pad(x, [[1, 2], [2, 1]], mode="REFLECT"), (4, 5))
+case("pad_symmetric", lambda x: tf.pad(x, [[1, 2], [2, 1]], mode="SYMMETRIC"), (4, 5))
+case("pad_const", lambda x: tf.pad(x, [[1, 0], [0, 2]], constant_values=3.0), (4, 5))
+case("gather", lambda x: tf.gather(x, [2, 0, 2, 1], axis=1), (3, 4, 2))
+case("gather_bd", lambda x: tf.gather(x, [[0, 2], [1, 1], [2, 0]], axis=1, batch_dims=1), (3, 4, 2))
+case("gathernd", lambda x: tf.gather_nd(x, [[0, 1], [2, 3], [0, 1]]), (3, 4, 2))
+case("squeeze", lambda x: tf.squeeze(x, axis=1) * 2, (3, 1, 4))
+case("expand", lambda x: tf.expand_dims(x, -1) * 2, (3, 4))
+case("reverse", lambda x: tf.reverse(x, [0, 2]), (2, 3, 4))
+case("roll", lambda x: tf.roll(x, shift=[1, -2], axis=[0, 1]), (3, 5))
+case("bcast_to", lambda x: tf.broadcast_to(x, [4, 3, 5]), (3, 1))
+case("onehot", lambda x: tf.one_hot(tf.cast(tf.abs(x) * 3, tf.int32) % 4, 4), (5,), grad=False)
+case("topk", lambda x: tf.math.top_k(x, k=3).values, (4, 7))
+case("topk_idx", lambda x: tf.cast(tf.math.top_k(x, k=3).indices, tf.float32), (4, 7), grad=False)
+case("where", lambda x, y: tf.where(x > y, x * 2, y * 3), (3, 4), (3, 4))
+case("matmul", lambda x, y: tf.matmul(x, y), (3, 4), (4, 5))
+case("matmul_tt", lambda x, y: tf.matmul(x, y, transpose_a=True, transpose_b=True), (4, 3), (5, 4))
+case("bmm", lambda x, y: tf.matmul(x, y), (2, 3, 4), (2, 4, 5))
+case("bmm_bc", lambda x, y: tf.matmul(x, y), (2, 1, 3, 4), (3, 4, 5))
+case("einsum", lambda x, y: tf.einsum("bij,bjk->bik", x, y), (2, 3, 4), (2, 4, 5))
+case("einsum2", lambda x, y: tf.einsum("ij,kj->ik", x, y), (3, 4), (5, 4))
+case("einsum3", lambda x: tf.einsum("bii->b", x), (2, 3, 3))
+case("segsum", lambda x: tf.math.segment_sum(x, [0, 0, 1, 2, 2]), (5, 3))
+case("usegsum", lambda x: tf.math.unsorted_segment_sum(x, [2, 0, 2, 1, 0], 4), (5, 3))
+case("usegmax", lambda x: tf.math.unsorted_segment_max(x, [2, 0, 2, 1, 0], 3), (5, 3))
+case("usegmean", lambda x: tf.math.unsorted_segment_mean(x, [2, 0, 2, 1, 0], 3), (5, 3))
+case("dynstitch", lambda x: tf.dynamic_stitch([[0, 2], [1, 3]], [x[:2], x[2:]]), (4, 3))
+case("bandpart", lambda x: tf.linalg.band_part(x, 1, 0), (4, 4))
+case("diag", lambda x: tf.linalg.diag(x), (2, 3))
+case("diagpart", lambda x: tf.linalg.diag_part(x), (2, 3, 3))
+case("inverse", lambda x: tf.linalg.inv(x + 3 * tf.eye(3)), (2, 3, 3))
+case("chol", lambda x: tf.linalg.cholesky(tf.matmul(x, x, transpose_b=True) + tf.eye(3)), (3, 3))
+case("det", lambda x: tf.linalg.det(x + 3 * tf.eye(3)), (2, 3, 3))
+case("solve", lambda x, y: tf.linalg.solve(x + 3 * tf.eye(3), y), (3, 3), (3, 2))
+case("trisolve", lambda x, y: tf.linalg.triangular_solve(tf.linalg.band_part(x, -1, 0) + 3 * tf.eye(3), y), (3, 3), (3, 2))
+case("cross", lambda x, y: tf.linalg.cross(x, y), (4, 3), (4, 3))
+case("select_v2", lambda x: tf.where(x > 0, x, 0.5 * x), (3, 4))
+case("fill_like", lambda x: x * tf.ones_like(x) + tf.zeros_like(x) + tf.fill(tf.shape(x), 2.0), (3, 4))
+case("range", lambda x: x * tf.range(0.0, 4.0, 1.0), (3, 4))
+case("linspace", lambda x: x * tf.linspace(-1.0, 2.0, 4), (3, 4))
+case("cast_int", lambda x: tf.cast(tf.cast(x * 3, tf.int32), tf.float32), (3, 4), grad=False)
+case("sort", lambda x: tf.sort(x, axis=-1, direction="DESCENDING"), (3, 5))
+case("argsort", lambda x: tf.cast(tf.argsort(x, axis=-1), tf.float32), (3, 5), grad=False)
+case("unique", lambda x: tf.unique(tf.cast(tf.abs(x) * 2, tf.int32)).y, (8,), grad=False)
+case("moments", lambda x: sum(tf.nn.moments(x, axes=[0, 1])), (4, 3, 5))
+case("bincount", lambda x: tf.cast(tf.math.bincount(tf.cast(tf.abs(x) * 2, tf.int32), minlength=5), tf.float32), (8,), grad=False)
+
+# nn
+case("conv2d_same", lambda x, f: tf.nn.conv2d(x, f, 1, "SAME"), (2, 6, 5, 3), (3, 3, 3, 4))
+case("conv2d_valid_s2", lambda x, f: tf.nn.conv2d(x, f, 2, "VALID"), (2, 7, 6, 3), (3, 2, 3, 4))
+case("conv2d_dil", lambda x, f: tf.nn.conv2d(x, f, 1, "SAME", dilations=2), (1, 7, 7, 2), (3, 3, 2, 3))
+case("conv2d_explicit", lambda x, f: tf.nn.conv2d(x, f, 1, [[0, 0], [1, 2], [0, 1], [0, 0]]), (1, 5, 5, 2), (3, 3, 2, 3))
+case("conv2d_s2_same", lambda x, f: tf.nn.conv2d(x, f, 2, "SAME"), (2, 8, 7, 3), (3, 3, 3, 2))
+case("conv1d", lambda x, f: tf.nn.conv1d(x, f, 1, "SAME"), (2, 9, 3), (3, 3, 4))
+case("conv3d", lambda x, f: tf.nn.conv3d(x, f, [1, 1, 1, 1, 1], "SAME"), (1, 4, 4, 4, 2), (2, 2, 2, 2, 3))
+case("dwconv", lambda x, f: tf.nn.depthwise_conv2d(x, f, [1, 1, 1, 1], "SAME"), (2, 6, 6, 3), (3, 3, 3, 2))
+case("dwconv_s2", lambda x, f: tf.nn.depthwise_conv2d(x, f, [1, 2, 2, 1], "VALID"), (2, 7, 7, 3), (3, 3, 3, 1))
+case("conv2d_t", lambda x, f: tf.nn.conv2d_transpose(x, f, [2, 8, 8, 2], 2, "SAME"), (2, 4, 4, 3), (3, 3, 2, 3))
+case("sepconv", lambda x, f, p: tf.nn.separable_conv2d(x, f, p, [1, 1, 1, 1], "SAME"), (1, 5, 5, 2), (3, 3, 2, 2), (1, 1, 4, 3))
+case("maxpool", lambda x: tf.nn.max_pool2d(x, 2, 2, "VALID"), (2, 6, 6, 3))
+case("maxpool_same3", lambda x: tf.nn.max_pool2d(x, 3, 2, "SAME"), (2, 7, 7, 3))
+case("avgpool", lambda x: tf.nn.avg_pool2d(x, 2, 2, "VALID"), (2, 6, 6, 3))
+case("avgpool_same3", lambda x: tf.nn.avg_pool2d(x, 3, 2, "SAME"), (2, 7, 7, 3))
+case("maxpool3d", lambda x: tf.nn.max_pool3d(x, 2, 2, "VALID"), (1, 4, 4, 4, 2))
+case("avgpool3d", lambda x: tf.nn.avg_pool3d(x, 2, 2, "SAME"), (1, 5, 4, 4, 2))
+case("maxpool1d", lambda x: tf.nn.max_pool1d(x, 2, 2, "SAME"), (2, 7, 3))
+case("biasadd", lambda x, b: tf.nn.bias_add(x, b), (2, 3, 4), (4,))
+case("fbn_train", lambda x, s, o: tf.compat.v1.nn.fused_batch_norm(x, s, o, is_training=True)[0], (2, 3, 3, 4), (4,), (4,))
+case("fbn_infer", lambda x, s, o: tf.compat.v1.nn.fused_batch_norm(x, s, o, mean=tf.constant([0.1, 0.2, -0.1, 0.0]), variance=tf.constant([1.0, 0.5, 2.0, 1.5]), is_training=False)[0], (2, 3, 3, 4), (4,), (4,))
+case("batchnorm", lambda x, s, o: tf.nn.batch_normalization(x, tf.reduce_mean(x, 0), tf.math.reduce_variance(x, 0), o, s, 1e-3), (5, 4), (4,), (4,))
+case("lrn", lambda x: tf.nn.local_response_normalization(x, 2, 1.0, 0.5, 0.75), (1, 3, 3, 6))
+case("sxent", lambda x: tf.nn.sparse_softmax_cross_entropy_with_logits(labels=[1, 0, 3], logits=x), (3, 4))
+case("xent", lambda x, y: tf.nn.softmax_cross_entropy_with_logits(labels=tf.nn.softmax(y), logits=x), (3, 4), (3, 4))
+case("sigxent", lambda x, y: tf.nn.sigmoid_cross_entropy_with_logits(labels=tf.sigmoid(y), logits=x), (3, 4), (3, 4))
+case("resize_bilinear", lambda x: tf.image.resize(x, [5, 7], "bilinear"), (1, 3, 4, 2))
+case("resize_bilinear_v1ac", lambda x: tf.compat.v1.image.resize_bilinear(x, [5, 7], align_corners=True), (1, 3, 4, 2))
+case("resize_nearest", lambda x: tf.image.resize(x, [6, 8], "nearest"), (1, 3, 4, 2))
+case("s2d", lambda x: tf.nn.space_to_depth(x, 2), (1, 4, 4, 3))
+case("d2s", lambda x: tf.nn.depth_to_space(x, 2), (1, 2, 2, 8))
+case("s2b", lambda x: tf.space_to_batch_nd(x, [2, 2], [[0, 0], [1, 1]]), (1, 4, 2, 3))
+case("dropout_inf", lambda x: tf.nn.dropout(x, 0.0) if False else x * 1.0, (3, 4))
+case("layernorm", lambda x: (x - tf.reduce_mean(x, -1, keepdims=True)) * tf.math.rsqrt(tf.math.reduce_variance(x, -1, keepdims=True) + 1e-5), (3, 6))
+case("attention", lambda q, k, v: tf.matmul(tf.nn.softmax(tf.matmul(q, k, transpose_b=True) / 2.0), v), (2, 3, 4), (2, 5, 4), (2, 5, 3))
+case("while", lambda x: tf.while_loop(lambda i, a: i < 4, lambda i, a: (i + 1, tf.tanh(a * 1.1 + 0.1)), (0, x))[1], (3, 4))
+case("cond", lambda x: tf.cond(tf.reduce_sum(x) > 0, lambda: x * 2, lambda: tf.sin(x)), (3, 4))
+case("cond2", lambda x: tf.cond(tf.reduce_sum(x) < 0, lambda: x * 2, lambda: tf.sin(x)), (3, 4))
+case("scan", lambda x: tf.scan(lambda a, e: a * 0.5 + e, x), (5, 3))
+case("map_fn", lambda x: tf.map_fn(lambda r: tf.reduce_sum(r * r), x), (4, 3))
+case("tensorarray", lambda x: tf.reduce_sum(tf.TensorArray(tf.float32, 3).unstack(x).stack() * 2, 0), (3, 4))
+
+# --- batch 2 ---
+case("f64_matmul", lambda x, y: tf.matmul(x, y), (3, 4), (4, 2), dtype="float64")
+case("f64_softmax_xent", lambda x: tf.nn.log_softmax(x) * 2, (3, 4), dtype="float64")
+case("f16_relu_mul", lambda x, y: tf.nn.relu(x) * y, (3, 4), (3, 4), dtype="float16")
+case("i64_ops", lambda x, y: tf.cast(tf.math.floormod(x, tf.where(y == 0, tf.ones_like(y), y)) + tf.abs(x) * 2 - tf.maximum(x, y), tf.float32), (3, 4), (3, 4), dtype="int64", grad=False)
+case("searchsorted", lambda x: tf.cast(tf.searchsorted(tf.sort(x[0]), x[1]), tf.float32), (2, 6), grad=False)
+case("histogram", lambda x: tf.cast(tf.histogram_fixed_width(x, [-2.0, 2.0], nbins=5), tf.float32), (20,), grad=False)
+case("in_top_k", lambda x: tf.cast(tf.math.in_top_k([1, 0, 3], x, 2), tf.float32), (3, 4), grad=False)
+case("embedding", lambda x: tf.nn.embedding_lookup(x, [[0, 2], [3, 3]]), (5, 3), grad=False)
+case("embedding_g", lambda x: tf.nn.embedding_lookup(x * 1.0, [[0, 2], [3, 3]]) * 2, (5, 3))
+case("segmean", lambda x: tf.math.segment_mean(x, [0, 0, 1, 1, 1]), (5, 3))
+case("segmax", lambda x: tf.math.segment_max(x, [0, 0, 1, 1, 1]), (5, 3))
+case("usegprod", lambda x: tf.math.unsorted_segment_prod(x, [1, 0, 1, 0, 2], 3), (5, 3))
+case("crop_resize", lambda x: tf.image.crop_and_resize(x, [[0.1, 0.1, 0.8, 0.9], [0.0, 0.2, 1.0, 0.7]], [0, 1], [3, 4]), (2, 6, 6, 2))
+case("resize_bicubic", lambda x: tf.image.resize(x, [5, 7], "bicubic"), (1, 3, 4, 2))
+case("resize_area", lambda x: tf.image.resize(x, [2, 3], "area"), (1, 4, 6, 2), grad=False)
+case("fft", lambda x: tf.math.real(tf.signal.fft(tf.complex(x, x * 0.5))), (3, 8))
+case("rfft", lambda x: tf.abs(tf.signal.rfft(x)), (3, 8))
+case("complex_ops", lambda x, y: tf.math.real(tf.complex(x, y) * tf.math.conj(tf.complex(y, x))) + tf.math.imag(tf.complex(x, y)), (3, 4), (3, 4))
+case("angle_abs_c", lambda x, y: tf.math.angle(tf.complex(x, y)) + tf.abs(tf.complex(x, y)), (3, 4), (3, 4))
+case("matrix_band", lambda x: tf.linalg.band_part(x, 0, 1) @ tf.transpose(x), (4, 4))
+case("logdet", lambda x: tf.linalg.logdet(tf.matmul(x, x, transpose_b=True) + tf.eye(3)), (3, 3))
+case("slogdet", lambda x: tf.linalg.slogdet(x + 3 * tf.eye(3))[1], (2, 3, 3))
+case("eigh", lambda x: tf.linalg.eigh(x + tf.transpose(x))[0], (3, 3))
+case("svd", lambda x: tf.linalg.svd(x, compute_uv=False), (4, 3))
+case("qr", lambda x: tf.linalg.qr(x)[1], (4, 3))
+case("trace", lambda x: tf.linalg.trace(x), (2, 3, 3))
+case("tensordot", lambda x, y: tf.tensordot(x, y, [[1, 2], [0, 1]]), (2, 3, 4), (3, 4, 5))
+case("norm_fro", lambda x: tf.norm(x, ord="fro", axis=[-2, -1]), (2, 3, 4))
+case("norm_1", lambda x: tf.norm(x, ord=1, axis=-1), (3, 4))
+case("norm_inf", lambda x: tf.norm(x, ord=np.inf, axis=-1), (3, 4))
+case("cosine", lambda x, y: tf.reduce_sum(tf.math.l2_normalize(x, -1) * tf.math.l2_normalize(y, -1), -1), (3, 4), (3, 4))
+case("huber", lambda x, y: tf.keras.losses.Huber()(x, y), (3, 4), (3, 4))
+case("kld", lambda x, y: tf.keras.losses.KLDivergence()(tf.nn.softmax(x), tf.nn.softmax(y)), (3, 4), (3, 4))
+case("bce", lambda x, y: tf.keras.losses.BinaryCrossentropy(from_logits=True)(tf.sigmoid(y), x), (3, 4), (3, 4))
+case("cce_ls", lambda x, y: tf.keras.losses.CategoricalCrossentropy(from_logits=True, label_smoothing=0.1)(tf.nn.softmax(y), x), (3, 4), (3, 4))
+case("scce", lambda x: tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True)(tf.constant([1, 0, 3]), x), (3, 4))
+case("mse_mae", lambda x, y: tf.keras.losses.MSE(x, y) + tf.keras.losses.MAE(x, y), (3, 4), (3, 4))
+case("ctc_free", lambda x: tf.reduce_logsumexp(x, axis=-1), (3, 4, 5))
+case("scatter_nd", lambda x: tf.scatter_nd([[1], [3], [1]], x, [5, 2]), (3, 2))
+case("tensor_scatter_add", lambda x, y: tf.tensor_scatter_nd_add(x, [[0], [2]], y), (4, 3), (2, 3))
+case("tensor_scatter_upd", lambda x, y: tf.tensor_scatter_nd_update(x, [[0], [2]], y), (4, 3), (2, 3))
+case("gather_neg_axis", lambda x: tf.gather(x, [1, 0], axis=-1), (2, 3, 2))
+case("boolean_mask", lambda x: tf.boolean_mask(x, x[:, 0] > 0), (5, 3))
+case("where_idx", lambda x: tf.cast(tf.where(x > 0), tf.float32), (3, 4), grad=False)
+case("reverse_seq", lambda x: tf.reverse_sequence(x, [2, 3, 1], seq_axis=1, batch_axis=0), (3, 4, 2))
+case("mirror_pad_grad", lambda x: tf.pad(x, [[0, 0], [2, 2], [1, 1], [0, 0]], mode="REFLECT"), (1, 4, 4, 2))
+case("extract_patches", lambda x: tf.image.extract_patches(x, [1, 2, 2, 1], [1, 2, 2, 1], [1, 1, 1, 1], "VALID"), (1, 4, 4, 2))
+case("avgpool1d", lambda x: tf.nn.avg_pool1d(x, 3, 2, "SAME"), (2, 7, 3))
+case("conv1d_t", lambda x, f: tf.nn.conv1d_transpose(x, f, [2, 8, 2], 2, "SAME"), (2, 4, 3), (3, 2, 3))
+case("conv3d_t", lambda x, f: tf.nn.conv3d_transpose(x, f, [1, 4, 4, 4, 2], 2, "SAME"), (1, 2, 2, 2, 3), (2, 2, 2, 2, 3))
+case("dw_dil", lambda x, f: tf.nn.depthwise_conv2d(x, f, [1, 1, 1, 1], "SAME", dilations=[2, 2]), (1, 7, 7, 2), (3, 3, 2, 2))
+case("maxpool_argmax", lambda x: tf.nn.max_pool_with_argmax(x, 2, 2, "SAME")[0], (1, 5, 5, 2))
+case("frac", lambda x: tf.math.floormod(x, 1.0) + tf.math.rint(x), (3, 4))
+case("sigmoid_stable", lambda x: tf.math.log_sigmoid(x * 30), (3, 4))
+case("softmax_3d", lambda x: tf.nn.softmax(x, axis=1), (2, 3, 4))
+case("logsumexp_k", lambda x: tf.reduce_logsumexp(x * 50, axis=[1], keepdims=True), (3, 4))
+case("clip_norm", lambda x: tf.clip_by_norm(x, 1.0), (3, 4))
+case("clip_global", lambda x, y: tf.clip_by_global_norm([x, y], 1.0)[0][1], (3, 4), (2,))
+case("nested_cond_while", lambda x: tf.while_loop(lambda i, a: i < 3, lambda i, a: (i + 1, tf.cond(tf.reduce_sum(a) > 0, lambda: a * 0.5, lambda: a + 1.0)), (0, x))[1], (3, 4))
+case("while_dyn", lambda x: tf.while_loop(lambda a: tf.reduce_sum(tf.abs(a)) > 1.0, lambda a: (a * 0.5,), (x,), maximum_iterations=20)[0], (3, 4))
+case("foldl", lambda x: tf.foldl(lambda a, e: a * 0.9 + tf.sin(e), x), (5, 3))
+case("vectorized_map", lambda x: tf.vectorized_map(lambda r: tf.reduce_sum(r * r), x), (4, 3))
+case("einsum_bh", lambda q, k: tf.einsum("bqhd,bkhd->bhqk", q, k), (2, 3, 2, 4), (2, 5, 2, 4))
+case("einsum_outer", lambda x, y: tf.einsum("i,j->ij", x, y), (3,), (4,))
+case("cumsum_rev", lambda x: tf.cumsum(x, axis=0, reverse=True), (4, 3))
+case("top_k_sorted", lambda x: tf.math.top_k(x, k=4, sorted=True).values, (3, 6))
+case("squeeze_all", lambda x: tf.squeeze(x) * 2, (1, 3, 1, 2))
+case("size_rank", lambda x: x * tf.cast(tf.size(x), tf.float32) + tf.cast(tf.rank(x), tf.float32), (3, 4))
+case("stop_grad", lambda x: x * tf.stop_gradient(x), (3, 4))
+case("identity_n", lambda x, y: tf.identity_n([x, y])[0] * tf.identity_n([x, y])[1], (3, 4), (3, 4))
+case("shape_dyn", lambda x: tf.reshape(x, tf.concat([tf.shape(x)[:1], [-1]], 0)), (3, 2, 2))
+
+case("irfft", lambda x, y: tf.signal.irfft(tf.complex(x, y)), (3, 5), (3, 5))
+case("irfft_len", lambda x, y: tf.signal.irfft(tf.complex(x, y), fft_length=[7]), (3, 5), (3, 5), grad=False)
+case("rfft_len", lambda x: tf.abs(tf.signal.rfft(x, fft_length=[6])) + tf.math.real(tf.signal.rfft(x, fft_length=[10])[..., :4]), (3, 8), grad=False)
+case("fft2d", lambda x, y: tf.math.imag(tf.signal.fft2d(tf.complex(x, y))), (2, 3, 4), (2, 3, 4))
+case("ifft", lambda x, y: tf.math.real(tf.signal.ifft(tf.complex(x, y))) * 3, (3, 4), (3, 4))
+case("rfft2d", lambda x: tf.math.real(tf.signal.rfft2d(x)) + tf.math.imag(tf.signal.rfft2d(x)), (2, 4, 6))
+case("irfft2d", lambda x, y: tf.signal.irfft2d(tf.complex(x, y)), (2, 4, 3), (2, 4, 3))
+case("stft_like", lambda x: tf.abs(tf.signal.rfft(tf.signal.frame(x, 4, 2) * tf.signal.hann_window(4))), (2, 12))
+
+
+def run_case(name, fn, shapes, dtype, grad, pos, ints, extra, tmp):
+    xs = [sample(s, dtype, pos) for s in shapes]
+    specs = [tf.TensorSpec(s, dtype) for s in shapes]
+
+    @tf.function(input_signature=specs)
+    def f(*args):
+        with tf.GradientTape() as tape:
+            for a in args:
+                tape.watch(a)
+            y = fn(*args)
+            w = tf.cast(tf.reshape(tf.range(tf.size(y)), tf.shape(y)) % 5, y.dtype) * 0.3 - 0.5 if y.dtype.is_floating else None
+            loss = tf.reduce_sum(y * w) if w is not None else None
+        outs = [y]
+        if grad and loss is not None:
+            gs = tape.gradient(loss, list(args))
+            outs += [tf.convert_to_tensor(g) if g is not None else tf.zeros_like(a) for g, a in zip(gs, args)]
+        return outs
+
+    cf = f.get_concrete_function()
+    want = [t.numpy() for t in f(*[tf.constant(x) for x in xs])]
+    gd = cf.graph.as_graph_def()
+    path = os.path.join(tmp, name + ".pb")
+    with open(path, "wb") as fh:
+        fh.write(gd.SerializeToString())
+    feeds = {inp.name: x for inp, x in zip(cf.inputs, xs)}
+    fetches = [t.name for t in cf.outputs]
+    with load_model(path) as m:
+        got = m.session.run(fetches, feeds)
+    bad = []
+    for i, (g, wv) in enumerate(zip(got, want)):
+        g = np.asarray(g)
+        if g.shape != wv.shape:
+            bad.append(f"out{i} shape {g.shape} vs {wv.shape}")
+            continue
+        if wv.dtype.kind == "f":
+            tol = 1e-4 * max(1.0, float(np.nanmax(np.abs(wv))) if wv.size else 1.0)
+            if not np.allclose(g, wv, rtol=1e-4, atol=tol, equal_nan=True):
+                bad.append(f"out{i} max diff {np.nanmax(np.abs(g.astype(np.float64) - wv)):.3g}")
+        elif not np.array_equal(g, wv):
+            bad.append(f"out{i} values differ")
+    return bad
+
+
+if __name__ == "__main__":
+    pick = sys.argv[1:]
+    tmp = tempfile.mkdtemp()
+    fails = 0
+    for c in CASES:
+        if pick and c[0] not in pick:
+            continue
+        try:
+            bad = run_case(*c, tmp)
+        except SpecflowError as e:
+            bad = [f"specflow error: {e}"[:300]]
+        except Exception as e:
+            bad = [f"EXC {type(e).__name__}: {e}"[:300]]
+        if bad:
+            fails += 1
+            print(f"FAIL {c[0]}: {'; '.join(bad)}", flush=True)
+    print(f"{len(CASES)} cases, {fails} failing")
+    sys.exit(1 if fails else 0)
