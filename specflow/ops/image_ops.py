@@ -1,4 +1,5 @@
-"""Image resizing: ResizeBilinear, ResizeNearestNeighbor and their gradient ops.
+"""Image resizing: ResizeBilinear, ResizeNearestNeighbor, ResizeBicubic and their gradient ops, and
+ResizeArea (no gradient, as in TF).
 
 Names, inputs, attrs and the sampling arithmetic are TensorFlow's (resize_bilinear_op.cc,
 resize_nearest_neighbor_op.cc, image_resizer_state.h), computed in float32 as TF does so that
@@ -22,7 +23,7 @@ import numpy as np
 from specflow.graph.shapes import Shape
 from specflow.ops import grad_util as gu
 from specflow.ops.inference import InferenceContext
-from specflow.ops.registry import gradient, kernel, register_op
+from specflow.ops.registry import gradient, kernel, not_differentiable, register_op
 
 _FLAGS = ["align_corners: bool = false", "half_pixel_centers: bool = false"]
 _IMAGE_TYPES = "{int8, uint8, int16, uint16, int32, int64, float16, float32, float64}"
@@ -39,7 +40,7 @@ def _image_dims(c, shape, what: str) -> tuple:
 
 def _check_flags(c) -> tuple[bool, bool]:
     """(align_corners, half_pixel_centers), checked."""
-    align, half = c.attrs["align_corners"], c.attrs["half_pixel_centers"]
+    align, half = c.attrs["align_corners"], c.attrs.get("half_pixel_centers", False)  # (ResizeArea has none)
     if align and half:
         raise c.fail("half_pixel_centers and align_corners cannot both be true (as in TensorFlow)")
     return align, half
@@ -259,3 +260,129 @@ def _resize_nearest_grad(ctx, grads, size):
     rows = _one_hot(xp, _nearest_index(h, oh, align, half), h, acc)
     cols = _one_hot(xp, _nearest_index(w, ow, align, half), w, acc)
     return _transposed_sampling(xp, rows, cols, grads.astype(acc)).astype(dt)
+
+
+# --- ResizeBicubic and ResizeArea -------------------------------------------------------------
+# Both are separable, as the bilinear one: a weight matrix per dim, [out, in], applied to rows
+# and columns by two tensordots; the bicubic gradient is the transposed sampling.
+
+_CUBIC_STEPS = 1024  # TF samples its cubic kernel at multiples of 1/1024 of a pixel
+
+
+def _cubic_matrix(in_size: int, out_size: int, align: bool, half: bool) -> np.ndarray:
+    """Bicubic weights [out, in] as TF's resize_bicubic_op: Keys' kernel with a = -0.5 and taps
+    outside the image dropped and the rest renormalized (half_pixel_centers), else a = -0.75
+    with taps clamped to the edge; the fractional position rounded to 1/1024."""
+    scale = _scale(in_size, out_size, align)
+    o = np.arange(out_size, dtype=np.float32)
+    src = (o + np.float32(0.5)) * scale - np.float32(0.5) if half else o * scale
+    base = np.floor(src)
+    t = np.rint((src - base) * _CUBIC_STEPS).astype(np.float64) / _CUBIC_STEPS
+    a = -0.5 if half else -0.75
+
+    def near(x):  # |x| <= 1
+        return ((a + 2) * x - (a + 3)) * x * x + 1
+
+    def far(x):  # 1 < |x| < 2
+        return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
+
+    weights = np.stack([far(1 + t), near(t), near(1 - t), far(2 - t)], axis=1).astype(np.float32)
+    taps = base.astype(np.int64)[:, None] + np.arange(-1, 3)[None, :]
+    clamped = np.clip(taps, 0, in_size - 1)
+    if half:
+        weights = np.where(clamped == taps, weights, np.float32(0))
+        total = weights.sum(axis=1, keepdims=True)
+        weights = np.where(np.abs(total) >= 1000 * np.finfo(np.float32).tiny, weights / total, weights)
+    m = np.zeros((out_size, in_size), np.float64)
+    np.add.at(m, (np.repeat(np.arange(out_size), 4), clamped.ravel()), weights.astype(np.float64).ravel())
+    return m
+
+
+def _area_matrix(in_size: int, out_size: int, align: bool) -> np.ndarray:
+    """Area weights [out, in]: each output cell averages the input cells it covers, partial
+    ones by the fraction covered (TF's resize_area_op; indices past the edge clamped)."""
+    scale = float(_scale(in_size, out_size, align))
+    m = np.zeros((out_size, in_size), np.float64)
+    for o in range(out_size):
+        lo, hi = o * scale, (o + 1) * scale
+        for i in range(int(np.floor(lo)), int(np.ceil(hi))):
+            m[o, min(max(i, 0), in_size - 1)] += (min(i + 1, hi) - max(i, lo)) / scale
+    return m
+
+
+def _separable(xp, images, rows: np.ndarray, cols: np.ndarray):
+    """out[n, oh, ow, c] = sum of rows[oh, h] * images[n, h, w, c] * cols[ow, w], in float32."""
+    x = images.astype(np.float32, copy=False)
+    by_rows = xp.tensordot(xp.asarray(rows.astype(np.float32)), x, axes=([1], [1]))  # [OH, N, W, C]
+    out = xp.tensordot(by_rows, xp.asarray(cols.astype(np.float32)), axes=([2], [1]))  # [OH, N, C, OW]
+    return xp.ascontiguousarray(out.transpose(1, 0, 3, 2))
+
+
+for _name, _doc in (
+    ("ResizeBicubic", "bicubic interpolation (TF's kernel and edge rules)"),
+    ("ResizeArea", "area averaging: each output pixel the mean of the input area it covers"),
+):
+    register_op(
+        _name,
+        inputs=["images: T", "size: int32"],
+        outputs=["resized_images: float32"],
+        attrs=[f"T: {_IMAGE_TYPES}", *(_FLAGS if _name == "ResizeBicubic" else _FLAGS[:1])],
+        shape=_sized_shape("images"),
+        doc=f"Resizes images [batch, height, width, channels] to size (new_height, new_width) by {_doc}, "
+        "in float32.",
+    )
+
+
+@kernel("ResizeBicubic", host_inputs=[1])
+def _resize_bicubic(ctx, images, size):
+    (n, h, w, c), (oh, ow), align, half = _resize_args(ctx, images, size)
+    if oh * ow == 0 or n * c == 0:
+        return ctx.xp.zeros((n, oh, ow, c), dtype=np.float32)
+    return _separable(ctx.xp, images, _cubic_matrix(h, oh, align, half), _cubic_matrix(w, ow, align, half))
+
+
+@kernel("ResizeArea", host_inputs=[1])
+def _resize_area(ctx, images, size):
+    _image_dims(ctx, images.shape, "images")
+    oh, ow = _size_value(ctx, ctx.host(size))
+    n, h, w, c = images.shape
+    if oh * ow == 0 or n * c == 0:
+        return ctx.xp.zeros((n, oh, ow, c), dtype=np.float32)
+    if h == 0 or w == 0:
+        raise ctx.fail(f"cannot resize an empty image (shape {list(images.shape)}) to {oh}x{ow}")
+    align = ctx.attrs["align_corners"]
+    return _separable(ctx.xp, images, _area_matrix(h, oh, align), _area_matrix(w, ow, align))
+
+
+@gradient("ResizeBicubic")
+def _resize_bicubic_gradient(b, node, dys):
+    images, _ = node.data_inputs
+    return [gu.emit(b, "ResizeBicubicGrad", dys[0], images, **_flag_attrs(node)), None]
+
+
+register_op(
+    "ResizeBicubicGrad",
+    inputs=["grads: float32", "original_image: T"],
+    outputs=["output: T"],
+    attrs=["T: {float32, float64}", *_FLAGS],
+    shape=_bilinear_grad_shape,
+    doc="The gradient of ResizeBicubic: each grads element spread over the (up to 16) pixels of "
+    "original_image it was interpolated from, with the same weights.",
+)
+
+
+not_differentiable("ResizeArea")
+
+
+@kernel("ResizeBicubicGrad")
+def _resize_bicubic_grad(ctx, grads, image):
+    xp = ctx.xp
+    align, half = _check_flags(ctx)
+    _image_dims(ctx, grads.shape, "grads")
+    n, h, w, c = _image_dims(ctx, image.shape, "original_image")
+    _, oh, ow, _ = grads.shape
+    if grads.shape[0] != n or grads.shape[3] != c:
+        raise ctx.fail(f"grads of shape {list(grads.shape)} does not match original_image {list(image.shape)}")
+    rows = xp.asarray(_cubic_matrix(h, oh, align, half).astype(np.float32))
+    cols = xp.asarray(_cubic_matrix(w, ow, align, half).astype(np.float32))
+    return _transposed_sampling(xp, rows, cols, grads.astype(np.float32, copy=False)).astype(image.dtype)

@@ -143,6 +143,17 @@ _LITERAL = [  # TF's values, independent of the references above
     ("ResizeNearestNeighbor", {"align_corners": True}, [3, 3], [[1, 2, 2], [3, 4, 4], [3, 4, 4]]),
 ]  # fmt: skip
 
+
+# ResizeBicubic / ResizeArea / ResizeBicubicGrad: TensorFlow 2.21's outputs for this input
+# (tf.raw_ops, recorded; scripts/tf_op_parity.py re-checks them against a live TensorFlow).
+_RAMP = (np.arange(12, dtype=np.float32).reshape(1, 3, 4, 1) ** 1.5) / 4
+_G = np.ones((1, 5, 6, 1), np.float32)
+_G[0, 1, 2, 0] = 3
+_TF_BICUBIC = np.array([[[[0.0], [0.120595], [0.388684], [0.707107], [1.138256], [1.364808]], [[0.828321], [1.130022], [1.612627], [2.064854], [2.642046], [2.938738]], [[2.836407], [3.345759], [4.08339], [4.704772], [5.46902], [5.856383]], [[5.060623], [5.658873], [6.517374], [7.231472], [8.101078], [8.540477]], [[6.051665], [6.691391], [7.605884], [8.362542], [9.280439], [9.743664]]]], np.float32)
+_TF_BICUBIC_HALF = np.array([[[[0.276627], [0.431497], [0.722986], [1.07952], [1.555728], [1.876046]], [[4.937562], [5.434629], [6.236518], [6.977549], [7.854481], [8.418758]]]], np.float32)
+_TF_AREA = np.array([[[[0.77459], [1.397256], [2.231072]], [[4.686351], [5.963451], [7.341677]]]], np.float32)
+_TF_BICUBIC_GRAD = np.array([[[[1.439947], [2.569383], [2.212297], [2.165316]], [[1.923892], [3.809406], [3.160408], [2.935282]], [[2.430695], [2.903627], [2.955421], [3.494328]]]], np.float32)
+
 CASES = [
     *(Case(op, [_2x2, np.array(size, np.int32)], attrs=attrs, const_inputs=[1], id=f"{op}-literal-{i}",
            ref=lambda x, s, want=want: np.array(want, np.float32).reshape(1, *s, 1))
@@ -164,4 +175,9 @@ CASES = [
          ref=lambda g, x, y: lrn_grad_ref(g, x, y, 2, 2.0, 0.3, 0.75), id="LRNGrad-float64"),
     Case("LRNGrad", [f32(2, 2, 2, 4), (_y := f32(2, 2, 2, 4)), lrn_ref(_y, 1)], attrs={"depth_radius": 1},
          ref=lambda g, x, y: lrn_grad_ref(g, x, y, 1), id="LRNGrad-radius1", **_TOL),
+    Case("ResizeBicubic", [_RAMP, np.array([5, 6], np.int32)], const_inputs=[1], ref=lambda x, s: _TF_BICUBIC, **_TOL),
+    Case("ResizeBicubic", [_RAMP, np.array([2, 6], np.int32)], attrs={"half_pixel_centers": True}, const_inputs=[1],
+         ref=lambda x, s: _TF_BICUBIC_HALF, id="ResizeBicubic-half-pixel", **_TOL),
+    Case("ResizeArea", [_RAMP, np.array([2, 3], np.int32)], const_inputs=[1], ref=lambda x, s: _TF_AREA, **_TOL),
+    Case("ResizeBicubicGrad", [_G, _RAMP], ref=lambda g, x: _TF_BICUBIC_GRAD, **_TOL),
 ]  # fmt: skip

@@ -10,6 +10,7 @@ from tests.ops.grad_harness import GradCase, g64
 
 NO_GRADIENT = {
     "ResizeBilinearGrad": "TensorFlow registers no gradient for it",
+    "ResizeBicubicGrad": "TensorFlow registers no gradient for it",
     "ResizeNearestNeighborGrad": "TensorFlow registers no gradient for it",
     "LRNGrad": "TensorFlow registers no gradient for it",
 }
@@ -25,4 +26,8 @@ CASES = [
       for i, attrs in enumerate([{}, {"align_corners": True}, {"half_pixel_centers": True}])),
     GradCase("LRN", [_x], {"depth_radius": 2, "bias": 1.5, "alpha": 0.4, "beta": 0.75}),
     GradCase("LRN", [g64(1, 1, 2, 3)], {}, id="LRN-defaults"),
+    GradCase("ResizeBicubic", [g64(1, 3, 4, 2).astype(np.float32), _SIZE], {"half_pixel_centers": True}, keep_float32=True,
+             eps=1e-2, rtol=1e-3, atol=1e-4, wrt=[0]),
+    GradCase("ResizeBicubic", [g64(1, 4, 3, 1).astype(np.float32), np.array([2, 5], np.int32)], {"align_corners": True},
+             keep_float32=True, eps=1e-2, rtol=1e-3, atol=1e-4, wrt=[0], id="ResizeBicubic-align-corners"),
 ]  # fmt: skip
