@@ -8,6 +8,7 @@ from specflow.ops import (  # noqa: F401,E402  (importing registers the ops)
     control_flow_ops,
     conv3d_ops,
     conv_ops,
+    crop_resize_ops,
     data_flow_ops,
     depthwise_conv_ops,
     einsum_ops,
