@@ -298,13 +298,20 @@ register_op(
 )
 
 
+def _max_grad_kernel(ctx, x, y, g, like, like_what: str, fn):
+    """A MaxPool3D gradient op's kernel: ``fn(xp, x, y, g, win)`` channels-last, g shaped like
+    ``like`` (orig_output for MaxPool3DGrad, orig_input for MaxPool3DGradGrad)."""
+    fmt = ctx.attrs["data_format"]
+    win = _max_grad_window(ctx, x.shape, y.shape)
+    cv._check_shape(ctx, "grad", g.shape, like.shape, f"the shape of {like_what}")
+    x, y, g = (_to_last(t, fmt) for t in (x, y, g))
+    return _from_last(fn(ctx.xp, x, y, g, win), fmt)
+
+
 @kernel("MaxPool3DGrad")
 def _max_pool3d_grad(ctx, x, y, dy):
-    xp, fmt = ctx.xp, ctx.attrs["data_format"]
-    win = _max_grad_window(ctx, x.shape, y.shape)
-    cv._check_shape(ctx, "grad", dy.shape, y.shape, "the shape of orig_output")
-    x, y, dy = (_to_last(t, fmt) for t in (x, y, dy))
-    return _from_last(wn.max_pool_grad_all_maxima(xp, x, y, dy.astype(ctx.attrs["T"].numpy, copy=False), win), fmt)
+    dy = dy.astype(ctx.attrs["T"].numpy, copy=False)
+    return _max_grad_kernel(ctx, x, y, dy, y, "orig_output", wn.max_pool_grad_all_maxima)
 
 
 @gradient("MaxPool3DGrad")
@@ -334,11 +341,7 @@ register_op(
 
 @kernel("MaxPool3DGradGrad")
 def _max_pool3d_grad_grad_kernel(ctx, x, y, g):
-    xp, fmt = ctx.xp, ctx.attrs["data_format"]
-    win = _max_grad_window(ctx, x.shape, y.shape)
-    cv._check_shape(ctx, "grad", g.shape, x.shape, "the shape of orig_input")
-    x, y, g = (_to_last(t, fmt) for t in (x, y, g))
-    return _from_last(wn.max_pool_grad_grad(xp, x, y, g, win), fmt)
+    return _max_grad_kernel(ctx, x, y, g, x, "orig_input", wn.max_pool_grad_grad)
 
 
 @gradient("MaxPool3DGradGrad")

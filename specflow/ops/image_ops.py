@@ -189,15 +189,20 @@ register_op(
 )
 
 
-@kernel("ResizeBilinearGrad")
-def _resize_bilinear_grad(ctx, grads, image):
-    xp = ctx.xp
+def _grad_args(ctx, grads, image):
+    """A resize gradient kernel's checked (h, w), (oh, ow) and flags."""
     align, half = _check_flags(ctx)
     _image_dims(ctx, grads.shape, "grads")
     n, h, w, c = _image_dims(ctx, image.shape, "original_image")
-    _, oh, ow, _ = grads.shape
     if grads.shape[0] != n or grads.shape[3] != c:
         raise ctx.fail(f"grads of shape {list(grads.shape)} does not match original_image {list(image.shape)}")
+    return (h, w), grads.shape[1:3], align, half
+
+
+@kernel("ResizeBilinearGrad")
+def _resize_bilinear_grad(ctx, grads, image):
+    xp = ctx.xp
+    (h, w), (oh, ow), align, half = _grad_args(ctx, grads, image)
     rows = _tap_matrix(xp, *_bilinear_taps(h, oh, align, half), h, np.float32)
     cols = _tap_matrix(xp, *_bilinear_taps(w, ow, align, half), w, np.float32)
     return _transposed_sampling(xp, rows, cols, grads.astype(np.float32, copy=False)).astype(image.dtype)
@@ -377,12 +382,7 @@ not_differentiable("ResizeArea")
 @kernel("ResizeBicubicGrad")
 def _resize_bicubic_grad(ctx, grads, image):
     xp = ctx.xp
-    align, half = _check_flags(ctx)
-    _image_dims(ctx, grads.shape, "grads")
-    n, h, w, c = _image_dims(ctx, image.shape, "original_image")
-    _, oh, ow, _ = grads.shape
-    if grads.shape[0] != n or grads.shape[3] != c:
-        raise ctx.fail(f"grads of shape {list(grads.shape)} does not match original_image {list(image.shape)}")
+    (h, w), (oh, ow), align, half = _grad_args(ctx, grads, image)
     rows = xp.asarray(_cubic_matrix(h, oh, align, half).astype(np.float32))
     cols = xp.asarray(_cubic_matrix(w, ow, align, half).astype(np.float32))
     return _transposed_sampling(xp, rows, cols, grads.astype(np.float32, copy=False)).astype(image.dtype)

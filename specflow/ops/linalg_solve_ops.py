@@ -78,15 +78,26 @@ def _log_determinant_grad(b, node, dys):
 # --- MatrixSolve ------------------------------------------------------------------------------
 
 
-def _solve_shape(ic: InferenceContext) -> list[Shape]:
+def _solve_operands(ic: InferenceContext) -> tuple[Shape, Shape] | None:
+    """A solve's (matrix, rhs) shapes, checked as far as known; None while a rank is unknown."""
     a = _square_shape(ic.fail, ic.shape(0), "matrix")
     rhs = ic.shape(1)
     if rhs.rank is not None and rhs.rank < 2:
         raise ic.fail(f"rhs must have rank >= 2, got shape {rhs}")
-    if a.rank is None or rhs.rank is None:
+    return None if a.rank is None or rhs.rank is None else (a, rhs)
+
+
+def _mismatch(c, a, rhs):
+    return c.fail(f"matrix of shape {a} and rhs of shape {rhs} do not match: rhs must be [..., {a[-1]}, K]")
+
+
+def _solve_shape(ic: InferenceContext) -> list[Shape]:
+    known = _solve_operands(ic)
+    if known is None:
         return [Shape.unknown()]
+    a, rhs = known
     if a.rank != rhs.rank or not Shape(a.dims[:-1]).is_compatible_with(Shape(rhs.dims[:-1])):
-        raise ic.fail(f"matrix of shape {a} and rhs of shape {rhs} do not match: rhs must be [..., {a[-1]}, K]")
+        raise _mismatch(ic, a, rhs)
     return [Shape([*Shape(a.dims[:-1]).merge_with(Shape(rhs.dims[:-1])).dims, rhs[-1]])]
 
 
@@ -110,8 +121,7 @@ def _solve(ctx, a, rhs):
     xp = ctx.xp
     _square_shape(ctx.fail, shape_of(a), "matrix")
     if a.ndim != rhs.ndim or a.shape[:-1] != rhs.shape[:-1]:
-        raise ctx.fail(f"matrix of shape {list(a.shape)} and rhs of shape {list(rhs.shape)} do not match: "
-                       f"rhs must be [..., {a.shape[-1]}, K]")  # fmt: skip
+        raise _mismatch(ctx, list(a.shape), list(rhs.shape))
     if ctx.attrs["adjoint"]:
         a = _adjoint_of(xp, a)
     return _run_linalg(ctx, lambda m: xp.linalg.solve(m, rhs), a, "Input matrix is not invertible.").astype(
@@ -138,14 +148,12 @@ def _solve_grad(b, node, dys):
 
 
 def _triangular_shape(ic: InferenceContext) -> list[Shape]:
-    a = _square_shape(ic.fail, ic.shape(0), "matrix")
-    rhs = ic.shape(1)
-    if rhs.rank is not None and rhs.rank < 2:
-        raise ic.fail(f"rhs must have rank >= 2, got shape {rhs}")
-    if a.rank is None or rhs.rank is None:
+    known = _solve_operands(ic)
+    if known is None:
         return [Shape.unknown()]
+    a, rhs = known
     if not Shape([a[-1]]).is_compatible_with(Shape([rhs[-2]])):
-        raise ic.fail(f"matrix of shape {a} and rhs of shape {rhs} do not match: rhs must be [..., {a[-1]}, K]")
+        raise _mismatch(ic, a, rhs)
     try:
         batch = broadcast_shapes(Shape(a.dims[:-2]), Shape(rhs.dims[:-2]))
     except ValueError:
@@ -170,8 +178,7 @@ def _triangular_solve(ctx, a, rhs):
     xp = ctx.xp
     _square_shape(ctx.fail, shape_of(a), "matrix")
     if rhs.ndim < 2 or a.shape[-1] != rhs.shape[-2]:
-        raise ctx.fail(f"matrix of shape {list(a.shape)} and rhs of shape {list(rhs.shape)} do not match: "
-                       f"rhs must be [..., {a.shape[-1]}, K]")  # fmt: skip
+        raise _mismatch(ctx, list(a.shape), list(rhs.shape))
     tri = xp.tril(a) if ctx.attrs["lower"] else xp.triu(a)  # the other triangle is never read
     if ctx.attrs["adjoint"]:
         tri = _adjoint_of(xp, tri)

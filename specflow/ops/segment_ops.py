@@ -405,9 +405,8 @@ register_op(
 )
 
 
-@kernel("Bincount", host_inputs=(1,))
-def _bincount(ctx, arr, size, weights):
-    xp = ctx.xp
+def _bincount_checks(ctx, arr, size, weights) -> int:
+    """Bincount's and DenseBincount's checks (TF's messages); the bin count."""
     n = scalar_arg(ctx.fail, ctx.host(size), "size")
     if n < 0:
         raise ctx.fail(f"size ({n}) must be non-negative")
@@ -415,6 +414,13 @@ def _bincount(ctx, arr, size, weights):
         raise ctx.fail(f"weights of shape {shape_of(weights)} must be empty or have arr's shape {shape_of(arr)}")
     if arr.size and int(arr.min()) < 0:
         raise ctx.fail("Input arr must be non-negative!")
+    return n
+
+
+@kernel("Bincount", host_inputs=(1,))
+def _bincount(ctx, arr, size, weights):
+    xp = ctx.xp
+    n = _bincount_checks(ctx, arr, size, weights)
     flat = arr.reshape(-1)
     keep = flat < n
     out = xp.zeros(n, dtype=ctx.attrs["T"].numpy)
@@ -451,15 +457,9 @@ register_op(
 @kernel("DenseBincount", host_inputs=(1,))
 def _dense_bincount(ctx, arr, size, weights):
     xp = ctx.xp
-    n = scalar_arg(ctx.fail, ctx.host(size), "size")
-    if n < 0:
-        raise ctx.fail(f"size ({n}) must be non-negative")
     if arr.ndim not in (1, 2):
         raise ctx.fail(f"input must be a vector or a matrix (a batch of vectors), got shape {shape_of(arr)}")
-    if weights.size and weights.shape != arr.shape:
-        raise ctx.fail(f"weights of shape {shape_of(weights)} must be empty or have input's shape {shape_of(arr)}")
-    if arr.size and int(arr.min()) < 0:
-        raise ctx.fail("Input arr must be non-negative!")
+    n = _bincount_checks(ctx, arr, size, weights)
     rows = arr.reshape(-1, arr.shape[-1]) if arr.ndim == 2 else arr.reshape(1, -1)
     out = xp.zeros((rows.shape[0], n), dtype=ctx.attrs["T"].numpy)
     keep = rows < n
