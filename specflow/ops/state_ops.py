@@ -63,8 +63,8 @@ def _check_dtype(ctx: KernelContext, var: Variable, dtype, what: str) -> None:
         raise ctx.fail(f"variable '{var.name}' holds {var.dtype} but {ctx.node.op} {what} {dtype}")
 
 
-def _initialized(ctx: KernelContext, resource, verb: str, dtype_attr: str = "dtype") -> Variable:
-    """The initialized variable behind ``resource``, with the op's ``dtype_attr`` attr checked;
+def _initialized(ctx: KernelContext, resource, verb: str, dtype_attr: str | None = "dtype") -> Variable:
+    """The initialized variable behind ``resource``, with the op's ``dtype_attr`` attr checked (if any);
     ``verb`` (``{op}`` stands for the op) says what happened too early in the error. Every
     variable op calls this each step, so the common case costs a few attribute reads: the
     handle remembers its variable (``ResourceMgr.resolve``) and DTypes are singletons."""
@@ -79,7 +79,7 @@ def _initialized(ctx: KernelContext, resource, verb: str, dtype_attr: str = "dty
             f"variable '{handle.name}' was {verb.format(op=ctx.node.op)} before it was initialized "
             "(run the 'init' target first, or restore a checkpoint)"
         )
-    if var.dtype is not ctx.attrs[dtype_attr]:
+    if dtype_attr is not None and var.dtype is not ctx.attrs[dtype_attr]:
         _check_dtype(ctx, var, ctx.attrs[dtype_attr], "uses dtype")
     return var
 
@@ -217,6 +217,32 @@ def _read_variable(ctx, resource):
 def _read_variable_grad(b, node, dys):
     # The gradient "with respect to the variable" flows to its handle unchanged.
     return [dys[0]]
+
+
+def _variable_shape_shape(ic: InferenceContext) -> list[Shape]:
+    spec = _handle_spec(ic)
+    return [Shape([spec.shape.rank]) if spec is not None and spec.shape.rank is not None else Shape([None])]
+
+
+register_op(
+    "VariableShape",
+    inputs=["input: resource"],
+    outputs=["output: out_type"],
+    attrs=["out_type: {int32, int64} = int32"],
+    stateful=True,
+    shape=_variable_shape_shape,
+    doc="The shape of a variable's current value (TF's gradient of a variable read inside a loop uses it).",
+)
+
+
+@kernel("VariableShape")
+def _variable_shape(ctx, resource):
+    var = _initialized(ctx, resource, "read", dtype_attr=None)
+    with var.lock:
+        return np.asarray(var.value.shape, dtype=ctx.attrs["out_type"].numpy)
+
+
+not_differentiable("VariableShape")
 
 
 register_op(

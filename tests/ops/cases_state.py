@@ -14,6 +14,7 @@ EXEMPT = {
         "VarIsInitializedOp",
         "DestroyResourceOp",
         "ResourceGather",
+        "VariableShape",
     )
 }
 

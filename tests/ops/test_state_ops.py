@@ -137,6 +137,17 @@ def test_dtype_and_shape_mismatches(run):
         run("AssignSubVariableOp", [h, np.ones((2, 3), np.float64)], name="sub")
 
 
+def test_variable_shape_is_the_current_values_shape(run):
+    """TF's gradient of a variable read inside a while loop asks VariableShape (Keras LSTM/GRU)."""
+    h = run.handle()
+    with pytest.raises(OpError, match="before it was initialized"):
+        run("VariableShape", [h], name="shape")
+    run("AssignVariableOp", [h, V], name="assign")
+    out = run("VariableShape", [h], name="shape")[0]
+    assert out.dtype == np.int32 and out.tolist() == [2, 3]
+    assert run("VariableShape", [h], name="shape", out_type="int64")[0].dtype == np.int64
+
+
 def test_assign_add_on_bool_has_no_kernel(run):
     h = run.handle(dtype="bool", shape=())
     with pytest.raises(OpError, match="no CPU kernel for AssignAddVariableOp"):
@@ -205,7 +216,7 @@ def test_missing_resource_manager_is_an_internal_error():
 def test_all_state_ops_are_stateful():
     for op in (
         "VarHandleOp", "ReadVariableOp", "AssignVariableOp", "AssignAddVariableOp", "AssignSubVariableOp",
-        "VarIsInitializedOp", "DestroyResourceOp", "ResourceGather",
+        "VarIsInitializedOp", "DestroyResourceOp", "ResourceGather", "VariableShape",
     ):  # fmt: skip
         assert get_op(op).is_stateful, op
 
