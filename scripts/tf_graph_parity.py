@@ -4,7 +4,8 @@ TensorFlow, written as a frozen GraphDef, loaded by specflow's loader (``specflo
 and run; every output compared with TensorFlow's (rtol 1e-4). Unlike tf_op_parity.py, which runs
 the suite's kernel cases one op at a time, this checks the graphs TF itself writes: its
 gradient ops (SqrtGrad, ConcatOffset, ShapeN, ListDiff...), its lowering of Python APIs
-(tf.signal, tf.linalg, Keras losses, tf.scan's functional loops). Run by hand in a venv that has
+(tf.signal, tf.linalg, Keras losses, tf.scan's functional loops); then the training graphs of
+Keras layers (forward, and tape gradients for the input and every weight). Run by hand in a venv that has
 TensorFlow (never a dependency; ``scripts/tf_parity.sh`` prepares one):
 
     PYTHONPATH=. /work/scratch/tfvenv/bin/python scripts/tf_graph_parity.py [CASE ...]
@@ -19,6 +20,7 @@ import tempfile
 os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
 import numpy as np
 import tensorflow as tf
+from tensorflow.python.framework.convert_to_constants import convert_variables_to_constants_v2
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from specflow.errors import SpecflowError
@@ -321,21 +323,162 @@ def run_case(name, fn, shapes, dtype, grad, pos, ints, extra, tmp):
     return bad
 
 
+# --- Keras layers' training graphs: forward, and tape gradients for the input and every weight --
+# Frozen by TF's convert_variables_to_constants_v2; the layers whose graphs TF cannot freeze
+# (variable assigns, VariableShape in loops: batch norm in training, the RNNs) go through a
+# SavedModel with their variables instead (``SAVED``).
+
+L = tf.keras.layers
+KERAS = [
+    ("dense", lambda: L.Dense(5, activation="gelu"), (3, 4), {}),
+    ("conv2d", lambda: L.Conv2D(4, 3, padding="same", activation="relu"), (2, 6, 6, 3), {}),
+    ("conv2d_s2", lambda: L.Conv2D(4, 3, strides=2, dilation_rate=1), (2, 7, 7, 3), {}),
+    ("conv2d_dil", lambda: L.Conv2D(2, 3, dilation_rate=2, padding="same"), (1, 7, 7, 2), {}),
+    ("conv1d", lambda: L.Conv1D(4, 3, padding="causal"), (2, 8, 3), {}),
+    ("conv3d", lambda: L.Conv3D(2, 2), (1, 4, 4, 4, 2), {}),
+    ("dwconv", lambda: L.DepthwiseConv2D(3, padding="same", depth_multiplier=2), (2, 5, 5, 3), {}),
+    ("sepconv", lambda: L.SeparableConv2D(4, 3, padding="same"), (2, 5, 5, 3), {}),
+    ("conv2dT", lambda: L.Conv2DTranspose(3, 3, strides=2, padding="same"), (2, 4, 4, 2), {}),
+    ("bn_train", lambda: L.BatchNormalization(), (4, 3, 3, 2), {"training": True}),
+    ("bn_infer", lambda: L.BatchNormalization(), (4, 5), {"training": False}),
+    ("layernorm", lambda: L.LayerNormalization(), (3, 4, 5), {}),
+    ("groupnorm", lambda: L.GroupNormalization(groups=2), (2, 4, 4, 4), {}),
+    ("lstm", lambda: L.LSTM(4, return_sequences=True), (2, 5, 3), {}),
+    ("gru", lambda: L.GRU(4), (2, 5, 3), {}),
+    ("simplernn", lambda: L.SimpleRNN(4), (2, 5, 3), {}),
+    ("bilstm", lambda: L.Bidirectional(L.LSTM(3)), (2, 4, 3), {}),
+    ("mha", lambda: L.MultiHeadAttention(num_heads=2, key_dim=3), (2, 4, 6), {"self": True}),
+    ("attention", lambda: L.Attention(), (2, 4, 6), {"pair": True}),
+    ("maxpool", lambda: L.MaxPooling2D(2), (2, 6, 6, 3), {}),
+    ("avgpool", lambda: L.AveragePooling2D(3, strides=2, padding="same"), (2, 7, 7, 3), {}),
+    ("gap", lambda: L.GlobalAveragePooling2D(), (2, 4, 4, 3), {}),
+    ("gmp1d", lambda: L.GlobalMaxPooling1D(), (2, 6, 3), {}),
+    ("upsample", lambda: L.UpSampling2D(2, interpolation="bilinear"), (1, 3, 3, 2), {}),
+    ("upsample_nn", lambda: L.UpSampling2D(2), (1, 3, 3, 2), {}),
+    ("zeropad", lambda: L.ZeroPadding2D(((1, 0), (2, 1))), (1, 3, 3, 2), {}),
+    ("cropping", lambda: L.Cropping2D(((1, 0), (0, 1))), (1, 4, 4, 2), {}),
+    ("prelu", lambda: L.PReLU(), (3, 4), {}),
+    ("elu", lambda: L.ELU(0.5), (3, 4), {}),
+    ("softmax_l", lambda: L.Softmax(axis=1), (2, 3, 4), {}),
+    ("embedding", lambda: L.Embedding(10, 3), (2, 4), {"ints": 10}),
+    ("reshape_flat", lambda: L.Flatten(), (2, 3, 4), {}),
+    ("permute", lambda: L.Permute((2, 1)), (2, 3, 4), {}),
+    ("repeat", lambda: L.RepeatVector(3), (2, 4), {}),
+    ("dropout_eval", lambda: L.Dropout(0.5), (3, 4), {"training": False}),
+    ("spatialdrop_eval", lambda: L.SpatialDropout2D(0.5), (1, 3, 3, 2), {"training": False}),
+    ("conv_lstm", lambda: L.ConvLSTM1D(2, 2), (1, 3, 5, 2), {}),
+    ("timedist", lambda: L.TimeDistributed(L.Dense(3)), (2, 4, 5), {}),
+    ("unitnorm", lambda: L.UnitNormalization(), (3, 4), {}),
+]
+
+SAVED = {"bn_train", "lstm", "gru", "simplernn", "bilstm", "conv_lstm"}
+
+
+def run_keras(name, make, shape, opts, tmp):
+    layer = make()
+    if opts.get("ints"):
+        x = rng.integers(0, opts["ints"], shape).astype(np.int32)
+        spec = tf.TensorSpec(shape, tf.int32)
+    else:
+        x = rng.standard_normal(shape).astype(np.float32)
+        spec = tf.TensorSpec(shape, tf.float32)
+    def call(t):
+        if opts.get("self"):
+            return layer(t, t)
+        if opts.get("pair"):
+            return layer([t, t])
+        if "training" in opts:
+            return layer(t, training=opts["training"])
+        return layer(t)
+    call(tf.constant(x))  # build
+    weights = layer.trainable_variables
+
+    @tf.function(input_signature=[spec])
+    def f(t):
+        with tf.GradientTape() as tape:
+            if t.dtype.is_floating:
+                tape.watch(t)
+            y = call(t)
+            w = tf.cast(tf.reshape(tf.range(tf.size(y)), tf.shape(y)) % 7, y.dtype) * 0.3 - 0.9
+            loss = tf.reduce_sum(y * w)
+        srcs = ([t] if t.dtype.is_floating else []) + list(weights)
+        gs = tape.gradient(loss, srcs)
+        return [y] + [tf.convert_to_tensor(g) if g is not None else tf.zeros_like(s) for g, s in zip(gs, srcs)]
+
+    cf = f.get_concrete_function()
+    frozen = convert_variables_to_constants_v2(cf)
+    want = [t.numpy() for t in frozen(tf.constant(x))]
+    path = os.path.join(tmp, name + ".pb")
+    with open(path, "wb") as fh:
+        fh.write(frozen.graph.as_graph_def().SerializeToString())
+    feeds = {frozen.inputs[0].name: x}
+    fetches = [t.name for t in frozen.outputs]
+    with load_model(path) as m:
+        got = m.session.run(fetches, feeds)
+    bad = []
+    for i, (g, wv) in enumerate(zip(got, want)):
+        g = np.asarray(g)
+        if g.shape != wv.shape:
+            bad.append(f"out{i} shape {g.shape} vs {wv.shape}")
+        elif not np.allclose(g, wv, rtol=1e-4, atol=1e-4 * max(1.0, float(np.abs(wv).max()) if wv.size else 1.0)):
+            bad.append(f"out{i} max diff {np.abs(g.astype(np.float64) - wv).max():.3g}")
+    return bad
+
+
+def run_saved(name, make, shape, opts, tmp):
+    layer = make()
+    x = rng.standard_normal(shape).astype(np.float32)
+    def call(t):
+        if "training" in opts:
+            return layer(t, training=opts["training"])
+        return layer(t)
+    call(tf.constant(x))
+    m = tf.Module()
+    m.layer = layer
+    @tf.function(input_signature=[tf.TensorSpec(shape, tf.float32)])
+    def f(t):
+        with tf.GradientTape() as tape:
+            tape.watch(t)
+            y = call(t)
+            w = tf.cast(tf.reshape(tf.range(tf.size(y)), tf.shape(y)) % 7, y.dtype) * 0.3 - 0.9
+            loss = tf.reduce_sum(y * w)
+        gs = tape.gradient(loss, [t] + list(layer.trainable_variables))
+        return {f"o{i}": tf.convert_to_tensor(g) for i, g in enumerate([y] + gs)}
+    m.f = f
+    path = os.path.join(tmp, name)
+    tf.saved_model.save(m, path, signatures={"serving_default": f})
+    want = {k: v.numpy() for k, v in tf.saved_model.load(path).signatures["serving_default"](t=tf.constant(x)).items()}
+    with load_model(path) as lm:
+        got = lm.run("serving_default", {"t": x})
+    bad = []
+    for k, wv in want.items():
+        g = np.asarray(got[k])
+        if g.shape != wv.shape:
+            bad.append(f"{k} shape {g.shape} vs {wv.shape}")
+        elif not np.allclose(g, wv, rtol=1e-4, atol=1e-4 * max(1.0, float(np.abs(wv).max()))):
+            bad.append(f"{k} max diff {np.abs(g.astype(np.float64) - wv).max():.3g}")
+    return bad
+
+
+
 if __name__ == "__main__":
     pick = sys.argv[1:]
     tmp = tempfile.mkdtemp()
     fails = 0
-    for c in CASES:
-        if pick and c[0] not in pick:
+    everything = [(c[0], run_case, c) for c in CASES] + [
+        (c[0], run_saved if c[0] in SAVED else run_keras, c) for c in KERAS
+    ]
+    for name, fn, c in everything:
+        if pick and name not in pick:
             continue
         try:
-            bad = run_case(*c, tmp)
+            bad = fn(*c, tmp)
         except SpecflowError as e:
             bad = [f"specflow error: {e}"[:300]]
         except Exception as e:
             bad = [f"EXC {type(e).__name__}: {e}"[:300]]
         if bad:
             fails += 1
-            print(f"FAIL {c[0]}: {'; '.join(bad)}", flush=True)
-    print(f"{len(CASES)} cases, {fails} failing")
+            print(f"FAIL {name}: {'; '.join(bad)}", flush=True)
+    print(f"{len(everything)} cases, {fails} failing")
     sys.exit(1 if fails else 0)
