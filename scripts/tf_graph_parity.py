@@ -10,8 +10,7 @@ TensorFlow (never a dependency; ``scripts/tf_parity.sh`` prepares one):
 
     PYTHONPATH=. /work/scratch/tfvenv/bin/python scripts/tf_graph_parity.py [CASE ...]
 
-Prints one line per failing case and a summary; exit 1 on any failure. Not built yet (their
-cases fail with the op named): SelfAdjointEigV2, Svd."""
+Prints one line per failing case and a summary; exit 1 on any failure."""
 
 import os
 import sys

@@ -1,5 +1,6 @@
-"""Determinants and linear solves on (batches of) matrices: MatrixDeterminant, LogMatrixDeterminant,
-MatrixSolve, MatrixTriangularSolve, with TensorFlow's gradients (linalg_grad.py). TF's own gradient of
+"""Determinants, linear solves and decompositions on (batches of) matrices: MatrixDeterminant,
+LogMatrixDeterminant, MatrixSolve, MatrixTriangularSolve, SelfAdjointEigV2, Svd, with TensorFlow's
+gradients (linalg_grad.py; Svd's through its singular values only). TF's own gradient of
 Cholesky solves with MatrixTriangularSolve, so TF training graphs carry it. Every op works on the
 innermost two dims; outer dims are a batch (MatrixTriangularSolve's broadcast, as TF's do)."""
 
@@ -7,10 +8,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from specflow.errors import GraphError
 from specflow.graph.shapes import Shape, broadcast_shapes
 from specflow.ops import grad_util as gu
 from specflow.ops.inference import InferenceContext
-from specflow.ops.linalg_ops import _LINALG_TYPES, _mm, _run_linalg, _square_shape
+from specflow.ops.linalg_ops import _LINALG_TYPES, _adjoint, _mm, _run_linalg, _square_shape
 from specflow.ops.registry import gradient, kernel, register_op
 from specflow.ops.shape_args import shape_of
 
@@ -200,3 +202,120 @@ def _triangular_solve_grad(b, node, dys):
     low, high = (-1, 0) if lower else (0, -1)
     grad_a = gu.emit(b, "MatrixBandPart", grad_a, gu.const(b, low, "int64"), gu.const(b, high, "int64"))
     return [gu.sum_to(b, grad_a, a), gu.sum_to(b, grad_b, rhs)]  # over the dims a batch broadcast
+
+
+# --- SelfAdjointEigV2 and Svd -----------------------------------------------------------------
+# Eigenvectors and singular vectors are unique only up to sign (a phase, for complex input):
+# LAPACK's (numpy's) may differ from Eigen's (TensorFlow's) there. Eigenvalues, singular values
+# and every gradient that does not single out a vector's sign agree.
+
+
+def _eig_shape(ic: InferenceContext) -> list[Shape]:
+    s = _square_shape(ic.fail, ic.shape(0))
+    if s.rank is None:
+        return [Shape.unknown(), Shape.unknown()]
+    v = s if ic.attr("compute_v") else Shape([0])
+    return [Shape(s.dims[:-1]), v]
+
+
+register_op(
+    "SelfAdjointEigV2",
+    inputs=["input: T"],
+    outputs=["e: T", "v: T"],
+    attrs=["compute_v: bool = true", "T: {float64, float32, float16, complex64, complex128}"],
+    shape=_eig_shape,
+    doc="Eigenvalues (ascending) and, with compute_v, eigenvectors (columns) of each Hermitian "
+    "matrix; only its lower triangle is read.",
+)
+
+
+@kernel("SelfAdjointEigV2")
+def _self_adjoint_eig(ctx, x):
+    _square_shape(ctx.fail, shape_of(x))
+    xp = ctx.xp
+    e, v = _run_linalg(ctx, lambda m: xp.linalg.eigh(m, UPLO="L"), x,
+                       "Self-adjoint eigen decomposition was not successful.")  # fmt: skip
+    v = v.astype(x.dtype, copy=False) if ctx.attrs["compute_v"] else xp.zeros((0,), dtype=x.dtype)
+    return e.astype(x.dtype), v  # (real eigenvalues in T, as TF's)
+
+
+@gradient("SelfAdjointEigV2")
+def _self_adjoint_eig_grad(b, node, dys):
+    # TF's: with F_ij = 1 / (e_j - e_i) off the diagonal, dA = V (diag(de) + F * (V^H dV)) V^H,
+    # then symmetrized onto the lower triangle it was read from (half the diagonal).
+    if not node.attrs["compute_v"]:
+        raise GraphError("the gradient of SelfAdjointEigV2 needs compute_v=true (as TensorFlow's)",
+                         node=node.name, location=node.location)  # fmt: skip
+    x = node.data_inputs[0]
+    e, v = node.name, f"{node.name}:1"
+    de = dys[0] if dys[0] is not None else gu.zeros_like(b, e)
+    inner = gu.emit(b, "MatrixDiagV3", de, gu.const(b, 0, "int32"), gu.const(b, -1, "int32"), gu.const(b, -1, "int32"),
+                    gu.const(b, 0, b.spec(e).dtype))  # fmt: skip
+    if dys[1] is not None:
+        diff = gu.emit(b, "Sub", gu.emit(b, "ExpandDims", e, gu.const(b, -2, "int32")),
+                       gu.emit(b, "ExpandDims", e, gu.const(b, -1, "int32")))  # fmt: skip
+        f = gu.emit(b, "MatrixSetDiagV3", gu.emit(b, "Reciprocal", diff), gu.zeros_like(b, e), gu.const(b, 0, "int32"))
+        inner = gu.emit(b, "AddV2", inner, gu.emit(b, "Mul", f, _mm(b, v, dys[1], adj_x=True)))
+    grad = _mm(b, _mm(b, v, inner), v, adj_y=True)
+    grad = gu.emit(b, "AddV2", grad, _adjoint(b, grad))
+    low = gu.emit(b, "MatrixBandPart", grad, gu.const(b, -1, "int64"), gu.const(b, 0, "int64"))
+    half = gu.emit(b, "Mul", gu.emit(b, "MatrixDiagPartV3", low, gu.const(b, 0, "int32"), gu.const(b, 0, b.spec(x).dtype)),
+                   gu.const(b, 0.5, b.spec(x).dtype))  # fmt: skip
+    return [gu.emit(b, "MatrixSetDiagV3", low, half, gu.const(b, 0, "int32"))]
+
+
+def _svd_shape(ic: InferenceContext) -> list[Shape]:
+    s = ic.shape(0)
+    if s.rank is not None and s.rank < 2:
+        raise ic.fail(f"input must have rank >= 2, got shape {s}")
+    if s.rank is None:
+        return [Shape.unknown()] * 3
+    *batch, m, n = s.dims
+    k = None if m is None or n is None else min(m, n)
+    if not ic.attr("compute_uv"):
+        return [Shape([*batch, k]), Shape([0]), Shape([0])]
+    full = ic.attr("full_matrices")
+    return [Shape([*batch, k]), Shape([*batch, m, m if full else k]), Shape([*batch, n, n if full else k])]
+
+
+register_op(
+    "Svd",
+    inputs=["input: T"],
+    outputs=["s: T", "u: T", "v: T"],
+    attrs=["compute_uv: bool = true", "full_matrices: bool = false",
+           "T: {float64, float32, float16, complex64, complex128}"],  # fmt: skip
+    shape=_svd_shape,
+    doc="Singular values (descending) of each matrix and, with compute_uv, u and v with "
+    "input = u @ diag(s) @ adjoint(v) (square u and v with full_matrices).",
+)
+
+
+@kernel("Svd")
+def _svd(ctx, x):
+    xp = ctx.xp
+    if x.ndim < 2:
+        raise ctx.fail(f"input must have rank >= 2, got shape {shape_of(x)}")
+    if not ctx.attrs["compute_uv"]:
+        s = _run_linalg(ctx, lambda m: xp.linalg.svd(m, compute_uv=False), x, "SVD did not converge.")
+        empty = xp.zeros((0,), dtype=x.dtype)
+        return s.astype(x.dtype), empty, empty
+    u, s, vh = _run_linalg(ctx, lambda m: xp.linalg.svd(m, full_matrices=ctx.attrs["full_matrices"]), x,
+                           "SVD did not converge.")  # fmt: skip
+    return s.astype(x.dtype), u.astype(x.dtype, copy=False), _adjoint_of(xp, vh).astype(x.dtype, copy=False)
+
+
+@gradient("Svd")
+def _svd_grad(b, node, dys):
+    # The singular values' gradient, u diag(ds) v^H (sign-free); through u and v it is not built.
+    if any(d is not None and b.graph_def.node(d.split(":")[0]).op != "ZerosLike" for d in dys[1:]):  # (unused: zeros)
+        raise GraphError("the gradient of Svd through u or v is not built yet (only through s)",
+                         node=node.name, location=node.location)  # fmt: skip
+    x = node.data_inputs[0]
+    if node.attrs["compute_uv"] and not node.attrs["full_matrices"]:
+        u, v = f"{node.name}:1", f"{node.name}:2"
+    else:  # the vectors from a reduced decomposition of the same input
+        again = gu.emit(b, "Svd", x, compute_uv=True, full_matrices=False)
+        u, v = f"{again}:1", f"{again}:2"
+    ds = gu.emit(b, "MatrixDiagV3", dys[0], gu.const(b, 0, "int32"), gu.const(b, -1, "int32"), gu.const(b, -1, "int32"),
+                 gu.const(b, 0, b.spec(x).dtype))  # fmt: skip
+    return [_mm(b, _mm(b, u, ds), v, adj_y=True)]

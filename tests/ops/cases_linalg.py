@@ -65,6 +65,20 @@ def _set_diag_ref(x, diag, k, align="RIGHT_LEFT"):
     return out
 
 
+def _check_eig(a, e, v):
+    np.testing.assert_allclose(e, np.linalg.eigvalsh(a), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(v @ (e[..., :, None] * np.swapaxes(v, -1, -2)), a, atol=1e-10)
+
+
+def _check_svd(a, s, u, v, full=False):
+    np.testing.assert_allclose(s, np.linalg.svd(a, compute_uv=False), rtol=1e-10, atol=1e-12)
+    k = s.shape[-1]
+    np.testing.assert_allclose((u[..., :k] * s[..., None, :]) @ np.swapaxes(v[..., :k], -1, -2), a, atol=1e-10)
+    for q in (u, v):
+        np.testing.assert_allclose(np.swapaxes(q, -1, -2) @ q, np.broadcast_to(np.eye(q.shape[-1]), q.shape[:-2] + (q.shape[-1],) * 2),
+                                   atol=1e-10)
+
+
 def _qr_ref(mode="reduced"):
     # numpy.linalg.qr runs the same LAPACK Householder routine (geqrf) as TF's CPU kernel, so
     # even the signs of q's columns and r's rows agree.
@@ -154,6 +168,17 @@ CASES = [
     Case("MatrixDeterminant", [f32(3, 3)], ref=lambda x: np.float32(np.linalg.det(x.astype(np.float64))), rtol=1e-5,
          id="MatrixDeterminant-float32"),
     Case("LogMatrixDeterminant", [f64(2, 3, 3)], ref=lambda x: list(np.linalg.slogdet(x))),
+    # Vectors are unique up to sign: checked by what they must satisfy, values against numpy.
+    Case("SelfAdjointEigV2", [_spd(2)], check=lambda outs, ins: _check_eig(ins[0], *outs)),
+    Case("SelfAdjointEigV2", [np.triu(np.full((3, 3), 5.0), 1) + _spd()], attrs={"compute_v": False}, exact_shape=False,
+         check=lambda outs, ins: np.testing.assert_allclose(outs[0], np.linalg.eigvalsh(_spd())),
+         id="SelfAdjointEigV2-values-lower-triangle"),
+    Case("Svd", [f64(2, 4, 3)], check=lambda outs, ins: _check_svd(ins[0], *outs)),
+    Case("Svd", [f64(3, 5)], attrs={"full_matrices": True}, check=lambda outs, ins: _check_svd(ins[0], *outs, full=True),
+         id="Svd-full"),
+    Case("Svd", [f64(4, 2)], attrs={"compute_uv": False}, exact_shape=False,
+         check=lambda outs, ins: np.testing.assert_allclose(outs[0], np.linalg.svd(ins[0], compute_uv=False)),
+         id="Svd-values"),
     Case("MatrixSolve", [_spd(2), f64(2, 3, 2)], ref=np.linalg.solve),
     Case("MatrixSolve", [_LOWER, f64(3, 1)], attrs={"adjoint": True}, ref=lambda a, r: np.linalg.solve(a.T, r),
          id="MatrixSolve-adjoint"),

@@ -12,6 +12,10 @@ CASES = [
     GradCase("MatrixInverse", [_a]),
     GradCase("MatrixInverse", [_a[0]], attrs={"adjoint": True}, id="MatrixInverse-adjoint"),
     GradCase("MatrixDeterminant", [_a]),
+    # Through the values: the vectors' signs cancel (v diag(g) v^H, u diag(g) v^H).
+    GradCase("SelfAdjointEigV2", [g64(2, 3, 3)], outputs=[0]),
+    GradCase("Svd", [g64(2, 4, 3)], outputs=[0]),
+    GradCase("Svd", [g64(3, 3)], attrs={"compute_uv": False}, outputs=[0], id="Svd-values-only"),
     GradCase("LogMatrixDeterminant", [_a], outputs=[1]),
     GradCase("MatrixSolve", [_a, g64(2, 3, 2)]),
     GradCase("MatrixSolve", [_a[0], g64(3, 1)], attrs={"adjoint": True}, id="MatrixSolve-adjoint"),
