@@ -90,9 +90,8 @@ register_op(
 )
 
 
-@kernel("StatelessRandomUniformV2", host_inputs=(0, 1, 2, 3))
-def _stateless_random_uniform(ctx, shape, key, counter, alg):
-    xp = ctx.xp
+def _stateless_args(ctx, shape, key, counter, alg):
+    """A V2 stateless op's checked (dims, key, counter), read on the host."""
     dims, key, counter, alg = ctx.host(shape), ctx.host(key), ctx.host(counter), ctx.host(alg)
     if dims.ndim != 1 or (dims < 0).any():
         raise ctx.fail(f"shape must be a vector of non-negative dimensions, got {dims.tolist()}")
@@ -104,6 +103,13 @@ def _stateless_random_uniform(ctx, shape, key, counter, alg):
         raise ctx.fail(f"Unsupported algorithm id: {int(alg)} (Philox, 1, and auto-select, 3, are implemented)")
     if counter.ndim != 1 or counter.size < 2:
         raise ctx.fail(f"counter must be a vector of at least 2 elements for Philox, got shape {list(counter.shape)}")
+    return dims, key, counter
+
+
+@kernel("StatelessRandomUniformV2", host_inputs=(0, 1, 2, 3))
+def _stateless_random_uniform(ctx, shape, key, counter, alg):
+    xp = ctx.xp
+    dims, key, counter = _stateless_args(ctx, shape, key, counter, alg)
     dtype = ctx.attrs["dtype"].numpy
     n = int(np.prod(dims, dtype=np.int64))
     per_group = 2 if dtype == np.float64 else 4
@@ -112,3 +118,89 @@ def _stateless_random_uniform(ctx, shape, key, counter, alg):
 
 
 not_differentiable("StatelessRandomUniformV2")
+
+
+# --- seeds to (key, counter), and the algorithm ----------------------------------------------
+
+# TF scrambles an old-style [2] seed into a Philox key and counter by one Philox round trip of
+# the seed's four 32-bit words under this fixed key (so no part of the seed must be strong).
+_SCRAMBLE_KEY = (0x3EC8F720, 0x02461E29)
+
+
+register_op(
+    "StatelessRandomGetKeyCounter",
+    inputs=["seed: Tseed"],
+    outputs=["key: uint64", "counter: uint64"],
+    attrs=["Tseed: {int32, int64} = int64"],
+    shape=lambda ic: [Shape([1]), Shape([2])],
+    doc="The Philox key and counter TF's stateless ops derive from a [2] seed (tf.random.stateless_*).",
+)
+
+
+@kernel("StatelessRandomGetKeyCounter", host_inputs=(0,))
+def _get_key_counter(ctx, seed):
+    s = ctx.host(seed)
+    if s.shape != (2,):
+        raise ctx.fail(f"seed must have shape [2], got {list(s.shape)}")
+    s0, s1 = (int(v) & 0xFFFFFFFFFFFFFFFF for v in s)
+    words = [np.array([w], np.uint64) for w in (s0 & _MASK32, s0 >> 32, s1 & _MASK32, s1 >> 32)]
+    m0, m1, m2, m3 = (int(w[0]) for w in philox4x32(np, words, _SCRAMBLE_KEY))
+    key = np.array([m0 | (m1 << 32)], np.uint64)
+    counter = np.array([0, m2 | (m3 << 32)], np.uint64)
+    return ctx.xp.asarray(key), ctx.xp.asarray(counter)
+
+
+register_op(
+    "StatelessRandomGetAlg",
+    outputs=["alg: int32"],
+    shape=lambda ic: [Shape([])],
+    doc="The counter-based algorithm the stateless ops use here: 1, Philox (as TF's CPU kernels).",
+)
+
+
+@kernel("StatelessRandomGetAlg")
+def _get_alg(ctx):
+    return ctx.xp.asarray(np.int32(RNG_ALG_PHILOX))
+
+
+not_differentiable("StatelessRandomGetKeyCounter", "StatelessRandomGetAlg")
+
+
+# --- StatelessRandomNormalV2 ------------------------------------------------------------------
+
+
+def normal_from_words(xp, words, dtype: np.dtype, n: int):
+    """The first ``n`` normals of TF's NormalDistribution over Philox output ``words``: Box-Muller
+    on pairs of uniforms (a 32-bit word each, or two per double), the first clamped to 1e-7."""
+    work = np.float64 if dtype == np.float64 else np.float32
+    u = uniform_from_words(xp, words, np.dtype(work), words.size // (2 if work == np.float64 else 1))
+    u1, u2 = u[0::2], u[1::2]
+    u1 = xp.maximum(u1, work(1.0e-7))
+    radius = xp.sqrt(work(-2.0) * xp.log(u1))
+    angle = work(2.0 * np.pi) * u2
+    out = xp.stack([xp.sin(angle) * radius, xp.cos(angle) * radius], axis=-1).reshape(-1)
+    return out[:n].astype(dtype)
+
+
+register_op(
+    "StatelessRandomNormalV2",
+    inputs=["shape: Tshape", "key: uint64", "counter: uint64", "alg: int32"],
+    outputs=["output: dtype"],
+    attrs=["dtype: {float16, float32, float64} = float32", "Tshape: {int32, int64} = int32"],
+    shape=_stateless_shape,
+    doc="Standard normal values that depend only on (key, counter, alg): TF's Box-Muller over its "
+    "counter-based generator (Philox).",
+)
+
+
+@kernel("StatelessRandomNormalV2", host_inputs=(0, 1, 2, 3))
+def _stateless_random_normal(ctx, shape, key, counter, alg):
+    dims, key, counter = _stateless_args(ctx, shape, key, counter, alg)
+    dtype = ctx.attrs["dtype"].numpy
+    n = int(np.prod(dims, dtype=np.int64))
+    per_group = 2 if dtype == np.float64 else 4  # normals per Philox call
+    words = philox_words(ctx.xp, int(key[0]), (int(counter[0]), int(counter[1])), -(-n // per_group))
+    return normal_from_words(ctx.xp, words, dtype, n).reshape(tuple(int(d) for d in dims))
+
+
+not_differentiable("StatelessRandomNormalV2")

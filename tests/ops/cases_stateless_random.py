@@ -1,4 +1,5 @@
-"""Cases for StatelessRandomUniformV2 (bit-exact Philox4x32-10) and Multinomial.
+"""Cases for StatelessRandomUniformV2 (bit-exact Philox4x32-10), StatelessRandomNormalV2,
+StatelessRandomGetKeyCounter/GetAlg and Multinomial.
 
 The Philox words below are the published known-answer vectors of Random123 (the reference
 implementation TF's philox_random.h follows); the expected floats are derived from them by TF's
@@ -87,4 +88,19 @@ CASES = [
          id="StatelessRandomUniformV2-stream"),
     Case("Multinomial", [_logits, np.int32(4000)], attrs={"seed": 3, "seed2": 4}, check=_check_multinomial,
          const_inputs=[1]),
+    # Recorded from TensorFlow 2.21: the seed [5, 9] as tf.random.stateless_* turns it into a key
+    # and counter, and Box-Muller normals from them (float32: sin/log may differ by an ulp).
+    Case("StatelessRandomGetKeyCounter", [np.array([5, 9], np.int64)], atol=0, rtol=0,
+         ref=lambda s: [np.array([2309766540399829419], U64), np.array([0, 5831162995244409410], U64)]),
+    Case("StatelessRandomGetAlg", [], ref=lambda: np.int32(1)),
+    Case("StatelessRandomNormalV2", [np.array([5], np.int32), np.array([2309766540399829419], U64),
+                                     np.array([0, 5831162995244409410], U64), np.int32(1)],
+         attrs={"dtype": "float64"}, const_inputs=[0], atol=0, rtol=0,
+         ref=lambda *a: np.array([0.5876982787041761, -0.1184694047620983, -0.7091370884137689, 0.7218571539552823,
+                                  -1.6245970018592226])),
+    Case("StatelessRandomNormalV2", [np.array([2, 3], np.int32), np.array([2309766540399829419], U64),
+                                     np.array([0, 5831162995244409410], U64), np.int32(1)],
+         const_inputs=[0], rtol=1e-6, atol=1e-6, id="StatelessRandomNormalV2-float32",
+         ref=lambda *a: np.array([[0.2132473886013031, -0.7651700973510742, -1.0377172231674194],
+                                  [-1.6080163717269897, 0.5758202075958252, -0.6180840134620667]], np.float32)),
 ]
