@@ -18,7 +18,7 @@ import numpy as np
 RENAMED = {
     ("Squeeze", "squeeze_dims"): "axis", ("Split", "split_dim"): "axis", ("SplitV", "split_dim"): "axis",
     ("ExpandDims", "dim"): "axis", ("Select", "t"): "x", ("Select", "e"): "y", ("Where", "input"): "condition",
-    **{(op, "reduction_indices"): "axis" for op in ("Sum", "Mean", "Max", "Min", "Prod", "All", "Any")},
+    **{(op, "reduction_indices"): "axis" for op in ("Sum", "Mean", "Max", "Min", "Prod", "All", "Any", "EuclideanNorm")},
 }
 
 

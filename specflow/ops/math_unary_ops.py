@@ -115,6 +115,10 @@ _UNARY = [
     ("Erfc", "float", _sp("erfc"), None, None, "1 - erf(x) elementwise, accurate for large x."),
     ("Lgamma", "float", _sp("gammaln"), None, None, "log |Gamma(x)| elementwise."),
     ("Digamma", "float", _sp("digamma"), None, None, "The derivative of Lgamma elementwise (psi)."),
+    ("Erfinv", "float", _sp("erfinv"), None, None, "The inverse of Erf elementwise."),
+    ("Ndtri", "float", _sp("ndtri"), None, None, "The inverse of the standard normal CDF elementwise."),
+    ("BesselI0e", "float", _sp("i0e"), None, None, "exp(-|x|) I0(x): the scaled modified Bessel function of order 0."),
+    ("BesselI1e", "float", _sp("i1e"), None, None, "exp(-|x|) I1(x): the scaled modified Bessel function of order 1."),
     ("Expm1", _UNARY_FC, _u("expm1"), None, None, "exp(x) - 1 elementwise, accurate near 0."),
 ]
 
@@ -195,7 +199,22 @@ _UNARY_GRADS = {
     "Expm1": lambda b, x, y, dy: _mul(b, dy, gu.emit(b, "Exp", x)),
     "Lgamma": lambda b, x, y, dy: _mul(b, dy, gu.emit(b, "Digamma", x)),
     "Digamma": lambda b, x, y, dy: _mul(b, dy, gu.emit(b, "Polygamma", scalar(b, 1, x), x)),
+    "Erfinv": lambda b, x, y, dy: _mul(b, dy, _mul(b, scalar(b, np.sqrt(np.pi) / 2, x), gu.emit(b, "Exp", gu.emit(b, "Square", y)))),
+    "Ndtri": lambda b, x, y, dy: _mul(
+        b, dy, _mul(b, scalar(b, np.sqrt(2 * np.pi), x), gu.emit(b, "Exp", _mul(b, gu.emit(b, "Square", y), scalar(b, 0.5, x))))
+    ),
+    "BesselI0e": lambda b, x, y, dy: _mul(b, dy, gu.emit(b, "Sub", gu.emit(b, "BesselI1e", x), _mul(b, gu.emit(b, "Sign", x), y))),
+    "BesselI1e": lambda b, x, y, dy: _mul(b, dy, _bessel_i1e_slope(b, x, y)),
 }
+
+
+def _bessel_i1e_slope(b, x, y):
+    # i0e(x) - y (sign(x) + 1 / x), and its limit 1/2 at x = 0 (as TF's, for |x| tiny).
+    tiny = gu.emit(b, "Less", gu.emit(b, "Abs", x), scalar(b, np.finfo(b.spec(x).dtype.numpy).tiny, x))
+    safe = gu.emit(b, "SelectV2", tiny, gu.emit(b, "OnesLike", x), x)
+    slope = gu.emit(b, "Sub", gu.emit(b, "BesselI0e", safe),
+                    _mul(b, y, gu.emit(b, "AddV2", gu.emit(b, "Sign", safe), gu.emit(b, "Reciprocal", safe))))  # fmt: skip
+    return gu.emit(b, "SelectV2", tiny, gu.emit(b, "Mul", gu.emit(b, "OnesLike", x), scalar(b, 0.5, x)), slope)
 
 # TanhGrad and SigmoidGrad conjugate inside their kernels: these get y as it is.
 _CONJ_IN_KERNEL = {"Tanh", "Sigmoid"}

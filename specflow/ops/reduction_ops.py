@@ -157,6 +157,17 @@ def _accumulate(name):
     return lambda ctx, x, axes, keep: getattr(x, name)(axis=axes, keepdims=keep, dtype=x.dtype)
 
 
+def _euclidean(ctx, x, axes, keep):
+    """sqrt(sum |x|^2) in T (TF's EuclideanNorm: integers take the integer square root's floor)."""
+    xp = ctx.xp
+    if x.dtype.kind == "c":
+        return xp.sqrt((x * xp.conj(x)).sum(axis=axes, keepdims=keep))
+    if x.dtype.kind in "iu":
+        total = (x.astype(np.float64) ** 2).sum(axis=axes, keepdims=keep)
+        return xp.floor(xp.sqrt(total)).astype(x.dtype)
+    return xp.sqrt((x * x).sum(axis=axes, keepdims=keep, dtype=x.dtype))
+
+
 def _logical(name):
     return lambda ctx, x, axes, keep: getattr(ctx.xp, name)(x, axis=axes, keepdims=keep)
 
@@ -168,6 +179,7 @@ _REDUCTIONS = [
     ("Mean", "numeric", _mean, "The mean across the given axes; integer means truncate toward zero."),
     ("Max", "real", _extremum("max", _max_identity), "The maximum across the given axes."),
     ("Min", "real", _extremum("min", _min_identity), "The minimum across the given axes."),
+    ("EuclideanNorm", "numeric", _euclidean, "The Euclidean norm (sqrt of the sum of squared magnitudes) across the given axes."),
     ("All", None, _logical("all"), "Logical AND across the given axes."),
     ("Any", None, _logical("any"), "Logical OR across the given axes."),
 ]
@@ -285,6 +297,13 @@ def _extremum_grad(b, node, dys):
 
 gradient("Max")(_extremum_grad)
 gradient("Min")(_extremum_grad)
+
+
+@gradient("EuclideanNorm")
+def _euclidean_norm_grad(b, node, dys):
+    # x / (norm / dy), as TF writes it (so a zero norm gives what TF's division gives).
+    y, dy = _keep_dims(b, node, node.name), _keep_dims(b, node, dys[0])
+    return [gu.emit(b, "RealDiv", node.data_inputs[0], gu.emit(b, "RealDiv", y, dy)), None]
 
 
 @gradient("Prod")

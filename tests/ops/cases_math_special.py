@@ -21,6 +21,23 @@ def _unit(*shape):
     return f64(*shape, low=-0.9, high=0.9)
 
 
+def _inverse(f, y, lo=-10.0, hi=10.0):
+    """The z with f(z) = y of an increasing f, by bisection."""
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if f(mid) < y else (lo, mid)
+    return (lo + hi) / 2
+
+
+def _bessel_e(x, order):
+    """exp(-|x|) I_order(x) from the power series sum (x/2)^(2k+n) / (k! (k+n)!)."""
+    out = []
+    for v in x:
+        total = sum((v / 2) ** (2 * k + order) / (math.factorial(k) * math.factorial(k + order)) for k in range(40))
+        out.append(math.exp(-abs(v)) * total)
+    return np.array(out)
+
+
 _erf = np.vectorize(math.erf, otypes=[np.float64])
 _erfc = np.vectorize(math.erfc, otypes=[np.float64])
 
@@ -55,6 +72,13 @@ _UNARY = [
     Case("Erfc", [f64(6, low=-3, high=8)], ref=_erfc, rtol=1e-12),
     # math.lgamma is log|Gamma|, as TF's Lgamma; Digamma's reference by the reflection and
     # recurrence from scipy-free literals (psi(1) = -gamma, psi(1/2) = -gamma - 2 ln 2)
+    # Erf(Erfinv(y)) = y and Phi(Ndtri(p)) = p; the Bessel functions against their series.
+    Case("Erfinv", [np.array([-0.9, -0.3, 0.0, 0.5, 0.99])], rtol=1e-10,
+         ref=lambda y: np.array([_inverse(math.erf, v) for v in y])),
+    Case("Ndtri", [np.array([0.01, 0.3, 0.5, 0.975])], rtol=1e-10,
+         ref=lambda p: np.array([_inverse(lambda z: 0.5 * math.erfc(-z / math.sqrt(2)), v) for v in p])),
+    Case("BesselI0e", [np.array([-2.0, 0.0, 0.5, 3.0])], rtol=1e-12, ref=lambda x: _bessel_e(x, 0)),
+    Case("BesselI1e", [np.array([-2.0, 0.0, 0.5, 3.0])], rtol=1e-12, atol=1e-15, ref=lambda x: _bessel_e(x, 1)),
     Case("Lgamma", [np.array([0.5, 1.0, 2.5, 7.0, -0.5, -2.5])], rtol=1e-12,
          ref=lambda x: np.array([math.lgamma(v) for v in x])),
     Case("Lgamma", [f32(4, low=0.1, high=5)], ref=lambda x: np.array([math.lgamma(v) for v in x], np.float32),

@@ -80,6 +80,12 @@ _REDUCTIONS = [
         "Min", [i64(3, 4), _ax(0)], attrs={"keep_dims": True}, const_inputs=[1], ref=_red(np.min, keep=True)
     ),
     Case("Prod", [f64(2, 3), _ax(1)], const_inputs=[1], ref=_red(np.prod)),
+    Case("EuclideanNorm", [f64(2, 3, 4), _ax(0, 2)], const_inputs=[1],
+         ref=_red(lambda x, axis, keepdims=False: np.sqrt(np.sum(x * x, axis=axis, keepdims=keepdims)))),
+    Case("EuclideanNorm", [np.array([[3, 4], [1, 1]], np.int32), _ax(1)], const_inputs=[1],
+         ref=lambda x, a: np.array([5, 1], np.int32), id="EuclideanNorm-int-floor"),
+    Case("EuclideanNorm", [np.array([3 + 4j, 1j], np.complex64), _ax(0)], attrs={"keep_dims": True}, const_inputs=[1],
+         ref=lambda x, a: np.array([np.sqrt(26)], np.complex64), id="EuclideanNorm-complex"),
     Case("Prod", [i32(2, 3, low=1, high=4), _ax(0, 1)], const_inputs=[1], ref=_red(np.prod), id="Prod-int"),
     Case("All", [bools(3, 4), _ax(1)], const_inputs=[1], ref=_red(np.all)),
     Case(

@@ -25,6 +25,10 @@ _UNARY = [
     GradCase("Erfc", [g64(2, 3)]),
     GradCase("Lgamma", [gpos(2, 3) + 0.3]),
     GradCase("Digamma", [gpos(2, 3) + 0.3]),
+    GradCase("Erfinv", [g64(2, 3, low=-0.9, high=0.9)]),
+    GradCase("Ndtri", [g64(2, 3, low=0.05, high=0.95)]),
+    GradCase("BesselI0e", [away_from(g64(2, 3), gap=0.2)]),
+    GradCase("BesselI1e", [away_from(g64(2, 3), gap=0.2)]),
     GradCase("Expm1", [g64(2, 3)]),
     # The harness perturbs the real part only: d sum(w * conj(x)) / d re(x) = w = conj(w).
     GradCase("Conj", [g64(2, 3) + 1j * g64(2, 3)], id="Conj-real-direction"),

@@ -35,6 +35,7 @@ CASES = (
     + _reduction_cases("Prod", away_from(g64(2, 3, 2), gap=0.2))
     + _reduction_cases("Max", _distinct(2, 3, 2))
     + _reduction_cases("Min", _distinct(2, 3, 2))
+    + _reduction_cases("EuclideanNorm", away_from(g64(2, 3, 2), gap=0.2))
     + [
         GradCase("Prod", [np.array([[1.5, 0.0, -2.0], [0.5, 1.2, 0.0]]), _ax(1)], id="Prod-with-zeros"),
         GradCase("Sum", [g64(2, 3), np.zeros(0, np.int32)], id="Sum-no-axes"),
