@@ -1,4 +1,4 @@
-"""Reductions (Sum, Mean, Max, Min, Prod, All, Any), scans (Cumsum, Cumprod), ArgMax/ArgMin.
+"""Reductions (Sum, Mean, Max, Min, Prod, EuclideanNorm, All, Any), scans (Cumsum, Cumprod), ArgMax/ArgMin.
 
 The axes are an input (``reduction_indices``, ``dimension``), as in TensorFlow, so shape
 functions are exact only when that input is a known constant; specs may write ``axis:`` and
