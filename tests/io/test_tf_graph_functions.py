@@ -173,23 +173,23 @@ def test_a_function_returning_its_argument_and_a_constant():
 
 
 def test_unsupported_ops_matter_only_where_a_run_needs_them():
-    with_bessel = function(
-        "with_bessel", [("x", F32)], [("y", F32), ("e", F32)],
-        [node("y", "Neg", ["x"], T=dtypes.float32), node("e", "BesselI1e", ["x"], T=dtypes.float32)],
+    with_unknown = function(
+        "with_unknown", [("x", F32)], [("y", F32), ("e", F32)],
+        [node("y", "Neg", ["x"], T=dtypes.float32), node("e", "ImaginaryOpXyz", ["x"], T=dtypes.float32)],
         {"y": "y:y:0", "e": "e:y:0"},
     )
     g = graph_pb2.GraphDef()
-    g.node.extend([placeholder("x"), call("f", "with_bessel", ["x"], [F32], [F32, F32]),
+    g.node.extend([placeholder("x"), call("f", "with_unknown", ["x"], [F32], [F32, F32]),
                    node("neg", "Identity", ["f:0"], T=dtypes.float32),
                    node("dg", "Identity", ["f:1"], T=dtypes.float32)])
-    g.library.function.append(with_bessel)
-    graph = from_tf_graph_def(g)  # converting is fine: BesselI1e (which specflow lacks) is kept as it is
-    # The body's Neg alone needs no BesselI1e; the call node (an IdentityN of both results) does.
+    g.library.function.append(with_unknown)
+    graph = from_tf_graph_def(g)  # converting is fine: ImaginaryOpXyz (an op specflow lacks, made up so it stays unknown) is kept as it is
+    # The body's Neg alone needs no ImaginaryOpXyz; the call node (an IdentityN of both results) does.
     check_supported(graph, ["f/y:0"], ["x:0"])
     with pytest.raises(OpError) as info:
         check_supported(graph, ["dg"], ["x:0"])
     message = str(info.value)
-    assert "op 'BesselI1e'" in message and "node 'e' in function 'with_bessel'" in message and "'f/e'" in message
+    assert "op 'ImaginaryOpXyz'" in message and "node 'e' in function 'with_unknown'" in message and "'f/e'" in message
     assert "does not support" in message
     check_supported(graph, ["dg"], ["f:1"])  # a fed tensor cuts its producer off
     assert Session(graph).run("f/y:0", {"x:0": np.float32(2)}) == -2
@@ -197,9 +197,9 @@ def test_unsupported_ops_matter_only_where_a_run_needs_them():
 
 def test_top_level_unsupported_op_is_named_without_function():
     g = graph_pb2.GraphDef()
-    g.node.extend([placeholder("x"), node("bad", "BesselI1e", ["x"], T=dtypes.float32)])
+    g.node.extend([placeholder("x"), node("bad", "ImaginaryOpXyz", ["x"], T=dtypes.float32)])
     g.library.function.append(function("unused", [], [], [], {}))
-    with pytest.raises(OpError, match=r"op 'BesselI1e' \(node 'bad'\)"):
+    with pytest.raises(OpError, match=r"op 'ImaginaryOpXyz' \(node 'bad'\)"):
         check_supported(from_tf_graph_def(g), ["bad:0"])
 
 
