@@ -139,6 +139,8 @@ _BINARY = [
     ("Xlogy", "float, complex", _xlogy, None, "x * log(y) elementwise, 0 wherever x is 0."),
     ("Xdivy", "float, complex", _xdivy, None, "x / y elementwise, 0 wherever x is 0."),
     ("Xlog1py", "float, complex", _xlog1py, None, "x * log1p(y) elementwise, 0 wherever x is 0."),
+    ("NextAfter", "float32, float64", lambda ctx, x, y: ctx.xp.nextafter(x, y), None,
+     "The next representable value after x in the direction of y, elementwise (x1, x2 in TF)."),
     ("Polygamma", "float", _polygamma, None, "The a-th derivative of Digamma at x (Digamma's gradient "
      "is Polygamma(1, x)); nan where a is not a whole number >= 0."),
     ("TruncateDiv", _ALL_DIV, _truncate_div, dtypes.REAL, "x / y elementwise, rounded toward zero (C "
@@ -153,10 +155,13 @@ _DIVISIONS = {"Div", "RealDiv", "FloorDiv", "FloorMod", "Pow", "TruncateDiv", "T
 _INTO = {"Add": "add", "AddV2": "add", "Sub": "subtract", "Mul": "multiply", "Maximum": "maximum", "Minimum": "minimum"}
 
 
+_BINARY_INPUTS = {"Atan2": ["y: T", "x: T"], "Polygamma": ["a: T", "x: T"], "NextAfter": ["x1: T", "x2: T"]}
+
+
 def _register_binary(name, types, body, kernel_types, doc):
     register_op(
         name,
-        inputs=["y: T", "x: T"] if name == "Atan2" else ["a: T", "x: T"] if name == "Polygamma" else ["x: T", "y: T"],
+        inputs=_BINARY_INPUTS.get(name, ["x: T", "y: T"]),  # TF's names
         outputs=["z: T"],
         attrs=[f"T: {{{types}}}"],
         shape=broadcast_shape,
@@ -295,6 +300,7 @@ _BINARY_GRADS = {
     "Xlogy": (_xlogy_grads, False),
     "Xdivy": (_xdivy_grads, False),
     "Xlog1py": (_xlog1py_grads, False),
+    "NextAfter": (lambda b, x, y, z, dy: (dy, gu.zeros_like(b, dy)), False),  # TF's: x's step is 1
     "Atan2": (_atan2_grads, False),
 }
 

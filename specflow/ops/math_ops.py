@@ -406,6 +406,50 @@ def _cast_grad(b, node, dys):
     return [gu.emit(b, "Cast", dys[0], DstT=src)]
 
 
+# --- Bitcast ----------------------------------------------------------------------------------
+
+_BITCASTABLE = "{half, float, double, int64, int32, uint8, uint16, uint32, uint64, int8, int16, complex64, complex128}"
+
+
+def _bitcast_shape(ic: InferenceContext) -> list[Shape]:
+    x, src, dst = ic.shape(0), ic.attr("T").numpy, ic.attr("type").numpy
+    a, b = np.dtype(src).itemsize, np.dtype(dst).itemsize
+    if x.rank is None or a == b:
+        return [x]
+    if a > b:
+        return [Shape([*x.dims, a // b])]
+    if x.rank == 0 or x[-1] not in (None, b // a):
+        raise ic.fail(f"cannot bitcast {ic.attr('T').name} {x} to {ic.attr('type').name}: the last dimension must be {b // a}")
+    return [Shape(x.dims[:-1])]
+
+
+register_op(
+    "Bitcast",
+    inputs=["input: T"],
+    outputs=["output: type"],
+    attrs=[f"T: {_BITCASTABLE}", f"type: {_BITCASTABLE}"],
+    shape=_bitcast_shape,
+    doc="The same bytes read as another type: a wider type takes the last dimension's elements "
+    "(which must be the size ratio), a narrower one adds a last dimension of that ratio.",
+)
+
+
+@kernel("Bitcast")
+def _bitcast(ctx, x):
+    dst = ctx.attrs["type"].numpy
+    a, b = x.dtype.itemsize, np.dtype(dst).itemsize
+    if a < b and (x.ndim == 0 or x.shape[-1] != b // a):
+        raise ctx.fail(f"cannot bitcast {ctx.attrs['T'].name} {_fmt(x.shape)} to {ctx.attrs['type'].name}: "
+                       f"the last dimension must be {b // a}")  # fmt: skip
+    y = ctx.xp.ascontiguousarray(x).view(dst)
+    if a > b:
+        return y.reshape((*x.shape, a // b))
+    return y.reshape(x.shape[:-1]) if a < b else y
+
+
+not_differentiable("Bitcast")
+
+
 # --- AddN -------------------------------------------------------------------------------------
 
 register_op(

@@ -146,7 +146,24 @@ def _unique(ctx, x):
     return values[order], rank[inverse.reshape(-1)].astype(ctx.attrs["out_idx"].numpy)
 
 
-not_differentiable("Unique")  # TF registers no gradient for Unique either
+register_op(
+    "UniqueWithCounts",
+    inputs=["x: T"],
+    outputs=["y: T", "idx: out_idx", "count: out_idx"],
+    attrs=["T: type", "out_idx: {int32, int64} = int32"],
+    shape=lambda ic: [*_unique_infer(ic), Shape([None])],
+    doc="Unique's outputs and how often each distinct value occurs in x.",
+)
+
+
+@kernel("UniqueWithCounts")
+def _unique_with_counts(ctx, x):
+    y, idx = _unique(ctx, x)
+    counts = ctx.xp.bincount(idx, minlength=y.shape[0]).astype(ctx.attrs["out_idx"].numpy)
+    return y, idx, counts
+
+
+not_differentiable("Unique", "UniqueWithCounts")  # TF registers no gradient for them either
 
 
 register_op(

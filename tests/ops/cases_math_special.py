@@ -125,6 +125,8 @@ _BINARY = [
     Case("Xdivy", [np.array([0.0, 0.0, 3.0]), np.array([0.0, 2.0, 4.0])],
          ref=lambda x, y: np.array([0.0, 0.0, 0.75]), id="Xdivy-literal"),
     Case("Xdivy", [_c128(3), _c128(3)], ref=lambda x, y: x / y, id="Xdivy-complex"),
+    Case("NextAfter", [np.array([1.0, 0.0, 2.0], np.float32), np.array([2.0, -1.0, 2.0], np.float32)], rtol=0, atol=0,
+         ref=lambda x, y: np.array([1 + 2.0**-23, -(2.0**-149), 2.0], np.float32)),
     Case("Xlog1py", [np.array([0.0, 0.0, 3.0, -2.0]), np.array([-1.0, 2.0, 4.0, 1e-10])],
          ref=lambda x, y: np.array([0.0, 0.0, 3 * np.log(5.0), -2e-10]), rtol=1e-12, id="Xlog1py-literal"),
     Case("TruncateDiv", [np.array([7.5, -7.5, 7.5, -0.5], np.float32), np.array([2, 2, -2, 4], np.float32)],

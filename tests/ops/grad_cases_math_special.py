@@ -44,6 +44,7 @@ _BINARY = [
     GradCase("Xlogy", [away_from(g64(2, 3), gap=0.2), gpos(3)]),
     GradCase("Xdivy", [away_from(g64(2, 3), gap=0.2), away_from(g64(2, 1), gap=0.3)]),
     GradCase("Xlog1py", [away_from(g64(2, 3), gap=0.2), gpos(3)]),
+    GradCase("NextAfter", [g64(2, 3), g64(3)], wrt=[0]),  # TF's: 1 for x1, 0 for x2 (a step of one ulp)
     GradCase("Polygamma", [np.array([[1.0], [2.0]]), gpos(3) + 0.5], wrt=[1]),
 ]
 
