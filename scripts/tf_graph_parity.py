@@ -369,18 +369,23 @@ def run_case(name, fn, shapes, dtype, grad, pos, ints, extra, tmp):
     fetches = [t.name for t in cf.outputs]
     with load_model(path) as m:
         got = m.session.run(fetches, feeds)
+    return compare(dict(enumerate(got)), dict(enumerate(want)))
+
+
+def compare(got: dict, want: dict) -> list[str]:
+    """One line per output of ``want`` that ``got`` does not match (rtol 1e-4, atol 1e-4 of the
+    largest magnitude; exact for integers and bools)."""
     bad = []
-    for i, (g, wv) in enumerate(zip(got, want)):
-        g = np.asarray(g)
+    for k, wv in want.items():
+        g = np.asarray(got[k])
         if g.shape != wv.shape:
-            bad.append(f"out{i} shape {g.shape} vs {wv.shape}")
-            continue
-        if wv.dtype.kind == "f":
+            bad.append(f"out {k} shape {g.shape} vs {wv.shape}")
+        elif wv.dtype.kind in "fc":
             tol = 1e-4 * max(1.0, float(np.nanmax(np.abs(wv))) if wv.size else 1.0)
             if not np.allclose(g, wv, rtol=1e-4, atol=tol, equal_nan=True):
-                bad.append(f"out{i} max diff {np.nanmax(np.abs(g.astype(np.float64) - wv)):.3g}")
+                bad.append(f"out {k} max diff {np.nanmax(np.abs(g.astype(np.complex128) - wv)):.3g}")
         elif not np.array_equal(g, wv):
-            bad.append(f"out{i} values differ")
+            bad.append(f"out {k} values differ")
     return bad
 
 
@@ -476,14 +481,7 @@ def run_keras(name, make, shape, opts, tmp):
     fetches = [t.name for t in frozen.outputs]
     with load_model(path) as m:
         got = m.session.run(fetches, feeds)
-    bad = []
-    for i, (g, wv) in enumerate(zip(got, want)):
-        g = np.asarray(g)
-        if g.shape != wv.shape:
-            bad.append(f"out{i} shape {g.shape} vs {wv.shape}")
-        elif not np.allclose(g, wv, rtol=1e-4, atol=1e-4 * max(1.0, float(np.abs(wv).max()) if wv.size else 1.0)):
-            bad.append(f"out{i} max diff {np.abs(g.astype(np.float64) - wv).max():.3g}")
-    return bad
+    return compare(dict(enumerate(got)), dict(enumerate(want)))
 
 
 def run_saved(name, make, shape, opts, tmp):
@@ -511,14 +509,7 @@ def run_saved(name, make, shape, opts, tmp):
     want = {k: v.numpy() for k, v in tf.saved_model.load(path).signatures["serving_default"](t=tf.constant(x)).items()}
     with load_model(path) as lm:
         got = lm.run("serving_default", {"t": x})
-    bad = []
-    for k, wv in want.items():
-        g = np.asarray(got[k])
-        if g.shape != wv.shape:
-            bad.append(f"{k} shape {g.shape} vs {wv.shape}")
-        elif not np.allclose(g, wv, rtol=1e-4, atol=1e-4 * max(1.0, float(np.abs(wv).max()))):
-            bad.append(f"{k} max diff {np.abs(g.astype(np.float64) - wv).max():.3g}")
-    return bad
+    return compare(got, want)
 
 
 
