@@ -42,6 +42,7 @@ from specflow.ops import (  # noqa: F401,E402  (importing registers the ops)
     segment_ops,
     selection_ops,
     space_depth_ops,
+    sparse_ops,
     sparse_training_ops,
     special_math_ops,
     stack_ops,
