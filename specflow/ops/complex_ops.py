@@ -3,7 +3,8 @@ TensorFlow's gradients (math_grad.py). (Conj is with the unary ops.)"""
 
 from __future__ import annotations
 
-from specflow.graph import dtypes
+import numpy as np
+
 from specflow.ops import grad_util as gu
 from specflow.ops.inference import broadcast_shape, unchanged_shape
 from specflow.ops.registry import gradient, kernel, register_op
@@ -31,7 +32,7 @@ register_op(
 @kernel("Complex")
 def _complex(ctx, re, im):
     _check_pair(ctx, ctx.attrs["T"], ctx.attrs["Tout"])
-    out = ctx.xp.empty(ctx.xp.broadcast_shapes(re.shape, im.shape), dtype=ctx.attrs["Tout"].numpy)
+    out = ctx.xp.empty(np.broadcast_shapes(re.shape, im.shape), dtype=ctx.attrs["Tout"].numpy)
     out.real, out.imag = re, im
     return out
 
@@ -92,8 +93,7 @@ def _complex_abs_grad(b, node, dys):
 @gradient("Angle")
 def _angle_grad(b, node, dys):
     # d angle = -grad / (imag + i real), as TF's.
-    x = node.data_inputs[0]
-    real_t = dtypes.float64 if b.spec(x).dtype == dtypes.complex128 else dtypes.float32
+    x, real_t = node.data_inputs[0], node.attrs["Tout"]
     re, im = gu.emit(b, "Real", x, Tout=real_t), gu.emit(b, "Imag", x, Tout=real_t)
     z = gu.emit(b, "Reciprocal", _as_complex(b, im, re, x))
     return [gu.emit(b, "Neg", gu.emit(b, "Mul", _as_complex(b, dys[0], None, x), z))]

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from specflow.graph.shapes import Shape
+from specflow.graph.shapes import Shape, as_shape
 from specflow.ops import grad_util as gu
 from specflow.ops.inference import InferenceContext
 from specflow.ops.registry import gradient, kernel, register_op
@@ -21,8 +21,7 @@ _METHODS = "method: {'bilinear', 'nearest'} = 'bilinear'"
 
 
 def _check_boxes(c, boxes_shape, ind_shape) -> None:
-    b, i = Shape(boxes_shape) if not isinstance(boxes_shape, Shape) else boxes_shape, ind_shape
-    i = Shape(i) if not isinstance(i, Shape) else i
+    b, i = as_shape(boxes_shape), as_shape(ind_shape)
     if b.rank not in (None, 2) or (b.rank == 2 and b[1] not in (None, 4)):
         raise c.fail(f"boxes must be [num_boxes, 4], got shape {b}")
     if i.rank not in (None, 1):
@@ -73,26 +72,42 @@ def _samples(lo, hi, size: int, crop: int):
     return np.broadcast_to(np.float32(0.5) * (lo + hi) * edge, (lo.shape[0], 1)).astype(np.float32)
 
 
-def _geometry(boxes, h: int, w: int, ch: int, cw: int):
-    """Sample rows and columns of every box, their validity, neighbours and weights."""
-    ys = _samples(boxes[:, 0], boxes[:, 2], h, ch)
-    xs = _samples(boxes[:, 1], boxes[:, 3], w, cw)
-    out = []
-    for pos, size in ((ys, h), (xs, w)):
-        valid = (pos >= 0) & (pos <= size - 1)
-        lo = np.clip(np.floor(pos), 0, max(size - 1, 0)).astype(np.int64)
-        hi = np.clip(np.ceil(pos), 0, max(size - 1, 0)).astype(np.int64)
-        near = np.clip(np.floor(pos + np.float32(0.5)), 0, max(size - 1, 0)).astype(np.int64)
-        out.append((pos, valid, lo, hi, (pos - np.floor(pos)).astype(np.float32), near))
-    return out
+class _Dim:
+    """Per box and sample along one dim: inside the image?, the neighbours below and above, the
+    upper one's weight, the nearest (host arrays [N, crop])."""
+
+    def __init__(self, pos, size: int):
+        self.valid = (pos >= 0) & (pos <= size - 1)
+        clip = lambda v: np.clip(v, 0, max(size - 1, 0)).astype(np.int64)  # noqa: E731
+        self.lo, self.hi, self.near = clip(np.floor(pos)), clip(np.ceil(pos)), clip(np.floor(pos + np.float32(0.5)))
+        self.lerp = (pos - np.floor(pos)).astype(np.float32)
 
 
-def _check_inputs(ctx, image, boxes, box_ind, batch: int) -> None:
+def _read(ctx, boxes, box_ind, dims, crop):
+    """The checked box indices and the rows and columns every box samples."""
+    b, h, w = dims
     _check_boxes(ctx, boxes.shape, box_ind.shape)
-    ind = ctx.host(box_ind)
-    if ind.size and (ind.min() < 0 or ind.max() >= batch):
-        bad = int(ind[(ind < 0) | (ind >= batch)][0])
-        raise ctx.fail(f"box_ind has {bad}, not in [0, {batch}) (the image batch)")
+    ind = ctx.host(box_ind).astype(np.int64)
+    if ind.size and (ind.min() < 0 or ind.max() >= b):
+        bad = int(ind[(ind < 0) | (ind >= b)][0])
+        raise ctx.fail(f"box_ind has {bad}, not in [0, {b}) (the image batch)")
+    boxes = ctx.host(boxes)
+    ys = _Dim(_samples(boxes[:, 0], boxes[:, 2], h, crop[0]), h)
+    xs = _Dim(_samples(boxes[:, 1], boxes[:, 3], w, crop[1]), w)
+    return ind, ys, xs
+
+
+def _valid(xp, ys: _Dim, xs: _Dim):
+    """[N, ch, cw, 1]: the samples inside the image."""
+    return xp.asarray(ys.valid[:, :, None] & xs.valid[:, None, :])[..., None]
+
+
+def _corners(xp, image, ind, ys: _Dim, xs: _Dim):
+    """Each sample's four neighbours (top-left, top-right, bottom-left, bottom-right), float32."""
+    img, n = image.astype(np.float32, copy=False), ind[:, None, None]
+    t, bt = xp.asarray(ys.lo)[:, :, None], xp.asarray(ys.hi)[:, :, None]
+    lf, rt = xp.asarray(xs.lo)[:, None, :], xp.asarray(xs.hi)[:, None, :]
+    return img[n, t, lf], img[n, t, rt], img[n, bt, lf], img[n, bt, rt]
 
 
 @kernel("CropAndResize", host_inputs=(1, 2, 3))
@@ -100,24 +115,17 @@ def _crop_and_resize(ctx, image, boxes, box_ind, crop_size):
     xp = ctx.xp
     if image.ndim != 4:
         raise ctx.fail(f"image must be 4-D [batch, height, width, depth], got shape {list(image.shape)}")
-    b, h, w, c = image.shape
-    _check_inputs(ctx, image, boxes, box_ind, b)
-    ch, cw = _crop_size(ctx, ctx.host(crop_size))
-    boxes, ind = ctx.host(boxes), ctx.host(box_ind).astype(np.int64)
-    (_, yv, top, bottom, ylerp, ynear), (_, xv, left, right, xlerp, xnear) = _geometry(boxes, h, w, ch, cw)
-    img = image.astype(np.float32, copy=False)
-    n = ind[:, None, None]
+    crop = _crop_size(ctx, ctx.host(crop_size))
+    ind, ys, xs = _read(ctx, boxes, box_ind, image.shape[:3], crop)
     if ctx.attrs["method"] == "nearest":
-        out = img[n, xp.asarray(ynear)[:, :, None], xp.asarray(xnear)[:, None, :]]
+        img = image.astype(np.float32, copy=False)
+        out = img[ind[:, None, None], xp.asarray(ys.near)[:, :, None], xp.asarray(xs.near)[:, None, :]]
     else:
-        t, bt = xp.asarray(top)[:, :, None], xp.asarray(bottom)[:, :, None]
-        lf, rt = xp.asarray(left)[:, None, :], xp.asarray(right)[:, None, :]
-        xl = xp.asarray(xlerp)[:, None, :, None]
-        top_row = img[n, t, lf] + (img[n, t, rt] - img[n, t, lf]) * xl
-        bottom_row = img[n, bt, lf] + (img[n, bt, rt] - img[n, bt, lf]) * xl
-        out = top_row + (bottom_row - top_row) * xp.asarray(ylerp)[:, :, None, None]
-    valid = xp.asarray(yv[:, :, None] & xv[:, None, :])[..., None]
-    return xp.where(valid, out, np.float32(ctx.attrs["extrapolation_value"])).astype(np.float32, copy=False)
+        tl, tr, bl, br = _corners(xp, image, ind, ys, xs)
+        xl = xp.asarray(xs.lerp)[:, None, :, None]
+        top_row, bottom_row = tl + (tr - tl) * xl, bl + (br - bl) * xl
+        out = top_row + (bottom_row - top_row) * xp.asarray(ys.lerp)[:, :, None, None]
+    return xp.where(_valid(xp, ys, xs), out, np.float32(ctx.attrs["extrapolation_value"])).astype(np.float32, copy=False)
 
 
 @gradient("CropAndResize")
@@ -151,24 +159,22 @@ def _crop_and_resize_grad_image(ctx, grads, boxes, box_ind, image_size):
     if len(dims) != 4 or min(dims) < 0:
         raise ctx.fail(f"image_size must be 4 non-negative sizes, got {dims}")
     b, h, w, c = dims
-    _check_inputs(ctx, None, boxes, box_ind, b)
     n_boxes, ch, cw, gc = grads.shape
+    ind, ys, xs = _read(ctx, boxes, box_ind, (b, h, w), (ch, cw))
     if gc != c or n_boxes != boxes.shape[0]:
         raise ctx.fail(f"grads of shape {list(grads.shape)} does not match {n_boxes} boxes of depth {c}")
-    boxes, ind = ctx.host(boxes), ctx.host(box_ind).astype(np.int64)
-    (_, yv, top, bottom, ylerp, ynear), (_, xv, left, right, xlerp, xnear) = _geometry(boxes, h, w, ch, cw)
     out = xp.zeros((b, h, w, c), dtype=np.float32)
-    g = xp.where(xp.asarray(yv[:, :, None] & xv[:, None, :])[..., None], grads.astype(np.float32), np.float32(0))
+    g = xp.where(_valid(xp, ys, xs), grads.astype(np.float32), np.float32(0))
     n = np.broadcast_to(ind[:, None, None], (n_boxes, ch, cw))
     if ctx.attrs["method"] == "nearest":
-        rows, cols = np.broadcast_to(ynear[:, :, None], n.shape), np.broadcast_to(xnear[:, None, :], n.shape)
-        xp.add.at(out, (xp.asarray(n), xp.asarray(rows), xp.asarray(cols)), g)
-        return out.astype(ctx.attrs["T"].numpy, copy=False)
-    yl, xl = ylerp[:, :, None, None], xlerp[:, None, :, None]
-    for rows, cols, weight in ((top, left, (1 - yl) * (1 - xl)), (top, right, (1 - yl) * xl),
-                               (bottom, left, yl * (1 - xl)), (bottom, right, yl * xl)):  # fmt: skip
+        taps = [(ys.near, xs.near, None)]
+    else:
+        yl, xl = ys.lerp[:, :, None, None], xs.lerp[:, None, :, None]
+        taps = [(ys.lo, xs.lo, (1 - yl) * (1 - xl)), (ys.lo, xs.hi, (1 - yl) * xl),
+                (ys.hi, xs.lo, yl * (1 - xl)), (ys.hi, xs.hi, yl * xl)]  # fmt: skip
+    for rows, cols, weight in taps:
         r, cc = np.broadcast_to(rows[:, :, None], n.shape), np.broadcast_to(cols[:, None, :], n.shape)
-        xp.add.at(out, (xp.asarray(n), xp.asarray(r), xp.asarray(cc)), g * xp.asarray(weight.astype(np.float32)))
+        xp.add.at(out, (xp.asarray(n), xp.asarray(r), xp.asarray(cc)), g if weight is None else g * xp.asarray(weight))
     return out.astype(ctx.attrs["T"].numpy, copy=False)
 
 
@@ -187,19 +193,13 @@ register_op(
 def _crop_and_resize_grad_boxes(ctx, grads, image, boxes, box_ind):
     xp = ctx.xp
     b, h, w, _ = image.shape
-    _check_inputs(ctx, image, boxes, box_ind, b)
     n_boxes, ch, cw, _ = grads.shape
-    boxes, ind = ctx.host(boxes), ctx.host(box_ind).astype(np.int64)
-    (_, yv, top, bottom, ylerp, _), (_, xv, left, right, xlerp, _) = _geometry(boxes, h, w, ch, cw)
-    img = image.astype(np.float32, copy=False)
-    n = ind[:, None, None]
-    t, bt = xp.asarray(top)[:, :, None], xp.asarray(bottom)[:, :, None]
-    lf, rt = xp.asarray(left)[:, None, :], xp.asarray(right)[:, None, :]
-    tl, tr, bl, br = img[n, t, lf], img[n, t, rt], img[n, bt, lf], img[n, bt, rt]
-    yl, xl = xp.asarray(ylerp)[:, :, None, None], xp.asarray(xlerp)[:, None, :, None]
+    ind, ys, xs = _read(ctx, boxes, box_ind, (b, h, w), (ch, cw))
+    tl, tr, bl, br = _corners(xp, image, ind, ys, xs)
+    yl, xl = xp.asarray(ys.lerp)[:, :, None, None], xp.asarray(xs.lerp)[:, None, :, None]
     slope_y = (1 - xl) * (bl - tl) + xl * (br - tr)  # d sample / d row position
     slope_x = (1 - yl) * (tr - tl) + yl * (br - bl)
-    g = xp.where(xp.asarray(yv[:, :, None] & xv[:, None, :])[..., None], grads.astype(np.float32), np.float32(0))
+    g = xp.where(_valid(xp, ys, xs), grads.astype(np.float32), np.float32(0))
     gy, gx = (g * slope_y).sum(axis=3), (g * slope_x).sum(axis=3)  # [N, ch, cw]
     out = xp.zeros((n_boxes, 4), dtype=np.float32)
     for (first, second), grad, size, crop, axis in (((0, 2), gy, h, ch, 2), ((1, 3), gx, w, cw, 1)):

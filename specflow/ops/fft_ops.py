@@ -12,7 +12,6 @@ from __future__ import annotations
 import numpy as np
 
 from specflow.errors import GraphError
-from specflow.graph import dtypes
 from specflow.graph.shapes import Shape
 from specflow.ops import grad_util as gu
 from specflow.ops.inference import InferenceContext, unchanged_shape
@@ -20,7 +19,6 @@ from specflow.ops.registry import gradient, kernel, register_op
 
 _COMPLEX = "Tcomplex: {complex64, complex128} = complex64"
 _REAL = "Treal: {float32, float64} = float32"
-_PAIR = {np.dtype(np.complex64): np.float32, np.dtype(np.complex128): np.float64}
 
 
 def _axes(rank: int) -> tuple[int, ...]:
@@ -60,30 +58,21 @@ for _rank in (1, 2, 3):
                 # FFT's adjoint is n * IFFT, IFFT's is FFT / n (n: the transformed dims' size).
                 other = name[1:] if inverse else "I" + name
                 x = node.data_inputs[0]
-                n = _size(b, x, rank)
                 out = gu.emit(b, other, dys[0])
-                return [gu.emit(b, "RealDiv" if inverse else "Mul", out, _as_complex(b, n, x))]
+                return [gu.emit(b, "RealDiv" if inverse else "Mul", out, _size(b, x, rank))]
 
         _register()
 
 
 def _size(b, x: str, rank: int) -> str:
-    """The product of x's innermost ``rank`` dims, as a float32 scalar tensor."""
-    dims = b.spec(x).shape
+    """The product of x's innermost ``rank`` dims, as a scalar of x's (complex) dtype."""
+    dims, ct = b.spec(x).shape, b.spec(x).dtype
     if dims.rank is not None and all(d is not None for d in dims.dims[-rank:]):
-        return gu.const(b, float(np.prod(dims.dims[-rank:])), dtypes.float32)
+        return gu.const(b, complex(np.prod(dims.dims[-rank:])), ct)
     shape = gu.shape_of(b, x)
     inner = gu.emit(b, "StridedSlice", shape, gu.const(b, [-rank], "int32"), gu.const(b, [0], "int32"),
                     gu.const(b, [1], "int32"), end_mask=1)  # fmt: skip
-    return gu.emit(b, "Cast", gu.emit(b, "Prod", inner, gu.const(b, 0, "int32")), DstT=dtypes.float32)
-
-
-def _as_complex(b, real32: str, like: str) -> str:
-    """A float32 scalar as a scalar of ``like``'s complex dtype."""
-    ct = b.spec(like).dtype
-    rt = dtypes.float64 if ct == dtypes.complex128 else dtypes.float32
-    re = gu.emit(b, "Cast", real32, DstT=rt) if rt != dtypes.float32 else real32
-    return gu.emit(b, "Complex", re, gu.zeros_like(b, re), T=rt, Tout=ct)
+    return gu.emit(b, "Cast", gu.emit(b, "Prod", inner, gu.const(b, 0, "int32")), DstT=ct)
 
 
 # --- real to complex and back -----------------------------------------------------------------
@@ -138,14 +127,11 @@ for _rank in (1, 2, 3):
                 _check_rank(ctx, x, rank)
                 n = _lengths(ctx, ctx.host(fft_length), rank)
                 xp = ctx.xp
-                if inverse:
-                    if 0 in n:
-                        return xp.zeros((*x.shape[:-rank], *n), dtype=_PAIR[np.dtype(x.dtype)])
-                    return xp.fft.irfftn(x, s=n, axes=_axes(rank)).astype(_PAIR[np.dtype(x.dtype)], copy=False)
-                out_t = ctx.attrs["Tcomplex"].numpy
+                fn, out_t, last = (xp.fft.irfftn, ctx.attrs["Treal"], n[-1]) if inverse else \
+                    (xp.fft.rfftn, ctx.attrs["Tcomplex"], n[-1] // 2 + 1)  # fmt: skip
                 if 0 in n:
-                    return xp.zeros((*x.shape[:-rank], *n[:-1], n[-1] // 2 + 1), dtype=out_t)
-                return xp.fft.rfftn(x, s=n, axes=_axes(rank)).astype(out_t, copy=False)
+                    return xp.zeros((*x.shape[:-rank], *n[:-1], last), dtype=out_t.numpy)
+                return fn(x, s=n, axes=_axes(rank)).astype(out_t.numpy, copy=False)
 
         _register_real()
 

@@ -162,10 +162,17 @@ def _resize_bilinear(ctx, images, size):
     return top + (bottom - top) * xp.asarray(ylerp)[:, None, None]
 
 
-@gradient("ResizeBilinear")
-def _resize_bilinear_gradient(b, node, dys):
-    images, _ = node.data_inputs
-    return [gu.emit(b, "ResizeBilinearGrad", dys[0], images, **_flag_attrs(node)), None]
+def _resize_gradient(grad_op: str):
+    """A resize's gradient: ``grad_op`` (grads, original_image) with the same flags."""
+
+    def grad(b, node, dys):
+        images, _ = node.data_inputs
+        return [gu.emit(b, grad_op, dys[0], images, **_flag_attrs(node)), None]
+
+    return grad
+
+
+gradient("ResizeBilinear")(_resize_gradient("ResizeBilinearGrad"))
 
 
 def _bilinear_grad_shape(ic: InferenceContext) -> list[Shape]:
@@ -348,21 +355,13 @@ def _resize_bicubic(ctx, images, size):
 
 @kernel("ResizeArea", host_inputs=[1])
 def _resize_area(ctx, images, size):
-    _image_dims(ctx, images.shape, "images")
-    oh, ow = _size_value(ctx, ctx.host(size))
-    n, h, w, c = images.shape
+    (n, h, w, c), (oh, ow), align, _ = _resize_args(ctx, images, size)
     if oh * ow == 0 or n * c == 0:
         return ctx.xp.zeros((n, oh, ow, c), dtype=np.float32)
-    if h == 0 or w == 0:
-        raise ctx.fail(f"cannot resize an empty image (shape {list(images.shape)}) to {oh}x{ow}")
-    align = ctx.attrs["align_corners"]
     return _separable(ctx.xp, images, _area_matrix(h, oh, align), _area_matrix(w, ow, align))
 
 
-@gradient("ResizeBicubic")
-def _resize_bicubic_gradient(b, node, dys):
-    images, _ = node.data_inputs
-    return [gu.emit(b, "ResizeBicubicGrad", dys[0], images, **_flag_attrs(node)), None]
+gradient("ResizeBicubic")(_resize_gradient("ResizeBicubicGrad"))
 
 
 register_op(

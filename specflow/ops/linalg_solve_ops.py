@@ -43,10 +43,14 @@ def _determinant(ctx, x):
 @gradient("MatrixDeterminant")
 def _determinant_grad(b, node, dys):
     # d det(A) = det(A) tr(A^-1 dA): dA = g det(A) A^-H.
-    x = node.data_inputs[0]
-    scale = gu.emit(b, "Mul", dys[0], node.name)
-    scale = gu.emit(b, "ExpandDims", gu.emit(b, "ExpandDims", scale, gu.const(b, -1, "int32")), gu.const(b, -1, "int32"))
-    return [gu.emit(b, "Mul", scale, gu.emit(b, "MatrixInverse", x, adjoint=True))]
+    return [_scaled_inverse_adjoint(b, node.data_inputs[0], gu.emit(b, "Mul", dys[0], node.name))]
+
+
+def _scaled_inverse_adjoint(b, x: str, scale: str) -> str:
+    """scale[..., None, None] * A^-H: the determinants' gradients."""
+    minus1 = gu.const(b, -1, "int32")
+    scale = gu.emit(b, "ExpandDims", gu.emit(b, "ExpandDims", scale, minus1), minus1)
+    return gu.emit(b, "Mul", scale, gu.emit(b, "MatrixInverse", x, adjoint=True))
 
 
 register_op(
@@ -70,11 +74,7 @@ def _log_determinant(ctx, x):
 @gradient("LogMatrixDeterminant")
 def _log_determinant_grad(b, node, dys):
     # d log|det A| = tr(A^-1 dA): dA = g A^-H (the sign has no gradient, as in TF).
-    x, g = node.data_inputs[0], dys[1]
-    if g is None:
-        return [None]
-    scale = gu.emit(b, "ExpandDims", gu.emit(b, "ExpandDims", g, gu.const(b, -1, "int32")), gu.const(b, -1, "int32"))
-    return [gu.emit(b, "Mul", scale, gu.emit(b, "MatrixInverse", x, adjoint=True))]
+    return [None if dys[1] is None else _scaled_inverse_adjoint(b, node.data_inputs[0], dys[1])]
 
 
 # --- MatrixSolve ------------------------------------------------------------------------------
@@ -249,8 +249,7 @@ def _self_adjoint_eig_grad(b, node, dys):
     x = node.data_inputs[0]
     e, v = node.name, f"{node.name}:1"
     de = dys[0] if dys[0] is not None else gu.zeros_like(b, e)
-    inner = gu.emit(b, "MatrixDiagV3", de, gu.const(b, 0, "int32"), gu.const(b, -1, "int32"), gu.const(b, -1, "int32"),
-                    gu.const(b, 0, b.spec(e).dtype))  # fmt: skip
+    inner = _diag(b, de)
     if dys[1] is not None:
         diff = gu.emit(b, "Sub", gu.emit(b, "ExpandDims", e, gu.const(b, -2, "int32")),
                        gu.emit(b, "ExpandDims", e, gu.const(b, -1, "int32")))  # fmt: skip
@@ -316,6 +315,10 @@ def _svd_grad(b, node, dys):
     else:  # the vectors from a reduced decomposition of the same input
         again = gu.emit(b, "Svd", x, compute_uv=True, full_matrices=False)
         u, v = f"{again}:1", f"{again}:2"
-    ds = gu.emit(b, "MatrixDiagV3", dys[0], gu.const(b, 0, "int32"), gu.const(b, -1, "int32"), gu.const(b, -1, "int32"),
-                 gu.const(b, 0, b.spec(x).dtype))  # fmt: skip
-    return [_mm(b, _mm(b, u, ds), v, adj_y=True)]
+    return [_mm(b, _mm(b, u, _diag(b, dys[0])), v, adj_y=True)]
+
+
+def _diag(b, vec: str) -> str:
+    """Square matrices with ``vec`` (a batch of vectors) on their diagonals."""
+    minus1 = gu.const(b, -1, "int32")
+    return gu.emit(b, "MatrixDiagV3", vec, gu.const(b, 0, "int32"), minus1, minus1, gu.const(b, 0, b.spec(vec).dtype))

@@ -238,9 +238,8 @@ def _trip_count(g: _Graph, loop_vars, order, loop_cond: NodeDef, max_trips: int,
 
     def known(tensor: str):
         ref = parse_input(tensor)
-        out = values.get(ref.node)
-        # (a node run here may give fewer outputs than it has: a Merge's, an Enter's)
-        return None if out is None or ref.index >= len(out) else out[ref.index]
+        out = values.get(ref.node)  # (absent: unknown, every output)
+        return None if out is None else out[ref.index]
 
     def outside(tensor: str):
         node = g.nodes[parse_input(tensor).node]
@@ -265,12 +264,11 @@ def _trip_count(g: _Graph, loop_vars, order, loop_cond: NodeDef, max_trips: int,
             else:
                 ins = [known(i) for i in n.data_inputs]
                 if any(x is None or getattr(x, "size", 1) > FOLD_LIMIT for x in ins):
-                    values[n.name] = [None] * 8
-                    continue
+                    continue  # unknown: left out of ``values``
                 try:
                     values[n.name] = run_kernel(n, ins)
                 except Exception:  # unknown: not unrolled; the step reports real errors
-                    values[n.name] = [None] * 8
+                    pass
         pred = known(loop_cond.data_inputs[0])
         if pred is None or getattr(pred, "shape", ()) != ():
             return None
