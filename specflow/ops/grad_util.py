@@ -21,6 +21,14 @@ def emit(b, op: str, *inputs: str, **attrs) -> str:
     return b.add_op(op, list(inputs), attrs).name
 
 
+def product(b, *xs: str) -> str:
+    """``xs[0] * xs[1] * ...`` as a chain of Muls."""
+    out = xs[0]
+    for x in xs[1:]:
+        out = emit(b, "Mul", out, x)
+    return out
+
+
 def outputs(b, op: str, n: int, *inputs: str, **attrs) -> list[str]:
     """Add a multi-output ``op``; return its ``n`` output names."""
     node = b.add_op(op, list(inputs), attrs)

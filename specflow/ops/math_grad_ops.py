@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from specflow.ops import grad_util as gu
 from specflow.ops.inference import same_shape_inputs
+from specflow.ops.math_ops import scalar
 from specflow.ops.registry import gradient, kernel, register_op
 
 _FORMULAS = {
@@ -44,23 +45,12 @@ def _conj(b, t: str) -> str:
     return gu.emit(b, "Conj", t) if b.spec(t).dtype.is_complex else t
 
 
-def _mul(b, *xs: str) -> str:
-    out = xs[0]
-    for x in xs[1:]:
-        out = gu.emit(b, "Mul", out, x)
-    return out
-
-
-def _scalar(b, value, like: str) -> str:
-    return gu.const(b, value, b.spec(like).dtype)
-
-
 @gradient("SqrtGrad")
 def _sqrt_grad_grad(b, node, dys):
     # z = dy * 0.5 / y: dz/dy = -z / y, dz/d(dy) = 0.5 / y.
     y, _ = node.data_inputs
     ga = gu.emit(b, "RealDiv", dys[0], y)
-    return [gu.emit(b, "Neg", _mul(b, _conj(b, ga), node.name)), _mul(b, ga, _scalar(b, 0.5, y))]
+    return [gu.emit(b, "Neg", gu.product(b, _conj(b, ga), node.name)), gu.product(b, ga, scalar(b, 0.5, y))]
 
 
 @gradient("RsqrtGrad")
@@ -68,7 +58,7 @@ def _rsqrt_grad_grad(b, node, dys):
     # z = -0.5 * dy * y ** 3: dz/dy = -1.5 * dy * y ** 2; z is linear in dy.
     y, dy = node.data_inputs
     cy = _conj(b, y)
-    return [_mul(b, _conj(b, dys[0]), dy, cy, cy, _scalar(b, -1.5, y)), gu.emit(b, "RsqrtGrad", cy, dys[0])]
+    return [gu.product(b, _conj(b, dys[0]), dy, cy, cy, scalar(b, -1.5, y)), gu.emit(b, "RsqrtGrad", cy, dys[0])]
 
 
 def _reciprocal_grad_grad(op: str):
@@ -76,7 +66,7 @@ def _reciprocal_grad_grad(op: str):
         # z = -dy * y * y: dz/dy = -2 * dy * y; z is linear in dy.
         y, dy = node.data_inputs
         cy = _conj(b, y)
-        return [_mul(b, _conj(b, dys[0]), dy, cy, _scalar(b, -2, y)), gu.emit(b, op, cy, dys[0])]
+        return [gu.product(b, _conj(b, dys[0]), dy, cy, scalar(b, -2, y)), gu.emit(b, op, cy, dys[0])]
 
     return grad
 

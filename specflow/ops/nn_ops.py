@@ -210,11 +210,6 @@ def _scalar(b, value, like: str) -> str:
     return gu.const(b, value, b.spec(like).dtype)
 
 
-def _mul(b, *xs: str) -> str:
-    out = xs[0]
-    for x in xs[1:]:
-        out = gu.emit(b, "Mul", out, x)
-    return out
 
 
 # Each activation's gradient is its *Grad kernel of (dy, t), t being the activation's output
@@ -249,14 +244,14 @@ def _where_negative(b, t: str, value: str) -> str:
 def _softplus_curvature(b, ddx, g, x):
     # d/dx sigmoid(x) = 1 / (exp(-x) + 2 + exp(x)), which stays finite for large |x|.
     e = gu.emit(b, "AddV2", gu.emit(b, "Exp", gu.emit(b, "Neg", x)), gu.emit(b, "Exp", x))
-    return gu.emit(b, "RealDiv", _mul(b, ddx, g), gu.emit(b, "AddV2", e, _scalar(b, 2, x)))
+    return gu.emit(b, "RealDiv", gu.product(b, ddx, g), gu.emit(b, "AddV2", e, _scalar(b, 2, x)))
 
 
 def _softsign_curvature(b, ddx, g, x):
     # d/dx (1 + |x|) ** -2 = -2 sign(x) / (1 + |x|) ** 3
     t = gu.emit(b, "AddV2", gu.emit(b, "Abs", x), _scalar(b, 1, x))
-    num = _mul(b, ddx, g, gu.emit(b, "Sign", x), _scalar(b, -2, x))
-    return gu.emit(b, "RealDiv", num, _mul(b, t, t, t))
+    num = gu.product(b, ddx, g, gu.emit(b, "Sign", x), _scalar(b, -2, x))
+    return gu.emit(b, "RealDiv", num, gu.product(b, t, t, t))
 
 
 # A gradient kernel is g * slope(t) for inputs (g, t): linear in g, so its gradient for g is
@@ -266,8 +261,8 @@ _SLOPE_DERIVATIVES = {
     "Relu6Grad": lambda b, ddx, g, t: gu.zeros_like(b, t),
     "LeakyReluGrad": lambda b, ddx, g, t: gu.zeros_like(b, t),
     # (y + 1) and (y + scale * alpha) below zero: slope' is 1 there, 0 above.
-    "EluGrad": lambda b, ddx, g, y: _where_negative(b, y, _mul(b, ddx, g)),
-    "SeluGrad": lambda b, ddx, g, y: _where_negative(b, y, _mul(b, ddx, g)),
+    "EluGrad": lambda b, ddx, g, y: _where_negative(b, y, gu.product(b, ddx, g)),
+    "SeluGrad": lambda b, ddx, g, y: _where_negative(b, y, gu.product(b, ddx, g)),
     "SoftplusGrad": _softplus_curvature,
     "SoftsignGrad": _softsign_curvature,
 }
@@ -288,15 +283,15 @@ for _name, _fn in _SLOPE_DERIVATIVES.items():
 def _sigmoid_grad_grad(b, node, dys):
     # z = dy * y * (1 - y): dz/dy = dy * (1 - 2y); z is linear in dy.
     y, dy = node.data_inputs
-    gb = _mul(b, dys[0], dy)
-    return [gu.emit(b, "Sub", gb, _mul(b, gb, y, _scalar(b, 2, y))), gu.emit(b, "SigmoidGrad", y, dys[0])]
+    gb = gu.product(b, dys[0], dy)
+    return [gu.emit(b, "Sub", gb, gu.product(b, gb, y, _scalar(b, 2, y))), gu.emit(b, "SigmoidGrad", y, dys[0])]
 
 
 @gradient("TanhGrad")
 def _tanh_grad_grad(b, node, dys):
     # z = dy * (1 - y * y): dz/dy = -2 * dy * y; z is linear in dy.
     y, dy = node.data_inputs
-    return [_mul(b, dys[0], dy, y, _scalar(b, -2, y)), gu.emit(b, "TanhGrad", y, dys[0])]
+    return [gu.product(b, dys[0], dy, y, _scalar(b, -2, y)), gu.emit(b, "TanhGrad", y, dys[0])]
 
 
 # --- Softmax / LogSoftmax ---------------------------------------------------------------------
@@ -358,7 +353,7 @@ def _last_axis_sum(b, x: str) -> str:
 
 def _softmax_backprop(b, dy: str, softmax: str) -> str:
     """dy pulled back through softmax: (dy - sum(dy * softmax)) * softmax, per row."""
-    return _mul(b, gu.emit(b, "Sub", dy, _last_axis_sum(b, _mul(b, dy, softmax))), softmax)
+    return gu.product(b, gu.emit(b, "Sub", dy, _last_axis_sum(b, gu.product(b, dy, softmax))), softmax)
 
 
 @gradient("Softmax")
@@ -369,7 +364,7 @@ def _softmax_grad(b, node, dys):
 @gradient("LogSoftmax")
 def _log_softmax_grad(b, node, dys):
     softmax = gu.emit(b, "Exp", node.name)
-    return [gu.emit(b, "Sub", dys[0], _mul(b, _last_axis_sum(b, dys[0]), softmax))]
+    return [gu.emit(b, "Sub", dys[0], gu.product(b, _last_axis_sum(b, dys[0]), softmax))]
 
 
 # --- BiasAdd / BiasAddGrad --------------------------------------------------------------------
