@@ -112,7 +112,7 @@ class ShapeInferencer:
             return none
         if node.op == "Const":
             return [attrs["value"]]
-        # Shape-of-a-known-shape is constant even when the input's value is not.
+        # Shape-of-a-known-shape is constant even when the input's value is not (ShapeN: per input).
         if node.op == "ShapeN":
             shapes = [self.spec(i).shape for i in node.data_inputs]
             return [np.array(s.dims, sp.dtype.numpy) if s.is_fully_defined else None for s, sp in zip(shapes, specs)]

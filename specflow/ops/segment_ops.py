@@ -103,12 +103,11 @@ for _name, _kind in _SORTED.items():
 def _sorted_kernel(kind: str):
     def fn(ctx, data, ids):
         xp = ctx.xp
-        shape = (_sorted_rows(ctx, data, ids),) + data.shape[1:]
         if kind == "mean":
-            total = xp.zeros(shape, dtype=data.dtype)
-            xp.add.at(total, ids, data)
-            count = xp.bincount(ids, minlength=shape[0]).reshape((-1,) + (1,) * (data.ndim - 1))
+            total = _segment_sum(ctx, data, ids)
+            count = xp.bincount(ids, minlength=total.shape[0]).reshape((-1,) + (1,) * (data.ndim - 1))
             return (total / xp.maximum(count, 1).astype(total.dtype)).astype(data.dtype, copy=False)
+        shape = (_sorted_rows(ctx, data, ids),) + data.shape[1:]
         out = xp.full(shape, 1 if kind == "prod" else 0, dtype=data.dtype)
         if kind != "prod":  # occupied segments start from the identity, empty ones stay 0
             out[xp.unique(ids)] = _identity(kind, data.dtype)

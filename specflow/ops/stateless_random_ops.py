@@ -79,15 +79,28 @@ def _stateless_shape(ic: InferenceContext) -> list[Shape]:
     return [ic.shape_from_value(0)]
 
 
-register_op(
-    "StatelessRandomUniformV2",
-    inputs=["shape: Tshape", "key: uint64", "counter: uint64", "alg: int32"],
-    outputs=["output: dtype"],
-    attrs=["dtype: {float16, float32, float64} = float32", "Tshape: {int32, int64} = int32"],
-    shape=_stateless_shape,
-    doc="Uniform values in [0, 1) that depend only on (key, counter, alg): TF's counter-based "
-    "generator (alg 1 = Philox, or 3 = auto, which is Philox).",
-)
+def _register_stateless(name: str, doc: str, from_words) -> None:
+    """A V2 stateless op: ``from_words(xp, words, dtype, n)`` turns Philox output into its
+    values (two values per call for float64, four otherwise, for both the uniform and the normal)."""
+    register_op(
+        name,
+        inputs=["shape: Tshape", "key: uint64", "counter: uint64", "alg: int32"],
+        outputs=["output: dtype"],
+        attrs=["dtype: {float16, float32, float64} = float32", "Tshape: {int32, int64} = int32"],
+        shape=_stateless_shape,
+        doc=doc,
+    )
+
+    @kernel(name, host_inputs=(0, 1, 2, 3))
+    def _run(ctx, shape, key, counter, alg):
+        dims, key, counter = _stateless_args(ctx, shape, key, counter, alg)
+        dtype = ctx.attrs["dtype"].numpy
+        n = int(np.prod(dims, dtype=np.int64))
+        per_group = 2 if dtype == np.float64 else 4
+        words = philox_words(ctx.xp, int(key[0]), (int(counter[0]), int(counter[1])), -(-n // per_group))
+        return from_words(ctx.xp, words, dtype, n).reshape(tuple(int(d) for d in dims))
+
+    not_differentiable(name)
 
 
 def _stateless_args(ctx, shape, key, counter, alg):
@@ -106,18 +119,12 @@ def _stateless_args(ctx, shape, key, counter, alg):
     return dims, key, counter
 
 
-@kernel("StatelessRandomUniformV2", host_inputs=(0, 1, 2, 3))
-def _stateless_random_uniform(ctx, shape, key, counter, alg):
-    xp = ctx.xp
-    dims, key, counter = _stateless_args(ctx, shape, key, counter, alg)
-    dtype = ctx.attrs["dtype"].numpy
-    n = int(np.prod(dims, dtype=np.int64))
-    per_group = 2 if dtype == np.float64 else 4
-    words = philox_words(xp, int(key[0]), (int(counter[0]), int(counter[1])), -(-n // per_group))
-    return uniform_from_words(xp, words, dtype, n).reshape(tuple(int(d) for d in dims))
-
-
-not_differentiable("StatelessRandomUniformV2")
+_register_stateless(
+    "StatelessRandomUniformV2",
+    "Uniform values in [0, 1) that depend only on (key, counter, alg): TF's counter-based "
+    "generator (alg 1 = Philox, or 3 = auto, which is Philox).",
+    uniform_from_words,
+)
 
 
 # --- seeds to (key, counter), and the algorithm ----------------------------------------------
@@ -182,25 +189,9 @@ def normal_from_words(xp, words, dtype: np.dtype, n: int):
     return out[:n].astype(dtype)
 
 
-register_op(
+_register_stateless(
     "StatelessRandomNormalV2",
-    inputs=["shape: Tshape", "key: uint64", "counter: uint64", "alg: int32"],
-    outputs=["output: dtype"],
-    attrs=["dtype: {float16, float32, float64} = float32", "Tshape: {int32, int64} = int32"],
-    shape=_stateless_shape,
-    doc="Standard normal values that depend only on (key, counter, alg): TF's Box-Muller over its "
+    "Standard normal values that depend only on (key, counter, alg): TF's Box-Muller over its "
     "counter-based generator (Philox).",
+    normal_from_words,
 )
-
-
-@kernel("StatelessRandomNormalV2", host_inputs=(0, 1, 2, 3))
-def _stateless_random_normal(ctx, shape, key, counter, alg):
-    dims, key, counter = _stateless_args(ctx, shape, key, counter, alg)
-    dtype = ctx.attrs["dtype"].numpy
-    n = int(np.prod(dims, dtype=np.int64))
-    per_group = 2 if dtype == np.float64 else 4  # normals per Philox call
-    words = philox_words(ctx.xp, int(key[0]), (int(counter[0]), int(counter[1])), -(-n // per_group))
-    return normal_from_words(ctx.xp, words, dtype, n).reshape(tuple(int(d) for d in dims))
-
-
-not_differentiable("StatelessRandomNormalV2")

@@ -319,8 +319,9 @@ def _one_dim(win: _Window, d: int, sizes: tuple) -> _Window:
 
 def max_pool(xp, x, win: _Window, empty=None):
     """The maximum of each window; a window with no real element gives the dtype's lowest.
-    A max over a box is a max over each of its dims in turn: one dim at a time takes kh + kw
-    passes instead of kh * kw, and the first (over rows) reads whole contiguous rows."""
+    Windows that tile the input reduce a reshaped view (``_max_pool_tiled``). Otherwise a max
+    over a box is a max over each of its dims in turn: one dim at a time takes kh + kw passes
+    instead of kh * kw, and the first (over rows) reads whole contiguous rows."""
     plan = _tile_plan(win, x.shape)
     if plan is not None:
         return _max_pool_tiled(xp, x, win, plan, empty)
