@@ -24,10 +24,10 @@ CHAIN = 1000
 
 
 class SpecflowModel:
-    """A zoo spec's training graph in one Session (``cpu:1``): its initial weights, a training
-    step and, for specs with signatures, an inference call."""
+    """A zoo spec's training graph in one Session (``cpu:1``, or ``devices``): its initial
+    weights, a training step and, for specs with signatures, an inference call."""
 
-    def __init__(self, path: Path, text: str | None = None):
+    def __init__(self, path: Path, text: str | None = None, devices: str = "cpu:1"):
         from specflow.runtime.session import Session, SessionConfig
         from specflow.schema.loader import load_spec, load_spec_text
         from specflow.train.graph import build_training_graph
@@ -35,7 +35,7 @@ class SpecflowModel:
         # ``text``: a variant of the spec at ``path`` (its data paths still relative to it).
         self.spec = load_spec(str(path)) if text is None else load_spec_text(text, str(path))
         self.tg = build_training_graph(self.spec, self.spec.train, None)
-        self.sess = Session(self.tg.graph_def, SessionConfig(devices="cpu:1", graph_seed=0, inter_op_threads=1))
+        self.sess = Session(self.tg.graph_def, SessionConfig(devices=devices, graph_seed=0, inter_op_threads=1))
         self.sess.run([], targets=[self.tg.init_op])
         model_vars = self.spec.lowered.variables
         values = self.sess.run([v.read for v in model_vars])
@@ -165,9 +165,9 @@ class TfAdam:
 class TorchCnn:
     """The same network in PyTorch (NCHW; the dense kernel's rows permuted to NCHW's flatten)."""
 
-    def __init__(self, torch, w: dict, lr: float = 1e-3):
+    def __init__(self, torch, w: dict, lr: float = 1e-3, device: str = "cpu"):
         self.torch = torch
-        t = lambda a: torch.tensor(np.ascontiguousarray(a))  # noqa: E731
+        t = lambda a: torch.tensor(np.ascontiguousarray(a), device=device)  # noqa: E731
         self.k1 = t(w["conv1/kernel"].transpose(3, 2, 0, 1)).requires_grad_()
         self.b1 = t(w["conv1/bias"]).requires_grad_()
         self.k2 = t(w["conv2/kernel"].transpose(3, 2, 0, 1)).requires_grad_()
@@ -257,16 +257,16 @@ class TfRnn:
 
 
 class TorchRnn:
-    def __init__(self, torch, w: dict, lr: float = 0.02):
+    def __init__(self, torch, w: dict, lr: float = 0.02, device: str = "cpu"):
         self.torch = torch
-        self.p = {k: torch.tensor(w[k]).requires_grad_() for k in ("W", "U", "b", "V", "c")}
+        self.p = {k: torch.tensor(w[k], device=device).requires_grad_() for k in ("W", "U", "b", "V", "c")}
         self.opt = torch.optim.Adam(list(self.p.values()), lr=lr, betas=(ADAM["beta1"], ADAM["beta2"]),
                                     eps=ADAM["epsilon"])
 
     def step(self, x, y):
         torch, p = self.torch, self.p
         self.opt.zero_grad(set_to_none=True)
-        h = torch.zeros(x.shape[0], 16)
+        h = torch.zeros(x.shape[0], 16, device=x.device)
         for t in range(8):
             h = torch.tanh(x[:, t] @ p["W"] + h @ p["U"] + p["b"])
         loss = torch.mean((h @ p["V"] + p["c"] - y) ** 2)

@@ -66,8 +66,10 @@ class Variable(Tensor):
         self.name = name or "Variable"
         dev = eager_device()
         var = resources.Variable(self.name, self.dtype, self._shape)
-        value = t.value
-        var.value = value.copy() if isinstance(value, np.ndarray) else dev.xp.array(value, copy=True)
+        # Stored where the variable lives (a GPU scope's variable holds a cupy array), and a copy
+        # of the initial value, never the caller's array itself.
+        value = dev.to_device(t.value)
+        var.value = value.copy() if value is t.value else value
         self._attach(var, dev)
 
     @classmethod

@@ -77,15 +77,18 @@ def _const(ctx):
     # and a variable assigned it copies it first, as a fetch of it does. The state outlives a
     # plan (plans per fed shape fold different values into a Const of one name): the view is
     # kept with the attr it shows.
-    if ctx.xp is np:
-        attr = ctx.attrs["value"]
-        kept = ctx.state.get("value")
-        if kept is None or kept[0] is not attr:
-            view = np.asarray(attr).view()
-            view.flags.writeable = False
-            kept = ctx.state["value"] = (attr, view)
-        return kept[1]
-    return ctx.xp.asarray(ctx.attrs["value"])
+    # On a GPU the copy made on the first run is kept the same way: a host-to-device copy every
+    # step would wait for the GPU's queued work.
+    attr = ctx.attrs["value"]
+    kept = ctx.state.get("value")
+    if kept is None or kept[0] is not attr:
+        if ctx.xp is np:
+            value = np.asarray(attr).view()
+            value.flags.writeable = False
+        else:
+            value = ctx.xp.asarray(attr)
+        kept = ctx.state["value"] = (attr, value)
+    return kept[1]
 
 
 not_differentiable("Const")

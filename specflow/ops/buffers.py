@@ -117,3 +117,24 @@ def empty(ctx: Any, shape: tuple[int, ...], dtype: Any) -> Any:
         if size * dtype.itemsize >= MIN_BYTES:
             return arena.empty(tuple(shape), size, dtype)
     return ctx.xp.empty(shape, dtype)
+
+
+# --- a kernel's own temporaries, kept in its state across steps ---------------------------------
+
+
+def take(xp, state: dict | None, key: str, shape: tuple, dtype):
+    """A buffer for a kernel-internal temporary: the one the kernel used last time (kept in
+    ``state``, its per-node dict that lives across steps) when shape and dtype still fit, else
+    a new one. A multi-MB temporary allocated anew every step is fresh memory each time (mapped,
+    faulted and zeroed by the OS); reusing it skips that. The buffer leaves ``state`` while in
+    use, so two steps running the same kernel at once never share one; ``give`` returns it."""
+    buf = state.pop(key, None) if state is not None else None
+    if buf is None or type(buf) is not xp.ndarray or buf.shape != shape or buf.dtype != dtype:
+        return xp.empty(shape, dtype=dtype)
+    return buf
+
+
+def give(state: dict | None, key: str, buf) -> None:
+    """Return a ``take`` buffer once nothing reads it any more."""
+    if state is not None:
+        state[key] = buf

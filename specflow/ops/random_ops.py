@@ -35,9 +35,15 @@ def _name_hash(name: str) -> int:
     return int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "little")
 
 
+# In a kernel's state on a GPU: the node's own state, where its generator lives (one stream per
+# node whichever device a plan puts it on; see runtime/executor_build.py).
+RNG_HOME = "rng_home"
+
+
 def _generator(ctx: KernelContext) -> np.random.Generator:
     """This kernel instance's generator, created from the seeds on its first run."""
-    rng = ctx.state.get("rng")
+    home = ctx.state.get(RNG_HOME, ctx.state)
+    rng = home.get("rng")
     if rng is None:
         seed, seed2 = int(ctx.attrs["seed"]), int(ctx.attrs["seed2"])
         if seed or seed2:
@@ -48,7 +54,7 @@ def _generator(ctx: KernelContext) -> np.random.Generator:
             entropy = None  # fresh OS entropy: nondeterministic, as in TF
         rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence(entropy)))
         # Concurrent steps: one generator per node (setdefault is atomic), so no two draw alike.
-        rng = ctx.state.setdefault("rng", rng)
+        rng = home.setdefault("rng", rng)
     return rng
 
 

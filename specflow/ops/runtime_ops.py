@@ -143,6 +143,30 @@ def _recv(ctx, done):
     ctx.extras["rendezvous"].recv_async(_key(ctx), on_value)
 
 
+# --- _HostConst: what a control edge across devices carries ---------------------------------
+# The partitioner carries ``^a`` to another device as a _Send of a _HostConst made after ``a``.
+# Its value is one shared host scalar on every device: a receiving device passes it through
+# (Device.import_value) and executors accept it as any device's output, so a control edge from a
+# GPU op never waits for the GPU (it means "after a was launched", as in TF) and one to a GPU
+# copies nothing.
+
+CONTROL_TOKEN = np.zeros((), np.float32)
+CONTROL_TOKEN.flags.writeable = False
+
+register_op(
+    "_HostConst",
+    outputs=["output: dtype"],
+    attrs=["value: tensor", "dtype: type"],
+    shape=lambda ic: [Shape.scalar()],
+    doc="The control token (a float32 scalar 0 in host memory) that a cross-device control edge sends.",
+)
+
+
+@kernel("_HostConst", dtype=[dtypes.float32])
+def _host_const(ctx):
+    return CONTROL_TOKEN
+
+
 # --- 16-bit transfers (whitepaper 5.5): float32 across devices as its top 16 bits ---------------
 # The partitioner puts _TruncateToBfloat16 before a _Send and _ExpandFromBfloat16 after its
 # _Recv on edges that opted in (runtime/lossy_transfers.py). The wire value is the bfloat16 bit

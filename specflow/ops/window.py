@@ -19,6 +19,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from specflow.ops.buffers import give, take  # noqa: F401  (kernels use them as window.take/give)
+from specflow.ops.window_gather import col2im_scatter, im2col_gather
+
 Dims = Sequence[int | None]
 _ALL = slice(None)
 
@@ -117,24 +120,6 @@ def lowest(dtype) -> float | int:
     return -np.inf if dtype.kind == "f" else np.iinfo(dtype).min
 
 
-def take(xp, state: dict | None, key: str, shape: tuple, dtype):
-    """A buffer for a kernel-internal temporary: the one the kernel used last time (kept in
-    ``state``, its per-node dict that lives across steps) when shape and dtype still fit, else
-    a new one. A multi-MB temporary allocated anew every step is fresh memory each time (mapped,
-    faulted and zeroed by the OS); reusing it skips that. The buffer leaves ``state`` while in
-    use, so two steps running the same kernel at once never share one; ``give`` returns it."""
-    buf = state.pop(key, None) if state is not None else None
-    if buf is None or type(buf) is not xp.ndarray or buf.shape != shape or buf.dtype != dtype:
-        return xp.empty(shape, dtype=dtype)
-    return buf
-
-
-def give(state: dict | None, key: str, buf) -> None:
-    """Return a ``take`` buffer once nothing reads it any more."""
-    if state is not None:
-        state[key] = buf
-
-
 def bordered(xp, x, win: _Window, value=0, state=None):
     """``x`` inside a border of ``value`` as wide as the window's padding: one copy into a
     buffer (``take``'s, with ``state``) whose border strips alone are filled (``x`` itself when
@@ -176,6 +161,13 @@ def windows(xp, x, win: _Window, xb=None):
     return xp.lib.stride_tricks.as_strided(xb, shape, strides)
 
 
+# im2col elements up to which one gather beats a bordered copy and a copy of the window view (or
+# one per tap) on the CPU: measured faster up to ~300K with 16-32 channels, ~40K with one; above,
+# a reused buffer saves fresh memory every step.
+GATHER_MAX = 1 << 16
+
+
+
 def im2col(xp, x, win: _Window, state=None):
     """[N, *out, K * C] (K window offsets): each output position's window, flattened in
     (kh, kw, c) order, the order of a [KH, KW, C, O] filter reshaped to [KH * KW * C, O].
@@ -185,8 +177,8 @@ def im2col(xp, x, win: _Window, state=None):
     (the caller gives it back) and the bordered copy is reused too."""
     n, *spatial, c = x.shape
     k = math.prod(win.ksize)
-    if xp is np and n * math.prod(win.out) * k * c <= GATHER_MAX:
-        return _im2col_gather(x, win, state, k)
+    if xp is not np or n * math.prod(win.out) * k * c <= GATHER_MAX:
+        return im2col_gather(xp, x, win, state)
     if win.ksize[-1] * c >= 8:
         cols = take(xp, state, "im2col", (n, *win.out, *win.ksize, c), x.dtype)
         if 0 not in cols.shape:  # (nothing to copy into an empty one)
@@ -205,51 +197,6 @@ def im2col(xp, x, win: _Window, state=None):
         for strip in ([(_ALL,) * len(spatial)] if t.empty else t.border):
             dst[(_ALL, *strip)] = 0
     return cols.reshape(n, *win.out, k * c)
-
-
-# im2col elements up to which one gather beats a bordered copy and a copy of the window view (or
-# one per tap): measured faster up to ~300K with 16-32 channels, ~40K with one; above, a reused
-# buffer saves fresh memory every step.
-GATHER_MAX = 1 << 16
-
-
-def _im2col_gather(x, win: _Window, state, k: int):
-    """im2col of a small input (a batch of one at inference): one ``take`` of every window's
-    elements from the input's [N, H * W, C] rows with one zero row after them, which every
-    padded position reads: no bordered copy, whose strips cost more in calls than in bytes
-    (mnist_cnn's convolutions at batch 1: 8.3 -> 4.7 and 6.5 -> 4.5 µs)."""
-    n, *spatial, c = x.shape
-    idx, padded = _window_index(win, tuple(spatial))
-    rows = math.prod(spatial)
-    if padded:
-        src = take(np, state, "gather_src", (n, rows + 1, c), x.dtype)
-        src[:, :rows] = x.reshape(n, rows, c)
-        src[:, rows] = 0
-    else:
-        src = x.reshape(n, rows, c)
-    cols = np.take(src, idx, axis=1)
-    if padded:
-        give(state, "gather_src", src)
-    return cols.reshape(n, *win.out, k * c)
-
-
-@functools.lru_cache(maxsize=256)
-def _window_index(win: _Window, spatial: Dims) -> tuple[np.ndarray, bool]:
-    """Row positions in an input of ``spatial`` (flattened; ``prod(spatial)`` for the zero row)
-    read by each output position's window, in (output position, tap) order: [prod(out) * K];
-    and whether any is padding."""
-    axes = [np.arange(o)[:, None] * s + np.arange(kk)[None, :] * d - a
-            for o, kk, s, d, (a, _) in zip(win.out, win.ksize, win.strides, win.dilations, win.pads)]  # fmt: skip
-    # per dim [out_d, k_d] input positions; combined in (out..., k...) order, then flattened
-    grids = np.broadcast_arrays(*np.ix_(*[a.ravel() for a in axes]))
-    inside = np.logical_and.reduce([(g >= 0) & (g < size) for g, size in zip(grids, spatial)])
-    flat = np.where(inside, np.ravel_multi_index(tuple(np.clip(g, 0, size - 1) for g, size in zip(grids, spatial)),
-                                                 spatial), math.prod(spatial))  # fmt: skip
-    d = len(spatial)
-    shape = [x for o, kk in zip(win.out, win.ksize) for x in (o, kk)]
-    flat = flat.reshape(shape)  # (out_0, k_0, out_1, k_1, ...)
-    order = [2 * i for i in range(d)] + [2 * i + 1 for i in range(d)]
-    return np.ascontiguousarray(flat.transpose(order)).ravel(), not inside.all()
 
 
 def _im2col_tap_major(xp, x, win: _Window, state, k: int):
@@ -506,6 +453,9 @@ def conv_input_grad(xp, dy, f, shape: Dims, win: _Window, state=None, empty=None
     cin, o = f.shape[-2], f.shape[-1]
     k = f.size // (cin * o)
     dy2 = dy.reshape(-1, o)
+    if xp is not np:  # on a GPU: one product and one scatter-add, two launches whatever the window
+        dcols = xp.matmul(dy2, f.reshape(k * cin, o).T)
+        return col2im_scatter(xp, dcols.reshape(*dy.shape[:-1], k * cin), shape, win, empty)
     if cin < 16:
         dcols = take(xp, state, "dcols", (dy2.shape[0], k * cin), dy.dtype)
         xp.matmul(dy2, f.reshape(k * cin, o).T, out=dcols)
@@ -541,7 +491,7 @@ def tall_product(xp, a, b):
     about half as fast with OpenBLAS (a single thread, M = 65,536, K = 9, O = 16: 0.47 vs
     0.25 ms); the blocks' sum is as exact (pairwise rather than sequential accumulation)."""
     m = a.shape[0]
-    if m < 2 * TALL_BLOCK or a.shape[1] * b.shape[1] > 1024:
+    if xp is not np or m < 2 * TALL_BLOCK or a.shape[1] * b.shape[1] > 1024:  # cuBLAS: one call
         return xp.matmul(a.T, b)
     out = xp.matmul(a[:TALL_BLOCK].T, b[:TALL_BLOCK])
     part = xp.empty_like(out)

@@ -19,6 +19,7 @@ import numpy as np
 from specflow.errors import DeviceError
 from specflow.graph.device_spec import DeviceSpec
 from specflow.ops.math_ops import FP_STATE, QUIET_FP
+from specflow.ops.runtime_ops import CONTROL_TOKEN
 from specflow.runtime.resources import ResourceMgr
 
 DEVICE_TYPES = ("CPU", "GPU")
@@ -89,7 +90,10 @@ class Device:
 
     def import_value(self, value: Any) -> Any:
         """``value`` as this device holds it: the only CPU<->GPU copy point (used by ``_Recv``
-        and ``_Arg``). Same-type values, resource handles and non-arrays pass through."""
+        and ``_Arg``). Same-type values, resource handles, non-arrays and the control token
+        (``ops.runtime_ops.CONTROL_TOKEN``) pass through."""
+        if value is CONTROL_TOKEN:
+            return value
         if self.device_type == "CPU":
             if isinstance(value, np.ndarray) or not hasattr(value, "get"):
                 return value

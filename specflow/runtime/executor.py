@@ -63,6 +63,7 @@ from specflow.graph.topo import LOOP_BACK_EDGES, topological_order
 from specflow.ops.buffers import Arena
 from specflow.ops.math_ops import FP_STATE, QUIET_FP
 from specflow.ops.registry import KernelContext
+from specflow.ops.runtime_ops import CONTROL_TOKEN
 from specflow.runtime import executor_types as xt
 from specflow.runtime.abort import interrupt_error
 from specflow.runtime.async_nodes import AsyncNodes
@@ -368,8 +369,9 @@ class Executor(NodeBuilder, StraightLine, Frames, CompiledLoops, AsyncNodes, Mem
         return outs
 
     def _coerce(self, o: Any) -> Any:
-        """Array subclasses and numpy scalars (np.sum's result) as this device's array type."""
-        if isinstance(o, self.device.array_type):
+        """Array subclasses and numpy scalars (np.sum's result) as this device's array type; the
+        control token (a host scalar) as it is, on any device."""
+        if isinstance(o, self.device.array_type) or o is CONTROL_TOKEN:
             return o
         if self.device.device_type == "CPU" and isinstance(o, np.generic):
             return np.asarray(o)

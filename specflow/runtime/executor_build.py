@@ -9,6 +9,7 @@ from specflow.errors import GraphError, OpError, SpecflowError
 from specflow.graph.device_spec import DeviceSpec
 from specflow.graph.dtypes import DType
 from specflow.graph.graph_def import NodeDef, parse_input
+from specflow.ops.random_ops import RNG_HOME
 from specflow.ops.registry import bind_attrs, find_kernel, get_op, kernel_summary, output_dtypes
 from specflow.runtime.compiled_loop import LOOP_OP
 from specflow.runtime.executor_types import INEXPENSIVE_OPS, RUNS_ON_DEAD_INPUT, UNSET, NodeItem
@@ -59,9 +60,17 @@ class NodeBuilder:
                 node=node.name,
                 location=node.location,
             )
-        return self._make_item(
-            node, index, k.fn, attrs, len(in_dtypes), out_dtypes, self._kernel_state.setdefault(node.name, {})
-        )
+        return self._make_item(node, index, k.fn, attrs, len(in_dtypes), out_dtypes, self._state_of(node))
+
+    def _state_of(self, node: NodeDef) -> dict:
+        """The node's kernel state, kept across steps and plans. Another plan may place the node
+        on another device: arrays a kernel keeps (Const's value, Shape's, im2col buffers) are
+        kept per device outside the CPU, and the random generator stays in the node's own state
+        (``ops.random_ops.RNG_HOME``), so a checkpoint holds one stream per node."""
+        state = self._kernel_state.setdefault(node.name, {})
+        if self.device.device_type == "CPU":
+            return state
+        return state.setdefault(self.device.name, {RNG_HOME: state})
 
     def _make_item(self, node: NodeDef, index: int, fn, attrs: dict, n_in: int, out_dtypes: list[DType],
                    state: dict) -> NodeItem:  # fmt: skip

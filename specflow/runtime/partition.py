@@ -202,7 +202,7 @@ class _Partitioner:
             return self.recvs[key]
         src = self.device[src_node]
         dummy = self.add(src, NodeDef(
-            self.unique(f"{src_node}/_ctrl_to_{self.short[dst]}"), "Const", [f"^{src_node}"],
+            self.unique(f"{src_node}/_ctrl_to_{self.short[dst]}"), "_HostConst", [f"^{src_node}"],
             attrs={"value": np.array(0.0, np.float32), "dtype": float32},
         ))  # fmt: skip
         self.specs.inferencer.add(dummy)

@@ -11,6 +11,8 @@
 3. Greedy simulation: groups are visited in topological order and each goes to the feasible
    device where it would finish earliest, given device busy times, input ready times and
    transfer times (cost_model.py). Ties go to the lowest device, so CPU:0 wins by default.
+   With GPUs present, floating-point groups choose among the GPUs and integer ones (shapes,
+   counters) among the CPUs, as TF prefers GPUs and keeps such tensors in host memory.
 
 Every failure is one DeviceError line naming the node, its request, the colocation chain that
 constrained it, the devices that exist and the kernels that are registered.
@@ -303,6 +305,26 @@ class _Placer:
                     out.add(n.name)
         return out
 
+    def candidates(self, g: _Group) -> list[DeviceSpec]:
+        """The devices the simulation chooses among for ``g``. With GPUs among its feasible
+        devices, a group computing on floating-point or complex tensors goes to a GPU, and one
+        handling only integers, bools, strings and handles (shapes, counters) to the host, as
+        TF's placer prefers GPUs and keeps such tensors in host memory. The host launches every
+        GPU kernel of the process, so splitting a float computation over CPU and GPU would only
+        add copies that wait for the GPU."""
+        gpus = [d for d in g.feasible if d.device_type == "GPU"]
+        if not gpus or len(gpus) == len(g.feasible):
+            return g.feasible
+        if any(self.computes_floats(m) for m in g.members):
+            return gpus
+        return [d for d in g.feasible if d.device_type != "GPU"]
+
+    def computes_floats(self, node: NodeDef) -> bool:
+        if node.op in ANYWHERE_OPS:
+            return False
+        specs = [self.specs.spec(i) for i in node.data_inputs] + list(self.specs.outputs(node.name))
+        return any(s.dtype.is_floating or s.dtype.is_complex for s in specs)
+
     def simulate(self, groups: dict[str, _Group]) -> tuple[dict[str, DeviceSpec], float]:
         free = {d: 0.0 for d in self.devices}
         finish: dict[str, float] = {}
@@ -330,7 +352,7 @@ class _Placer:
                 return start + sum(self.cost.compute_time(m, d.device_type) for m in g.members)
 
             # min() keeps the first of equal times, and feasible lists are in device order.
-            return min(g.feasible, key=finish_on)
+            return min(self.candidates(g), key=finish_on)
 
         def schedule(node: NodeDef, d: DeviceSpec) -> None:
             placed[node.name] = d

@@ -53,7 +53,7 @@ def test_master_partitions_by_task_with_one_pair_per_tensor_and_task():
         f"c = Const() @{PS0}",
         f"a = Add(c, c) @{PS0}",
         f"a/_send_0_to_worker_0 = _Send(a) @{PS0} {data}",
-        f"a/_ctrl_to_worker_0 = Const(^a) @{PS0}",
+        f"a/_ctrl_to_worker_0 = _HostConst(^a) @{PS0}",
         f"a/_send_ctrl_to_worker_0 = _Send(a/_ctrl_to_worker_0) @{PS0} {ctrl}",
     ]
     # One _Recv for both consumers, on its first consumer's device; the nodes keep their devices.

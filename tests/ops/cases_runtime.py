@@ -32,6 +32,9 @@ CASES: list = [
     Case("_ExpandFromBfloat16", [np.arange(0, 65536, 97, dtype=np.uint16).reshape(-1, 1)], ref=_widen,
          id="ExpandFromBfloat16"),
     Case("_ExpandFromBfloat16", [_BITS_OUT], ref=lambda y: _widen(_BITS_OUT), id="ExpandFromBfloat16-bits"),
+    # The control token: a float32 scalar 0 in host memory, whatever the attr holds.
+    Case("_HostConst", [], attrs={"value": np.float32(0), "dtype": "float32"}, ref=lambda: np.float32(0),
+         id="HostConst"),
 ]
 
 EXEMPT = {

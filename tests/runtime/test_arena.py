@@ -51,7 +51,7 @@ def _relu_graph():
 def test_fetched_and_stored_values_are_never_overwritten():
     rng = np.random.default_rng(0)
     xs = [rng.standard_normal(BIG).astype(np.float32) for _ in range(4)]
-    with Session(_relu_graph()) as s:
+    with Session(_relu_graph(), SessionConfig(devices="cpu:1")) as s:
         fetched = [s.run("r", {"x": x}) for x in xs]  # each still held by the caller
         for x, r in zip(xs, fetched, strict=True):
             np.testing.assert_array_equal(r, np.maximum(-x, 0))
@@ -155,7 +155,7 @@ def test_large_outputs_from_the_arena_equal_plain_numpy(op):
         b.add_op(op, [xs, ys], name="out")
     want = {"AddV2": x + y, "Sub": x - y, "Mul": x * y, "Maximum": np.maximum(x, y), "Minimum": np.minimum(x, y),
             "Relu": np.maximum(x, 0), "BiasAdd": x + y[0], "MatMul": x @ y.T}[op]  # fmt: skip
-    with Session(b.graph_def, SessionConfig(optimize=False)) as s:
+    with Session(b.graph_def, SessionConfig(devices="cpu:1", optimize=False)) as s:
         got = [s.run("out", {"x": x, "y": y}) for _ in range(2)]
         arena = s.plan_for("out", feeds=["x", "y"]).single.arena
         assert arena.misses == 2 and got[0].base is not got[1].base  # the first result is held
@@ -182,7 +182,7 @@ def test_large_arrays_with_a_channel_vector_equal_plain_numpy(op, vec_shape, vec
     b.add_op(op, ["v", "x"] if vec_first else ["x", "v"], name="out")
     ufunc = {"AddV2": np.add, "Sub": np.subtract, "Mul": np.multiply, "Maximum": np.maximum, "BiasAdd": np.add}[op]
     want = ufunc(v, x) if vec_first else ufunc(x, v)
-    with Session(b.graph_def, SessionConfig(optimize=False)) as s:
+    with Session(b.graph_def, SessionConfig(devices="cpu:1", optimize=False)) as s:
         for _ in range(2):
             np.testing.assert_array_equal(s.run("out", {"x": x, "v": v}), want)
         assert s.plan_for("out", feeds=["x", "v"]).single.arena.misses >= 1

@@ -58,7 +58,7 @@ def test_figure4_one_recv_per_destination_device_and_a_control_edge():
             "a = Add(c, c) @CPU:0 {T=float32}",
             _send("a", "GPU:0"),
             _send("a", "CPU:1"),
-            "a/_ctrl_to_CPU_1 = Const(^a) @CPU:0",
+            "a/_ctrl_to_CPU_1 = _HostConst(^a) @CPU:0",
             _send("a/_ctrl_to_CPU_1", "CPU:1", "ctrl", "a/_ctrl_to_CPU_1:0"),
         ],
         SHOW,

@@ -58,13 +58,38 @@ def test_unconstrained_graph_on_one_cpu_stays_on_cpu0():
         ("/device:GPU:0", gpu(0)),  # partial
         ("/cpu:1", cpu(1)),  # short form
         ("/job:localhost/device:CPU:*", cpu(0)),  # any CPU: the greedy choice (ties -> CPU:0)
-        ("/job:localhost/replica:0/task:0", cpu(0)),  # only the task
+        ("/job:localhost/replica:0/task:0", gpu(0)),  # only the task: a float op prefers the GPU
     ],
 )
 def test_full_and_partial_requests_are_honoured(request_, expected):
     b = GraphBuilder()
     _adds(b, a=request_)
     assert _place(b).assignment["a"] == expected
+
+
+def test_with_a_gpu_float_work_goes_there_and_integer_work_stays_on_the_host():
+    """TF's preference: every group computing on floating-point tensors to the GPU (variables and
+    their updates with it), shapes and integer counters to the CPU, whatever the greedy
+    simulation would gain by spreading small float ops over both (each crossing waits for the GPU)."""
+    b = GraphBuilder()
+    x = b.add_op("Placeholder", attrs={"dtype": "float32", "shape": [8, 4]}, name="x").name
+    w = b.add_op("VarHandleOp", attrs={"dtype": "float32", "shape": [4, 4]}, name="w").name
+    r = b.add_op("ReadVariableOp", [w], attrs={"dtype": "float32"}, name="r").name
+    y = b.add_op("MatMul", [x, r], name="y").name
+    b.add_op("Relu", [y], name="z")
+    b.add_op("Neg", [y], name="n")  # cheap, and the CPU idle: still the GPU
+    s = b.add_op("Shape", [x], name="s").name
+    k = b.add_op("Placeholder", attrs={"dtype": "int32", "shape": []}, name="k").name
+    b.add_op("AddV2", [k, k], name="count")
+    b.add_op("Prod", [s, b.const(np.int32(0), name="axis")], name="size")
+    got = _place(b, [cpu(0), gpu(0)]).assignment
+    assert {n: got[n][-5:] for n in ("x", "w", "r", "y", "z", "n", "s", "k", "count", "size")} == {
+        "x": "GPU:0", "w": "GPU:0", "r": "GPU:0", "y": "GPU:0", "z": "GPU:0", "n": "GPU:0",
+        "s": "GPU:0",  # it reads a float tensor where that lives
+        "k": "CPU:0", "count": "CPU:0", "size": "CPU:0",
+    }  # fmt: skip
+    only_cpus = _place(b, [cpu(0), cpu(1)]).assignment
+    assert set(only_cpus.values()) <= {cpu(0), cpu(1)}
 
 
 def test_devices_are_normalized_and_every_node_gets_a_full_name():

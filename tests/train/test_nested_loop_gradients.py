@@ -154,7 +154,7 @@ def test_nested_loop_gradient_split_across_two_devices_equals_one_device():
     assert any("inner_grad/_cloop_on_CPU_1" in n.name for p in parts.values() for n in p.nodes)
     for n in b.graph_def.nodes:
         n.device = ""
-    with Session(b.graph_def) as s:
+    with Session(b.graph_def, SessionConfig(devices="cpu:1")) as s:
         one = s.run(grads, feeds=feeds, timeout_s=TIMEOUT)
     for g1, g2 in zip(one, two, strict=True):
         np.testing.assert_array_equal(g2, g1)

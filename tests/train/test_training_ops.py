@@ -8,7 +8,7 @@ import pytest
 
 from specflow.errors import DeviceError, RuntimeFailure, ShapeError
 from specflow.graph.builder import GraphBuilder
-from specflow.runtime.session import Session
+from specflow.runtime.session import Session, SessionConfig
 from specflow.schema.layers.variables import create_variable
 
 RNG = np.random.default_rng(7)
@@ -198,7 +198,7 @@ def test_integer_variables_have_no_kernel():
     alpha = b.const(np.int32(1), name="alpha")
     op = b.add_op("ResourceApplyGradientDescent", [var.handle, alpha, delta], name="apply").name
     with pytest.raises(DeviceError, match=r"no CPU kernel for T=int32.*kernels of 'apply': CPU\[float\]"):
-        Session(b.graph_def).run([], targets=[op])
+        Session(b.graph_def, SessionConfig(devices="cpu:1")).run([], targets=[op])
 
 
 def _stored(g: ApplyGraph, name: str):
