@@ -10,7 +10,7 @@ import numpy as np
 from specflow.graph import dtypes
 from specflow.graph.shapes import Shape, as_shape, broadcast_shapes
 from specflow.ops import grad_util as gu
-from specflow.ops import wide_rows
+from specflow.ops import host_copies, wide_rows
 from specflow.ops.inference import InferenceContext, no_outputs, scalar_shape, unchanged_shape
 from specflow.ops.registry import gradient, kernel, not_differentiable, register_op, shape_fn
 
@@ -86,7 +86,7 @@ def _const(ctx):
             value = np.asarray(attr).view()
             value.flags.writeable = False
         else:
-            value = ctx.xp.asarray(attr)
+            value = host_copies.keep(ctx.xp.asarray(attr), attr)
         kept = ctx.state["value"] = (attr, value)
     return kept[1]
 
@@ -245,6 +245,8 @@ def _shape(ctx, x):
     out = ctx.xp.asarray(x.shape, dtype=ctx.attrs["out_type"].numpy)
     if type(out) is np.ndarray:
         out.flags.writeable = False
+    else:
+        host_copies.keep(out, np.asarray(x.shape))
     ctx.state["shape"] = (x.shape, out)
     return out
 

@@ -39,7 +39,7 @@ from specflow.graph import dtypes
 from specflow.graph.dtypes import DType, as_dtype
 from specflow.graph.graph_def import FuncRef, NodeDef
 from specflow.graph.shapes import as_shape
-from specflow.ops import buffers
+from specflow.ops import buffers, host_copies
 from specflow.ops.op_def import (  # noqa: F401  (re-exported: the registry is the public face)
     ArgDef,
     AttrDef,
@@ -480,7 +480,7 @@ class KernelContext:
             return x
         if isinstance(x, np.ndarray) or np.isscalar(x):
             return np.asarray(x)
-        return x.get()  # cupy
+        return host_copies.to_host(x)  # cupy
 
     def fail(self, message: str) -> OpError:
         return OpError(message, node=self.node.name, location=self.node.location)

@@ -18,6 +18,7 @@ import numpy as np
 
 from specflow.errors import DeviceError
 from specflow.graph.device_spec import DeviceSpec
+from specflow.ops import host_copies
 from specflow.ops.math_ops import FP_STATE, QUIET_FP
 from specflow.ops.runtime_ops import CONTROL_TOKEN
 from specflow.runtime.resources import ResourceMgr
@@ -97,7 +98,7 @@ class Device:
         if self.device_type == "CPU":
             if isinstance(value, np.ndarray) or not hasattr(value, "get"):
                 return value
-            return value.get()  # cupy -> numpy
+            return host_copies.to_host(value)  # cupy -> numpy
         if isinstance(value, np.ndarray):
             if value.dtype == object:
                 raise DeviceError(f"cannot copy a string tensor to {self.name}: GPUs hold no strings")

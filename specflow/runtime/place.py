@@ -311,12 +311,17 @@ class _Placer:
         handling only integers, bools, strings and handles (shapes, counters) to the host, as
         TF's placer prefers GPUs and keeps such tensors in host memory. The host launches every
         GPU kernel of the process, so splitting a float computation over CPU and GPU would only
-        add copies that wait for the GPU."""
+        add copies that wait for the GPU. Integer variables go to the GPU too (a global step,
+        updated after every other update, would otherwise take a control edge from each), and
+        so do groups with no data inputs (a train op's NoOp, a folded Const): the work they
+        wait for is there, and a GPU Const's host copy serves host reads (ops/host_copies.py)."""
         gpus = [d for d in g.feasible if d.device_type == "GPU"]
         if not gpus or len(gpus) == len(g.feasible):
             return g.feasible
-        if any(self.computes_floats(m) for m in g.members):
+        if any(self.computes_floats(m) or m.op == "VarHandleOp" for m in g.members):
             return gpus
+        if all(i.startswith("^") for m in g.members for i in m.inputs):
+            return gpus  # no data in (a train op's NoOp, a folded Const): beside the work it waits for
         return [d for d in g.feasible if d.device_type != "GPU"]
 
     def computes_floats(self, node: NodeDef) -> bool:

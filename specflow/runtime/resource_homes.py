@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from specflow.errors import SpecflowError
 from specflow.graph.dtypes import resource
-from specflow.graph.graph_def import GraphDef
+from specflow.graph.graph_def import GraphDef, parse_input
+from specflow.graph.topo import LOOP_BACK_EDGES, topological_order
 from specflow.ops.registry import get_op
 from specflow.runtime.place import PlacementOptions, place
 
@@ -42,11 +43,17 @@ class ResourceHomes:
         new = [n.name for n in graph_def.nodes if n.name not in self.homes and creates_resource(n.op)]
         if not new:
             return
+        options = PlacementOptions(self.devices, soft_placement=self.soft_placement)
         try:
-            placed = place(self.pin(graph_def), PlacementOptions(self.devices, soft_placement=self.soft_placement))
+            placed = place(self.pin(graph_def), options)
         except SpecflowError:
-            return  # some node no step may run cannot be placed: the steps place these resources themselves
-        self.homes.update((name, placed.assignment[name]) for name in new)
+            # Some node no step may run cannot be placed (an op specflow lacks, in a loaded
+            # SavedModel's restore functions): place the graph without it and what depends on it.
+            try:
+                placed = place(self.pin(_runnable(graph_def)), options)
+            except SpecflowError:
+                return  # the steps place these resources themselves
+        self.homes.update((name, placed.assignment[name]) for name in new if name in placed.assignment)
 
     def pin(self, graph_def: GraphDef) -> GraphDef:
         """A copy of ``graph_def`` with every resource it holds requested on its home."""
@@ -58,3 +65,21 @@ class ResourceHomes:
             if home is not None:
                 n.device = home
         return out
+
+
+def _runnable(graph_def: GraphDef) -> GraphDef:
+    """``graph_def`` without the nodes of ops specflow lacks and every node that depends on them."""
+    dropped: set[str] = set()
+    for n in topological_order(graph_def, allow_back_edges=LOOP_BACK_EDGES):
+        if not _known(n.op) or any(parse_input(i).node in dropped for i in n.inputs):
+            dropped.add(n.name)
+    return GraphDef([n.copy() for n in graph_def.nodes if n.name not in dropped], dict(graph_def.versions),
+                    dict(graph_def.library))
+
+
+def _known(op: str) -> bool:
+    try:
+        get_op(op)
+    except SpecflowError:
+        return False
+    return True

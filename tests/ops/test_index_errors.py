@@ -8,7 +8,7 @@ import pytest
 from specflow.errors import OpError, RuntimeFailure, ShapeError
 from specflow.graph.builder import GraphBuilder
 from specflow.ops.eval import evaluate_op
-from specflow.runtime.session import Session
+from specflow.runtime.session import Session, SessionConfig
 
 
 def _run_error(op, inputs, **attrs) -> str:
@@ -84,7 +84,7 @@ def test_a_bad_index_fed_at_run_time_fails_the_step_with_the_node_and_index():
     b = GraphBuilder()
     i = b.add_op("Placeholder", attrs={"dtype": "int32", "shape": [None, 2]}, name="i").name
     b.add_op("GatherNd", [b.const(np.zeros((3, 2), np.float32)), i], name="pick")
-    with Session(b.graph_def) as sess, pytest.raises(RuntimeFailure) as e:
+    with Session(b.graph_def, SessionConfig(devices="cpu:1")) as sess, pytest.raises(RuntimeFailure) as e:
         sess.run("pick", {i: np.array([[0, 1], [0, 7]], np.int32)})
     assert e.value.node == "pick"
     assert str(e.value).endswith("GatherNd on /job:localhost/replica:0/task:0/device:CPU:0: indices[1] = [0, 7] "

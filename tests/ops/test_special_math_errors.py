@@ -9,7 +9,7 @@ import pytest
 from specflow.errors import OpError, RuntimeFailure, ShapeError
 from specflow.graph.builder import GraphBuilder
 from specflow.ops.eval import evaluate_op
-from specflow.runtime.session import Session
+from specflow.runtime.session import Session, SessionConfig
 
 
 @pytest.mark.parametrize(
@@ -26,7 +26,7 @@ def test_check_numerics_is_kept_by_the_optimizer_and_fails_the_step():
     b = GraphBuilder()
     x = b.add_op("Placeholder", [], {"dtype": "float32", "shape": [2]}, name="x").name
     y = b.add_op("CheckNumerics", [x], {"message": "x is bad"}, name="check").name
-    with Session(b.graph_def) as sess:
+    with Session(b.graph_def, SessionConfig(devices="cpu:1")) as sess:
         np.testing.assert_array_equal(sess.run(y, {x: np.array([1.0, 2.0], np.float32)}), [1.0, 2.0])
         with pytest.raises(RuntimeFailure, match="CheckNumerics on .*CPU:0: x is bad : Tensor had NaN values$"):
             sess.run(y, {x: np.array([1.0, np.nan], np.float32)})
@@ -34,7 +34,7 @@ def test_check_numerics_is_kept_by_the_optimizer_and_fails_the_step():
     b = GraphBuilder()
     c = b.const(np.array([np.inf], np.float32), name="c")
     y = b.add_op("CheckNumerics", [c], {"message": "c is bad"}, name="check").name
-    with Session(b.graph_def) as sess, pytest.raises(RuntimeFailure, match="c is bad : Tensor had Inf values$"):
+    with Session(b.graph_def, SessionConfig(devices="cpu:1")) as sess, pytest.raises(RuntimeFailure, match="c is bad : Tensor had Inf values$"):
         sess.run(y)
 
 

@@ -15,7 +15,7 @@ from specflow.graph.builder import GraphBuilder
 from specflow.graph.dtypes import float32
 from specflow.graph.shapes import Shape
 from specflow.runtime.resources import ResourceHandle, ResourceMgr, Variable
-from specflow.runtime.session import Session
+from specflow.runtime.session import Session, SessionConfig
 
 
 def _graph(handles=(("h", "float32"),)):
@@ -63,7 +63,7 @@ def test_a_destroyed_variable_is_looked_up_and_recreated_as_before():
 
 
 def test_a_variable_recreated_with_another_dtype_is_checked_again():
-    with Session(_graph((("f", "float32"), ("i", "int32")))) as sess:
+    with Session(_graph((("f", "float32"), ("i", "int32"))), SessionConfig(devices="cpu:1")) as sess:
         _assign(sess, [1, 2], "f")
         np.testing.assert_array_equal(sess.run("f_read"), [1, 2])
         sess.run([], targets=["f_destroy"])

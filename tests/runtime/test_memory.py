@@ -47,7 +47,7 @@ CHAIN_PEAK = 896
 
 def test_a_traced_straight_line_step_counts_the_hand_computed_peak(monkeypatch):
     monkeypatch.setattr(xt, "INLINE_COST_NS", 10**12)  # a busy machine must not make MatMul expensive
-    with Session(_chain(), SessionConfig(optimize=False)) as s:
+    with Session(_chain(), SessionConfig(devices="cpu:1", optimize=False)) as s:
         ex = s.plan_for("r", feeds=["x"]).single
         stats = StepStats()
         s.run("r", {"x": np.ones((4, 8), np.float32)}, options={"trace": True}, run_metadata=stats)

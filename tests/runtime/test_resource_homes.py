@@ -70,3 +70,19 @@ def test_homes_cover_nodes_added_by_extend_and_keep_the_earlier_ones():
     assert pinned.nodes[0].device == homes.homes["b"]
     assert creates_resource("VarHandleOp") and creates_resource("FIFOQueueV2")
     assert not creates_resource("ReadVariableOp") and not creates_resource("MatMul")
+
+
+def test_homes_are_found_beside_nodes_of_ops_specflow_lacks():
+    """A loaded SavedModel's graph holds restore functions' ops specflow lacks: the homes come
+    from the graph without them (and what depends on them), not from each step on its own,
+    which put a GRU's variables on one device for the restore and another for its loop's reads."""
+    devices = ["/job:localhost/replica:0/task:0/device:CPU:0", "/job:localhost/replica:0/task:0/device:CPU:1"]
+    var = {"dtype": "float32", "shape": [2], "shared_name": ""}
+    g = GraphDef([
+        NodeDef("a", "VarHandleOp", attrs=dict(var), device="/cpu:1"),
+        NodeDef("odd", "ImaginaryOpXyz", ["a"]),
+        NodeDef("after", "Identity", ["odd"], attrs={"T": "resource"}),
+    ])  # fmt: skip
+    homes = ResourceHomes(devices)
+    homes.update(g)
+    assert homes.homes == {"a": devices[1]}

@@ -117,7 +117,7 @@ class ApplyGraph:
         self.grad = self.feeds[grad]
         self.op = b.add_op(op, inputs, attrs, name="apply").name
         self.init = b.add_op("NoOp", name="init", control_inputs=b.collections["init_ops"]).name
-        self.session = Session(b.graph_def)
+        self.session = Session(b.graph_def, SessionConfig(devices="cpu:1"))  # (the tests read its CPU storage)
         if init:
             self.session.run([], targets=[self.init])
 
