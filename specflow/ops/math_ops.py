@@ -108,7 +108,10 @@ QUIET_FP = _make_extobj(all="ignore") if _FP_STATE is not None else object()
 
 
 def _out(ctx, value, dtype):
-    """``value`` as an array of exactly ``dtype`` on the kernel's device."""
+    """``value`` as an array of exactly ``dtype`` on the kernel's device (as it is when it is
+    one already: cupy's asarray costs microseconds even then)."""
+    if type(value) is ctx.xp.ndarray and value.dtype == dtype:
+        return value
     return ctx.xp.asarray(value, dtype=dtype)
 
 
@@ -339,7 +342,7 @@ def _select_v2(ctx, cond, t, e):
         # A scalar condition (a fed ``training`` flag) picks one operand whole: pass it on
         # when it has the result's shape, else broadcast it once (a gradient's zero), instead
         # of an elementwise where over both.
-        chosen = t if bool(cond) else e
+        chosen = t if bool(ctx.host(cond)) else e  # (a fed flag's host copy: no wait for a GPU)
         shape = t.shape if t.shape == e.shape else np.broadcast_shapes(t.shape, e.shape)
         if chosen.shape == shape:
             return chosen

@@ -17,7 +17,7 @@ from specflow.graph.shapes import Shape
 from specflow.ops import grad_util as gu
 from specflow.ops.inference import InferenceContext, unchanged_shape
 from specflow.ops.leading_sum import leading, sum_leading
-from specflow.ops.math_ops import FP_STATE, QUIET_FP, _fmt, quiet_fp, require_real, trunc_div
+from specflow.ops.math_ops import FP_STATE, QUIET_FP, _fmt, _out, quiet_fp, require_real, trunc_div
 from specflow.ops.registry import gradient, kernel, not_differentiable, register_op
 
 
@@ -209,9 +209,9 @@ def _register_reduction(name, types, body, doc):
         keep = ctx.attrs["keep_dims"]
         # Integer and bool reductions never warn; a quiet step needs no quiet_fp (math_ops.QUIET_FP).
         if x.dtype.kind not in "fc" or FP_STATE.get() is QUIET_FP:
-            return ctx.xp.asarray(body(ctx, x, axes, keep), dtype=x.dtype)
+            return _out(ctx, body(ctx, x, axes, keep), x.dtype)
         with quiet_fp():  # float mean over nothing is NaN silently, as in TF
-            return ctx.xp.asarray(body(ctx, x, axes, keep), dtype=x.dtype)
+            return _out(ctx, body(ctx, x, axes, keep), x.dtype)
 
 
 for _row in _REDUCTIONS:

@@ -7,7 +7,9 @@ dominates (an [N*H*W, 16] float32 add: 2-3x the time of the same add over whole 
 in one long loop: the results are identical, element for element. ``broadcast_channels``
 materialises such a vector the same way (BroadcastTo), and ``relu`` takes numpy's fast
 array-array maximum against a line of zeros instead of its slow array-scalar loop.
-Arrays under ``MIN_SIZE`` elements take the plain loops (the set-up would cost more).
+Arrays under ``MIN_SIZE`` elements take the plain loops (the set-up would cost more), and so
+does cupy, whose broadcasting kernels have no such per-row cost (the tiling would only add
+launches).
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ def channel_op(xp, ufunc, big, vec, out, vec_first: bool = False):
     """``ufunc(big, vec, out=out)`` (``ufunc(vec, big, ...)`` with ``vec_first``) for a
     C-contiguous ``big`` [..., C], a ``vec`` of C elements broadcasting over its last axis and
     a C-contiguous ``out`` shaped like ``big``."""
-    if big.size < MIN_SIZE:
+    if big.size < MIN_SIZE or xp is not np:
         return ufunc(vec, big, out=out) if vec_first else ufunc(big, vec, out=out)
     c = big.shape[-1] if big.ndim else 1
     rows = rows_per_line(big.size // c, c) if c else 1
@@ -63,7 +65,7 @@ def broadcast_channels(xp, vec, out):
     """``out[...] = vec`` for a C-contiguous ``out`` [..., C] and a ``vec`` of its C channels:
     the vector tiled into one line, copied to every line."""
     c = out.shape[-1]
-    if out.size < MIN_SIZE:
+    if out.size < MIN_SIZE or xp is not np:
         out[...] = vec
         return out
     rows = rows_per_line(out.size // c, c)
@@ -91,7 +93,7 @@ def relu(xp, x, out=None):
     a slow loop (~2.5x the time of maximum of two arrays, float32 on AVX-512): against a line of
     zeros, over lines of up to 1,024 elements, it takes the fast one. Same values."""
     size = x.size
-    if size < MIN_SIZE:
+    if size < MIN_SIZE or xp is not np:
         return xp.maximum(x, 0) if out is None else xp.maximum(x, 0, out=out)
     length = 1
     while length < _MAX_LINE and size % (2 * length) == 0:

@@ -102,8 +102,8 @@ class Device:
         if isinstance(value, np.ndarray):
             if value.dtype == object:
                 raise DeviceError(f"cannot copy a string tensor to {self.name}: GPUs hold no strings")
-            with self.scope():
-                return self.xp.asarray(value)
+            with self.scope():  # a small value (a fed flag, a shape) keeps its host copy
+                return host_copies.keep(self.xp.asarray(value), value)
         if isinstance(value, self.xp.ndarray) and value.device.id != self.index:
             with self.scope():
                 return self.xp.array(value, copy=True)  # peer copy between GPUs
