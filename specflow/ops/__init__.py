@@ -13,6 +13,7 @@ from specflow.ops import (  # noqa: F401,E402  (importing registers the ops)
     data_flow_ops,
     depthwise_conv_ops,
     einsum_ops,
+    fake_quant_ops,
     fft_ops,
     function_ops,
     fused_ops,
