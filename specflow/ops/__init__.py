@@ -43,6 +43,7 @@ from specflow.ops import (  # noqa: F401,E402  (importing registers the ops)
     runtime_ops,
     segment_ops,
     selection_ops,
+    set_ops,
     space_depth_ops,
     sparse_ops,
     sparse_training_ops,
