@@ -21,6 +21,7 @@ from specflow.ops import (  # noqa: F401,E402  (importing registers the ops)
     gather_scatter_ops,
     grad_util,
     image_ops,
+    inplace_ops,
     io_ops,
     linalg_ops,
     linalg_solve_ops,
