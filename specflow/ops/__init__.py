@@ -35,6 +35,7 @@ from specflow.ops import (  # noqa: F401,E402  (importing registers the ops)
     matmul_ops,
     nn_loss_ops,
     nn_ops,
+    optional_ops,
     parse_ops,
     pool_ops,
     random_ops,
