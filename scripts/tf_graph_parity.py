@@ -306,6 +306,8 @@ case("sparse_to_dense", lambda x: tf.sparse.to_dense(tf.sparse.SparseTensor([[0,
 case("sparse_matmul", lambda x, y: tf.sparse.sparse_dense_matmul(tf.sparse.SparseTensor([[0, 1], [2, 0]], x[0, :2], [3, 2]), y), (2, 3), (2, 4))
 case("sparse_reduce", lambda x: tf.sparse.reduce_sum(tf.sparse.SparseTensor([[0, 1], [2, 0]], x[0, :2], [3, 2]), axis=1), (2, 3))
 case("ctc", lambda x: tf.nn.ctc_loss(tf.constant([[1, 2], [2, 1]]), x, tf.constant([2, 2]), tf.constant([5, 5]), logits_time_major=False, blank_index=0), (2, 5, 4))
+case("ctc_v1", lambda x: tf.compat.v1.nn.ctc_loss(tf.sparse.SparseTensor([[0, 0], [0, 1], [1, 0]], tf.constant([1, 2, 2]), [2, 2]),
+                                                  x, tf.constant([5, 4]), time_major=False), (2, 5, 4))
 case("expm", lambda x: tf.linalg.expm(x * 0.3), (3, 3))
 case("lstsq", lambda x, y: tf.linalg.lstsq(x, y), (4, 3), (4, 2))
 case("pinv", lambda x: tf.linalg.pinv(x), (4, 3), grad=False)

@@ -11,6 +11,7 @@ from specflow.ops import (  # noqa: F401,E402  (importing registers the ops)
     conv3d_ops,
     conv_ops,
     crop_resize_ops,
+    ctc_ops,
     data_flow_ops,
     depthwise_conv_ops,
     einsum_ops,
