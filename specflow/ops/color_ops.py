@@ -145,16 +145,6 @@ def _hsv_to_rgb(ctx, images):
 
 # --- AdjustContrastv2 -------------------------------------------------------------------------
 
-register_op(
-    "AdjustContrastv2",
-    inputs=["images: T", "contrast_factor: float32"],
-    outputs=["output: T"],
-    attrs=["T: {float16, float32} = float32"],
-    shape=lambda ic: _image_shape(ic),
-    doc="Each channel of each image moved away from its mean over the image by contrast_factor: "
-    "(x - mean) * factor + mean, over the last three dimensions [height, width, channels].",
-)
-
 
 def _image_shape(ic: InferenceContext) -> list[Shape]:
     s = ic.shape(0)
@@ -163,6 +153,17 @@ def _image_shape(ic: InferenceContext) -> list[Shape]:
     if ic.shape(1).rank not in (None, 0):
         raise ic.fail(f"{ic.node.op}'s factor must be a scalar, got shape {ic.shape(1)}")
     return [s]
+
+
+register_op(
+    "AdjustContrastv2",
+    inputs=["images: T", "contrast_factor: float32"],
+    outputs=["output: T"],
+    attrs=["T: {float16, float32} = float32"],
+    shape=_image_shape,
+    doc="Each channel of each image moved away from its mean over the image by contrast_factor: "
+    "(x - mean) * factor + mean, over the last three dimensions [height, width, channels].",
+)
 
 
 @kernel("AdjustContrastv2", host_inputs=(1,))
