@@ -21,6 +21,11 @@ RENAMED = {
     **{(op, "reduction_indices"): "axis" for op in ("Sum", "Mean", "Max", "Min", "Prod", "All", "Any", "EuclideanNorm")},
 }
 
+# float64 ops where TF's own kernel is further than 1e-10 from the exact values the suite checks
+# ours against: CTCLoss's float64 losses and gradients are within 1e-7 of brute-force
+# enumeration in TF, within 1e-10 in ours (tests/ops/cases_ctc.py).
+LOOSER_FLOAT64 = {"CTCLoss": 1e-7}
+
 
 def _tf_attr(value):
     from specflow.graph.dtypes import DType
@@ -112,7 +117,7 @@ def main(only: list[str]) -> int:
             elif g.dtype != w.dtype and not (g.dtype.kind == "O" or w.dtype.kind in "OSU"):
                 problems.append(f"output {i}: dtype {g.dtype} vs TF {w.dtype}")
             elif w.dtype.kind in "fc":
-                tol = {np.float16: 1e-3, np.float32: 1e-5}.get(w.dtype.type, 1e-10)
+                tol = {np.float16: 1e-3, np.float32: 1e-5}.get(w.dtype.type, LOOSER_FLOAT64.get(case.op, 1e-10))
                 if w.dtype == np.complex64:
                     tol = 1e-5
                 err = np.abs(g.astype(np.complex128) - w.astype(np.complex128))

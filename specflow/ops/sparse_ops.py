@@ -1,5 +1,6 @@
 """Ops on TensorFlow's sparse tensors, given as their (indices, values, dense_shape) triple:
-SparseToDense and SparseTensorDenseMatMul, with TF's gradients (sparse_grad.py). A
+SparseToDense, SparseTensorDenseMatMul and SparseReduceSum (+ SparseReduceSumSparse), with TF's
+gradients (sparse_grad.py). A
 ``tf.sparse.SparseTensor`` of a TF graph arrives as those three tensors, so these are what a
 wide-and-deep style graph (sparse features into a dense layer) needs."""
 
@@ -10,7 +11,8 @@ import numpy as np
 from specflow.graph.shapes import Shape
 from specflow.ops import grad_util as gu
 from specflow.ops.inference import InferenceContext
-from specflow.ops.registry import gradient, kernel, register_op
+from specflow.ops.reduction_ops import normalize_axes
+from specflow.ops.registry import gradient, kernel, not_differentiable, register_op
 
 # --- SparseToDense ----------------------------------------------------------------------------
 
@@ -151,3 +153,116 @@ def _sparse_dense_matmul_grad(b, node, dys):
     parts = gu.emit(b, "Mul", gu.emit(b, "GatherV2", dys[0], rows, axis0), gu.emit(b, "GatherV2", b_rows, cols, axis0))
     grad_values = gu.emit(b, "Sum", parts, gu.const(b, np.array([1], np.int32)))
     return [None, grad_values, None, grad_b]
+
+
+# --- SparseReduceSum and SparseReduceSumSparse ------------------------------------------------
+
+_REDUCE_INPUTS = ["input_indices: int64", "input_values: T", "input_shape: int64", "reduction_axes: int32"]
+
+
+def _reduce_args(ctx, indices, values, shape, axes):
+    """(indices [N, R], shape, reduced axes) of a SparseReduceSum, checked."""
+    idx = np.asarray(ctx.host(indices)).astype(np.int64)
+    dims = [int(d) for d in np.asarray(ctx.host(shape)).reshape(-1)]
+    if idx.ndim != 2 or idx.shape[1] != len(dims):
+        raise ctx.fail(f"input_indices must be [N, {len(dims)}] for a shape of rank {len(dims)}, got {list(idx.shape)}")
+    if values.shape != (idx.shape[0],):
+        raise ctx.fail(f"input_values must hold {idx.shape[0]} values, got shape {list(values.shape)}")
+    if idx.size and ((idx < 0) | (idx >= np.array(dims, np.int64))).any():
+        row = int(np.flatnonzero(((idx < 0) | (idx >= np.array(dims, np.int64))).any(axis=1))[0])
+        raise ctx.fail(f"input_indices[{row}] = {idx[row].tolist()} is out of bounds of {dims}")
+    a = np.asarray(ctx.host(axes)).reshape(-1)
+    try:
+        return idx, dims, normalize_axes(a, len(dims))
+    except ValueError as e:
+        raise ctx.fail(str(e)) from None
+
+
+def _reduced_index(idx, dims, red, keep: bool):
+    """Each entry's output index and the output shape: reduced axes dropped, or kept as 0 / 1."""
+    if keep:
+        return np.where(np.isin(np.arange(len(dims)), red), 0, idx), [1 if i in red else d for i, d in enumerate(dims)]
+    kept = [i for i in range(len(dims)) if i not in red]
+    return idx[:, kept], [dims[i] for i in kept]
+
+
+def _reduce_sum_shape(ic: InferenceContext) -> list[Shape]:
+    shape, axes = ic.value(2), ic.value(3)
+    if shape is None or axes is None:
+        return [Shape(None)]
+    dims = [int(d) for d in np.asarray(shape).reshape(-1)]
+    a = np.asarray(axes).reshape(-1)
+    try:
+        red = normalize_axes(a, len(dims))
+    except ValueError as e:
+        raise ic.fail(str(e)) from None
+    if ic.attr("keep_dims"):
+        return [Shape([1 if i in red else d for i, d in enumerate(dims)])]
+    return [Shape([d for i, d in enumerate(dims) if i not in red])]
+
+
+register_op(
+    "SparseReduceSum",
+    inputs=_REDUCE_INPUTS,
+    outputs=["output: T"],
+    attrs=["keep_dims: bool = false", "T: {numeric}"],
+    shape=_reduce_sum_shape,
+    doc="The sum of a sparse tensor (indices [N, R], values [N], shape [R]) over reduction_axes "
+    "(none when empty: the tensor made dense), as a dense tensor; keep_dims keeps them as size 1.",
+)
+
+
+@kernel("SparseReduceSum", host_inputs=(0, 2, 3))
+def _sparse_reduce_sum(ctx, indices, values, shape, axes):
+    xp = ctx.xp
+    idx, dims, red = _reduce_args(ctx, indices, values, shape, axes)
+    out_idx, out_dims = _reduced_index(idx, dims, red, ctx.attrs["keep_dims"])
+    if not out_dims:  # every axis reduced: a scalar
+        return xp.asarray(values.sum(), dtype=values.dtype)
+    out = xp.zeros(out_dims, dtype=values.dtype)
+    if idx.shape[0]:
+        xp.add.at(out, tuple(xp.asarray(out_idx.T)), values)
+    return out
+
+
+@gradient("SparseReduceSum")
+def _sparse_reduce_sum_grad(b, node, dys):
+    # TF's: each value's gradient is the output gradient at its index with the reduced axes
+    # taken to 0 (indices // (shape // kept shape), the kept shape having 1 at reduced axes).
+    indices, _, shape, axes = node.data_inputs
+    rank = gu.emit(b, "Size", shape)
+    dims = gu.emit(b, "Range", gu.const(b, np.int32(0)), rank, gu.const(b, np.int32(1)))
+    flat = gu.emit(b, "Reshape", axes, gu.const(b, np.array([-1], np.int32)))
+    hit = gu.emit(b, "Equal", gu.emit(b, "ExpandDims", dims, gu.const(b, np.int32(1))),
+                  gu.emit(b, "ExpandDims", gu.emit(b, "FloorMod", flat, rank), gu.const(b, np.int32(0))))  # fmt: skip
+    reduced = gu.emit(b, "Any", hit, gu.const(b, np.int32(1)))
+    kept = gu.emit(b, "SelectV2", reduced, gu.emit(b, "OnesLike", shape), shape)
+    scale = gu.emit(b, "FloorDiv", shape, kept)
+    grad = gu.emit(b, "GatherNd", gu.emit(b, "Reshape", dys[0], kept), gu.emit(b, "FloorDiv", indices, scale))
+    return [None, grad, None, None]
+
+
+register_op(
+    "SparseReduceSumSparse",
+    inputs=_REDUCE_INPUTS,
+    outputs=["output_indices: int64", "output_values: T", "output_shape: int64"],
+    attrs=["keep_dims: bool = false", "T: {numeric}"],
+    shape=lambda ic: [Shape([None, None]), Shape([None]), Shape([None])],
+    doc="SparseReduceSum's result as a sparse tensor: one entry per distinct output index the "
+    "input's entries reach, in row-major order.",
+)
+
+
+@kernel("SparseReduceSumSparse", host_inputs=(0, 2, 3))
+def _sparse_reduce_sum_sparse(ctx, indices, values, shape, axes):
+    xp = ctx.xp
+    idx, dims, red = _reduce_args(ctx, indices, values, shape, axes)
+    out_idx, out_dims = _reduced_index(idx, dims, red, ctx.attrs["keep_dims"])
+    keys, where = np.unique(out_idx, axis=0, return_inverse=True)
+    sums = xp.zeros(keys.shape[0], dtype=values.dtype)
+    if idx.shape[0]:
+        xp.add.at(sums, xp.asarray(where.reshape(-1)), values)
+    return xp.asarray(keys.astype(np.int64)), sums, xp.asarray(np.array(out_dims, np.int64))
+
+
+not_differentiable("SparseReduceSumSparse")  # as in TF

@@ -1,4 +1,5 @@
-"""Counter-based (stateless) random numbers: StatelessRandomUniformV2.
+"""Counter-based (stateless) random numbers: StatelessRandomUniformV2, NormalV2, TruncatedNormalV2
+and StatelessMultinomial.
 
 The same (key, counter, alg) always gives the same numbers, bit for bit TensorFlow's on CPU for
 the Philox algorithm: Philox4x32-10 (Salmon et al. 2011, as TF's philox_random.h) makes four
@@ -16,6 +17,7 @@ import numpy as np
 
 from specflow.graph.shapes import Shape
 from specflow.ops.inference import InferenceContext
+from specflow.ops.random_ops import _multinomial_shape
 from specflow.ops.registry import kernel, not_differentiable, register_op
 
 RNG_ALG_PHILOX, RNG_ALG_THREEFRY, RNG_ALG_AUTO_SELECT = 1, 2, 3
@@ -44,7 +46,13 @@ def philox4x32(xp, counter_words, key: tuple[int, int], rounds: int = 10):
 
 def philox_words(xp, key: int, counter: tuple[int, int], groups: int):
     """The [groups, 4] uint32 words TF's PhiloxRandom(counter, key) gives on ``groups`` calls."""
-    g = xp.arange(groups, dtype=np.uint64)
+    return philox_words_at(xp, key, counter, xp.arange(groups, dtype=np.uint64))
+
+
+def philox_words_at(xp, key: int, counter: tuple[int, int], skips):
+    """The [..., 4] uint32 words of PhiloxRandom(counter, key) after Skip(s), for each s of the
+    uint64 array ``skips`` (TF's Skip adds to the 128-bit counter)."""
+    g = skips
     lo64 = np.uint64(counter[0]) + g  # the 128-bit counter plus g: low half wraps, carries up
     carry = (lo64 < np.uint64(counter[0])).astype(np.uint64)
     hi64 = np.uint64(counter[1]) + carry
@@ -144,17 +152,21 @@ register_op(
 )
 
 
-@kernel("StatelessRandomGetKeyCounter", host_inputs=(0,))
-def _get_key_counter(ctx, seed):
+def key_counter_from_seed(ctx, seed) -> tuple[int, tuple[int, int]]:
+    """The Philox key and (low, high) counter TF derives from a [2] seed read on the host."""
     s = ctx.host(seed)
     if s.shape != (2,):
         raise ctx.fail(f"seed must have shape [2], got {list(s.shape)}")
     s0, s1 = (int(v) & 0xFFFFFFFFFFFFFFFF for v in s)
     words = [np.array([w], np.uint64) for w in (s0 & _MASK32, s0 >> 32, s1 & _MASK32, s1 >> 32)]
     m0, m1, m2, m3 = (int(w[0]) for w in philox4x32(np, words, _SCRAMBLE_KEY))
-    key = np.array([m0 | (m1 << 32)], np.uint64)
-    counter = np.array([0, m2 | (m3 << 32)], np.uint64)
-    return ctx.xp.asarray(key), ctx.xp.asarray(counter)
+    return m0 | (m1 << 32), (0, m2 | (m3 << 32))
+
+
+@kernel("StatelessRandomGetKeyCounter", host_inputs=(0,))
+def _get_key_counter(ctx, seed):
+    key, counter = key_counter_from_seed(ctx, seed)
+    return ctx.xp.asarray(np.array([key], np.uint64)), ctx.xp.asarray(np.array(counter, np.uint64))
 
 
 register_op(
@@ -195,3 +207,97 @@ _register_stateless(
     "counter-based generator (Philox).",
     normal_from_words,
 )
+
+
+# --- StatelessTruncatedNormalV2 ---------------------------------------------------------------
+
+_TRUNCATE_AT = 2.0  # TF's kTruncateValue: normals at or beyond 2 are drawn again
+_RESERVED_PER_VALUE = 256  # TF's kReservedSamplesPerOutput: Philox words set aside per value
+
+register_op(
+    "StatelessTruncatedNormalV2",
+    inputs=["shape: Tshape", "key: uint64", "counter: uint64", "alg: int32"],
+    outputs=["output: dtype"],
+    attrs=["dtype: {float16, float32, float64} = float32", "Tshape: {int32, int64} = int32"],
+    shape=_stateless_shape,
+    doc="Standard normal values within (-2, 2) that depend only on (key, counter, alg): TF's "
+    "rejection of Box-Muller normals over its counter-based generator (Philox).",
+)
+
+
+@kernel("StatelessTruncatedNormalV2", host_inputs=(0, 1, 2, 3))
+def _truncated_normal(ctx, shape, key, counter, alg):
+    # TF fills groups of 4 values (2 for float64); group g starts its own generator at counter
+    # + 256 g (128 g for float64: 256 words per value) and takes Box-Muller pairs from it, word after word, keeping the values with |v| < 2
+    # until the group is full. Here every group tries a few Philox calls at once; the groups that
+    # still lack values (rare: 4.6% of normals are dropped) try twice as many, from the start.
+    xp = ctx.xp
+    dims, key, counter = _stateless_args(ctx, shape, key, counter, alg)
+    dtype = ctx.attrs["dtype"].numpy
+    n = int(np.prod(dims, dtype=np.int64))
+    work = np.dtype(np.float64 if dtype == np.float64 else np.float32)
+    per_group = 2 if work == np.float64 else 4
+    groups = -(-n // per_group)
+    base = xp.arange(groups, dtype=np.uint64) * np.uint64(per_group * _RESERVED_PER_VALUE // 4)
+    k, c = int(key[0]), (int(counter[0]), int(counter[1]))
+    calls = 4
+    while True:
+        words = philox_words_at(xp, k, c, base[:, None] + xp.arange(calls, dtype=np.uint64)[None, :])
+        values = normal_from_words(xp, words.reshape(-1), work, words.size // (4 // per_group))
+        values = values.reshape(groups, -1)
+        keep = xp.abs(values) < work.type(_TRUNCATE_AT)
+        if groups == 0 or int(keep.sum(axis=1).min()) >= per_group:
+            break
+        calls *= 2
+    rank = xp.cumsum(keep, axis=1)
+    slots = xp.arange(1, per_group + 1)
+    where = xp.argmax(keep[:, :, None] & (rank[:, :, None] == slots), axis=1)  # [groups, per_group]
+    out = xp.take_along_axis(values, where, axis=1).reshape(-1)[:n]
+    return out.astype(dtype).reshape(tuple(int(d) for d in dims))
+
+
+not_differentiable("StatelessTruncatedNormalV2")
+
+
+# --- StatelessMultinomial ---------------------------------------------------------------------
+
+register_op(
+    "StatelessMultinomial",
+    inputs=["logits: T", "num_samples: int32", "seed: Tseed"],
+    outputs=["output: output_dtype"],
+    attrs=["T: {real}", "Tseed: {int32, int64} = int64", "output_dtype: {int32, int64} = int64"],
+    shape=_multinomial_shape,
+    doc="num_samples class indices per row of logits, drawn with probabilities softmax(row) (a "
+    "non-finite logit is never drawn), depending only on the [2] seed (tf.random.stateless_categorical).",
+)
+
+
+@kernel("StatelessMultinomial", host_inputs=(0, 1, 2))
+def _stateless_multinomial(ctx, logits, num_samples, seed):
+    # TF's CPU kernel: one Philox stream from the scrambled seed, read a double (two words) per
+    # sample, row after row; each sample is the upper bound of u * total in the row's running sum
+    # of exp(logit - max), the non-finite logits adding nothing. (TF starts a thread's block of
+    # rows at counter + row (num_samples + 3) / 4, so a batch large enough to be split across
+    # its threads continues differently there; a single block, as TF runs small batches, is this.)
+    x, n = np.asarray(ctx.host(logits)), ctx.host(num_samples)
+    if x.ndim != 2:
+        raise ctx.fail(f"logits must be a matrix [batch, classes], got shape {list(x.shape)}")
+    if n.ndim != 0 or int(n) < 0:
+        raise ctx.fail(f"num_samples must be a non-negative scalar, got {n.tolist()}")
+    batch, classes, n = x.shape[0], x.shape[1], int(n)
+    if classes == 0 and batch and n:
+        raise ctx.fail("num_classes should be positive, got 0")
+    key, counter = key_counter_from_seed(ctx, seed)
+    words = philox_words(np, key, counter, -(-2 * batch * n // 4))
+    u = uniform_from_words(np, words, np.dtype(np.float64), batch * n).reshape(batch, n)
+    out = np.zeros((batch, n), np.int64)
+    finite = np.isfinite(x)
+    for b in range(batch if classes else 0):
+        row = x[b].astype(np.float64)
+        top = float(row[finite[b]].max()) if finite[b].any() else float(np.finfo(x.dtype).min)
+        cdf = np.cumsum(np.where(finite[b], np.exp(np.where(finite[b], row, top) - top), 0.0))
+        out[b] = np.searchsorted(cdf, u[b] * cdf[-1], side="right")
+    return ctx.xp.asarray(out.astype(ctx.attrs["output_dtype"].numpy))
+
+
+not_differentiable("StatelessMultinomial")

@@ -1,5 +1,5 @@
 """Cases for StatelessRandomUniformV2 (bit-exact Philox4x32-10), StatelessRandomNormalV2,
-StatelessRandomGetKeyCounter/GetAlg and Multinomial.
+StatelessRandomGetKeyCounter/GetAlg, StatelessTruncatedNormalV2, StatelessMultinomial and Multinomial.
 
 The Philox words below are the published known-answer vectors of Random123 (the reference
 implementation TF's philox_random.h follows); the expected floats are derived from them by TF's
@@ -75,6 +75,25 @@ def _check_multinomial(outs, ins):
 _logits = np.log(np.array([[1, 1, 1, 1], [0.5, 1, 1, 0.5], [0.1, 0.2, 0.3, 0.4]], np.float64))
 _logits[0, [0, 1, 3]] = -np.inf
 _logits[1, [1, 2]] = -np.inf
+_KEY59, _COUNTER59 = np.array([2309766540399829419], U64), np.array([0, 5831162995244409410], U64)
+
+
+def _check_truncated(outs, ins):
+    """40k draws: all within (-2, 2), with the moments of a normal truncated there (sd 0.8796)."""
+    x = np.asarray(outs[0])
+    assert x.shape == (200, 200) and x.dtype == np.float32
+    assert np.abs(x).max() < 2 and abs(x.mean()) < 0.02 and abs(x.std() - 0.8796) < 0.01
+    np.testing.assert_array_equal(evaluate_op("StatelessTruncatedNormalV2", ins)[0], x)
+
+
+def _check_stateless_multinomial(outs, ins):
+    x = np.asarray(outs[0])
+    assert x.shape == (3, 4000) and x.dtype == np.int64
+    assert (x[0] == 2).all() and set(np.unique(x[1])) <= {0, 3}
+    np.testing.assert_allclose(np.bincount(x[2], minlength=4) / 4000, [0.1, 0.2, 0.3, 0.4], atol=0.03)
+    np.testing.assert_array_equal(evaluate_op("StatelessMultinomial", ins)[0], x)
+
+
 CASES = [
     _case([4], 0, [0, 0], _f32(KAT_ZERO)),
     _case([2, 2], ALL_ONES, [ALL_ONES, ALL_ONES], _f32(KAT_ONES).reshape(2, 2), id="StatelessRandomUniformV2-ones"),
@@ -103,4 +122,23 @@ CASES = [
          const_inputs=[0], rtol=1e-6, atol=1e-6, id="StatelessRandomNormalV2-float32",
          ref=lambda *a: np.array([[0.2132473886013031, -0.7651700973510742, -1.0377172231674194],
                                   [-1.6080163717269897, 0.5758202075958252, -0.6180840134620667]], np.float32)),
+    # Recorded from TensorFlow 2.21 (tf.raw_ops, CPU): the key and counter of seed [5, 9]. Group g of
+    # a truncated normal starts at counter + 256 g words per value (float64: the second group's
+    # values are not the normal stream's third and fourth).
+    Case("StatelessTruncatedNormalV2", [np.array([5], np.int32), _KEY59, _COUNTER59, np.int32(1)],
+         attrs={"dtype": "float64"}, const_inputs=[0], atol=0, rtol=0,
+         ref=lambda *a: np.array([0.5876982787041761, -0.1184694047620983, -0.5791094242818403, -0.5133580483161647,
+                                  0.04795841394857466])),
+    Case("StatelessTruncatedNormalV2", [np.array([2, 3], np.int32), _KEY59, _COUNTER59, np.int32(1)],
+         const_inputs=[0], rtol=1e-6, atol=1e-6, id="StatelessTruncatedNormalV2-float32",
+         ref=lambda *a: np.array([[0.2132473886013031, -0.7651700973510742, -1.0377172231674194],
+                                  [-1.6080163717269897, 0.10526004433631897, 0.3191651403903961]], np.float32)),
+    Case("StatelessTruncatedNormalV2", [np.array([200, 200], np.int64), np.array([77], U64), np.array([5, 6], U64),
+                                        np.int32(3)], attrs={"Tshape": "int64"}, const_inputs=[0],
+         check=_check_truncated, id="StatelessTruncatedNormalV2-stream"),
+    Case("StatelessMultinomial", [np.array([[0.5, -1, 2, 0], [1, 1, 1, -np.inf]], np.float32), np.int32(6),
+                                  np.array([5, 9], np.int64)], const_inputs=[1], atol=0, rtol=0,
+         ref=lambda *a: np.array([[2, 2, 2, 2, 2, 2], [0, 2, 2, 2, 0, 1]], np.int64)),
+    Case("StatelessMultinomial", [_logits, np.int32(4000), np.array([3, 4], np.int32)], attrs={"Tseed": "int32"},
+         const_inputs=[1], check=_check_stateless_multinomial, id="StatelessMultinomial-stream"),
 ]
