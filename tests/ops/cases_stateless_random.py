@@ -83,7 +83,9 @@ def _check_truncated(outs, ins):
     x = np.asarray(outs[0])
     assert x.shape == (200, 200) and x.dtype == np.float32
     assert np.abs(x).max() < 2 and abs(x.mean()) < 0.02 and abs(x.std() - 0.8796) < 0.01
-    np.testing.assert_array_equal(evaluate_op("StatelessTruncatedNormalV2", ins)[0], x)
+    # The CPU's stream, from any device (a GPU's log and sin round the last bit differently:
+    # 3.6e-7 apart at most on an H100).
+    np.testing.assert_allclose(evaluate_op("StatelessTruncatedNormalV2", ins)[0], x, rtol=1e-6, atol=1e-6)
 
 
 def _check_stateless_multinomial(outs, ins):
