@@ -7,8 +7,9 @@ graph in a Session on ``cpu:1,gpu:1`` (the placer puts the kernels on the GPU); 
 same network eagerly on ``cuda``, from the same initial weights. Both sides take the batch from
 host memory every step (as a training loop reading data does) and return the loss to the host.
 
-Sides run in interleaved rounds (order rotating), each round ~50 ms of calls followed by a
-device synchronize; times are medians over rounds, ratios medians of per-round ratios. The
+Sides run in interleaved rounds (order rotating; ``peers.interleaved``), each round ~50 ms of
+calls followed by a device synchronize; times are medians over rounds, ratios medians of
+per-round ratios. The
 card's name, the library versions and where specflow placed each row's nodes are printed.
 
     python -m benchmarks.gpu [--rounds 11] [--batches 256 1024] [--rows mlp cnn rnn wide]
@@ -19,7 +20,6 @@ Without cupy and a GPU it says so and exits 2; without PyTorch it prints specflo
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -30,6 +30,7 @@ if __package__ in (None, ""):
 import numpy as np  # noqa: E402
 
 from benchmarks import peers_models as pm  # noqa: E402
+from benchmarks.peers import interleaved  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 MLP_SPEC = ROOT / "models" / "digits_mlp.yaml"
@@ -137,32 +138,6 @@ def placement(sf: pm.SpecflowModel) -> str:
     return ", ".join(out)
 
 
-def interleaved(sides: dict, sync, rounds: int, target_s: float = 0.05) -> dict:
-    """{side: (median s per step, median of per-round specflow/side)}; a synchronize ends each round."""
-    number = {}
-    for side, fn in sides.items():
-        for _ in range(40):  # warm-up: kernels compiled, plans built, specflow's timing phase done
-            fn()
-        sync()
-        t0 = time.perf_counter()
-        for _ in range(5):
-            fn()
-        sync()
-        number[side] = max(3, int(target_s / max((time.perf_counter() - t0) / 5, 1e-7)))
-    names = list(sides)
-    times: dict[str, list[float]] = {s: [] for s in names}
-    for r in range(rounds):
-        for side in names[r % len(names):] + names[: r % len(names)]:
-            fn, n = sides[side], number[side]
-            t0 = time.perf_counter()
-            for _ in range(n):
-                fn()
-            sync()
-            times[side].append((time.perf_counter() - t0) / n)
-    sf = times["specflow"]
-    return {s: (statistics.median(t), statistics.median(a / b for a, b in zip(sf, t))) for s, t in times.items()}
-
-
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=11)
@@ -198,7 +173,7 @@ def main(argv=None) -> int:
     results = {}
     try:
         for name, sides in rows.items():
-            results[name] = interleaved(sides, sync, args.rounds)
+            results[name] = interleaved(sides, args.rounds, target_s=0.05, sync=sync)
     finally:
         for m in models:
             m.close()

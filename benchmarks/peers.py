@@ -256,10 +256,12 @@ def chain_rows(peers) -> tuple[dict, list]:
 # --- timing -------------------------------------------------------------------------------------
 
 
-def interleaved(sides: dict, rounds: int, target_s: float = 0.02) -> dict:
+def interleaved(sides: dict, rounds: int, target_s: float = 0.02, sync=None) -> dict:
     """{side: (median seconds per call, median of per-round specflow/side)} over ``rounds``
     rounds, each side timed for ~``target_s`` per round, the order rotating every round, after
-    up to 40 warm-up calls (2 s at most)."""
+    up to 40 warm-up calls (2 s at most). ``sync()`` (a GPU's synchronize) ends every timed run
+    of calls, so work still queued on a device counts."""
+    sync = sync or (lambda: None)
     number = {}
     for side, fn in sides.items():
         # Warm-up: traces, plans, and specflow's first 32 steps, which time every kernel to
@@ -269,9 +271,12 @@ def interleaved(sides: dict, rounds: int, target_s: float = 0.02) -> dict:
             fn()
             if i >= 2 and time.perf_counter() - t0 > 2.0:
                 break
+        sync()
         t0 = time.perf_counter()
-        fn()
-        number[side] = max(1, int(target_s / max(time.perf_counter() - t0, 1e-7)))
+        for _ in range(3):
+            fn()
+        sync()
+        number[side] = max(1, int(target_s / max((time.perf_counter() - t0) / 3, 1e-7)))
     names = list(sides)
     times: dict[str, list[float]] = {s: [] for s in names}
     for r in range(rounds):
@@ -280,6 +285,7 @@ def interleaved(sides: dict, rounds: int, target_s: float = 0.02) -> dict:
             t0 = time.perf_counter()
             for _ in range(n):
                 fn()
+            sync()
             times[side].append((time.perf_counter() - t0) / n)
     sf = times["specflow"]
     return {s: (statistics.median(t), statistics.median(a / b for a, b in zip(sf, t))) for s, t in times.items()}
