@@ -17,6 +17,7 @@ added with them). Not covered: StatelessMultinomial matches TF only while TF sam
 one block of rows, as it does for small batches (a large batch split across TF's threads starts
 each block at its own counter); CTCLossV2 (the cuDNN variant, blank 0) is not built."""
 
+import fnmatch
 import os
 import sys
 import tempfile
@@ -27,6 +28,7 @@ import tensorflow as tf
 from tensorflow.python.framework.convert_to_constants import convert_variables_to_constants_v2
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from scripts.tf_graph_parity_cases4 import register as register_batch4
 from specflow.errors import SpecflowError
 from specflow.export.loader import load_model
 
@@ -352,6 +354,7 @@ case("quantize_channels", lambda x: tf.quantization.fake_quant_with_min_max_vars
     x, [-1.0, -0.5, 0.0, -2.0], [1.0, 0.5, 1.0, 2.0], num_bits=4), (3, 4))
 case("clip_by_avg_norm", lambda x: x / tf.maximum(tf.norm(x), 1.0), (3, 4))
 case("random_shuffle_free", lambda x: tf.sort(tf.reshape(x, [-1])), (3, 4))
+# batch 4 (scripts/tf_graph_parity_cases4.py) registers its cases and Keras layers below KERAS
 
 
 def run_case(name, fn, shapes, dtype, grad, pos, ints, extra, tmp):
@@ -450,7 +453,25 @@ KERAS = [
     ("unitnorm", lambda: L.UnitNormalization(), (3, 4), {}),
 ]
 
-SAVED = {"bn_train", "lstm", "gru", "simplernn", "bilstm", "conv_lstm"}
+KERAS += register_batch4(case)
+SAVED = {"bn_train", "lstm", "gru", "simplernn", "bilstm", "conv_lstm", "c4_k_gru_v1", "c4_k_lstm_state", "c4_k_lstm_mask",
+         "c4_k_gru_goback", "c4_k_bigru_concat"}
+
+
+def keras_call(layer, t, opts):
+    if opts.get("self"):
+        return layer(t, t)
+    if opts.get("pair"):
+        return layer([t, t * 0.5 + 0.1])
+    if opts.get("mask"):
+        return layer(t, t, attention_mask=tf.constant(np.tril(np.ones((t.shape[1], t.shape[1]), bool))[None]))
+    if opts.get("causal"):
+        return layer(t, t, use_causal_mask=True)
+    if opts.get("first"):
+        return layer(t)[0]
+    if "training" in opts:
+        return layer(t, training=opts["training"])
+    return layer(t)
 
 
 def run_keras(name, make, shape, opts, tmp):
@@ -462,13 +483,7 @@ def run_keras(name, make, shape, opts, tmp):
         x = rng.standard_normal(shape).astype(np.float32)
         spec = tf.TensorSpec(shape, tf.float32)
     def call(t):
-        if opts.get("self"):
-            return layer(t, t)
-        if opts.get("pair"):
-            return layer([t, t])
-        if "training" in opts:
-            return layer(t, training=opts["training"])
-        return layer(t)
+        return keras_call(layer, t, opts)
     call(tf.constant(x))  # build
     weights = layer.trainable_variables
 
@@ -478,6 +493,8 @@ def run_keras(name, make, shape, opts, tmp):
             if t.dtype.is_floating:
                 tape.watch(t)
             y = call(t)
+            if not y.dtype.is_floating:
+                return [y]
             w = tf.cast(tf.reshape(tf.range(tf.size(y)), tf.shape(y)) % 7, y.dtype) * 0.3 - 0.9
             loss = tf.reduce_sum(y * w)
         srcs = ([t] if t.dtype.is_floating else []) + list(weights)
@@ -501,9 +518,7 @@ def run_saved(name, make, shape, opts, tmp):
     layer = make()
     x = rng.standard_normal(shape).astype(np.float32)
     def call(t):
-        if "training" in opts:
-            return layer(t, training=opts["training"])
-        return layer(t)
+        return keras_call(layer, t, opts)
     call(tf.constant(x))
     m = tf.Module()
     m.layer = layer
@@ -534,7 +549,7 @@ if __name__ == "__main__":
         (c[0], run_saved if c[0] in SAVED else run_keras, c) for c in KERAS
     ]
     for name, fn, c in everything:
-        if pick and name not in pick:
+        if pick and not any(fnmatch.fnmatchcase(name, p) for p in pick):
             continue
         try:
             bad = fn(*c, tmp)

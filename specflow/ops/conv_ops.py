@@ -189,10 +189,13 @@ def _conv_window(c, x_shape, f_shape, layout="out_channels") -> tuple[_Window, t
     x = _rank4(c, x_shape, "input")
     f = _rank4(c, f_shape, "filter")
     n, h, w, ch = _nhwc_dims(x, fmt)
-    if ch is not None and f[2] is not None and ch != f[2]:
+    grouped = layout == "out_channels" and None not in (ch, f[2], f[3]) and f[2] > 0 and ch % f[2] == 0 and f[3] % (ch // f[2]) == 0
+    if ch is not None and f[2] is not None and ch != f[2] and not grouped:
         raise c.fail(
             f"input has {ch} channels (input shape {Shape(x)}, {fmt}) but the filter expects "
             f"{f[2]} in_channels (filter shape {Shape(f)}, [height, width, in_channels, {layout}])"
+            + (" (a grouped convolution needs in_channels dividing the input's channels and the groups "
+               "dividing out_channels)" if layout == "out_channels" else "")
         )
     win = _window(c, (h, w), f[:2], _spatial_attr(c, "dilations"))
     return win, _format_dims(fmt, n, *win.out, f[3])
@@ -226,12 +229,39 @@ SHARE_ATTR, FROM_ATTR = "_im2col_keep", "_im2col_from"
 SHARE_MAX_BYTES = 256 << 20  # larger ones are rebuilt rather than held from forward to backward
 
 
+def _dense_filter(xp, f, channels: int):
+    """A grouped convolution's filter [kh, kw, C / g, O] as the dense [kh, kw, C, O] filter that is
+    zero outside each group's block (TF's Conv2D with groups = C / in_channels); ``f`` itself when
+    it is not grouped. The zeros add exact zeros to each output's sum."""
+    kh, kw, cg, o = f.shape
+    if cg == channels:
+        return f
+    groups = channels // cg
+    og = o // groups
+    full = xp.zeros((kh, kw, channels, o), f.dtype)
+    for i in range(groups):
+        full[:, :, i * cg:(i + 1) * cg, i * og:(i + 1) * og] = f[:, :, :, i * og:(i + 1) * og]
+    return full
+
+
+def _group_blocks(xp, grad, cg: int):
+    """The inverse of _dense_filter for a gradient: each group's block of a dense [kh, kw, C, O]
+    filter gradient, as the grouped [kh, kw, C / g, O]."""
+    channels, o = grad.shape[2], grad.shape[3]
+    if cg == channels:
+        return grad
+    groups = channels // cg
+    og = o // groups
+    return xp.concatenate([grad[:, :, i * cg:(i + 1) * cg, i * og:(i + 1) * og] for i in range(groups)], axis=3)
+
+
 def conv2d_matrix(ctx, x, f):
     """Conv2D's output as a fresh [N * OH * OW, O] matrix (NHWC rows) and its NHWC shape: one
     im2col and one matmul. Shared by Conv2D and _FusedConv2D (fused_ops.py), which applies its
     bias and activation to the matrix in place before it takes its final shape."""
     xp, fmt = ctx.xp, ctx.attrs["data_format"]
     win = kernel_window(ctx, (x.shape, f.shape), lambda: _conv_window(ctx, x.shape, f.shape)[0])
+    f = _dense_filter(xp, f, x.shape[3 if fmt == "NHWC" else 1])
     cols = wn.im2col(xp, _to_nhwc(x, fmt), win, ctx.state)
     n, oh, ow, k = cols.shape
     out = ctx.empty((n * oh * ow, f.shape[3]), cols.dtype)
@@ -271,6 +301,7 @@ def _conv2d_backprop_input(ctx, input_sizes, f, dy):
     xp, fmt = ctx.xp, ctx.attrs["data_format"]
     sizes = _sizes_input(ctx, input_sizes, "input_sizes")
     win = kernel_window(ctx, (sizes, f.shape, dy.shape), lambda: _conv_backprop_window(ctx, sizes, f.shape, dy.shape))
+    f = _dense_filter(xp, f, sizes[3 if fmt == "NHWC" else 1])
     return _from_nhwc(wn.conv_input_grad(xp, _to_nhwc(dy, fmt), f, _nhwc_dims(sizes, fmt), win, ctx.state,
                                          ctx.empty), fmt)  # fmt: skip
 
@@ -305,9 +336,10 @@ def _conv2d_backprop_filter(ctx, x, filter_sizes, dy):
         cols, owner = wn.im2col(xp, _to_nhwc(x, fmt), win, ctx.state), ctx.state
     n, oh, ow, k = cols.shape
     dy = _to_nhwc(dy, fmt).reshape(n * oh * ow, sizes[3])
-    grad = wn.tall_product(xp, cols.reshape(n * oh * ow, k), dy).reshape(sizes)
+    dense = (sizes[0], sizes[1], k // (sizes[0] * sizes[1]), sizes[3])  # [kh, kw, C, O]
+    grad = wn.tall_product(xp, cols.reshape(n * oh * ow, k), dy).reshape(dense)
     wn.give(owner, "im2col", cols)
-    return grad
+    return _group_blocks(xp, grad, sizes[2])
 
 
 # Conv2D is bilinear in (input, filter): each of the three ops' gradients is one of the
