@@ -4,6 +4,7 @@
 from specflow.ops import (  # noqa: F401,E402  (importing registers the ops)
     array_ops,
     batch_norm_ops,
+    bitwise_ops,
     box_ops,
     color_ops,
     complex_ops,
