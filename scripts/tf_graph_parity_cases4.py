@@ -294,6 +294,10 @@ def register(case):
                                       default=lambda: x), (3, 4))
     case("c4_switch_case", lambda x: tf.switch_case(tf.cast(tf.reduce_sum(tf.abs(x)), tf.int32) % 3,
                                                     [lambda: x * 2, lambda: tf.sin(x), lambda: x * x]), (3, 4))
+    case("c4_switch_case_oob", lambda x: tf.switch_case(tf.cast(tf.reduce_sum(tf.abs(x)), tf.int32) + 5,
+                                                        [lambda: x * 2, lambda: tf.sin(x)]), (3, 4))
+    case("c4_switch_in_while", lambda x: tf.while_loop(lambda i, a: i < 3, lambda i, a: (i + 1, tf.switch_case(
+        i, [lambda: a * 0.5, lambda: tf.cos(a), lambda: a + 1.0])), (0, x))[1], (3, 4))
     case("c4_cond_int", lambda x: tf.cond(x[0, 0] > 0, lambda: tf.shape(x)[0] * 2, lambda: tf.shape(x)[1]) * tf.ones([2], tf.int32),
          (3, 4), grad=False)
     case("c4_while_ta", lambda x: tf.while_loop(lambda i, ta: i < 3, lambda i, ta: (i + 1, ta.write(i, tf.sin(x[i]) * tf.cast(i, tf.float32))),
