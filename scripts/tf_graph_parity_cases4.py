@@ -317,6 +317,12 @@ def register(case):
          (4, 3))
     case("c4_stateless_uniform_int", lambda x: tf.random.stateless_uniform([3, 4], seed=[5, 6], minval=-3, maxval=7, dtype=tf.int32),
          (1,), grad=False)
+    case("c4_stateless_uniform_i64", lambda x: tf.random.stateless_uniform([5, 3], seed=[9, 1], minval=-(2 ** 40), maxval=7,
+                                                                         dtype=tf.int64), (1,), grad=False)
+    case("c4_stateless_full_int", lambda x: tf.random.stateless_uniform([7], seed=[3, 3], minval=None, maxval=None, dtype=tf.int32),
+         (1,), grad=False)
+    case("c4_stateless_full_u64", lambda x: tf.random.stateless_uniform([3], seed=[4, 2], minval=None, maxval=None, dtype=tf.uint64),
+         (1,), grad=False)
     case("c4_stateless_uniform_range", lambda x: x * tf.random.stateless_uniform([3, 4], seed=[7, 8], minval=-2.0, maxval=3.0), (3, 4))
     case("c4_stateless_normal_ms", lambda x: x + tf.random.stateless_normal([3, 4], seed=[2, 9], mean=1.0, stddev=0.5), (3, 4))
     case("c4_stateless_f64", lambda x: tf.random.stateless_uniform([3, 4], seed=[1, 1], dtype=tf.float64), (1,), grad=False)
