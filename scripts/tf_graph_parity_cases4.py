@@ -92,6 +92,61 @@ def register(case):
     case("c4_logsoftmax_axis", lambda x: tf.nn.log_softmax(x, axis=1), (2, 3, 4))
     case("c4_softmax_big", lambda x: tf.nn.softmax(x * 50), (3, 4))
 
+    # --- NaN, inf and out-of-range values: where numpy's conventions and TF's kernels can part ----
+    def nan_in(x):  # NaN where x < 0
+        return tf.math.log(x) * 0.0 + x
+
+    def inf_in(x):  # +-inf where |x| < 0.3
+        return tf.where(tf.abs(x) < 0.3, tf.math.sign(x) / 0.0, x)
+
+    # Not checked: NaN in sort/top_k (TF's order of NaNs follows its partial sort's comparisons) or in
+    # softmax (oneDNN's kernel, on by default, zeroes the row's other entries; TF's own gives NaN).
+    g0 = dict(grad=False)
+    case("c4_nan_maximum", lambda x, y: tf.maximum(nan_in(x), y) + tf.minimum(y, nan_in(x)), (3, 4), (3, 4), **g0)
+    case("c4_nan_maximum_second", lambda x, y: tf.maximum(y, nan_in(x)) + tf.minimum(nan_in(x), y), (3, 4), (3, 4), **g0)
+    case("c4_nan_reduce_max", lambda x: tf.reduce_max(nan_in(x), axis=1) + tf.reduce_min(nan_in(x), axis=0)[:3], (3, 4), **g0)
+    case("c4_nan_reduce_sum", lambda x: tf.reduce_sum(nan_in(x), axis=1) + tf.reduce_mean(nan_in(x), axis=1), (3, 4), **g0)
+    case("c4_nan_argmax", lambda x: tf.argmax(nan_in(x), axis=1) + tf.argmin(nan_in(x), axis=1), (4, 5), **g0)
+    case("c4_nan_relu", lambda x: tf.nn.relu(nan_in(x)) + tf.nn.relu6(nan_in(x)) + tf.nn.elu(nan_in(x)), (3, 4), **g0)
+    case("c4_nan_clip", lambda x: tf.clip_by_value(nan_in(x), -0.5, 0.5), (3, 4), **g0)
+    case("c4_nan_sign_abs", lambda x: tf.sign(nan_in(x)) + tf.abs(nan_in(x)) + tf.floor(nan_in(x)) + tf.round(nan_in(x)), (3, 4), **g0)
+    case("c4_nan_compare", lambda x, y: tf.cast(nan_in(x) > y, tf.int32) + tf.cast(tf.equal(nan_in(x), nan_in(x)), tf.int32) * 2
+         + tf.cast(tf.not_equal(nan_in(x), nan_in(x)), tf.int32) * 4, (3, 4), (3, 4), **g0)
+    case("c4_nan_where", lambda x: tf.where(nan_in(x) > 0, x, -x), (3, 4), **g0)
+    case("c4_nan_cumsum_max", lambda x: tf.cumsum(nan_in(x), axis=1) + tf.math.cumprod(nan_in(x), axis=1), (3, 4), **g0)
+    case("c4_nan_segment_max", lambda x: tf.math.segment_max(nan_in(x), [0, 0, 1, 1]) + tf.math.unsorted_segment_min(nan_in(x), [1, 0, 1, 0], 2),
+         (4, 3), **g0)
+    case("c4_nan_maxpool", lambda x: tf.nn.max_pool2d(nan_in(x), 2, 2, "VALID"), (1, 4, 4, 2), **g0)
+    case("c4_nan_cast_int", lambda x: tf.cast(nan_in(x), tf.int32) + tf.cast(inf_in(x), tf.int32), (3, 4), **g0)
+    case("c4_cast_big_int", lambda x: tf.cast(x * 3e9, tf.int32), (3, 4), **g0)
+    case("c4_cast_neg_uint8", lambda x: tf.cast(x * 10, tf.uint8), (3, 4), **g0)
+    case("c4_cast_big_int64", lambda x: tf.cast(x * 1e19, tf.int64), (3, 4), **g0)
+    case("c4_inf_softmax", lambda x: tf.nn.softmax(tf.where(x > 0, x, -np.inf)), (3, 4))
+    case("c4_inf_softmax_row", lambda x: tf.nn.softmax(tf.where(x > 100, x, -np.inf)), (3, 4), **g0)
+    case("c4_inf_log_softmax", lambda x: tf.nn.log_softmax(tf.where(x > 0, x, -np.inf)), (3, 4), **g0)
+    case("c4_inf_lse", lambda x: tf.reduce_logsumexp(tf.where(x > 100, x, -np.inf), axis=1)
+         + tf.reduce_logsumexp(inf_in(x), axis=1), (3, 4), **g0)
+    case("c4_inf_ops", lambda x: tf.exp(inf_in(x)) + tf.tanh(inf_in(x)) + tf.sigmoid(inf_in(x)) + tf.nn.softplus(inf_in(x)), (3, 4), **g0)
+    case("c4_inf_arith", lambda x, y: inf_in(x) * 0.0 + inf_in(x) - inf_in(y) + tf.math.floormod(inf_in(x), 2.0), (3, 4), (3, 4), **g0)
+    case("c4_inf_maximum", lambda x, y: tf.maximum(inf_in(x), inf_in(y)) + tf.reduce_max(inf_in(x)), (3, 4), (3, 4), **g0)
+    case("c4_zero_div_float", lambda x: x / tf.round(x * 0.3) + tf.math.floordiv(x, tf.round(x * 0.3)), (3, 4), **g0)
+    case("c4_pow_edge", lambda x: tf.pow(tf.round(x), -1.0) + tf.pow(x, 1.0 / 3.0) + tf.pow(0.0, tf.round(x)), (3, 4), **g0)
+    case("c4_sqrt_rsqrt_neg", lambda x: tf.sqrt(x) + tf.math.rsqrt(x) + tf.math.log1p(x - 1.0), (3, 4), **g0)
+    case("c4_l2norm_zero", lambda x: tf.math.l2_normalize(x * tf.cast(x > 10, tf.float32), axis=1), (3, 4))
+    case("c4_int_min_div", lambda x: tf.math.floordiv(tf.constant([-2147483648, 7, -7], tf.int32), tf.constant([-1, -2, 2], tf.int32))
+         + tf.cast(tf.reduce_sum(x), tf.int32) * 0, (1,), **g0)
+    case("c4_int_overflow", lambda x: tf.constant([2147483647, -2147483648], tf.int32) + tf.constant([1, -1], tf.int32)
+         + tf.abs(tf.constant([-2147483648, 5], tf.int32)) + tf.cast(tf.reduce_sum(x), tf.int32) * 0, (1,), **g0)
+    case("c4_int_neg_mod", lambda x, y: tf.math.floormod(x, nz(y)) * 100 + tf.truncatemod(x, nz(y)) * 10 + tf.math.floordiv(x, nz(y)),
+         (4, 5), (4, 5), dtype="int64", grad=False)
+    case("c4_sigmoid_xent_extreme", lambda x, y: tf.nn.sigmoid_cross_entropy_with_logits(labels=tf.sigmoid(y), logits=x * 100), (3, 4), (3, 4))
+    case("c4_softmax_xent_extreme", lambda x, y: tf.nn.softmax_cross_entropy_with_logits(labels=tf.nn.softmax(y), logits=x * 100),
+         (3, 4), (3, 4))
+    case("c4_sparse_xent_extreme", lambda x: tf.nn.sparse_softmax_cross_entropy_with_logits(labels=[1, 0, 3], logits=x * 200), (3, 4))
+    case("c4_mean_empty", lambda x: tf.reduce_mean(x[:, :0], axis=1) + tf.reduce_max(x[:, :0], axis=1) * 0 + tf.reduce_prod(x[:, :0], 1),
+         (3, 4), **g0)
+    case("c4_argmax_empty_free", lambda x: tf.reduce_sum(x[:0], axis=0), (3, 4))
+
     # --- tf.nn --------------------------------------------------------------------------------
     case("c4_silu_beta", lambda x: tf.nn.silu(x, beta=1.5), (3, 4))
     case("c4_relu6_leaky", lambda x: tf.nn.relu6(x * 5) + tf.nn.leaky_relu(x, 0.3), (3, 4))

@@ -17,6 +17,8 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 
+import numpy as np
+
 from specflow.errors import GraphError
 from specflow.graph.shapes import Shape, as_shape
 from specflow.ops import grad_util as gu
@@ -390,11 +392,24 @@ register_op(
 )
 
 
+def tf_cpu_max_pool(xp, x, pool):
+    """``pool(x)`` as TF's CPU MaxPool gives it: a NaN never wins, and every output is at least the
+    dtype's lowest finite value (TF starts each window there: a window of -inf or NaN only gives
+    it). The NaN pass runs only when the plain pooling let one through; on a GPU (cuDNN's rules)
+    the plain pooling stands."""
+    out = pool(x)
+    if xp is not np or out.dtype.kind != "f":
+        return out
+    if np.isnan(out).any():
+        out = pool(np.where(np.isnan(x), out.dtype.type(-np.inf), x))
+    return np.maximum(out, np.finfo(out.dtype).min, out=out)
+
+
 @kernel("MaxPool")
 def _max_pool(ctx, x):
     xp, fmt = ctx.xp, ctx.attrs["data_format"]
     win = kernel_window(ctx, (x.shape,), lambda: _pool_window(ctx, x.shape)[0])
-    return _from_nhwc(wn.max_pool(xp, _to_nhwc(x, fmt), win, ctx.empty), fmt)
+    return _from_nhwc(tf_cpu_max_pool(xp, _to_nhwc(x, fmt), lambda v: wn.max_pool(xp, v, win, ctx.empty)), fmt)
 
 
 @gradient("MaxPool")

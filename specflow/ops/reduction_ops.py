@@ -444,7 +444,8 @@ def _register_arg(name, fn, what):
             "output_type: {int32, int64} = int64",
         ],
         shape=_arg_shape,
-        doc=f"The index of the {what} value along `dimension` (the first one on ties).",
+        doc=f"The index of the {what} value along `dimension` (the first one on ties; NaN never "
+        "wins, and a slice of NaNs gives 0).",
         aliases={"dimension": "axis"},
     )
 
@@ -459,6 +460,9 @@ def _register_arg(name, fn, what):
             raise ctx.fail(str(e)) from None
         if x.shape[axis] == 0:
             raise ctx.fail(f"Reduction axis {axis} is empty in shape {_fmt(x.shape)}")
+        if x.dtype.kind == "f":
+            # TF's CPU kernel (Eigen's arg reducer) never picks a NaN: a row of NaNs gives 0.
+            x = ctx.xp.where(ctx.xp.isnan(x), x.dtype.type(-np.inf if fn == "argmax" else np.inf), x)
         return ctx.xp.asarray(getattr(ctx.xp, fn)(x, axis=axis), dtype=ctx.attrs["output_type"].numpy)
 
 

@@ -290,6 +290,13 @@ CASES = [
     Case("MaxPool", [nchw(_distinct)], attrs={"ksize": [1, 1, 3, 3], "strides": [1, 1, 2, 2], "padding": "SAME",
                                               "data_format": "NCHW"},
          ref=lambda x: nchw(pool_ref(nhwc(x), (3, 3), (2, 2), "SAME", "max")), id="MaxPool-NCHW"),
+    # TF's CPU MaxPool: NaN never wins; each output is at least float32's lowest (a window of
+    # -inf or NaN only gives it), padding included.
+    Case("MaxPool", [np.array([[np.nan, 1, 2, 0], [1, np.nan, 0, 3], [0, 1, np.nan, np.nan], [np.nan, np.nan, -np.inf, np.nan]],
+                              np.float32).reshape(1, 4, 4, 1)], attrs={"ksize": [1, 2, 2, 1], "strides": _strides4(2), "padding": "VALID"},
+         ref=lambda x: np.array([1, 3, 1, np.finfo(np.float32).min], np.float32).reshape(1, 2, 2, 1), id="MaxPool-nan"),
+    Case("MaxPool", [np.full((1, 3, 3, 1), -np.inf, np.float64)], attrs={"ksize": [1, 2, 2, 1], "strides": _strides4(2), "padding": "SAME"},
+         ref=lambda x: np.full((1, 2, 2, 1), np.finfo(np.float64).min), id="MaxPool-all-minus-inf"),
     *_pool_grad_cases(2, 2, "VALID", "VALID"),
     *_pool_grad_cases(3, 2, "SAME", "SAME-stride2"),
     *_pool_grad_cases(3, 1, "SAME", "SAME"),

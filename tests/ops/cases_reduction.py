@@ -95,7 +95,15 @@ _REDUCTIONS = [
 
 _TIES = np.array([[1, 3, 3], [2, 2, 0]], dtype=np.int32)
 
+_NANS = np.array([[np.nan, 1, 2, 0], [1, np.nan, 0, 3], [np.nan, np.nan, np.nan, np.nan], [np.nan, -np.inf, -np.inf, 5]],
+                 np.float32)
+
 _ARG = [
+    # NaN never wins (TF's Eigen arg reducer); a row of NaNs gives 0.
+    Case("ArgMax", [_NANS, np.array(1, np.int32)], const_inputs=[1], ref=lambda x, a: np.array([2, 3, 0, 3], np.int64),
+         id="ArgMax-nan"),
+    Case("ArgMin", [_NANS, np.array(1, np.int32)], const_inputs=[1], ref=lambda x, a: np.array([3, 2, 0, 1], np.int64),
+         id="ArgMin-nan"),
     Case(
         "ArgMax", [f32(3, 4), np.array(1, np.int32)], const_inputs=[1], ref=lambda x, a: np.argmax(x, axis=1)
     ),
