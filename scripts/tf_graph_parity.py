@@ -455,7 +455,7 @@ KERAS = [
 
 KERAS += register_batch4(case)
 SAVED = {"bn_train", "lstm", "gru", "simplernn", "bilstm", "conv_lstm", "c4_k_gru_v1", "c4_k_lstm_state", "c4_k_lstm_mask",
-         "c4_k_gru_goback", "c4_k_bigru_concat"}
+         "c4_k_gru_goback", "c4_k_bigru_concat", "c4_m_text_lstm", "c4_m_gru_stack"}
 
 
 def keras_call(layer, t, opts):
@@ -516,20 +516,25 @@ def run_keras(name, make, shape, opts, tmp):
 
 def run_saved(name, make, shape, opts, tmp):
     layer = make()
-    x = rng.standard_normal(shape).astype(np.float32)
+    if opts.get("ints"):
+        x = rng.integers(0, opts["ints"], shape).astype(np.int32)
+    else:
+        x = rng.standard_normal(shape).astype(np.float32)
     def call(t):
         return keras_call(layer, t, opts)
     call(tf.constant(x))
     m = tf.Module()
     m.layer = layer
-    @tf.function(input_signature=[tf.TensorSpec(shape, tf.float32)])
+    @tf.function(input_signature=[tf.TensorSpec(shape, x.dtype)])
     def f(t):
         with tf.GradientTape() as tape:
-            tape.watch(t)
+            if t.dtype.is_floating:
+                tape.watch(t)
             y = call(t)
             w = tf.cast(tf.reshape(tf.range(tf.size(y)), tf.shape(y)) % 7, y.dtype) * 0.3 - 0.9
             loss = tf.reduce_sum(y * w)
-        gs = tape.gradient(loss, [t] + list(layer.trainable_variables))
+        srcs = ([t] if t.dtype.is_floating else []) + list(layer.trainable_variables)
+        gs = tape.gradient(loss, srcs)
         return {f"o{i}": tf.convert_to_tensor(g) for i, g in enumerate([y] + gs)}
     m.f = f
     path = os.path.join(tmp, name)

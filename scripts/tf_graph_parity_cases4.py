@@ -388,6 +388,53 @@ def register(case):
     case("c4_ragged_to_tensor", lambda x: tf.RaggedTensor.from_row_lengths(x, [2, 0, 3]).to_tensor(default_value=-1.0), (5,))
     case("c4_ragged_mean", lambda x: tf.reduce_mean(tf.RaggedTensor.from_row_splits(x, [0, 2, 5]), axis=1), (5, 2))
 
+    # --- more tf.math / tf.linalg / tf.image helpers users reach for --------------------------------
+    case("c4_repeat", lambda x: tf.repeat(x, [1, 0, 2], axis=0) + 0.0, (3, 2))
+    case("c4_repeat_scalar", lambda x: tf.repeat(x, 2, axis=-1), (2, 3))
+    case("c4_confusion", lambda x: tf.math.confusion_matrix([0, 1, 2, 1], tf.argmax(x, 1), num_classes=3), (4, 3), grad=False)
+    case("c4_hist_bins", lambda x: tf.histogram_fixed_width_bins(x, [-1.0, 1.0], nbins=4), (3, 4), grad=False)
+    case("c4_searchsorted_right", lambda x: tf.searchsorted(tf.sort(x[0]), x[1], side="right"), (2, 6), grad=False)
+    case("c4_is_non_decreasing", lambda x: tf.cast(tf.math.is_non_decreasing(tf.sort(x)), tf.float32)
+         + tf.cast(tf.math.is_strictly_increasing(x), tf.float32), (5,), grad=False)
+    case("c4_reduce_variance_int_free", lambda x: tf.math.reduce_variance(x, axis=[0, 1]), (2, 3, 4))
+    case("c4_lu", lambda x: tf.linalg.lu(x + 3 * tf.eye(3))[0], (3, 3), grad=False)
+    case("c4_lu_solve", lambda x, y: tf.linalg.lu_solve(*tf.linalg.lu(x + 3 * tf.eye(3)), y), (3, 3), (3, 2), grad=False)
+    case("c4_sqrtm", lambda x: tf.linalg.sqrtm(tf.matmul(x, x, transpose_b=True) + tf.eye(3)), (3, 3), grad=False)
+    case("c4_tridiag_solve", lambda x, y: tf.linalg.tridiagonal_solve(x + tf.constant([[0.0], [4.0], [0.0]]), y), (3, 4), (4, 2))
+    case("c4_banded_trisolve", lambda x, y: tf.linalg.banded_triangular_solve(x + tf.constant([[0.0], [3.0]]), y), (2, 4), (4, 2),
+         grad=False)
+    case("c4_eig", lambda x: tf.math.real(tf.linalg.eigvals(x + tf.transpose(x))), (3, 3), grad=False)
+    case("c4_matrix_transpose", lambda x: tf.linalg.matrix_transpose(x) @ x, (2, 3, 4))
+    case("c4_matrix_set_diag_k", lambda x, d: tf.linalg.set_diag(x, d, k=(0, 1)), (3, 3), (2, 3))
+    case("c4_bessel_j0", lambda x: tf.math.special.bessel_j0(x) + tf.math.special.bessel_j1(x), (3, 4))
+    case("c4_bessel_k", lambda x: tf.math.special.bessel_k0e(x) + tf.math.special.bessel_k1e(x), (3, 4), pos=True)
+    case("c4_dawsn", lambda x: tf.math.special.dawsn(x), (3, 4))
+    case("c4_expint", lambda x: tf.math.special.expint(x), (3, 4), pos=True)
+    case("c4_spence", lambda x: tf.math.special.spence(x), (3, 4), pos=True)
+    case("c4_fresnel", lambda x: tf.math.special.fresnel_cos(x) + tf.math.special.fresnel_sin(x), (3, 4))
+    case("c4_polygamma", lambda x: tf.math.polygamma(tf.ones_like(x), x), (3, 4), pos=True)
+    case("c4_lbeta", lambda x: tf.math.lbeta(x), (3, 4), pos=True)
+    case("c4_erfcinv_free", lambda x: tf.math.erfinv(1.0 - tf.sigmoid(x)), (3, 4))
+    case("c4_approx_topk", lambda x: tf.math.approx_max_k(x, 2)[0], (3, 6))
+    case("c4_stateless_flip", lambda x: tf.image.stateless_random_flip_left_right(x, seed=[1, 2]), (2, 3, 4, 2))
+    case("c4_stateless_brightness", lambda x: tf.image.stateless_random_brightness(x, 0.3, seed=[3, 4]), (2, 3, 3, 3))
+    case("c4_stateless_contrast", lambda x: tf.image.stateless_random_contrast(x, 0.5, 1.5, seed=[5, 6]), (1, 3, 3, 3))
+    case("c4_stateless_crop", lambda x: tf.image.stateless_random_crop(x, [2, 2, 3], seed=[7, 8]), (4, 5, 3))
+    case("c4_rfft_odd", lambda x: tf.abs(tf.signal.rfft(x)), (2, 7))
+    case("c4_irfft_odd", lambda x, y: tf.signal.irfft(tf.complex(x, y), fft_length=[9]), (2, 5), (2, 5))
+    case("c4_collapse_repeated", lambda x: tf.nn.collapse_repeated(tf.constant([[1, 1, 2, 2, 3], [4, 4, 4, 5, 5]]), [5, 4])[0]
+         + tf.cast(tf.reduce_sum(x), tf.int32) * 0, (1,), grad=False)
+    case("c4_where_3arg_int", lambda x: tf.where(x > 0, tf.ones_like(x, tf.int32), tf.zeros_like(x, tf.int32) - 3), (3, 4), grad=False)
+    case("c4_clip_int", lambda x: tf.clip_by_value(x, -2, 3), (3, 4), **ci)
+    case("c4_ones_zeros_dyn", lambda x: tf.ones(tf.shape(x)[::-1]) * tf.reduce_sum(x) + tf.zeros([tf.shape(x)[0]])[0], (3, 4))
+    case("c4_tnp", lambda x: tf.experimental.numpy.tril(x) + tf.experimental.numpy.flip(x, 0), (3, 3))
+    case("c4_cumsum_int64", lambda x: tf.cumsum(x, axis=0, reverse=True), (4, 3), dtype="int64", grad=False)
+    case("c4_sum_int8", lambda x: tf.reduce_sum(tf.cast(x * 50, tf.int8), axis=1), (3, 4), grad=False)
+    case("c4_mean_uint8", lambda x: tf.reduce_mean(tf.cast(tf.abs(x) * 100, tf.uint8), axis=1), (3, 4), grad=False)
+    case("c4_f64_conv", lambda x, f: tf.nn.conv2d(x, f, 1, "SAME"), (1, 4, 4, 2), (3, 3, 2, 2), dtype="float64")
+    case("c4_f64_lstm_cell_math", lambda x, w: tf.tanh(x @ w) * tf.sigmoid(x @ w), (3, 4), (4, 4), dtype="float64")
+    case("c4_f64_segment", lambda x: tf.math.unsorted_segment_mean(x, [1, 0, 1], 2), (3, 2), dtype="float64")
+
     # --- Keras losses and helpers ---------------------------------------------------------------
     K = tf.keras.losses
     case("c4_huber_delta", lambda x, y: K.Huber(delta=0.5)(x, y), (3, 4), (3, 4))
@@ -471,12 +518,55 @@ def register(case):
         ("c4_k_gauss_noise_inf", lambda: L.GaussianNoise(0.5), (2, 3), {"training": False}),
         ("c4_k_alpha_dropout_inf", lambda: L.AlphaDropout(0.5), (2, 3), {"training": False}),
         ("c4_k_category_enc", lambda: L.CategoryEncoding(num_tokens=5, output_mode="multi_hot"), (2, 3), {"ints": 5}),
+        # whole small models, as users write them
+        ("c4_m_cnn", lambda: _seq(L.Conv2D(4, 3, padding="same", activation="relu"), L.MaxPooling2D(), L.Conv2D(3, 3),
+                                  L.GlobalAveragePooling2D(), L.Dense(2, activation="softmax")), (2, 8, 8, 1), {}),
+        ("c4_m_cnn_bn", lambda: _seq(L.Conv2D(4, 3, use_bias=False), L.BatchNormalization(), L.ReLU(), L.Flatten(),
+                                     L.Dropout(0.3), L.Dense(3)), (2, 6, 6, 2), {"training": False}),
+        ("c4_m_mlp", lambda: _seq(L.Dense(8, activation="relu"), L.LayerNormalization(), L.Dense(4, activation="tanh"),
+                                  L.Dense(1, activation="sigmoid")), (5, 6), {}),
+        ("c4_m_autoenc", lambda: _seq(L.Conv2D(3, 3, strides=2, padding="same", activation="elu"),
+                                      L.Conv2DTranspose(2, 3, strides=2, padding="same", activation="sigmoid")), (1, 6, 6, 2), {}),
+        ("c4_m_transformer", lambda: _Block(), (2, 5, 8), {}),
+        ("c4_m_text_lstm", lambda: _seq(L.Embedding(20, 4, mask_zero=True), L.LSTM(3), L.Dense(2)), (2, 6),
+         {"ints": 20, "nograd_input": True}),
+        ("c4_m_gru_stack", lambda: _seq(L.GRU(4, return_sequences=True), L.GRU(3), L.Dense(2)), (2, 5, 3), {}),
+        ("c4_m_conv1d_text", lambda: _seq(L.Conv1D(4, 3, activation="relu"), L.GlobalMaxPooling1D(), L.Dense(2)), (2, 8, 3), {}),
+        ("c4_m_resnet_block", lambda: _ResBlock(), (1, 5, 5, 4), {}),
+        ("c4_m_sepconv_net", lambda: _seq(L.SeparableConv2D(4, 3, padding="same", activation="relu6"), L.DepthwiseConv2D(3),
+                                          L.GlobalAveragePooling2D(), L.Dense(3, activation="log_softmax")), (1, 6, 6, 3), {}),
         ("c4_k_hashed_free_discret", lambda: L.Discretization(bin_boundaries=[-0.5, 0.0, 0.5]), (3, 4), {"nograd": True}),
     ]
 
 
 def _seq(*layers):
     return tf.keras.Sequential(list(layers))
+
+
+class _Block(tf.keras.layers.Layer):
+    """A post-norm transformer encoder block: attention, residual, layer norm, feed-forward."""
+
+    def __init__(self):
+        super().__init__()
+        L = tf.keras.layers
+        self.att = L.MultiHeadAttention(num_heads=2, key_dim=4)
+        self.n1, self.n2 = L.LayerNormalization(), L.LayerNormalization()
+        self.ff1, self.ff2 = L.Dense(16, activation="gelu"), L.Dense(8)
+
+    def call(self, t):
+        h = self.n1(t + self.att(t, t, use_causal_mask=True))
+        return self.n2(h + self.ff2(self.ff1(h)))
+
+
+class _ResBlock(tf.keras.layers.Layer):
+    def __init__(self):
+        super().__init__()
+        L = tf.keras.layers
+        self.c1, self.c2 = L.Conv2D(4, 3, padding="same"), L.Conv2D(4, 3, padding="same")
+        self.bn = L.BatchNormalization()
+
+    def call(self, t):
+        return tf.nn.relu(t + self.bn(self.c2(tf.nn.relu(self.c1(t))), training=False))
 
 
 def _masked(layer):

@@ -68,6 +68,15 @@ _REDUCTIONS = [
         ref=lambda x, a: _trunc_mean(x, a)[None, :],
         id="Mean-int-keep_dims",
     ),
+    # TF sums 8- to 32-bit integers in 64 bits: no wrap before the division; int64 wraps in T.
+    Case("Mean", [np.array([200, 200, 200, 199], np.uint8), _ax(0)], const_inputs=[1], ref=lambda x, a: np.uint8(199),
+         id="Mean-uint8-no-wrap"),
+    Case("Mean", [np.array([[2**30 + 3, 2**30 + 3], [2**30 + 3, 2**30 + 2]], np.int32), _ax(0, 1)], const_inputs=[1],
+         ref=lambda x, a: np.int32(2**30 + 2), id="Mean-int32-no-wrap"),
+    Case("Mean", [np.array([[-100, -100], [-100, -99]], np.int8), _ax(1)], const_inputs=[1],
+         ref=lambda x, a: np.array([-100, -99], np.int8), id="Mean-int8-negative-truncates"),
+    Case("Mean", [np.array([2**62 + 3, 2**62 + 3], np.int64), _ax(0)], const_inputs=[1],
+         ref=lambda x, a: np.int64(-(2**62) + 3), id="Mean-int64-wraps-in-T"),
     Case("Max", [f32(2, 5), _ax(-1)], const_inputs=[1], ref=_red(np.max)),
     Case(
         "Max",
