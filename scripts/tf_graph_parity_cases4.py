@@ -191,6 +191,9 @@ def register(case):
     case("c4_dropout_seed0", lambda x: tf.nn.experimental.stateless_dropout(x, 0.5, seed=[1, 2]), (3, 4))
     case("c4_gelu_big", lambda x: tf.nn.gelu(x * 6) + tf.nn.gelu(x * 6, approximate=True), (3, 4))
     case("c4_ctc_greedy", lambda x: tf.cast(tf.sparse.to_dense(tf.nn.ctc_greedy_decoder(x, [5, 4])[0][0]), tf.float32), (5, 2, 4), grad=False)
+    case("c4_ctc_greedy_opts", lambda x: tf.concat([tf.cast(tf.sparse.to_dense(tf.nn.ctc_greedy_decoder(x, [6, 3], merge_repeated=False,
+                                                                                                      blank_index=0)[0][0]), tf.float32),
+                                                     tf.nn.ctc_greedy_decoder(x, [6, 3], blank_index=0)[1]], 1), (6, 2, 3), grad=False)
     case("c4_in_top_k_ties", lambda x: tf.cast(tf.math.in_top_k([1, 0, 3], tf.round(x), 2), tf.float32), (3, 4), grad=False)
 
     # --- shapes, gathers, scatters ------------------------------------------------------------
