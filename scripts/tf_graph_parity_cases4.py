@@ -316,6 +316,14 @@ def register(case):
     case("c4_resize_lanczos3", lambda x: tf.image.resize(x, [5, 4], "lanczos3"), (1, 3, 3, 1))
     case("c4_resize_mitchell", lambda x: tf.image.resize(x, [5, 4], "mitchellcubic"), (1, 3, 3, 1))
     case("c4_resize_gaussian", lambda x: tf.image.resize(x, [5, 4], "gaussian"), (1, 3, 3, 1))
+    case("c4_resize_aa_up", lambda x: tf.image.resize(x, [7, 5], "bilinear", antialias=True), (1, 3, 4, 2))
+    case("c4_resize_lanczos5_down", lambda x: tf.image.resize(x, [3, 4], "lanczos5", antialias=True), (1, 9, 7, 1))
+    case("c4_resize_aa_uint8", lambda x: tf.image.resize(tf.cast(tf.abs(x) * 60, tf.uint8), [3, 2], antialias=True), (1, 7, 5, 3),
+         grad=False)
+    case("c4_scale_translate", lambda x: tf.raw_ops.ScaleAndTranslate(images=x, size=[6, 5], scale=[1.5, 0.8], translation=[-1.0, 0.7],
+                                                                      kernel_type="keyscubic", antialias=False), (2, 4, 6, 2))
+    case("c4_scale_translate_box", lambda x: tf.raw_ops.ScaleAndTranslate(images=x, size=[4, 4], scale=[0.5, 2.0], translation=[0.5, -3.0],
+                                                                          kernel_type="box", antialias=True), (1, 8, 3, 1))
     case("c4_resize_down_bilinear", lambda x: tf.image.resize(x, [3, 2], "bilinear"), (1, 7, 5, 2))
     case("c4_resize_area_up", lambda x: tf.image.resize(x, [5, 7], "area"), (1, 3, 4, 2), grad=False)
     case("c4_resize_nn_v1_ac", lambda x: tf.compat.v1.image.resize_nearest_neighbor(x, [5, 7], align_corners=True), (1, 3, 4, 2))

@@ -46,6 +46,7 @@ from specflow.ops import (  # noqa: F401,E402  (importing registers the ops)
     registry,  # noqa: F401
     reverse_ops,
     runtime_ops,
+    scale_translate_ops,
     segment_ops,
     selection_ops,
     set_ops,
