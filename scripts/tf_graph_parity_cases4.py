@@ -397,6 +397,12 @@ def register(case):
     case("c4_stateless_gamma", lambda x: tf.random.stateless_gamma([3, 4], [3, 4], 2.0), (1,), grad=False)
     case("c4_ragged_sum", lambda x: tf.reduce_sum(tf.RaggedTensor.from_row_lengths(x, [2, 0, 3]), axis=1), (5,))
     case("c4_ragged_to_tensor", lambda x: tf.RaggedTensor.from_row_lengths(x, [2, 0, 3]).to_tensor(default_value=-1.0), (5,))
+    case("c4_ragged_inner", lambda x: tf.RaggedTensor.from_row_lengths(x, [1, 3, 0, 1]).to_tensor(default_value=[0.5, -0.5]), (5, 2))
+    case("c4_ragged_nested", lambda x: tf.RaggedTensor.from_nested_row_lengths(x, [[2, 1], [1, 0, 3]]).to_tensor(), (4,))
+    case("c4_ragged_shape", lambda x: tf.RaggedTensor.from_row_lengths(x, [1, 4, 2]).to_tensor(shape=[2, 3]), (7,))
+    case("c4_ragged_rowids", lambda x: tf.RaggedTensor.from_value_rowids(x, [0, 0, 2, 2, 2], nrows=4).to_tensor(), (5,))
+    case("c4_ragged_int", lambda x: tf.RaggedTensor.from_row_splits(tf.cast(x * 5, tf.int32), [0, 2, 2, 5]).to_tensor(-1), (5,),
+         grad=False)
     case("c4_ragged_mean", lambda x: tf.reduce_mean(tf.RaggedTensor.from_row_splits(x, [0, 2, 5]), axis=1), (5, 2))
 
     # --- more tf.math / tf.linalg / tf.image helpers users reach for --------------------------------
