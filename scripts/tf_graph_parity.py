@@ -465,6 +465,8 @@ def keras_call(layer, t, opts):
         return layer([t, t * 0.5 + 0.1])
     if opts.get("mask"):
         return layer(t, t, attention_mask=tf.constant(np.tril(np.ones((t.shape[1], t.shape[1]), bool))[None]))
+    if opts.get("causal_pair"):
+        return layer([t, t * 0.5 + 0.1], use_causal_mask=True)
     if opts.get("causal"):
         return layer(t, t, use_causal_mask=True)
     if opts.get("first"):
