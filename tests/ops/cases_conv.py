@@ -297,6 +297,14 @@ CASES = [
          ref=lambda x: np.array([1, 3, 1, np.finfo(np.float32).min], np.float32).reshape(1, 2, 2, 1), id="MaxPool-nan"),
     Case("MaxPool", [np.full((1, 3, 3, 1), -np.inf, np.float64)], attrs={"ksize": [1, 2, 2, 1], "strides": _strides4(2), "padding": "SAME"},
          ref=lambda x: np.full((1, 2, 2, 1), np.finfo(np.float64).min), id="MaxPool-all-minus-inf"),
+    # TF's CPU AvgPoolGrad for a window longer than the input (5 > 4 columns, SAME): a column
+    # window clipped by the leading padding spreads over the whole row (its GetBroadcastSize), so
+    # columns 0-2 divide by 3 x 4 and cover all 4 inputs, column 3 divides by 3 x 3. (TF graphs and
+    # TF_ENABLE_ONEDNN_OPTS=0 give this; oneDNN's eager kernel gives the transposed AvgPool.)
+    Case("AvgPoolGrad", [np.array([1, 3, 4, 1], np.int32), np.ones((1, 3, 4, 1), np.float32)],
+         attrs={"ksize": [1, 5, 5, 1], "strides": [1, 1, 1, 1], "padding": "SAME"}, const_inputs=[0], rtol=1e-6,
+         ref=lambda *a: np.tile(np.array([0.75, 0.75 + 1 / 3, 0.75 + 1 / 3, 0.75 + 1 / 3], np.float32), 3).reshape(1, 3, 4, 1),
+         id="AvgPoolGrad-window-longer-than-input"),
     *_pool_grad_cases(2, 2, "VALID", "VALID"),
     *_pool_grad_cases(3, 2, "SAME", "SAME-stride2"),
     *_pool_grad_cases(3, 1, "SAME", "SAME"),
