@@ -10,8 +10,8 @@ TensorFlow (never a dependency; ``scripts/tf_parity.sh`` prepares one):
 
     PYTHONPATH=. /work/scratch/tfvenv/bin/python scripts/tf_graph_parity.py [CASE or glob ...]
 
-Prints one line per failing case and a summary; exit 1 on any failure. TF 2.21, 2026-11-26: 883
-of 895 cases match. Batch 4 (scripts/tf_graph_parity_cases4.py, _keras4.py: 496 cases, ``c4_*``)
+Prints one line per failing case and a summary; exit 1 on any failure. TF 2.21, 2026-11-26: 889
+of 901 cases match. Batch 4 (scripts/tf_graph_parity_cases4.py, _keras4.py: 502 cases, ``c4_*``)
 found grouped Conv2D, NaN in MaxPool and ArgMax/ArgMin, integer Mean's 64-bit sum, AvgPoolGrad
 for windows longer than the input, and missing ops (bitwise, TensorScatterSub/Max/Min,
 ParallelDynamicStitch, Bucketize, Case/StatelessCase, TensorListResize, integer stateless
@@ -462,7 +462,8 @@ KERAS = [
 
 KERAS += register_batch4(case)
 SAVED = {"bn_train", "lstm", "gru", "simplernn", "bilstm", "conv_lstm", "c4_k_gru_v1", "c4_k_lstm_state", "c4_k_lstm_mask",
-         "c4_k_gru_goback", "c4_k_bigru_concat", "c4_m_text_lstm", "c4_m_gru_stack"}
+         "c4_k_gru_goback", "c4_k_bigru_concat", "c4_m_text_lstm", "c4_m_gru_stack", "c4_k_lstm_unroll", "c4_k_masking_gru",
+         "c4_k_simplernn_state", "c4_k_bilstm_seq", "c4_k_convlstm2d"}
 
 
 def keras_call(layer, t, opts):
@@ -476,6 +477,8 @@ def keras_call(layer, t, opts):
         return layer([t, t * 0.5 + 0.1], use_causal_mask=True)
     if opts.get("causal"):
         return layer(t, t, use_causal_mask=True)
+    if opts.get("zero_tail"):  # the last two steps of the second sequence masked out (all zeros)
+        return layer(t * tf.constant(np.array([1, 1, 1, 1, 1] + [1, 1, 1, 0, 0], np.float32).reshape(2, 5, 1)))
     if opts.get("first"):
         return layer(t)[0]
     if "training" in opts:

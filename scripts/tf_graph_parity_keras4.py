@@ -92,6 +92,12 @@ def keras_cases():
         ("c4_k_bn_3d_infer", lambda: L.BatchNormalization(), (2, 3, 3, 3, 2), {"training": False}),
         ("c4_k_layernorm_4d", lambda: L.LayerNormalization(epsilon=0.5, center=False), (2, 3, 3, 4), {}),
         ("c4_k_attention_causal", lambda: L.Attention(use_scale=True), (2, 4, 3), {"causal_pair": True}),
+        ("c4_k_lstm_unroll", lambda: L.LSTM(3, unroll=True, return_sequences=True), (2, 4, 2), {}),
+        ("c4_k_masking_gru", lambda: _seq(L.Masking(0.0), L.GRU(3)), (2, 5, 2), {"zero_tail": True}),
+        ("c4_k_simplernn_state", lambda: L.SimpleRNN(3, return_state=True, activation="relu"), (2, 4, 2), {"first": True}),
+        ("c4_k_bilstm_seq", lambda: L.Bidirectional(L.LSTM(2, return_sequences=True)), (2, 4, 3), {}),
+        ("c4_k_convlstm2d", lambda: L.ConvLSTM2D(2, 2, padding="same"), (1, 3, 4, 4, 1), {}),
+        ("c4_k_conv2d_s2_even", lambda: L.Conv2D(3, 3, strides=2, padding="same"), (1, 6, 6, 2), {}),
         ("c4_k_hashed_free_discret", lambda: L.Discretization(bin_boundaries=[-0.5, 0.0, 0.5]), (3, 4), {"nograd": True}),
     ]
 
