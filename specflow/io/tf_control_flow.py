@@ -1,4 +1,5 @@
-"""TF2's functional control flow (``If``/``StatelessIf``, ``While``/``StatelessWhile``) lowered to
+"""TF2's functional control flow (``If``/``StatelessIf``, ``Case``/``StatelessCase``,
+``While``/``StatelessWhile``) lowered to
 the five primitives while a TF graph is inlined, as TensorFlow itself lowers them for graph
 execution (common_runtime/lower_if_op.cc, lower_while_op.cc). The runtime then runs them in
 frames with dead-tensor propagation, and ``find_while_loops`` and the gradient code see ordinary
@@ -13,6 +14,15 @@ loops and conditionals: nothing about them is special after loading.
     C/output_k    = Merge(C/else:k, C/then:k)
     C             = IdentityN(C/output_k ...) after ^C/branch_executed (a Merge of the pivots
                     after each branch), so ``^C`` still means "the branch taken has finished"
+
+``Case`` node ``C`` (``branch_index, inputs...``; functions ``branches``) is an ``If`` per branch
+sharing the outputs' Merges: branch ``i`` < N - 1 runs where ``branch_index == i``, the last one
+where ``branch_index`` is N - 1 or out of range (TF's _SwitchN runs the last branch then)::
+
+    C/pred_i      = Equal(branch_index, i); C/pred_last = LogicalOr(index < 0, index >= N - 1)
+    C/switch_i    = Switch(pred_i, pred_i); C/pivot_i: Identity of :1
+    C/input_i_j   = Switch(input_j, pred_i); C/branch_i = branches[i](C/input_i_j:1 ...)
+    C/output_k    = Merge(C/branch_0:k, ..., C/branch_{N-1}:k): the one live input wins
 
 ``While`` node ``W`` (loop vars ``inputs...``; functions ``cond``/``body``), frame ``W``::
 
@@ -29,13 +39,14 @@ no constant Enters are needed.
 
 from __future__ import annotations
 
-from tensorboard.compat.proto import node_def_pb2, types_pb2
+from tensorboard.compat.proto import node_def_pb2, tensor_pb2, types_pb2
 
 from specflow.errors import GraphError
 
 IF_OPS = frozenset({"If", "StatelessIf"})
+CASE_OPS = frozenset({"Case", "StatelessCase"})
 WHILE_OPS = frozenset({"While", "StatelessWhile"})
-LOWERED_OPS = IF_OPS | WHILE_OPS
+LOWERED_OPS = IF_OPS | CASE_OPS | WHILE_OPS
 
 
 def _node(name: str, op: str, inputs, device: str, n: int | None = None, **types) -> node_def_pb2.NodeDef:
@@ -71,6 +82,8 @@ def lower(inliner, node: node_def_pb2.NodeDef, path: str, data: list[str], contr
     ``_Inliner``: ``emit(proto, function, call)`` and ``call(...)``)."""
     if node.op in IF_OPS:
         _lower_if(inliner, node, path, data, controls, device, caller, stack)
+    elif node.op in CASE_OPS:
+        _lower_case(inliner, node, path, data, controls, device, caller, stack)
     else:
         _lower_while(inliner, node, path, data, controls, device, caller, stack)
 
@@ -108,6 +121,72 @@ def _lower_if(inliner, node, path, data, controls, device, caller, stack) -> Non
     for k, t in enumerate(tout):
         outputs.append(f"{path}/output_{k}")
         emit(_node(outputs[-1], "Merge", [f"{path}/else:{k}", f"{path}/then:{k}"], device, 2, T=t))
+    executed = f"^{path}/branch_executed"
+    if tout:
+        emit(_node(path, "IdentityN", [*outputs, executed], device, T=tout))
+    else:
+        emit(_node(path, "NoOp", [executed], device))
+
+
+def _int_const(name: str, value: int, after: str, device: str) -> node_def_pb2.NodeDef:
+    """An int32 scalar Const that runs after ``after`` (so it joins that tensor's frame)."""
+    node = _node(name, "Const", [f"^{after}"], device, dtype=types_pb2.DT_INT32)
+    node.attr["value"].tensor.CopyFrom(tensor_pb2.TensorProto(dtype=types_pb2.DT_INT32, tensor_shape={}, int_val=[value]))
+    return node
+
+
+def _lower_case(inliner, node, path, data, controls, device, caller, stack) -> None:
+    if not data:
+        raise GraphError(f"{node.op} '{path}' has no branch_index input")
+    index, args = data[0], data[1:]
+    tin = list(node.attr["Tin"].list.type)
+    tout = list(node.attr["Tout"].list.type)
+    branches = list(node.attr["branches"].list.func)
+    if len(tin) != len(args):
+        raise GraphError(f"{node.op} '{path}' has {len(args)} inputs but Tin lists {len(tin)} types")
+    if not branches:
+        raise GraphError(f"{node.op} '{path}' has no branches")
+    for fn in branches:
+        if fn.name not in inliner.lib:
+            raise GraphError(f"{node.op} '{path}' calls function '{fn.name}' (branches), which the graph's library "
+                             "does not define")
+
+    def emit(proto):
+        inliner.emit(proto, caller, None)
+
+    gate = [f"^{c}" for c in controls]
+    emit(_node(f"{path}/index", "Identity", [index, *gate], device, T=types_pb2.DT_INT32))
+    last = len(branches) - 1
+    preds = []
+    for i in range(last):
+        emit(_int_const(f"{path}/const_{i}", i, f"{path}/index", device))
+        preds.append(f"{path}/pred_{i}")
+        emit(_node(preds[-1], "Equal", [f"{path}/index", f"{path}/const_{i}"], device, T=types_pb2.DT_INT32))
+    emit(_int_const(f"{path}/const_zero", 0, f"{path}/index", device))
+    emit(_int_const(f"{path}/const_last", last, f"{path}/index", device))
+    emit(_node(f"{path}/below", "Less", [f"{path}/index", f"{path}/const_zero"], device, T=types_pb2.DT_INT32))
+    emit(_node(f"{path}/above", "GreaterEqual", [f"{path}/index", f"{path}/const_last"], device, T=types_pb2.DT_INT32))
+    preds.append(f"{path}/pred_{last}")
+    emit(_node(preds[-1], "LogicalOr", [f"{path}/below", f"{path}/above"], device))
+    done = []
+    for i, (fn, pred) in enumerate(zip(branches, preds)):
+        emit(_node(f"{path}/switch_{i}", "Switch", [pred, pred], device, T=types_pb2.DT_BOOL))
+        emit(_node(f"{path}/pivot_{i}", "Identity", [f"{path}/switch_{i}:1"], device, T=types_pb2.DT_BOOL))
+        for j, (arg, t) in enumerate(zip(args, tin)):
+            emit(_node(f"{path}/input_{i}_{j}", "Switch", [arg, pred, *gate], device, T=t))
+        call = node_def_pb2.NodeDef(name=node.name, op=fn.name)
+        for key, value in fn.attr.items():
+            call.attr[key].CopyFrom(value)
+        inliner.call(call, f"{path}/branch_{i}", [f"{path}/input_{i}_{j}:1" for j in range(len(args))],
+                     [f"{path}/pivot_{i}"], device, caller, stack)
+        done.append(f"{path}/branch_{i}_done")
+        emit(_node(done[-1], "Identity", [f"{path}/pivot_{i}", f"^{path}/branch_{i}"], device, T=types_pb2.DT_BOOL))
+    emit(_node(f"{path}/branch_executed", "Merge", done, device, len(done), T=types_pb2.DT_BOOL))
+    outputs = []
+    for k, t in enumerate(tout):
+        outputs.append(f"{path}/output_{k}")
+        emit(_node(outputs[-1], "Merge", [f"{path}/branch_{i}:{k}" for i in range(len(branches))], device,
+                   len(branches), T=t))
     executed = f"^{path}/branch_executed"
     if tout:
         emit(_node(path, "IdentityN", [*outputs, executed], device, T=tout))

@@ -4,6 +4,7 @@
 from specflow.ops import (  # noqa: F401,E402  (importing registers the ops)
     array_ops,
     batch_norm_ops,
+    bitwise_ops,
     box_ops,
     color_ops,
     complex_ops,
@@ -39,12 +40,14 @@ from specflow.ops import (  # noqa: F401,E402  (importing registers the ops)
     optional_ops,
     parse_ops,
     pool_ops,
+    ragged_ops,
     random_ops,
     reader_ops,
     reduction_ops,
     registry,  # noqa: F401
     reverse_ops,
     runtime_ops,
+    scale_translate_ops,
     segment_ops,
     selection_ops,
     set_ops,

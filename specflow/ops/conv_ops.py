@@ -17,6 +17,8 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 
+import numpy as np
+
 from specflow.errors import GraphError
 from specflow.graph.shapes import Shape, as_shape
 from specflow.ops import grad_util as gu
@@ -189,10 +191,13 @@ def _conv_window(c, x_shape, f_shape, layout="out_channels") -> tuple[_Window, t
     x = _rank4(c, x_shape, "input")
     f = _rank4(c, f_shape, "filter")
     n, h, w, ch = _nhwc_dims(x, fmt)
-    if ch is not None and f[2] is not None and ch != f[2]:
+    grouped = layout == "out_channels" and None not in (ch, f[2], f[3]) and f[2] > 0 and ch % f[2] == 0 and f[3] % (ch // f[2]) == 0
+    if ch is not None and f[2] is not None and ch != f[2] and not grouped:
         raise c.fail(
             f"input has {ch} channels (input shape {Shape(x)}, {fmt}) but the filter expects "
             f"{f[2]} in_channels (filter shape {Shape(f)}, [height, width, in_channels, {layout}])"
+            + (" (a grouped convolution needs in_channels dividing the input's channels and the groups "
+               "dividing out_channels)" if layout == "out_channels" else "")
         )
     win = _window(c, (h, w), f[:2], _spatial_attr(c, "dilations"))
     return win, _format_dims(fmt, n, *win.out, f[3])
@@ -226,12 +231,39 @@ SHARE_ATTR, FROM_ATTR = "_im2col_keep", "_im2col_from"
 SHARE_MAX_BYTES = 256 << 20  # larger ones are rebuilt rather than held from forward to backward
 
 
+def _dense_filter(xp, f, channels: int):
+    """A grouped convolution's filter [kh, kw, C / g, O] as the dense [kh, kw, C, O] filter that is
+    zero outside each group's block (TF's Conv2D with groups = C / in_channels); ``f`` itself when
+    it is not grouped. The zeros add exact zeros to each output's sum."""
+    kh, kw, cg, o = f.shape
+    if cg == channels:
+        return f
+    groups = channels // cg
+    og = o // groups
+    full = xp.zeros((kh, kw, channels, o), f.dtype)
+    for i in range(groups):
+        full[:, :, i * cg:(i + 1) * cg, i * og:(i + 1) * og] = f[:, :, :, i * og:(i + 1) * og]
+    return full
+
+
+def _group_blocks(xp, grad, cg: int):
+    """The inverse of _dense_filter for a gradient: each group's block of a dense [kh, kw, C, O]
+    filter gradient, as the grouped [kh, kw, C / g, O]."""
+    channels, o = grad.shape[2], grad.shape[3]
+    if cg == channels:
+        return grad
+    groups = channels // cg
+    og = o // groups
+    return xp.concatenate([grad[:, :, i * cg:(i + 1) * cg, i * og:(i + 1) * og] for i in range(groups)], axis=3)
+
+
 def conv2d_matrix(ctx, x, f):
     """Conv2D's output as a fresh [N * OH * OW, O] matrix (NHWC rows) and its NHWC shape: one
     im2col and one matmul. Shared by Conv2D and _FusedConv2D (fused_ops.py), which applies its
     bias and activation to the matrix in place before it takes its final shape."""
     xp, fmt = ctx.xp, ctx.attrs["data_format"]
     win = kernel_window(ctx, (x.shape, f.shape), lambda: _conv_window(ctx, x.shape, f.shape)[0])
+    f = _dense_filter(xp, f, x.shape[3 if fmt == "NHWC" else 1])
     cols = wn.im2col(xp, _to_nhwc(x, fmt), win, ctx.state)
     n, oh, ow, k = cols.shape
     out = ctx.empty((n * oh * ow, f.shape[3]), cols.dtype)
@@ -271,6 +303,7 @@ def _conv2d_backprop_input(ctx, input_sizes, f, dy):
     xp, fmt = ctx.xp, ctx.attrs["data_format"]
     sizes = _sizes_input(ctx, input_sizes, "input_sizes")
     win = kernel_window(ctx, (sizes, f.shape, dy.shape), lambda: _conv_backprop_window(ctx, sizes, f.shape, dy.shape))
+    f = _dense_filter(xp, f, sizes[3 if fmt == "NHWC" else 1])
     return _from_nhwc(wn.conv_input_grad(xp, _to_nhwc(dy, fmt), f, _nhwc_dims(sizes, fmt), win, ctx.state,
                                          ctx.empty), fmt)  # fmt: skip
 
@@ -305,9 +338,10 @@ def _conv2d_backprop_filter(ctx, x, filter_sizes, dy):
         cols, owner = wn.im2col(xp, _to_nhwc(x, fmt), win, ctx.state), ctx.state
     n, oh, ow, k = cols.shape
     dy = _to_nhwc(dy, fmt).reshape(n * oh * ow, sizes[3])
-    grad = wn.tall_product(xp, cols.reshape(n * oh * ow, k), dy).reshape(sizes)
+    dense = (sizes[0], sizes[1], k // (sizes[0] * sizes[1]), sizes[3])  # [kh, kw, C, O]
+    grad = wn.tall_product(xp, cols.reshape(n * oh * ow, k), dy).reshape(dense)
     wn.give(owner, "im2col", cols)
-    return grad
+    return _group_blocks(xp, grad, sizes[2])
 
 
 # Conv2D is bilinear in (input, filter): each of the three ops' gradients is one of the
@@ -358,11 +392,24 @@ register_op(
 )
 
 
+def tf_cpu_max_pool(xp, x, pool):
+    """``pool(x)`` as TF's CPU MaxPool gives it: a NaN never wins, and every output is at least the
+    dtype's lowest finite value (TF starts each window there: a window of -inf or NaN only gives
+    it). The NaN pass runs only when the plain pooling let one through; on a GPU (cuDNN's rules)
+    the plain pooling stands."""
+    out = pool(x)
+    if xp is not np or out.dtype.kind != "f":
+        return out
+    if np.isnan(out).any():
+        out = pool(np.where(np.isnan(x), out.dtype.type(-np.inf), x))
+    return np.maximum(out, np.finfo(out.dtype).min, out=out)
+
+
 @kernel("MaxPool")
 def _max_pool(ctx, x):
     xp, fmt = ctx.xp, ctx.attrs["data_format"]
     win = kernel_window(ctx, (x.shape,), lambda: _pool_window(ctx, x.shape)[0])
-    return _from_nhwc(wn.max_pool(xp, _to_nhwc(x, fmt), win, ctx.empty), fmt)
+    return _from_nhwc(tf_cpu_max_pool(xp, _to_nhwc(x, fmt), lambda v: wn.max_pool(xp, v, win, ctx.empty)), fmt)
 
 
 @gradient("MaxPool")
@@ -502,8 +549,44 @@ def _avg_pool_grad(ctx, orig_input_shape, dy):
     sizes = _sizes_input(ctx, orig_input_shape, "orig_input_shape")
     win = _pool_grad_window(ctx, sizes, grad=dy.shape)
     n, h, w, c = _nhwc_dims(sizes, fmt)
+    if xp is np and any(k > d and p[0] > 0 for k, d, p in zip(win.ksize, (h, w), win.pads)):
+        return _from_nhwc(_tf_cpu_avg_pool_grad(_to_nhwc(dy, fmt), (h, w), win), fmt)
     share = _to_nhwc(dy, fmt) / wn.window_counts(xp, (h, w), win, dy.dtype)
     return _from_nhwc(wn.scatter(xp, (n, h, w, c), win, dy.dtype, itertools.repeat(share)), fmt)
+
+
+def _tf_broadcast_spans(out_size: int, in_size: int, k: int, stride: int, pad: int):
+    """TF's GetBroadcastSize (avgpooling_op.cc) per output index: the input span its gradient is
+    spread over. Where a window is clipped by the leading padding and is also longer than the
+    input, TF's span runs to the input's end from 0 (its right-edge check reads the unclipped
+    ksize), so it is longer than the window the forward AvgPool averaged."""
+    spans = []
+    for i in range(out_size):
+        start, size = i * stride, k
+        if start < pad:
+            start, size = 0, k + start - pad
+        else:
+            start -= pad
+        if start + k > in_size:
+            size = min(in_size - start, k)
+        spans.append((start, size))
+    return spans
+
+
+def _tf_cpu_avg_pool_grad(dy, hw, win):
+    """AvgPoolGrad as TF's CPU kernel computes it (each grad divided by its span's size and added
+    over the span), for the windows longer than the input where that differs from the transposed
+    AvgPool (the ordinary path)."""
+    mats, sizes = [], []
+    for d, (in_size, k, stride, pad) in enumerate(zip(hw, win.ksize, win.strides, win.pads)):
+        spans = _tf_broadcast_spans(dy.shape[1 + d], in_size, k, stride, pad[0])
+        m = np.zeros((len(spans), in_size), dy.dtype)
+        for o, (start, size) in enumerate(spans):
+            m[o, start:start + size] = 1
+        mats.append(m)
+        sizes.append(np.array([size for _, size in spans], dy.dtype))
+    share = dy * (dy.dtype.type(1) / (sizes[0][:, None] * sizes[1][None, :]))[None, :, :, None]
+    return np.einsum("rh,cw,nrcx->nhwx", mats[0], mats[1], share).astype(dy.dtype, copy=False)
 
 
 @gradient("AvgPoolGrad")

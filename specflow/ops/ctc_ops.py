@@ -22,7 +22,7 @@ from specflow.errors import GraphError
 from specflow.graph.shapes import Shape
 from specflow.ops import grad_util as gu
 from specflow.ops.inference import InferenceContext, unchanged_shape
-from specflow.ops.registry import gradient, kernel, register_op
+from specflow.ops.registry import gradient, kernel, not_differentiable, register_op
 
 _NEG_INF = -np.inf
 
@@ -186,3 +186,69 @@ def _prevent_gradient(ctx, x):
 def _prevent_gradient_grad(b, node, dys):
     raise GraphError(f"Gradient explicitly disabled. Reason: {node.attrs['message']}", node=node.name,
                      location=node.location)  # fmt: skip
+
+
+# --- CTCGreedyDecoder -------------------------------------------------------------------------
+
+
+def _greedy_shape(ic: InferenceContext) -> list[Shape]:
+    x, lengths = ic.shape(0), ic.shape(1)
+    if x.rank not in (None, 3):
+        raise ic.fail(f"inputs must be [max_time, batch_size, num_classes], got shape {x}")
+    if lengths.rank not in (None, 1):
+        raise ic.fail(f"sequence_length must be a vector, got shape {lengths}")
+    batch = x[1] if x.rank == 3 else (lengths[0] if lengths.rank == 1 else None)
+    return [Shape([None, 2]), Shape([None]), Shape([2]), Shape([batch, 1])]
+
+
+register_op(
+    "CTCGreedyDecoder",
+    inputs=["inputs: T", "sequence_length: int32"],
+    outputs=["decoded_indices: int64", "decoded_values: int64", "decoded_shape: int64", "log_probability: T"],
+    attrs=["merge_repeated: bool = false", "blank_index: int = -1", "T: {float32, float64} = float32"],
+    shape=_greedy_shape,
+    doc="Best-path CTC decoding (tf.nn.ctc_greedy_decoder): each step's most likely class (the first on "
+    "ties), repeats merged when merge_repeated, blanks (blank_index, negative from the end) dropped; "
+    "a sparse [batch_size, longest] result, and each sequence's -sum of its steps' largest logits.",
+)
+
+
+@kernel("CTCGreedyDecoder", host_inputs=(1,))
+def _ctc_greedy_decoder(ctx, inputs, sequence_length):
+    xp = ctx.xp
+    if inputs.ndim != 3:
+        raise ctx.fail(f"inputs must be [max_time, batch_size, num_classes], got shape {list(inputs.shape)}")
+    max_time, batch, classes = inputs.shape
+    lengths = ctx.host(sequence_length)
+    if lengths.shape != (batch,):
+        raise ctx.fail(f"sequence_length must have batch_size = {batch} entries, got shape {list(lengths.shape)}")
+    blank = ctx.attrs["blank_index"]
+    blank = blank + classes if blank < 0 else blank
+    if not 0 <= blank < classes:
+        raise ctx.fail(f"blank_index {ctx.attrs['blank_index']} is out of range for {classes} classes")
+    for b, n in enumerate(lengths.tolist()):
+        if not 0 <= n <= max_time:
+            raise ctx.fail(f"sequence_length({b}) = {n} is not in [0, max_time = {max_time}]")
+    host = inputs if xp is np else ctx.host(inputs)
+    best = host.argmax(axis=2)  # [max_time, batch]: the first maximum, as Eigen's maxCoeff
+    peak = host.max(axis=2)
+    steps = np.arange(max_time)[:, None] < lengths[None, :]
+    log_prob = -np.where(steps, peak, 0).sum(axis=0, dtype=host.dtype).reshape(batch, 1)
+    merge = ctx.attrs["merge_repeated"]
+    sequences = []
+    for b in range(batch):
+        seq, prev = [], -1
+        for t in range(int(lengths[b])):
+            k = int(best[t, b])
+            if k != blank and not (merge and k == prev):
+                seq.append(k)
+            prev = k
+        sequences.append(seq)
+    longest = max((len(s) for s in sequences), default=0)
+    indices = np.array([(b, i) for b, s in enumerate(sequences) for i in range(len(s))], np.int64).reshape(-1, 2)
+    values = np.array([k for s in sequences for k in s], np.int64)
+    shape = np.array([batch, longest], np.int64)
+    return xp.asarray(indices), xp.asarray(values), xp.asarray(shape), xp.asarray(log_prob.astype(host.dtype))
+
+
+not_differentiable("CTCGreedyDecoder")

@@ -1,5 +1,5 @@
 """Gathering and scattering by index: Gather (v1), GatherNd, ScatterNd, TensorScatterUpdate,
-TensorScatterAdd. (GatherV2 and UnsortedSegmentSum live in ``slice_ops``.)
+TensorScatterAdd, TensorScatterSub, TensorScatterMax, TensorScatterMin. (GatherV2 and UnsortedSegmentSum live in ``slice_ops``.)
 
 An index out of range is an error naming the bad index, as TF's CPU kernels report it (TF's GPU
 kernels give zeros instead; here every device checks). One checking helper per op serves the
@@ -165,13 +165,24 @@ register_op(
 )
 
 
-def _scatter(ctx, out, indices, updates, add: bool):
-    """Write (or add) ``updates`` into the fresh array ``out`` at ``indices``' index vectors."""
+def _scatter(ctx, out, indices, updates, add):
+    """Write (or, with ``add`` True or one of "sub", "max", "min", combine) ``updates`` into the
+    fresh array ``out`` at ``indices``' index vectors."""
     xp = ctx.xp
     _scatter_shape(ctx.fail, shape_of(indices), shape_of(updates), shape_of(out))
     rows = _check_nd_range(ctx, indices, out.shape)
     k = rows.shape[1]
     vals = xp.reshape(updates, (rows.shape[0],) + out.shape[k:])
+    if add in ("max", "min"):
+        ufunc = xp.maximum if add == "max" else xp.minimum
+        if k == 0:
+            if rows.shape[0]:
+                out[...] = ufunc(out, (xp.max if add == "max" else xp.min)(vals, axis=0))
+        else:
+            ufunc.at(out, tuple(rows[:, j] for j in range(k)), vals)
+        return out
+    if add == "sub":
+        vals = -vals
     if k == 0:  # each update covers the whole output
         if add:
             out += vals.sum(axis=0, dtype=out.dtype)
@@ -203,6 +214,9 @@ def _scatter_nd_grad(b, node, dys):
 for _name, _add, _what in (
     ("TensorScatterUpdate", False, "replaced by"),
     ("TensorScatterAdd", True, "plus"),
+    ("TensorScatterSub", "sub", "minus"),
+    ("TensorScatterMax", "max", "replaced by their maximum with"),
+    ("TensorScatterMin", "min", "replaced by their minimum with"),
 ):
     register_op(
         _name,
@@ -236,3 +250,38 @@ def _tensor_scatter_update_grad(b, node, dys):
 def _tensor_scatter_add_grad(b, node, dys):
     indices = node.data_inputs[1]
     return [dys[0], None, gu.emit(b, "GatherNd", dys[0], indices)]
+
+
+def _tensor_scatter_kernel(mode):
+    def run(ctx, tensor, indices, updates):
+        return _scatter(ctx, tensor.copy(), indices, updates, add=mode)
+
+    return run
+
+
+for _name, _mode in (("TensorScatterSub", "sub"), ("TensorScatterMax", "max"), ("TensorScatterMin", "min")):
+    kernel(_name)(_tensor_scatter_kernel(_mode))
+
+
+@gradient("TensorScatterSub")
+def _tensor_scatter_sub_grad(b, node, dys):
+    indices = node.data_inputs[1]
+    return [dys[0], None, gu.emit(b, "Neg", gu.emit(b, "GatherNd", dys[0], indices))]
+
+
+def _tensor_scatter_min_max_grad(b, node, dys):
+    # TF's _TensorScatterMinOrMaxGrad: the gradient goes to whichever of tensor and the updates
+    # gave each output, shared evenly where several tie.
+    tensor, indices, updates = node.data_inputs
+    dt = b.spec(tensor).dtype
+    x_ind = gu.emit(b, "Cast", gu.emit(b, "Equal", node.name, tensor), DstT=dt)
+    y_ind = gu.emit(b, "Cast", gu.emit(b, "Equal", gu.emit(b, "GatherNd", node.name, indices), updates), DstT=dt)
+    shape = gu.cast_like(b, gu.shape_of(b, tensor), indices)
+    counts = gu.emit(b, "AddV2", x_ind, gu.emit(b, "ScatterNd", indices, y_ind, shape))
+    x_grad = gu.emit(b, "RealDiv", gu.emit(b, "Mul", dys[0], x_ind), counts)
+    y_grad = gu.emit(b, "Mul", gu.emit(b, "GatherNd", gu.emit(b, "RealDiv", dys[0], counts), indices), y_ind)
+    return [x_grad, None, y_grad]
+
+
+gradient("TensorScatterMax")(_tensor_scatter_min_max_grad)
+gradient("TensorScatterMin")(_tensor_scatter_min_max_grad)

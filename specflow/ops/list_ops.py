@@ -421,5 +421,34 @@ def _pop_back_grad(b, node, dys):
     return [emit(b, "TensorListPushBack", dlist, dtensor, element_dtype=dtype), None]
 
 
+register_op(
+    "TensorListResize",
+    inputs=["input_handle: variant", "size: int32"],
+    outputs=["output_handle: variant"],
+    shape=scalar_shape,
+    doc="A copy of the list with `size` elements: its first ones, then unset elements (a TensorArray "
+    "of dynamic size stacked after a loop).",
+)
+
+
+@kernel("TensorListResize", devices=_CPU, host_inputs=(1,))
+def _resize(ctx, handle, size):
+    lst = unwrap(ctx, handle)
+    n = int(ctx.host(size))
+    if n < 0:
+        raise ctx.fail(f"size must be >= 0, got {n}")
+    return wrap(lst.copy(lst.tensors[:n] + [None] * (n - len(lst.tensors))))
+
+
+@gradient("TensorListResize")
+def _resize_grad(b, node, dys):
+    # TF's: the gradient list resized back to the input list's length.
+    (dlist,) = dys
+    handle = node.data_inputs[0]
+    if dlist is None:
+        return [None, None]
+    return [emit(b, "TensorListResize", dlist, emit(b, "TensorListLength", handle)), None]
+
+
 # Sizes, shapes and fresh lists carry no gradient (TF registers none for them).
 not_differentiable("EmptyTensorList", "TensorListReserve", "TensorListLength", "TensorListElementShape")

@@ -120,6 +120,24 @@ _UNARY = [
     ("BesselI0e", "float", _sp("i0e"), None, None, "exp(-|x|) I0(x): the scaled modified Bessel function of order 0."),
     ("BesselI1e", "float", _sp("i1e"), None, None, "exp(-|x|) I1(x): the scaled modified Bessel function of order 1."),
     ("Expm1", _UNARY_FC, _u("expm1"), None, None, "exp(x) - 1 elementwise, accurate near 0."),
+    # tf.math.special: scipy.special's functions, which TF's kernels (Cephes) match.
+    ("BesselI0", "float", _sp("i0"), None, None, "I0(x): the modified Bessel function of the first kind, order 0."),
+    ("BesselI1", "float", _sp("i1"), None, None, "I1(x): the modified Bessel function of the first kind, order 1."),
+    ("BesselK0", "float", _sp("k0"), None, None, "K0(x): the modified Bessel function of the second kind, order 0."),
+    ("BesselK1", "float", _sp("k1"), None, None, "K1(x): the modified Bessel function of the second kind, order 1."),
+    ("BesselK0e", "float", _sp("k0e"), None, None, "exp(x) K0(x): the scaled K0."),
+    ("BesselK1e", "float", _sp("k1e"), None, None, "exp(x) K1(x): the scaled K1."),
+    ("BesselJ0", "float", _sp("j0"), None, None, "J0(x): the Bessel function of the first kind, order 0."),
+    ("BesselJ1", "float", _sp("j1"), None, None, "J1(x): the Bessel function of the first kind, order 1."),
+    ("BesselY0", "float", _sp("y0"), None, None, "Y0(x): the Bessel function of the second kind, order 0."),
+    ("BesselY1", "float", _sp("y1"), None, None, "Y1(x): the Bessel function of the second kind, order 1."),
+    ("Dawsn", "float", _sp("dawsn"), None, None, "Dawson's integral exp(-x^2) * integral of exp(t^2) from 0 to x."),
+    ("Expint", "float", _sp("expi"), None, None, "The exponential integral Ei(x)."),
+    ("FresnelCos", "float", lambda ctx, x: _special(ctx, "fresnel")(x)[1], None, None,
+     "The Fresnel integral C(x) = integral of cos(pi t^2 / 2) from 0 to x."),
+    ("FresnelSin", "float", lambda ctx, x: _special(ctx, "fresnel")(x)[0], None, None,
+     "The Fresnel integral S(x) = integral of sin(pi t^2 / 2) from 0 to x."),
+    ("Spence", "float", _sp("spence"), None, None, "Spence's integral: integral of log(t) / (1 - t) from 1 to x."),
 ]
 
 
@@ -205,7 +223,37 @@ _UNARY_GRADS = {
     ),
     "BesselI0e": lambda b, x, y, dy: _mul(b, dy, gu.emit(b, "Sub", gu.emit(b, "BesselI1e", x), _mul(b, gu.emit(b, "Sign", x), y))),
     "BesselI1e": lambda b, x, y, dy: _mul(b, dy, _bessel_i1e_slope(b, x, y)),
+    # tf.math.special's gradients (TF's special_math_ops.py)
+    "BesselI0": lambda b, x, y, dy: _mul(b, dy, gu.emit(b, "BesselI1", x)),
+    "BesselI1": lambda b, x, y, dy: _mul(b, dy, _at_zero_half(b, x, gu.emit(b, "Sub", gu.emit(b, "BesselI0", x), _div(b, y, x)))),
+    "BesselK0": lambda b, x, y, dy: _mul(b, dy, gu.emit(b, "Neg", gu.emit(b, "BesselK1", x))),
+    "BesselK0e": lambda b, x, y, dy: _mul(b, dy, gu.emit(b, "Sub", y, gu.emit(b, "BesselK1e", x))),
+    "BesselK1": lambda b, x, y, dy: _mul(b, dy, gu.emit(b, "Sub", gu.emit(b, "Neg", gu.emit(b, "BesselK0", x)), _div(b, y, x))),
+    "BesselK1e": lambda b, x, y, dy: _mul(b, dy, gu.emit(b, "Sub", _mul(b, y, gu.emit(b, "Sub", scalar(b, 1, x),
+                                                                                         gu.emit(b, "Reciprocal", x))),
+                                                         gu.emit(b, "BesselK0e", x))),
+    "BesselJ0": lambda b, x, y, dy: _mul(b, dy, gu.emit(b, "Neg", gu.emit(b, "BesselJ1", x))),
+    "BesselJ1": lambda b, x, y, dy: _mul(b, dy, _at_zero_half(b, x, gu.emit(b, "Sub", gu.emit(b, "BesselJ0", x), _div(b, y, x)))),
+    "BesselY0": lambda b, x, y, dy: _mul(b, dy, gu.emit(b, "Neg", gu.emit(b, "BesselY1", x))),
+    "BesselY1": lambda b, x, y, dy: _mul(b, dy, gu.emit(b, "Sub", gu.emit(b, "BesselY0", x), _div(b, y, x))),
+    "Dawsn": lambda b, x, y, dy: _mul(b, dy, gu.emit(b, "Sub", scalar(b, 1, x), _mul(b, _mul(b, scalar(b, 2, x), x), y))),
+    "Expint": lambda b, x, y, dy: _mul(b, dy, _div(b, gu.emit(b, "Exp", x), x)),
+    "FresnelCos": lambda b, x, y, dy: _mul(b, dy, gu.emit(b, "Cos", _mul(b, scalar(b, np.pi / 2, x), gu.emit(b, "Square", x)))),
+    "FresnelSin": lambda b, x, y, dy: _mul(b, dy, gu.emit(b, "Sin", _mul(b, scalar(b, np.pi / 2, x), gu.emit(b, "Square", x)))),
+    "Spence": lambda b, x, y, dy: _mul(b, dy, gu.emit(
+        b, "SelectV2", gu.emit(b, "Equal", x, scalar(b, 1, x)), gu.emit(b, "Neg", gu.emit(b, "OnesLike", x)),
+        _div(b, gu.emit(b, "Log", x), gu.emit(b, "Sub", scalar(b, 1, x), x)))),
 }
+
+
+def _div(b, x, y):
+    return gu.emit(b, "RealDiv", x, y)
+
+
+def _at_zero_half(b, x, slope):
+    """``slope`` with 1/2 where x is 0 (the limit TF's BesselI1/J1 gradients give there)."""
+    zero = gu.emit(b, "Equal", x, scalar(b, 0, x))
+    return gu.emit(b, "SelectV2", zero, gu.emit(b, "Mul", gu.emit(b, "OnesLike", x), scalar(b, 0.5, x)), slope)
 
 
 def _bessel_i1e_slope(b, x, y):

@@ -131,11 +131,14 @@ def _mean(ctx, x, axes, keep):
         if type(total) is not xp.ndarray:  # a full reduction gives a numpy scalar
             total = xp.asarray(total)
         return xp.true_divide(total, np.intp(count), out=total, casting="unsafe")
-    # Integers: TF sums in T and divides with integer (truncating) division.
+    # Integers: TF sums 8-, 16- and 32-bit types in a 64-bit integer of the same signedness (its
+    # Mean reducer's casting specializations; 64-bit types in T, wrapping) and divides with
+    # integer (truncating) division.
     if count == 0:
         raise ctx.fail(f"Mean of integers over an empty reduction (input shape {_fmt(x.shape)}) is undefined")
-    total = xp.sum(x, axis=axes, keepdims=keep, dtype=x.dtype)
-    return trunc_div(xp, total, xp.asarray(count, dtype=x.dtype))
+    wide = np.dtype(np.uint64 if x.dtype.kind == "u" else np.int64)
+    total = xp.sum(x, axis=axes, keepdims=keep, dtype=wide)
+    return xp.asarray(trunc_div(xp, total, xp.asarray(count, dtype=wide))).astype(x.dtype)
 
 
 def _leading_total(xp, x, axes, keep):
@@ -176,7 +179,8 @@ def _logical(name):
 _REDUCTIONS = [
     ("Sum", "numeric", _sum, "The sum of elements across the given axes."),
     ("Prod", "numeric", _accumulate("prod"), "The product of elements across the given axes."),
-    ("Mean", "numeric", _mean, "The mean across the given axes; integer means truncate toward zero."),
+    ("Mean", "numeric", _mean, "The mean across the given axes; integer means truncate toward zero "
+     "(8- to 32-bit integers summed in 64 bits, as TF)."),
     ("Max", "real", _extremum("max", _max_identity), "The maximum across the given axes."),
     ("Min", "real", _extremum("min", _min_identity), "The minimum across the given axes."),
     ("EuclideanNorm", "numeric", _euclidean, "The Euclidean norm (sqrt of the sum of squared magnitudes) across the given axes."),
@@ -444,7 +448,8 @@ def _register_arg(name, fn, what):
             "output_type: {int32, int64} = int64",
         ],
         shape=_arg_shape,
-        doc=f"The index of the {what} value along `dimension` (the first one on ties).",
+        doc=f"The index of the {what} value along `dimension` (the first one on ties; NaN never "
+        "wins, and a slice of NaNs gives 0).",
         aliases={"dimension": "axis"},
     )
 
@@ -459,6 +464,9 @@ def _register_arg(name, fn, what):
             raise ctx.fail(str(e)) from None
         if x.shape[axis] == 0:
             raise ctx.fail(f"Reduction axis {axis} is empty in shape {_fmt(x.shape)}")
+        if x.dtype.kind == "f":
+            # TF's CPU kernel (Eigen's arg reducer) never picks a NaN: a row of NaNs gives 0.
+            x = ctx.xp.where(ctx.xp.isnan(x), x.dtype.type(-np.inf if fn == "argmax" else np.inf), x)
         return ctx.xp.asarray(getattr(ctx.xp, fn)(x, axis=axis), dtype=ctx.attrs["output_type"].numpy)
 
 

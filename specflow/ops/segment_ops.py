@@ -374,6 +374,18 @@ def _dynamic_stitch(ctx, *args):
     return out
 
 
+register_op(
+    "ParallelDynamicStitch",
+    inputs=["indices: N * int32", "data: N * T"],
+    outputs=["merged: T"],
+    attrs=["N: int >= 1", "T: type"],
+    shape=_stitch_infer,
+    doc="DynamicStitch (what tf.dynamic_stitch writes inside a tf.function): merged[indices[m][i...]] "
+    "= data[m][i...]; where indices repeat, the later write wins here (TF leaves it unspecified).",
+)
+kernel("ParallelDynamicStitch")(_dynamic_stitch)
+
+
 @gradient("DynamicStitch")
 def _dynamic_stitch_grad(b, node, dys):
     # As TF: each data slice gets the gradient at its index (also where a later write won).
@@ -381,6 +393,9 @@ def _dynamic_stitch_grad(b, node, dys):
     indices = node.data_inputs[:n]
     axis0 = gu.const(b, 0, "int32")
     return [None] * n + [gu.emit(b, "GatherV2", dys[0], i, axis0) for i in indices]
+
+
+gradient("ParallelDynamicStitch")(_dynamic_stitch_grad)
 
 
 # --- Bincount ---------------------------------------------------------------------------------

@@ -225,3 +225,30 @@ for _name, _side in (("LowerBound", "left"), ("UpperBound", "right")):
 
     _register_bound()
     not_differentiable(_name)
+
+
+# --- Bucketize --------------------------------------------------------------------------------
+
+register_op(
+    "Bucketize",
+    inputs=["input: T"],
+    outputs=["output: int32"],
+    attrs=["T: {int32, int64, float32, float64}", "boundaries: list(float)"],
+    shape=lambda ic: [ic.shape(0)],
+    doc="The bucket of each element: how many of the sorted boundaries are <= it (Keras "
+    "Discretization, tf.raw_ops.Bucketize).",
+)
+
+
+@kernel("Bucketize")
+def _bucketize(ctx, x):
+    xp = ctx.xp
+    bounds = np.asarray(ctx.attrs["boundaries"], np.float64)
+    if bounds.size > 1 and np.any(bounds[1:] < bounds[:-1]):
+        raise ctx.fail(f"boundaries must be sorted, got {list(ctx.attrs['boundaries'])}")
+    # TF compares in float32 (its boundaries attr is a float list) for every input type.
+    return xp.searchsorted(xp.asarray(bounds.astype(np.float32)), x.astype(np.float32) if x.dtype != np.float64 else x,
+                           side="right").astype(np.int32)
+
+
+not_differentiable("Bucketize")

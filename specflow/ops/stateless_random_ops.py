@@ -301,3 +301,80 @@ def _stateless_multinomial(ctx, logits, num_samples, seed):
 
 
 not_differentiable("StatelessMultinomial")
+
+
+# --- integers: StatelessRandomUniformIntV2, StatelessRandomUniformFullIntV2 --------------------
+
+
+def _int_from_words(words, dtype: np.dtype, n: int):
+    """TF's integer draws from Philox words: one 32-bit word per value for 32-bit types, two (low
+    word first) per value for 64-bit ones, as uint64 bit patterns."""
+    if np.dtype(dtype).itemsize == 8:
+        pairs = words.reshape(-1, 2).astype(np.uint64)
+        return (pairs[:, 0] | (pairs[:, 1] << np.uint64(32)))[:n]
+    return words.reshape(-1).astype(np.uint64)[:n]
+
+
+def _int_draws(ctx, shape, key, counter, alg):
+    dims, key, counter = _stateless_args(ctx, shape, key, counter, alg)
+    dtype = ctx.attrs["dtype"].numpy
+    n = int(np.prod(dims, dtype=np.int64))
+    per_group = 2 if np.dtype(dtype).itemsize == 8 else 4
+    words = philox_words(ctx.xp, int(key[0]), (int(counter[0]), int(counter[1])), -(-n // per_group))
+    return _int_from_words(words, dtype, n), dtype, tuple(int(d) for d in dims)
+
+
+def _int_shape(ic: InferenceContext) -> list[Shape]:
+    for i, what in ((4, "minval"), (5, "maxval")):
+        if ic.shape(i).rank not in (None, 0):
+            raise ic.fail(f"{what} must be a scalar, got shape {ic.shape(i)}")
+    return _stateless_shape(ic)
+
+
+register_op(
+    "StatelessRandomUniformIntV2",
+    inputs=["shape: Tshape", "key: uint64", "counter: uint64", "alg: int32", "minval: dtype", "maxval: dtype"],
+    outputs=["output: dtype"],
+    attrs=["dtype: {int32, int64, uint32, uint64}", "Tshape: {int32, int64} = int32"],
+    shape=_int_shape,
+    doc="Integers in [minval, maxval) that depend only on (key, counter, alg): minval + (a Philox word, "
+    "or two for 64-bit types) % (maxval - minval), as TF (slightly biased where the range does not "
+    "divide 2^32).",
+)
+
+
+@kernel("StatelessRandomUniformIntV2", host_inputs=(0, 1, 2, 3, 4, 5))
+def _stateless_uniform_int(ctx, shape, key, counter, alg, minval, maxval):
+    lo, hi = ctx.host(minval), ctx.host(maxval)
+    if lo.ndim or hi.ndim:
+        raise ctx.fail(f"minval and maxval must be scalars, got shapes {list(lo.shape)} and {list(hi.shape)}")
+    if not lo < hi:
+        raise ctx.fail(f"Need minval < maxval: {lo} >= {hi}")
+    bits, dtype, dims = _int_draws(ctx, shape, key, counter, alg)
+    wide = np.uint64 if np.dtype(dtype).itemsize == 8 else np.uint32
+    mask = (1 << (8 * np.dtype(dtype).itemsize)) - 1
+    span, base = (int(hi) - int(lo)) & mask, int(lo) & mask  # in the type's unsigned twin, as TF
+    # lo + bits % span in the type's wrapping arithmetic
+    out = (bits % np.uint64(span) + np.uint64(base)) & np.uint64(mask)
+    return out.astype(wide).view(dtype).reshape(dims)
+
+
+register_op(
+    "StatelessRandomUniformFullIntV2",
+    inputs=["shape: Tshape", "key: uint64", "counter: uint64", "alg: int32"],
+    outputs=["output: dtype"],
+    attrs=["dtype: {int32, int64, uint32, uint64} = uint64", "Tshape: {int32, int64} = int32"],
+    shape=_stateless_shape,
+    doc="Integers over the dtype's whole range that depend only on (key, counter, alg): the Philox "
+    "words' bits (two words, low first, for 64-bit types).",
+)
+
+
+@kernel("StatelessRandomUniformFullIntV2", host_inputs=(0, 1, 2, 3))
+def _stateless_uniform_full_int(ctx, shape, key, counter, alg):
+    bits, dtype, dims = _int_draws(ctx, shape, key, counter, alg)
+    wide = np.uint64 if np.dtype(dtype).itemsize == 8 else np.uint32
+    return bits.astype(wide).view(dtype).reshape(dims)
+
+
+not_differentiable("StatelessRandomUniformIntV2", "StatelessRandomUniformFullIntV2")

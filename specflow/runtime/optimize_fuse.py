@@ -11,8 +11,9 @@ order by ``remap``; the first two as TF's Grappler remapper and ``fold_batch_nor
   the last node it replaces: the bias and the activation are applied in place to the product.
 - ``pool_before_relu``: MaxPool(Relu(x)) becomes Relu(MaxPool(x)) when the pool alone reads
   the Relu (inference: training reads it for the gradients) and no window is all padding
-  (VALID or SAME): max and Relu commute exactly (NaN included), and Relu then runs on the
-  pooled tensor, a quarter of the elements for 2x2 pooling. The Relu takes the pool's name.
+  (VALID or SAME): max and Relu commute exactly (NaN included, but for a window of NaNs only,
+  which TF's CPU MaxPool turns into float's lowest and the Relu after it into 0), and Relu then
+  runs on the pooled tensor, a quarter of the elements for 2x2 pooling. The Relu takes the pool's name.
 - ``relu_grad_before_pool_grad``: ReluGrad(MaxPoolGrad(x, y, dy), x) becomes
   MaxPoolGrad(x, y, ReluGrad(dy, y)) for disjoint windows (training: a Relu before a max pool):
   each input element gets the gradient of the one window whose first maximum it is, where it

@@ -203,3 +203,36 @@ def test_bad_control_flow_is_one_clear_error():
                if_node("cond", "If", ["flag", "x", "x"], [F64, F64], [F64], then="missing")], [ELSE])
     with pytest.raises(GraphError, match=r"If 'cond' calls function 'missing' \(then_branch\)"):
         from_tf_graph_def(g)
+
+
+# Case/StatelessCase (tf.switch_case): branch i where branch_index == i, the last one otherwise.
+SQUARE = function("square_fn", [("a", F64), ("c", F64)], [("out", F64)],
+                  [node("sq", "Square", ["a"], T=dtypes.float64)], {"out": "sq:y:0"})
+
+
+def case_graph(op="StatelessCase"):
+    n = node("case", op, ["index", "x", "y"])
+    n.attr["Tin"].list.type.extend([F64, F64])
+    n.attr["Tout"].list.type.extend([F64])
+    for fn in ("then_fn", "else_fn", "square_fn"):
+        n.attr["branches"].list.func.add().name = fn
+    return from_tf_graph_def(graph([
+        placeholder("index", dtypes.int32), placeholder("x", dtypes.float64), placeholder("y", dtypes.float64),
+        n, node("out", "Identity", ["case"], T=dtypes.float64),
+    ], [THEN, ELSE, SQUARE]))
+
+
+@pytest.mark.parametrize("op", ["Case", "StatelessCase"])
+def test_case_is_lowered_and_out_of_range_runs_the_last_branch(op):
+    g = case_graph(op)
+    assert not {n.op for n in g.nodes} & {"Case", "StatelessCase"}
+    with Session(g) as s:
+        for index, want in ((0, X * Y + 2.0), (1, np.sin(X)), (2, X * X), (7, X * X), (-1, X * X)):
+            np.testing.assert_allclose(s.run("out", {"index": np.int32(index), "x": X, "y": Y}), want, rtol=1e-12)
+            s.run([], {"index": np.int32(index), "x": X, "y": Y}, targets=["case"])
+
+
+@pytest.mark.parametrize("index", [0, 1, 5])
+def test_case_gradient_flows_through_the_branch_taken(index):
+    g = case_graph()
+    _check_gradient(g, X, {"index": np.int32(index), "x": X.copy(), "y": Y.copy()}, "x")

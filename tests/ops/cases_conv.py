@@ -216,6 +216,43 @@ def _pool_grad_cases(k, stride, padding, ident):
     ]
 
 
+def _grouped_ref(x, f, stride, padding):
+    """A grouped convolution (TF's Conv2D with input channels = groups x filter in_channels): each
+    group's channels convolved with its own slice of the output channels."""
+    cg, o = f.shape[2], f.shape[3]
+    g = x.shape[3] // cg
+    og = o // g
+    return np.concatenate([conv_ref(x[..., i * cg:(i + 1) * cg], f[..., i * og:(i + 1) * og], (stride, stride), padding)
+                           for i in range(g)], axis=3)
+
+
+def _grouped_grad_ref(x, f, dy, stride, padding):
+    """Input and filter gradients of a grouped convolution, group by group."""
+    cg, o = f.shape[2], f.shape[3]
+    g = x.shape[3] // cg
+    og = o // g
+    dx = np.concatenate([conv_input_grad_ref(x[..., :cg].shape, f[..., i * og:(i + 1) * og], dy[..., i * og:(i + 1) * og],
+                                             (stride, stride), padding) for i in range(g)], axis=3)
+    df = np.concatenate([conv_filter_grad_ref(x[..., i * cg:(i + 1) * cg], f[..., :og].shape, dy[..., i * og:(i + 1) * og],
+                                              (stride, stride), padding) for i in range(g)], axis=3)
+    return dx, df
+
+
+_gx, _gf = f32(2, 5, 5, 4), f32(3, 3, 2, 6)  # two groups of 2 input and 3 output channels
+_gdy = f32(2, 3, 3, 6)
+_GROUPED = [
+    Case("Conv2D", [_gx, _gf], attrs={"strides": [1, 1, 1, 1], "padding": "SAME"},
+         ref=lambda x, f: _grouped_ref(x, f, 1, "SAME"), id="Conv2D-grouped", **_TOL),
+    Case("Conv2D", [_gx, f32(2, 2, 1, 4)], attrs={"strides": [1, 2, 2, 1], "padding": "VALID"},
+         ref=lambda x, f: _grouped_ref(x, f, 2, "VALID"), id="Conv2D-grouped-4", **_TOL),
+    Case("Conv2DBackpropInput", [np.array(_gx.shape, np.int32), _gf, _gdy], attrs={"strides": [1, 2, 2, 1], "padding": "SAME"},
+         const_inputs=[0], ref=lambda sz, f, dy: _grouped_grad_ref(_gx, f, dy, 2, "SAME")[0], id="Conv2DBackpropInput-grouped",
+         **_TOL),
+    Case("Conv2DBackpropFilter", [_gx, np.array(_gf.shape, np.int32), _gdy], attrs={"strides": [1, 2, 2, 1], "padding": "SAME"},
+         const_inputs=[1], ref=lambda x, sz, dy: _grouped_grad_ref(x, _gf, dy, 2, "SAME")[1], id="Conv2DBackpropFilter-grouped",
+         **_TOL),
+]
+
 _ties = np.array([[1, 3, 3], [3, 0, 2], [2, 3, 1]], np.float32).reshape(1, 3, 3, 1)
 _ties_y = np.array([3, 3, 3, 3], np.float32).reshape(1, 2, 2, 1)
 _ties_dy = np.array([1, 10, 100, 1000], np.float32).reshape(1, 2, 2, 1)
@@ -236,6 +273,7 @@ CASES = [
                                     "explicit_paddings": [0, 0, 1, 0, 0, 2, 0, 0]},
          ref=lambda x, f: conv_ref(np.pad(x, ((0, 0), (1, 0), (0, 2), (0, 0))), f, (1, 1), "VALID"),
          id="Conv2D-EXPLICIT", **_TOL),
+    *_GROUPED,
     *_grad_cases(_x, _f, 1, "SAME", "SAME"),
     *_grad_cases(_x, _f, 2, "SAME", "SAME-stride2"),
     *_grad_cases(_x, _f, 2, "VALID", "VALID-stride2"),
@@ -252,6 +290,21 @@ CASES = [
     Case("MaxPool", [nchw(_distinct)], attrs={"ksize": [1, 1, 3, 3], "strides": [1, 1, 2, 2], "padding": "SAME",
                                               "data_format": "NCHW"},
          ref=lambda x: nchw(pool_ref(nhwc(x), (3, 3), (2, 2), "SAME", "max")), id="MaxPool-NCHW"),
+    # TF's CPU MaxPool: NaN never wins; each output is at least float32's lowest (a window of
+    # -inf or NaN only gives it), padding included.
+    Case("MaxPool", [np.array([[np.nan, 1, 2, 0], [1, np.nan, 0, 3], [0, 1, np.nan, np.nan], [np.nan, np.nan, -np.inf, np.nan]],
+                              np.float32).reshape(1, 4, 4, 1)], attrs={"ksize": [1, 2, 2, 1], "strides": _strides4(2), "padding": "VALID"},
+         ref=lambda x: np.array([1, 3, 1, np.finfo(np.float32).min], np.float32).reshape(1, 2, 2, 1), id="MaxPool-nan"),
+    Case("MaxPool", [np.full((1, 3, 3, 1), -np.inf, np.float64)], attrs={"ksize": [1, 2, 2, 1], "strides": _strides4(2), "padding": "SAME"},
+         ref=lambda x: np.full((1, 2, 2, 1), np.finfo(np.float64).min), id="MaxPool-all-minus-inf"),
+    # TF's CPU AvgPoolGrad for a window longer than the input (5 > 4 columns, SAME): a column
+    # window clipped by the leading padding spreads over the whole row (its GetBroadcastSize), so
+    # columns 0-2 divide by 3 x 4 and cover all 4 inputs, column 3 divides by 3 x 3. (TF graphs and
+    # TF_ENABLE_ONEDNN_OPTS=0 give this; oneDNN's eager kernel gives the transposed AvgPool.)
+    Case("AvgPoolGrad", [np.array([1, 3, 4, 1], np.int32), np.ones((1, 3, 4, 1), np.float32)],
+         attrs={"ksize": [1, 5, 5, 1], "strides": [1, 1, 1, 1], "padding": "SAME"}, const_inputs=[0], rtol=1e-6,
+         ref=lambda *a: np.tile(np.array([0.75, 0.75 + 1 / 3, 0.75 + 1 / 3, 0.75 + 1 / 3], np.float32), 3).reshape(1, 3, 4, 1),
+         id="AvgPoolGrad-window-longer-than-input"),
     *_pool_grad_cases(2, 2, "VALID", "VALID"),
     *_pool_grad_cases(3, 2, "SAME", "SAME-stride2"),
     *_pool_grad_cases(3, 1, "SAME", "SAME"),

@@ -53,7 +53,24 @@ _IDX = np.array([[0, 0], [0, 1], [0, 2], [1, 0], [1, 1], [2, 0]], np.int64)
 _VALS = np.array([1, 1, 0, 2, 0, 2], np.int32)
 _LEN = np.array([5, 4, 3], np.int32)
 
+# CTCGreedyDecoder: [max_time 4, batch 2, classes 3]; batch 0's best path is 1 1 2(blank) 1, batch 1's
+# (length 3) 0 0 1, with a tie at t = 2 (first class wins).
+_GREEDY = np.array([[[0.1, 0.7, 0.2], [0.5, 0.2, 0.3]],
+                    [[0.0, 0.9, 0.1], [0.6, 0.3, 0.1]],
+                    [[0.2, 0.1, 0.8], [0.4, 0.4, 0.2]],
+                    [[0.1, 0.6, 0.3], [0.9, 0.05, 0.05]]], np.float32)
+
 CASES = [
+    Case("CTCGreedyDecoder", [_GREEDY, np.array([4, 3], np.int32)], attrs={"merge_repeated": True}, exact_shape=False,
+         ref=lambda x, n: [np.array([[0, 0], [0, 1], [1, 0]], np.int64), np.array([1, 1, 0], np.int64), np.array([2, 2], np.int64),
+                           np.array([[-(0.7 + 0.9 + 0.8 + 0.6)], [-(0.5 + 0.6 + 0.4)]], np.float32)]),
+    Case("CTCGreedyDecoder", [_GREEDY, np.array([4, 3], np.int32)], attrs={"blank_index": 0}, exact_shape=False,
+         id="CTCGreedyDecoder-blank-0-no-merge",
+         ref=lambda x, n: [np.array([[0, 0], [0, 1], [0, 2], [0, 3]], np.int64), np.array([1, 1, 2, 1], np.int64),
+                           np.array([2, 4], np.int64), np.array([[-(0.7 + 0.9 + 0.8 + 0.6)], [-(0.5 + 0.6 + 0.4)]], np.float32)]),
+    Case("CTCGreedyDecoder", [_GREEDY[:, :1], np.array([0], np.int32)], exact_shape=False, id="CTCGreedyDecoder-empty",
+         ref=lambda x, n: [np.zeros((0, 2), np.int64), np.zeros(0, np.int64), np.array([1, 0], np.int64),
+                           np.zeros((1, 1), np.float32)]),
     Case("CTCLoss", [_X, _IDX, _VALS, _LEN], ref=lambda *a: _brute(*a), rtol=1e-10, atol=1e-12),
     Case("CTCLoss", [_X.astype(np.float32), _IDX, _VALS, _LEN], attrs={"preprocess_collapse_repeated": True},
          ref=lambda *a: _brute(*a, collapse=True), rtol=1e-5, atol=1e-6, id="CTCLoss-collapse-float32"),

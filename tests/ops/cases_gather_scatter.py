@@ -1,4 +1,4 @@
-"""Cases for gather_scatter_ops: Gather (v1), GatherNd, ScatterNd, TensorScatterUpdate/Add.
+"""Cases for gather_scatter_ops: Gather (v1), GatherNd, ScatterNd, TensorScatterUpdate/Add/Sub/Max/Min.
 
 References are plain numpy indexing written out per case (not the kernels' vectorized paths)."""
 
@@ -21,7 +21,12 @@ def _scatter_ref(base, indices, updates, add):
     k = indices.shape[-1]
     for i in np.ndindex(*indices.shape[:-1]):
         at = tuple(int(v) for v in indices[i])
-        out[at] = out[at] + updates[i] if add else updates[i]
+        if add == "sub":
+            out[at] = out[at] - updates[i]
+        elif add in ("max", "min"):
+            out[at] = (np.maximum if add == "max" else np.minimum)(out[at], updates[i])
+        else:
+            out[at] = out[at] + updates[i] if add else updates[i]
     del k
     return out
 
@@ -38,6 +43,13 @@ CASES = [
     Case("ScatterNd", [np.array([[0, 1], [2, 2]], np.int64), i64(2), np.array([3, 4], np.int64)],
          ref=lambda i, u, s: _scatter_ref(np.zeros((3, 4), np.int64), i, u, True), const_inputs=[2], id="ScatterNd-elements"),
     Case("TensorScatterUpdate", [_p, _ids, f32(3, 2)], ref=lambda t, i, u: _scatter_ref(t, i, u, False)),
+    Case("TensorScatterSub", [_p, _ids, f32(3, 2)], ref=lambda t, i, u: _scatter_ref(t, i, u, "sub")),
+    # Duplicate indices: both updates combine with the tensor's value.
+    Case("TensorScatterMax", [_p, np.array([[1], [3], [1]], np.int32), f32(3, 3, 2)], ref=lambda t, i, u: _scatter_ref(t, i, u, "max")),
+    Case("TensorScatterMin", [i32(4, 3), np.array([[0, 1], [2, 2], [0, 1]], np.int64), i32(3)],
+         ref=lambda t, i, u: _scatter_ref(t, i, u, "min")),
+    Case("TensorScatterMin", [np.array([3.0, -1.0, 2.0], np.float32), np.array([[0], [2]], np.int32), np.array([1.0, 5.0], np.float32)],
+         ref=lambda t, i, u: np.array([1.0, -1.0, 2.0], np.float32), id="TensorScatterMin-literal"),
     Case("TensorScatterAdd", [_p, _ids[:, :1], f32(3, 3, 2)], ref=lambda t, i, u: _scatter_ref(t, i, u, True)),
     Case("TensorScatterAdd", [i32(3), np.array([[1], [1]], np.int32), i32(2)], ref=lambda t, i, u: _scatter_ref(t, i, u, True),
          id="TensorScatterAdd-duplicates"),

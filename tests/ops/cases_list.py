@@ -70,6 +70,8 @@ CASES = [
     Case("TensorListElementShape", [wrap(TensorList([], float32, Shape(None)))], ref=lambda *a: np.int32(-1),
          attrs={"shape_type": int32}, exact_shape=False, id="ElementShape_unknown_rank"),
     Case("TensorListPushBack", [listed(X[:2]), X[2]], check=elements_are(*X), attrs={"element_dtype": float32}),
+    Case("TensorListResize", [listed(X), np.int32(2)], check=elements_are(X[0], X[1])),
+    Case("TensorListResize", [listed(X[:1]), np.int32(3)], check=elements_are(X[0], None, None), id="TensorListResize-grow"),
     Case("TensorListPopBack", [listed(X), UNKNOWN], check=_popped, attrs={"element_dtype": float32}, exact_shape=False,
          const_inputs=(1,)),
 ]

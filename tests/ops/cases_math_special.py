@@ -79,6 +79,19 @@ _UNARY = [
          ref=lambda p: np.array([_inverse(lambda z: 0.5 * math.erfc(-z / math.sqrt(2)), v) for v in p])),
     Case("BesselI0e", [np.array([-2.0, 0.0, 0.5, 3.0])], rtol=1e-12, ref=lambda x: _bessel_e(x, 0)),
     Case("BesselI1e", [np.array([-2.0, 0.0, 0.5, 3.0])], rtol=1e-12, atol=1e-15, ref=lambda x: _bessel_e(x, 1)),
+    # tf.math.special at x = 1 (Abramowitz and Stegun's tables) and at their special points.
+    *[Case(op, [np.array([1.0, 0.0])], rtol=1e-12, atol=1e-15, ref=lambda x, w=want: np.array(w), id=f"{op}-table")
+      for op, want in (("BesselI0", [1.2660658777520082, 1.0]), ("BesselI1", [0.5651591039924851, 0.0]),
+                       ("BesselJ0", [0.7651976865579666, 1.0]), ("BesselJ1", [0.44005058574493355, 0.0]),
+                       ("BesselK0", [0.42102443824070834, np.inf]), ("BesselK1", [0.6019072301972346, np.inf]),
+                       ("BesselK0e", [1.1444630798068949, np.inf]), ("BesselK1e", [1.636153486263258, np.inf]),
+                       ("BesselY0", [0.08825696421567697, -np.inf]), ("BesselY1", [-0.7812128213002887, -np.inf]),
+                       ("Dawsn", [0.5380795069127684, 0.0]), ("Expint", [1.8951178163559368, -np.inf]),
+                       ("FresnelCos", [0.7798934003768228, 0.0]), ("FresnelSin", [0.4382591473903548, 0.0]))],
+    Case("Spence", [np.array([1.0, 0.0, 2.0])], rtol=1e-12, ref=lambda x: np.array([0.0, np.pi**2 / 6, -np.pi**2 / 12])),
+    Case("BesselJ0", [f32(4, low=-5, high=5)], rtol=1e-5, atol=1e-6, id="BesselJ0-float32",
+         ref=lambda x: np.array([sum((-1) ** k * (v / 2) ** (2 * k) / math.factorial(k) ** 2 for k in range(30)) for v in
+                                 x.astype(np.float64)], np.float32)),
     Case("Lgamma", [np.array([0.5, 1.0, 2.5, 7.0, -0.5, -2.5])], rtol=1e-12,
          ref=lambda x: np.array([math.lgamma(v) for v in x])),
     Case("Lgamma", [f32(4, low=0.1, high=5)], ref=lambda x: np.array([math.lgamma(v) for v in x], np.float32),

@@ -68,6 +68,15 @@ _REDUCTIONS = [
         ref=lambda x, a: _trunc_mean(x, a)[None, :],
         id="Mean-int-keep_dims",
     ),
+    # TF sums 8- to 32-bit integers in 64 bits: no wrap before the division; int64 wraps in T.
+    Case("Mean", [np.array([200, 200, 200, 199], np.uint8), _ax(0)], const_inputs=[1], ref=lambda x, a: np.uint8(199),
+         id="Mean-uint8-no-wrap"),
+    Case("Mean", [np.array([[2**30 + 3, 2**30 + 3], [2**30 + 3, 2**30 + 2]], np.int32), _ax(0, 1)], const_inputs=[1],
+         ref=lambda x, a: np.int32(2**30 + 2), id="Mean-int32-no-wrap"),
+    Case("Mean", [np.array([[-100, -100], [-100, -99]], np.int8), _ax(1)], const_inputs=[1],
+         ref=lambda x, a: np.array([-100, -99], np.int8), id="Mean-int8-negative-truncates"),
+    Case("Mean", [np.array([2**62 + 3, 2**62 + 3], np.int64), _ax(0)], const_inputs=[1],
+         ref=lambda x, a: np.int64(-(2**62) + 3), id="Mean-int64-wraps-in-T"),
     Case("Max", [f32(2, 5), _ax(-1)], const_inputs=[1], ref=_red(np.max)),
     Case(
         "Max",
@@ -95,7 +104,15 @@ _REDUCTIONS = [
 
 _TIES = np.array([[1, 3, 3], [2, 2, 0]], dtype=np.int32)
 
+_NANS = np.array([[np.nan, 1, 2, 0], [1, np.nan, 0, 3], [np.nan, np.nan, np.nan, np.nan], [np.nan, -np.inf, -np.inf, 5]],
+                 np.float32)
+
 _ARG = [
+    # NaN never wins (TF's Eigen arg reducer); a row of NaNs gives 0.
+    Case("ArgMax", [_NANS, np.array(1, np.int32)], const_inputs=[1], ref=lambda x, a: np.array([2, 3, 0, 3], np.int64),
+         id="ArgMax-nan"),
+    Case("ArgMin", [_NANS, np.array(1, np.int32)], const_inputs=[1], ref=lambda x, a: np.array([3, 2, 0, 1], np.int64),
+         id="ArgMin-nan"),
     Case(
         "ArgMax", [f32(3, 4), np.array(1, np.int32)], const_inputs=[1], ref=lambda x, a: np.argmax(x, axis=1)
     ),

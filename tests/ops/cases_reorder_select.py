@@ -60,6 +60,11 @@ CASES = [
     Case("Unique", [np.array([4, 1, 4, 7, 1, 0], np.int32)], ref=_unique_ref, exact_shape=False),
     Case("UniqueWithCounts", [np.array([4, 1, 4, 7, 1, 4], np.int64)], attrs={"out_idx": "int64"}, exact_shape=False,
          ref=lambda x: [np.array([4, 1, 7], np.int64), np.array([0, 1, 0, 2, 1, 0], np.int64), np.array([3, 2, 1], np.int64)]),
+    # A value equal to a boundary goes above it; 0.1 is above the float32 boundary 0.1 in float64.
+    Case("Bucketize", [np.array([[-1.0, 0.0, 0.5], [0.7, 3.0, 0.1]], np.float64)], attrs={"boundaries": [0.0, 0.1, 0.5, 1.0]},
+         ref=lambda x: np.array([[0, 1, 3], [3, 4, 1]], np.int32)),
+    Case("Bucketize", [np.array([-3, 0, 1, 5, 9], np.int64)], attrs={"boundaries": [0.0, 1.5, 5.0]},
+         ref=lambda x: np.array([0, 1, 1, 3, 3], np.int32), id="Bucketize-int64"),
     Case("LowerBound", [np.array([[1.0, 3, 3, 7], [0, 1, 2, 3]]), np.array([[0.0, 3, 8], [2.5, -1, 3]])],
          ref=lambda s, v: np.array([[0, 1, 4], [3, 0, 3]], np.int32)),
     Case("UpperBound", [np.array([[1, 3, 3, 7]], np.int32), np.array([[0, 3, 8]], np.int32)], attrs={"out_type": "int64"},

@@ -58,6 +58,8 @@ CASES = [
          ref=_stitch_ref, exact_shape=False),
     Case("DynamicStitch", [np.array([1, 0, 1], np.int32), np.array([1], np.int32), i32(3), i32(1)],
          ref=_stitch_ref, exact_shape=False, id="DynamicStitch-later-write-wins"),
+    Case("ParallelDynamicStitch", [np.array([0, 4], np.int32), np.array([[2], [1]], np.int32), f32(2, 3), f32(2, 1, 3)],
+         ref=_stitch_ref, exact_shape=False),
     Case("Bincount", [np.array([1, 3, 1, 7, 0], np.int32), np.int32(5), np.zeros(0, np.int32)],
          ref=lambda a, n, w: np.array([1, 2, 0, 1, 0], np.int32), const_inputs=[1]),
     Case("Bincount", [np.array([[1, 3], [1, 2]], np.int32), np.int32(4), np.array([[0.5, 1], [2, 4]], np.float32)],

@@ -1,4 +1,5 @@
-"""Cases for StatelessRandomUniformV2 (bit-exact Philox4x32-10), StatelessRandomNormalV2,
+"""Cases for StatelessRandomUniformV2 (bit-exact Philox4x32-10), StatelessRandomUniformIntV2 and
+StatelessRandomUniformFullIntV2, StatelessRandomNormalV2,
 StatelessRandomGetKeyCounter/GetAlg, StatelessTruncatedNormalV2, StatelessMultinomial and Multinomial.
 
 The Philox words below are the published known-answer vectors of Random123 (the reference
@@ -107,6 +108,21 @@ CASES = [
     _case([6], 12345, [7, 0], TF_KEY_12345_F64, dtype="float64", id="StatelessRandomUniformV2-tf-float64"),
     Case("StatelessRandomUniformV2", _uniform([100, 100], 12345, [9, 1])[0], check=_check_stream, const_inputs=[0],
          id="StatelessRandomUniformV2-stream"),
+    # Integers: minval + word % (maxval - minval); 64-bit types join two words, low first.
+    Case("StatelessRandomUniformIntV2", _uniform([4], 0, [0, 0])[0] + [np.int32(-3), np.int32(7)], attrs={"dtype": "int32"},
+         const_inputs=[0], ref=lambda *a: np.array([w % 10 - 3 for w in KAT_ZERO], np.int32)),
+    Case("StatelessRandomUniformIntV2", _uniform([2], 0, [0, 0])[0] + [np.int64(-(2 ** 40)), np.int64(5)],
+         attrs={"dtype": "int64"}, const_inputs=[0], id="StatelessRandomUniformIntV2-int64",
+         ref=lambda *a: np.array([((KAT_ZERO[i] | KAT_ZERO[i + 1] << 32) % (2 ** 40 + 5)) - 2 ** 40 for i in (0, 2)], np.int64)),
+    # The whole int32 range: the offset wraps past 2^31 back to negative values.
+    Case("StatelessRandomUniformIntV2", _uniform([3], ALL_ONES, [ALL_ONES, ALL_ONES])[0] + [np.int32(-(2 ** 31)), np.int32(2 ** 31 - 1)],
+         attrs={"dtype": "int32"}, const_inputs=[0], id="StatelessRandomUniformIntV2-full-range",
+         ref=lambda *a: np.array([(w % (2 ** 32 - 1)) - 2 ** 31 for w in KAT_ONES[:3]], np.int64).astype(np.int32)),
+    Case("StatelessRandomUniformFullIntV2", _uniform([4], 0, [0, 0])[0], attrs={"dtype": "int32"}, const_inputs=[0],
+         ref=lambda *a: np.array(KAT_ZERO, np.uint32).view(np.int32)),
+    Case("StatelessRandomUniformFullIntV2", _uniform([2], ALL_ONES, [ALL_ONES, ALL_ONES])[0], const_inputs=[0],
+         id="StatelessRandomUniformFullIntV2-uint64",
+         ref=lambda *a: np.array([KAT_ONES[0] | KAT_ONES[1] << 32, KAT_ONES[2] | KAT_ONES[3] << 32], np.uint64)),
     Case("Multinomial", [_logits, np.int32(4000)], attrs={"seed": 3, "seed2": 4}, check=_check_multinomial,
          const_inputs=[1]),
     # Recorded from TensorFlow 2.21: the seed [5, 9] as tf.random.stateless_* turns it into a key

@@ -78,6 +78,7 @@ CASES = [
         _X, _F, {**_VALID1, "padding": "EXPLICIT", "explicit_paddings": [0, 0, 1, 0, 0, 1, 0, 0]}, "EXPLICIT"
     ),
     *_conv_cases(np.ascontiguousarray(_X.transpose(0, 3, 1, 2)), _F, _nchw(_SAME2), "NCHW-SAME-stride2"),
+    *_conv_cases(g64(1, 4, 4, 4), g64(2, 2, 2, 2), _SAME2, "grouped"),
     *_pool_cases(_distinct(1, 4, 4, 2), 2, {"strides": [1, 2, 2, 1], "padding": "VALID"}, "VALID"),
     *_pool_cases(_distinct(1, 4, 4, 1), 3, {"strides": [1, 2, 2, 1], "padding": "SAME"}, "SAME-3x3-stride2"),
     *_pool_cases(_distinct(1, 3, 4, 1), 2, _VALID1, "VALID-overlapping"),

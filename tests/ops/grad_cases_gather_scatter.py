@@ -13,4 +13,7 @@ CASES = [
     GradCase("ScatterNd", [_ids, g64(3, 2), np.array([3, 2, 2], np.int32)]),
     GradCase("TensorScatterUpdate", [g64(3, 2, 2), np.array([[2, 0], [1, 1]], np.int32), g64(2, 2)]),
     GradCase("TensorScatterAdd", [g64(3, 2, 2), _ids, g64(3, 2)]),
+    GradCase("TensorScatterSub", [g64(3, 2, 2), _ids, g64(3, 2)]),
+    GradCase("TensorScatterMax", [g64(3, 2, 2), np.array([[2, 0], [1, 1]], np.int32), g64(2, 2)]),
+    GradCase("TensorScatterMin", [g64(3, 2, 2), np.array([[2], [0]], np.int32), g64(2, 2, 2)]),
 ]

@@ -30,6 +30,11 @@ _UNARY = [
     GradCase("BesselI0e", [away_from(g64(2, 3), gap=0.2)]),
     GradCase("BesselI1e", [away_from(g64(2, 3), gap=0.2)]),
     GradCase("Expm1", [g64(2, 3)]),
+    *[GradCase(op, [gpos(2, 3, low=0.3, high=3.0)]) for op in (
+        "BesselI0", "BesselI1", "BesselK0", "BesselK1", "BesselK0e", "BesselK1e", "BesselJ0", "BesselJ1", "BesselY0",
+        "BesselY1", "Expint", "Spence")],
+    *[GradCase(op, [g64(2, 3)]) for op in ("Dawsn", "FresnelCos", "FresnelSin")],
+    GradCase("BesselJ1", [np.array([0.0, 0.5, -1.5])], id="BesselJ1-at-zero"),
     # The harness perturbs the real part only: d sum(w * conj(x)) / d re(x) = w = conj(w).
     GradCase("Conj", [g64(2, 3) + 1j * g64(2, 3)], id="Conj-real-direction"),
 ]

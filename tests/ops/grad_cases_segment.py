@@ -23,4 +23,5 @@ CASES = [
              id="UnsortedSegmentProd-zeros"),
     GradCase("DynamicPartition", [g64(5, 2), np.array([1, 0, 2, 1, 1], np.int32)], attrs={"num_partitions": 3}),
     GradCase("DynamicStitch", [np.array([0, 4], np.int32), np.array([[2], [1]], np.int32), g64(2, 3), g64(2, 1, 3)]),
+    GradCase("ParallelDynamicStitch", [np.array([0, 4], np.int32), np.array([[2], [1]], np.int32), g64(2, 3), g64(2, 1, 3)]),
 ]

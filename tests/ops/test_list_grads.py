@@ -58,7 +58,18 @@ def popped_only(b, x, y):  # the popped element alone: the list's own gradient i
     return b.add_op("Mul", [f"{popped.name}:1", y]).name
 
 
-@pytest.mark.parametrize("build", [from_tensor_get_item, from_tensor_stack, reserve_set_stack, push_pop, popped_only])
+def resize_stack(b, x, y):  # x's rows grown to 4 (an unset row of zeros), then cut to 2, each stacked
+    lst = b.add_op("TensorListFromTensor", [x, _shape(b, [2])], {"element_dtype": F64}).name
+    grown = b.add_op("TensorListResize", [lst, b.const(np.int32(4))]).name
+    cut = b.add_op("TensorListResize", [grown, b.const(np.int32(2))]).name
+    big = b.add_op("TensorListStack", [grown, _shape(b, [2])], {"element_dtype": F64, "num_elements": 4}).name
+    small = b.add_op("TensorListStack", [cut, _shape(b, [2])], {"element_dtype": F64, "num_elements": 2}).name
+    return b.add_op("AddV2", [b.add_op("Sum", [big, b.const(np.int32(0))]).name,
+                              b.add_op("Mul", [b.add_op("Sum", [small, b.const(np.int32(0))]).name, y]).name]).name
+
+
+@pytest.mark.parametrize("build", [from_tensor_get_item, from_tensor_stack, reserve_set_stack, push_pop, popped_only,
+                                   resize_stack])
 def test_list_gradients_match_finite_differences(build):
     b = GraphBuilder()
     x = b.add_op("Placeholder", attrs={"dtype": F64, "shape": list(X.shape)}, name="x").name

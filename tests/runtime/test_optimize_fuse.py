@@ -127,7 +127,9 @@ def test_max_pool_of_a_relu_pools_first_and_computes_the_same():
         [],
     )
     x = np.random.default_rng(0).standard_normal((2, 4, 6, 2)).astype(np.float32)
-    x[0, :2, :2, 0] = np.nan  # NaN propagates either way
+    x[0, :2, :2, 0] = np.nan  # a window of NaNs: the one input the two orders differ on (lowest vs 0)
+    x[0, 0, 0, 0] = 0.5  # NaN never wins a window (TF's CPU MaxPool) in either order
+    x[0, 1, 1, 1] = np.nan
     x[1, 2:, 2:4, :] = -1.0  # a window all negative: 0
     outs = []
     for optimize in (True, False):
