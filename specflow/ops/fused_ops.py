@@ -258,10 +258,13 @@ def _fused_conv2d_max_pool(ctx, x, f, bias):
             src = wn.take(xp, ctx.state, "gather_src", (n, rows + 1, x.shape[3]), x.dtype)
             src[:, :rows] = x.reshape(src[:, :rows].shape)
             src[:, rows] = 0
-            cols = xp.take(src, order, axis=1)  # [N, taps * cells * window, C]
-            wn.give(ctx.state, "gather_src", src)
         else:
-            cols = xp.take(x.reshape(n, rows, x.shape[3]), order, axis=1)
+            src = x.reshape(n, rows, x.shape[3])
+        # [N, taps * cells * window, C] into a kept buffer (indices in range: "wrap" checks none)
+        cols = wn.take(xp, ctx.state, "im2col", (n, order.size, x.shape[3]), x.dtype)
+        xp.take(src, order, axis=1, out=cols, mode="wrap")
+        if padded:
+            wn.give(ctx.state, "gather_src", src)
         prod = wn.take(xp, ctx.state, "product", (n, taps, cells * o), x.dtype)
         xp.matmul(cols.reshape(n * taps * cells, k), f.reshape(k, o), out=prod.reshape(n * taps * cells, o))
         out = ctx.empty((n, *pool.out, o), x.dtype)
@@ -273,6 +276,7 @@ def _fused_conv2d_max_pool(ctx, x, f, bias):
             for t in range(2, taps):
                 xp.maximum(flat, prod[:, t], out=flat)
         wn.give(ctx.state, "product", prod)
+        wn.give(ctx.state, "im2col", cols)
     flat = out.reshape(-1, o)
     add_rows(xp, flat, bias)
     if len(ctx.attrs["fused_ops"]) == 2:  # Relu
