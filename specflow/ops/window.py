@@ -162,9 +162,18 @@ def windows(xp, x, win: _Window, xb=None):
 
 
 # im2col elements up to which one gather beats a bordered copy and a copy of the window view (or
-# one per tap) on the CPU: measured faster up to ~300K with 16-32 channels, ~40K with one; above,
-# a reused buffer saves fresh memory every step.
+# one per tap) on the CPU whatever the channels: measured faster up to ~300K with 16-32 channels,
+# ~40K with one. Above, the gather still wins where each index copies whole 16-byte units
+# (_gathers_fast: numpy's take into a kept buffer, mode "wrap"): 256x4x4x16 with a 3x3 window
+# 131 -> 111 µs, 64x16x16x4 325 -> 132, 16x32x32x64 5.7 -> 1.9 ms; with 3 channels (12 bytes)
+# 284 -> 384 µs, so not there; one channel keeps its tap-major copy (the faster product).
 GATHER_MAX = 1 << 16
+GATHER_WIDE = True  # (tests turn it off to reach the copy paths)
+
+
+def _gathers_fast(row_bytes: int) -> bool:
+    """Whether one input position's channels are a whole number of 16-byte units."""
+    return GATHER_WIDE and row_bytes >= 16 and row_bytes % 16 == 0
 
 
 
@@ -177,7 +186,7 @@ def im2col(xp, x, win: _Window, state=None):
     (the caller gives it back) and the bordered copy is reused too."""
     n, *spatial, c = x.shape
     k = math.prod(win.ksize)
-    if xp is not np or n * math.prod(win.out) * k * c <= GATHER_MAX:
+    if xp is not np or n * math.prod(win.out) * k * c <= GATHER_MAX or _gathers_fast(c * x.dtype.itemsize):
         return im2col_gather(xp, x, win, state)
     if win.ksize[-1] * c >= 8:
         cols = take(xp, state, "im2col", (n, *win.out, *win.ksize, c), x.dtype)

@@ -95,6 +95,7 @@ def test_conv_and_its_gradients_through_a_session_across_steps(cin, padding, str
 
 def test_a_bordered_buffer_fills_its_border_once_and_again_when_replaced(monkeypatch):
     monkeypatch.setattr(wn, "GATHER_MAX", 0)  # (small inputs take a gather, without a bordered copy)
+    monkeypatch.setattr(wn, "GATHER_WIDE", False)  # (and so do 8 float64 channels)
     win = wn._Window((3, 3), (1, 1), (1, 1), (4, 4), ((1, 1), (1, 1)))
     rng = np.random.default_rng(0)
     state: dict = {}
@@ -119,3 +120,18 @@ def test_max_pool_grad_with_kept_masks_equals_the_stateless_one(seed):
         dy = rng.standard_normal(y.shape)
         np.testing.assert_array_equal(wn.max_pool_grad(np, x, y, dy, win, state=state),
                                       wn.max_pool_grad(np, x, y, dy, win))  # fmt: skip
+
+
+@pytest.mark.parametrize("c, dtype, gathers", [(16, np.float32, True), (4, np.float32, True), (3, np.float32, False),
+                                               (2, np.float64, True), (1, np.float32, False)])  # fmt: skip
+def test_large_im2col_gathers_whole_16_byte_channel_rows_into_the_kept_buffer(c, dtype, gathers, monkeypatch):
+    win = wn._Window((3, 3), (1, 1), (1, 1), (12, 12), ((1, 1), (1, 1)))
+    x = np.random.default_rng(c).standard_normal((64, 12, 12, c)).astype(dtype)  # above GATHER_MAX
+    assert x.size * 9 > wn.GATHER_MAX and wn._gathers_fast(c * x.itemsize) == gathers
+    state: dict = {}
+    first = wn.im2col(np, x, win, state)
+    wn.give(state, "im2col", first)
+    again = wn.im2col(np, x, win, state)
+    assert np.shares_memory(again, first)  # the kept buffer, refilled
+    monkeypatch.setattr(wn, "GATHER_WIDE", False)
+    np.testing.assert_array_equal(again, wn.im2col(np, x, win))
