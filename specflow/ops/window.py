@@ -189,7 +189,8 @@ def im2col(xp, x, win: _Window, state=None):
     if xp is not np or n * math.prod(win.out) * k * c <= GATHER_MAX or _gathers_fast(c * x.dtype.itemsize):
         return im2col_gather(xp, x, win, state)
     if win.ksize[-1] * c >= 8:
-        cols = take(xp, state, "im2col", (n, *win.out, *win.ksize, c), x.dtype)
+        # (taken in the shape it is given back in, so the next call finds it)
+        cols = take(xp, state, "im2col", (n, *win.out, k * c), x.dtype).reshape(n, *win.out, *win.ksize, c)
         if 0 not in cols.shape:  # (nothing to copy into an empty one)
             xb = bordered(xp, x, win, state=state)
             cols[...] = windows(xp, x, win, xb)
@@ -198,7 +199,7 @@ def im2col(xp, x, win: _Window, state=None):
         return cols.reshape(n, *win.out, k * c)
     if c == 1:
         return _im2col_tap_major(xp, x, win, state, k)
-    cols = take(xp, state, "im2col", (n, *win.out, k, c), x.dtype)
+    cols = take(xp, state, "im2col", (n, *win.out, k * c), x.dtype).reshape(n, *win.out, k, c)
     for t in taps(win, spatial):
         dst = cols[(_ALL, *(_ALL,) * len(spatial), t.index)]
         if not t.empty:
