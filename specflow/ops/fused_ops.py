@@ -15,7 +15,7 @@ import numpy as np
 
 from specflow.graph.shapes import Shape
 from specflow.ops import window as wn
-from specflow.ops.conv_ops import _CONV_ATTRS, _conv_window, _from_nhwc, _window, conv2d_matrix, kernel_window
+from specflow.ops.conv_ops import _CONV_ATTRS, _conv_window, _from_nhwc, _window, conv2d_matrix
 from specflow.ops.inference import InferenceContext
 from specflow.ops.math_ops import _fmt
 from specflow.ops.matmul_ops import _matmul, _matmul_shape
@@ -245,8 +245,10 @@ def _fused_conv2d_max_pool(ctx, x, f, bias):
     xp = ctx.xp
     if ctx.attrs["data_format"] != "NHWC":
         raise ctx.fail("only NHWC is supported")
-    win, pool, order, padded, rows, k, taps, cells = kernel_window(
-        ctx, (x.shape, f.shape, ("pool",)), lambda: _conv_pool_plan(ctx, xp, x, f))  # (conv2d_matrix's key differs)
+    plan = ctx.state.get("pool_plan")  # (checked once per input and filter shapes)
+    if plan is None or plan[0] != x.shape or plan[1] != f.shape:
+        plan = ctx.state["pool_plan"] = (x.shape, f.shape, *_conv_pool_plan(ctx, xp, x, f))
+    _, _, win, pool, order, padded, rows, k, taps, cells = plan
     n, o = x.shape[0], f.shape[3]
     if bias.ndim != 1 or bias.shape[0] != o:
         raise ctx.fail(f"bias of shape {_fmt(bias.shape)} does not match the convolution's {o} output channels")
@@ -256,13 +258,15 @@ def _fused_conv2d_max_pool(ctx, x, f, bias):
     else:
         if padded:  # every padded position reads the zero row after the input's rows
             src = wn.take(xp, ctx.state, "gather_src", (n, rows + 1, x.shape[3]), x.dtype)
-            src[:, :rows] = x.reshape(src[:, :rows].shape)
-            src[:, rows] = 0
+            src[:, :rows] = x.reshape(n, rows, x.shape[3])
+            if ctx.state.get("gather_zeroed") is not src:  # (a kept buffer's zero row stays zero)
+                src[:, rows] = 0
+                ctx.state["gather_zeroed"] = src
         else:
             src = x.reshape(n, rows, x.shape[3])
         # [N, taps * cells * window, C] into a kept buffer (indices in range: "wrap" checks none)
         cols = wn.take(xp, ctx.state, "im2col", (n, order.size, x.shape[3]), x.dtype)
-        xp.take(src, order, axis=1, out=cols, mode="wrap")
+        src.take(order, axis=1, out=cols, mode="wrap")
         if padded:
             wn.give(ctx.state, "gather_src", src)
         prod = wn.take(xp, ctx.state, "product", (n, taps, cells * o), x.dtype)

@@ -171,6 +171,12 @@ GATHER_MAX = 1 << 16
 GATHER_WIDE = True  # (tests turn it off to reach the copy paths)
 
 
+def gathers(x, win: _Window) -> bool:
+    """Whether im2col of ``x`` (channels last) on the CPU is one gather."""
+    c = x.shape[-1]
+    return x.shape[0] * math.prod(win.out) * math.prod(win.ksize) * c <= GATHER_MAX or _gathers_fast(c * x.itemsize)
+
+
 def _gathers_fast(row_bytes: int) -> bool:
     """Whether one input position's channels are a whole number of 16-byte units."""
     return GATHER_WIDE and row_bytes >= 16 and row_bytes % 16 == 0
@@ -184,10 +190,10 @@ def im2col(xp, x, win: _Window, state=None):
     are contiguous); with few, one copy per tap of the rectangle that reads real elements,
     zeroing only the border strips. With ``state`` the result is ``take``'s "im2col" buffer
     (the caller gives it back) and the bordered copy is reused too."""
+    if xp is not np or gathers(x, win):
+        return im2col_gather(xp, x, win, state)
     n, *spatial, c = x.shape
     k = math.prod(win.ksize)
-    if xp is not np or n * math.prod(win.out) * k * c <= GATHER_MAX or _gathers_fast(c * x.dtype.itemsize):
-        return im2col_gather(xp, x, win, state)
     if win.ksize[-1] * c >= 8:
         # (taken in the shape it is given back in, so the next call finds it)
         cols = take(xp, state, "im2col", (n, *win.out, k * c), x.dtype).reshape(n, *win.out, *win.ksize, c)
