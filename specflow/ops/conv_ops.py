@@ -270,7 +270,7 @@ def _gathered_product(ctx, x, f, plan):
             state["gather_zeroed"] = src
     else:
         src = x.reshape(n, rows, c)
-    cols = wn.take(np, state, "im2col", cols_shape, x.dtype)
+    cols = wn.take_cols(np, state, cols_shape, x.dtype)
     src.take(idx, axis=1, out=cols.reshape(n, -1, c), mode="wrap")
     if padded:
         wn.give(state, "gather_src", src)

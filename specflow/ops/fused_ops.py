@@ -265,7 +265,7 @@ def _fused_conv2d_max_pool(ctx, x, f, bias):
         else:
             src = x.reshape(n, rows, x.shape[3])
         # [N, taps * cells * window, C] into a kept buffer (indices in range: "wrap" checks none)
-        cols = wn.take(xp, ctx.state, "im2col", (n, order.size, x.shape[3]), x.dtype)
+        cols = wn.take_cols(xp, ctx.state, (n, order.size, x.shape[3]), x.dtype)
         src.take(order, axis=1, out=cols, mode="wrap")
         if padded:
             wn.give(ctx.state, "gather_src", src)

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from specflow.ops.buffers import give, take  # noqa: F401  (kernels use them as window.take/give)
-from specflow.ops.window_gather import col2im_scatter, im2col_gather
+from specflow.ops.window_gather import COLS_KEEP_MAX, col2im_scatter, im2col_gather, take_cols  # noqa: F401
 
 Dims = Sequence[int | None]
 _ALL = slice(None)
@@ -196,7 +196,7 @@ def im2col(xp, x, win: _Window, state=None):
     k = math.prod(win.ksize)
     if win.ksize[-1] * c >= 8:
         # (taken in the shape it is given back in, so the next call finds it)
-        cols = take(xp, state, "im2col", (n, *win.out, k * c), x.dtype).reshape(n, *win.out, *win.ksize, c)
+        cols = take_cols(xp, state, (n, *win.out, k * c), x.dtype).reshape(n, *win.out, *win.ksize, c)
         if 0 not in cols.shape:  # (nothing to copy into an empty one)
             xb = bordered(xp, x, win, state=state)
             cols[...] = windows(xp, x, win, xb)
@@ -205,7 +205,7 @@ def im2col(xp, x, win: _Window, state=None):
         return cols.reshape(n, *win.out, k * c)
     if c == 1:
         return _im2col_tap_major(xp, x, win, state, k)
-    cols = take(xp, state, "im2col", (n, *win.out, k * c), x.dtype).reshape(n, *win.out, k, c)
+    cols = take_cols(xp, state, (n, *win.out, k * c), x.dtype).reshape(n, *win.out, k, c)
     for t in taps(win, spatial):
         dst = cols[(_ALL, *(_ALL,) * len(spatial), t.index)]
         if not t.empty:

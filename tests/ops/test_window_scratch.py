@@ -11,6 +11,7 @@ import pytest
 from specflow.graph import dtypes
 from specflow.graph.builder import GraphBuilder
 from specflow.ops import window as wn
+from specflow.ops import window_gather as wg
 from specflow.ops.eval import evaluate_op
 from specflow.runtime.session import Session, SessionConfig
 from specflow.train.gradients import gradients
@@ -125,9 +126,10 @@ def test_max_pool_grad_with_kept_masks_equals_the_stateless_one(seed):
 @pytest.mark.parametrize("c, dtype, gathers", [(16, np.float32, True), (4, np.float32, True), (3, np.float32, False),
                                                (2, np.float64, True), (1, np.float32, False)])  # fmt: skip
 def test_large_im2col_gathers_whole_16_byte_channel_rows_into_the_kept_buffer(c, dtype, gathers, monkeypatch):
-    win = wn._Window((3, 3), (1, 1), (1, 1), (12, 12), ((1, 1), (1, 1)))
-    x = np.random.default_rng(c).standard_normal((64, 12, 12, c)).astype(dtype)  # above GATHER_MAX
-    assert x.size * 9 > wn.GATHER_MAX and wn._gathers_fast(c * x.itemsize) == gathers
+    win = wn._Window((3, 3), (1, 1), (1, 1), (16, 16), ((1, 1), (1, 1)))
+    x = np.random.default_rng(c).standard_normal((max(8, 128 // c), 16, 16, c)).astype(dtype)
+    cols_bytes = x.nbytes * 9
+    assert x.size * 9 > wn.GATHER_MAX and cols_bytes <= wn.COLS_KEEP_MAX and wn._gathers_fast(c * x.itemsize) == gathers
     state: dict = {}
     first = wn.im2col(np, x, win, state)
     wn.give(state, "im2col", first)
@@ -135,3 +137,15 @@ def test_large_im2col_gathers_whole_16_byte_channel_rows_into_the_kept_buffer(c,
     assert np.shares_memory(again, first)  # the kept buffer, refilled
     monkeypatch.setattr(wn, "GATHER_WIDE", False)
     np.testing.assert_array_equal(again, wn.im2col(np, x, win))
+
+
+def test_an_im2col_above_the_keep_limit_is_fresh_every_call(monkeypatch):
+    monkeypatch.setattr(wg, "COLS_KEEP_MAX", 1 << 16)
+    win = wn._Window((3, 3), (1, 1), (1, 1), (16, 16), ((1, 1), (1, 1)))
+    x = np.random.default_rng(0).standard_normal((2, 16, 16, 4)).astype(np.float32)  # 73,728 bytes of cols
+    state: dict = {}
+    first = wn.im2col(np, x, win, state)
+    wn.give(state, "im2col", first)
+    again = wn.im2col(np, x, win, state)
+    assert not np.shares_memory(again, first) and "im2col" not in state
+    np.testing.assert_array_equal(again, first)
