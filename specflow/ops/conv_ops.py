@@ -26,6 +26,7 @@ from specflow.ops import window as wn
 from specflow.ops.inference import InferenceContext
 from specflow.ops.registry import get_op, gradient, kernel, register_op
 from specflow.ops.window import _Window
+from specflow.ops.window_gather import window_index
 
 _LAYOUT = {"NHWC": (1, 2, 3), "NCHW": (2, 3, 1)}  # axes of H, W and C in a 4-D tensor
 _FORMAT = "data_format: {'NHWC', 'NCHW'} = 'NHWC'"
@@ -261,6 +262,9 @@ def conv2d_matrix(ctx, x, f):
     """Conv2D's output as a fresh [N * OH * OW, O] matrix (NHWC rows) and its NHWC shape: one
     im2col and one matmul. Shared by Conv2D and _FusedConv2D (fused_ops.py), which applies its
     bias and activation to the matrix in place before it takes its final shape."""
+    plan = ctx.state.get("gather_plan")
+    if plan is not None and plan[0] == x.shape and plan[1] == f.shape:
+        return _gathered_product(ctx, x, f, plan)
     xp, fmt = ctx.xp, ctx.attrs["data_format"]
     win = kernel_window(ctx, (x.shape, f.shape), lambda: _conv_window(ctx, x.shape, f.shape)[0])
     f = _dense_filter(xp, f, x.shape[3 if fmt == "NHWC" else 1])
@@ -273,7 +277,38 @@ def conv2d_matrix(ctx, x, f):
         ctx.extras[("im2col", ctx.node.name)] = (x, cols, ctx.state)
     else:
         wn.give(ctx.state, "im2col", cols)
+        if xp is np and fmt == "NHWC" and wn.gathers(x, win) and 0 not in cols.shape:
+            # The next call with these shapes goes straight to the gather (the checks done).
+            idx, padded = window_index(win, tuple(x.shape[1:3]))
+            ctx.state["gather_plan"] = (x.shape, f.shape, idx, padded, x.shape[1] * x.shape[2], cols.shape,
+                                        (n, oh, ow, f.shape[3]))  # fmt: skip
     return out, (n, oh, ow, f.shape[3])
+
+
+def _gathered_product(ctx, x, f, plan):
+    """conv2d_matrix by a gather im2col (window_gather.im2col_gather's), for input and filter
+    shapes it checked before: no window, layout or path decisions again (a batch of one at
+    inference spends more on those than on its arithmetic)."""
+    _, _, idx, padded, rows, cols_shape, shape = plan
+    state = ctx.state
+    n, c = x.shape[0], x.shape[3]
+    if padded:  # the zero row every padded position reads, after the input's rows
+        src = wn.take(np, state, "gather_src", (n, rows + 1, c), x.dtype)
+        src[:, :rows] = x.reshape(n, rows, c)
+        if state.get("gather_zeroed") is not src:  # (a kept buffer's zero row stays zero)
+            src[:, rows] = 0
+            state["gather_zeroed"] = src
+    else:
+        src = x.reshape(n, rows, c)
+    cols = wn.take_cols(np, state, cols_shape, x.dtype)
+    src.take(idx, axis=1, out=cols.reshape(n, -1, c), mode="wrap")
+    if padded:
+        wn.give(state, "gather_src", src)
+    m, k = n * cols_shape[1] * cols_shape[2], cols_shape[3]
+    out = ctx.empty((m, shape[3]), x.dtype)
+    np.matmul(cols.reshape(m, k), f.reshape(k, shape[3]), out=out)
+    wn.give(state, "im2col", cols)
+    return out, shape
 
 
 @kernel("Conv2D")

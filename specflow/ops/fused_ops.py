@@ -9,13 +9,19 @@ the activation are applied in place to the product, which no one else has seen y
 
 from __future__ import annotations
 
+import math
+
+import numpy as np
+
 from specflow.graph.shapes import Shape
-from specflow.ops.conv_ops import _CONV_ATTRS, _conv_window, _from_nhwc, conv2d_matrix
+from specflow.ops import window as wn
+from specflow.ops.conv_ops import _CONV_ATTRS, _conv_window, _from_nhwc, _window, conv2d_matrix
 from specflow.ops.inference import InferenceContext
 from specflow.ops.math_ops import _fmt
 from specflow.ops.matmul_ops import _matmul, _matmul_shape
 from specflow.ops.registry import kernel, not_differentiable, register_op
 from specflow.ops.wide_rows import channel_op, relu
+from specflow.ops.window_gather import window_index
 
 # fused_ops lists this kernel runs (TF's remapper makes more; only these are created here).
 _SUPPORTED = (("BiasAdd",), ("BiasAdd", "Relu"))
@@ -143,3 +149,143 @@ def add_rows(xp, out, bias) -> None:
 
 
 not_differentiable("_FusedConv2D")
+
+
+# --- _FusedConv2DMaxPool ------------------------------------------------------------------------
+#
+# Not a TF op: the optimize stage's ``fuse_conv_pool`` (runtime/optimize_fuse.py) makes it from
+# MaxPool(_FusedConv2D(x, f, bias)) (+ Relu) at inference. A per-channel bias commutes with a max
+# (rounding is monotone: max(fl(a + b), fl(c + b)) == fl(max(a, c) + b)) and so does Relu, so
+# the bias and the Relu run on the pooled tensor. When the pool's windows tile the convolution's
+# output, im2col gathers the rows in (window offset, pooled position) order per example: the
+# product is then [N, KH * KW, PH * PW * O] and the pool is KH * KW - 1 ``maximum`` calls over
+# contiguous blocks (no strided window view of the conv output, which is never NHWC).
+
+_POOL_MAX_ELEMENTS = 1 << 22  # a larger im2col runs the unfused way (conv2d_matrix's buffers)
+
+
+class _PoolAttrs:
+    """The pool's window attrs under MaxPool's names, for conv_ops._window."""
+
+    def __init__(self, ctx):
+        a = ctx.attrs
+        self.attrs = {"ksize": a["pool_ksize"], "strides": a["pool_strides"], "padding": a["pool_padding"],
+                      "data_format": "NHWC"}  # fmt: skip
+        self.fail = ctx.fail
+
+
+def _pool_of(ic, conv_out) -> wn._Window:
+    return _window(_PoolAttrs(ic), conv_out[1:3], _spatial_attr_pool(ic))
+
+
+def _spatial_attr_pool(c) -> tuple[int, int]:
+    k = [int(v) for v in c.attrs["pool_ksize"]]
+    if len(k) != 4 or k[0] != 1 or k[3] != 1 or min(k) < 1:
+        raise c.fail(f"pool_ksize must be [1, rows, cols, 1] with positive sizes, got {k}")
+    return k[1], k[2]
+
+
+def _fused_conv2d_max_pool_shape(ic: InferenceContext) -> list[Shape]:
+    if tuple(ic.attr("fused_ops")) not in _SUPPORTED:
+        raise ic.fail(f"unsupported fused_ops {list(ic.attr('fused_ops'))}")
+    if ic.attr("data_format") != "NHWC":
+        raise ic.fail("only NHWC is supported")
+    conv = _conv_window(ic, ic.shape(0), ic.shape(1))[1]
+    pool = _pool_of(ic, conv)
+    _check_bias_shape(ic, conv[3], lambda: f"the convolution's {conv[3]} output channels")
+    return [Shape([conv[0], *pool.out, conv[3]])]
+
+
+register_op(
+    "_FusedConv2DMaxPool",
+    inputs=["input: T", "filter: T", "bias: T"],
+    outputs=["output: T"],
+    attrs=[
+        "T: {float16, float32, float64}",
+        *_CONV_ATTRS,
+        "pool_ksize: list(int) >= 4",
+        "pool_strides: list(int) >= 4",
+        "pool_padding: {'SAME', 'VALID'}",
+        "fused_ops: list(string) = []",
+    ],
+    shape=_fused_conv2d_max_pool_shape,
+    doc="MaxPool(Conv2D(input, filter)) (NHWC; the pool's window in pool_ksize, pool_strides, "
+    "pool_padding) plus bias over the channels, then Relu if fused_ops lists it (created by the "
+    "graph optimizer from MaxPool of a _FusedConv2D at inference).",
+)
+
+
+def _pooled_order(win, spatial: tuple, pool) -> np.ndarray | None:
+    """window_index's rows reordered (window offset, pooled position), or None when the pool's
+    windows do not tile the convolution's output."""
+    if not wn.tiles(pool, win.out):
+        return None
+    idx, _ = window_index(win, spatial)
+    (oh, ow), (kh, kw), k = win.out, pool.ksize, math.prod(win.ksize)
+    order = idx.reshape(oh // kh, kh, ow // kw, kw, k).transpose(1, 3, 0, 2, 4)
+    return np.ascontiguousarray(order).ravel()
+
+
+def _conv_pool_plan(ctx, xp, x, f) -> tuple:
+    """Per input shapes (kept in kernel state): the two windows, and for the gathered way its
+    row order (None: the unfused way), whether it reads padding, and the product's dims."""
+    win, out = _conv_window(ctx, x.shape, f.shape)
+    pool = _pool_of(ctx, out)
+    n, *spatial, c = x.shape
+    k = math.prod(win.ksize) * c
+    order = None
+    if xp is np and n * math.prod(win.out) * k <= _POOL_MAX_ELEMENTS and 0 not in x.shape:
+        order = _pooled_order(win, tuple(spatial), pool)
+    padded = order is not None and window_index(win, tuple(spatial))[1]
+    return win, pool, order, padded, math.prod(spatial), k, math.prod(pool.ksize), math.prod(pool.out)
+
+
+@kernel("_FusedConv2DMaxPool")
+def _fused_conv2d_max_pool(ctx, x, f, bias):
+    xp = ctx.xp
+    if ctx.attrs["data_format"] != "NHWC":
+        raise ctx.fail("only NHWC is supported")
+    plan = ctx.state.get("pool_plan")  # (checked once per input and filter shapes)
+    if plan is None or plan[0] != x.shape or plan[1] != f.shape:
+        plan = ctx.state["pool_plan"] = (x.shape, f.shape, *_conv_pool_plan(ctx, xp, x, f))
+    _, _, win, pool, order, padded, rows, k, taps, cells = plan
+    n, o = x.shape[0], f.shape[3]
+    if bias.ndim != 1 or bias.shape[0] != o:
+        raise ctx.fail(f"bias of shape {_fmt(bias.shape)} does not match the convolution's {o} output channels")
+    if order is None:  # the unfused way: conv, pool, then the bias (and Relu) on the pooled
+        conv, shape = conv2d_matrix(ctx, x, f)
+        out = wn.max_pool(xp, conv.reshape(shape), pool, ctx.empty)
+    else:
+        if padded:  # every padded position reads the zero row after the input's rows
+            src = wn.take(xp, ctx.state, "gather_src", (n, rows + 1, x.shape[3]), x.dtype)
+            src[:, :rows] = x.reshape(n, rows, x.shape[3])
+            if ctx.state.get("gather_zeroed") is not src:  # (a kept buffer's zero row stays zero)
+                src[:, rows] = 0
+                ctx.state["gather_zeroed"] = src
+        else:
+            src = x.reshape(n, rows, x.shape[3])
+        # [N, taps * cells * window, C] into a kept buffer (indices in range: "wrap" checks none)
+        cols = wn.take_cols(xp, ctx.state, (n, order.size, x.shape[3]), x.dtype)
+        src.take(order, axis=1, out=cols, mode="wrap")
+        if padded:
+            wn.give(ctx.state, "gather_src", src)
+        prod = wn.take(xp, ctx.state, "product", (n, taps, cells * o), x.dtype)
+        xp.matmul(cols.reshape(n * taps * cells, k), f.reshape(k, o), out=prod.reshape(n * taps * cells, o))
+        out = ctx.empty((n, *pool.out, o), x.dtype)
+        flat = out.reshape(n, cells * o)
+        if taps == 1:
+            flat[...] = prod[:, 0]
+        else:
+            xp.maximum(prod[:, 0], prod[:, 1], out=flat)
+            for t in range(2, taps):
+                xp.maximum(flat, prod[:, t], out=flat)
+        wn.give(ctx.state, "product", prod)
+        wn.give(ctx.state, "im2col", cols)
+    flat = out.reshape(-1, o)
+    add_rows(xp, flat, bias)
+    if len(ctx.attrs["fused_ops"]) == 2:  # Relu
+        relu(xp, flat, flat)
+    return out
+
+
+not_differentiable("_FusedConv2DMaxPool")

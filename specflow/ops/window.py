@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from specflow.ops.buffers import give, take  # noqa: F401  (kernels use them as window.take/give)
-from specflow.ops.window_gather import col2im_scatter, im2col_gather
+from specflow.ops.window_gather import COLS_KEEP_MAX, col2im_scatter, im2col_gather, take_cols  # noqa: F401
 
 Dims = Sequence[int | None]
 _ALL = slice(None)
@@ -162,9 +162,24 @@ def windows(xp, x, win: _Window, xb=None):
 
 
 # im2col elements up to which one gather beats a bordered copy and a copy of the window view (or
-# one per tap) on the CPU: measured faster up to ~300K with 16-32 channels, ~40K with one; above,
-# a reused buffer saves fresh memory every step.
+# one per tap) on the CPU whatever the channels: measured faster up to ~300K with 16-32 channels,
+# ~40K with one. Above, the gather still wins where each index copies whole 16-byte units
+# (_gathers_fast: numpy's take into a kept buffer, mode "wrap"): 256x4x4x16 with a 3x3 window
+# 131 -> 111 µs, 64x16x16x4 325 -> 132, 16x32x32x64 5.7 -> 1.9 ms; with 3 channels (12 bytes)
+# 284 -> 384 µs, so not there; one channel keeps its tap-major copy (the faster product).
 GATHER_MAX = 1 << 16
+GATHER_WIDE = True  # (tests turn it off to reach the copy paths)
+
+
+def gathers(x, win: _Window) -> bool:
+    """Whether im2col of ``x`` (channels last) on the CPU is one gather."""
+    c = x.shape[-1]
+    return x.shape[0] * math.prod(win.out) * math.prod(win.ksize) * c <= GATHER_MAX or _gathers_fast(c * x.itemsize)
+
+
+def _gathers_fast(row_bytes: int) -> bool:
+    """Whether one input position's channels are a whole number of 16-byte units."""
+    return GATHER_WIDE and row_bytes >= 16 and row_bytes % 16 == 0
 
 
 
@@ -175,12 +190,13 @@ def im2col(xp, x, win: _Window, state=None):
     are contiguous); with few, one copy per tap of the rectangle that reads real elements,
     zeroing only the border strips. With ``state`` the result is ``take``'s "im2col" buffer
     (the caller gives it back) and the bordered copy is reused too."""
+    if xp is not np or gathers(x, win):
+        return im2col_gather(xp, x, win, state)
     n, *spatial, c = x.shape
     k = math.prod(win.ksize)
-    if xp is not np or n * math.prod(win.out) * k * c <= GATHER_MAX:
-        return im2col_gather(xp, x, win, state)
     if win.ksize[-1] * c >= 8:
-        cols = take(xp, state, "im2col", (n, *win.out, *win.ksize, c), x.dtype)
+        # (taken in the shape it is given back in, so the next call finds it)
+        cols = take_cols(xp, state, (n, *win.out, k * c), x.dtype).reshape(n, *win.out, *win.ksize, c)
         if 0 not in cols.shape:  # (nothing to copy into an empty one)
             xb = bordered(xp, x, win, state=state)
             cols[...] = windows(xp, x, win, xb)
@@ -189,7 +205,7 @@ def im2col(xp, x, win: _Window, state=None):
         return cols.reshape(n, *win.out, k * c)
     if c == 1:
         return _im2col_tap_major(xp, x, win, state, k)
-    cols = take(xp, state, "im2col", (n, *win.out, k, c), x.dtype)
+    cols = take_cols(xp, state, (n, *win.out, k * c), x.dtype).reshape(n, *win.out, k, c)
     for t in taps(win, spatial):
         dst = cols[(_ALL, *(_ALL,) * len(spatial), t.index)]
         if not t.empty:

@@ -81,6 +81,7 @@ from specflow.runtime.executor_types import (
     describe,
 )
 from specflow.runtime.frames import Frames
+from specflow.runtime.memo import memoize
 from specflow.runtime.memory import MemoryAccounting
 from specflow.runtime.rendezvous import DEAD, Rendezvous
 from specflow.runtime.resources import ResourceHandle
@@ -133,6 +134,7 @@ class Executor(NodeBuilder, StraightLine, Frames, CompiledLoops, AsyncNodes, Mem
             self._out_count += item.n_out
             self._nodes.append(item)
         self._wire(ids, out_base)
+        memoize(self._nodes, self.device.device_type)  # arithmetic on variables: again when they change
         # The straight line needs synchronous kernels and no special dead-tensor routing; it is
         # taken while no node is expensive (_n_expensive, kept under _cost_lock).
         self._straight_ok = not any(n.is_async or n.op in DEAD_TENSOR_OPS for n in self._nodes)

@@ -30,7 +30,8 @@ computes the same values with fewer, cheaper nodes:
    ``Conv2D`` + ``BiasAdd`` or an add of a per-channel vector (+ ``Relu``) ``_FusedConv2D``;
    a ``MaxPool`` of a ``Relu`` nothing else reads pools first, and a ``ReluGrad`` of a
    ``MaxPoolGrad`` masks the pooled gradient before routing it, and a ``RealDiv`` by a scalar
-   after a ``BroadcastTo`` runs before it (``optimize_fuse.py``).
+   after a ``BroadcastTo`` runs before it; a ``MaxPool`` that alone reads a ``_FusedConv2D``
+   (+ its ``Relu``) becomes ``_FusedConv2DMaxPool`` (``optimize_fuse.py``).
 2b. **Loop unrolling** (``optimize_unroll.py``): a simple while loop whose trip count is known
    after folding becomes one copy of its body per iteration (trips x body nodes <= 2,000).
 4b. **Common subexpressions** (``optimize_cse.py``): a node equal to an earlier one (op, attrs,
@@ -87,6 +88,7 @@ class OptimizeResult:
     fused: list[str] = field(default_factory=list)  # _FusedMatMul / _FusedConv2D nodes created
     folded_scales: list[str] = field(default_factory=list)  # Conv2D * vector -> Conv2D of a scaled filter
     pooled_before_relu: list[str] = field(default_factory=list)  # MaxPool(Relu) -> Relu(MaxPool)
+    pooled_convolutions: list[str] = field(default_factory=list)  # MaxPool(_FusedConv2D) fused
     masked_before_pool_grad: list[str] = field(default_factory=list)  # ReluGrad(MaxPoolGrad) swapped
     reordered: list[str] = field(default_factory=list)  # RealDiv(BroadcastTo) -> BroadcastTo(RealDiv)
     removed: list[str] = field(default_factory=list)  # nodes dropped as no longer needed

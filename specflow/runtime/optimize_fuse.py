@@ -19,6 +19,11 @@ order by ``remap``; the first two as TF's Grappler remapper and ``fold_batch_nor
   each input element gets the gradient of the one window whose first maximum it is, where it
   equals that window's y, so masking by y > 0 before routing is masking by x > 0 after, on a
   quarter of the elements for 2x2 pooling.
+- ``fuse_conv_pool``: MaxPool (VALID or SAME, NHWC) of a ``_FusedConv2D`` with fused_ops
+  [BiasAdd] (+ a Relu after the pool, which ``pool_before_relu`` put there) or [BiasAdd, Relu]
+  that the pool alone reads becomes ``_FusedConv2DMaxPool`` (ops/fused_ops.py), named like the
+  last node it replaces: the bias and Relu commute with the max, so they run on the pooled
+  tensor, and im2col orders its rows so that the pool reduces contiguous blocks.
 - ``divide_before_broadcast``: RealDiv(BroadcastTo(v), scalar) becomes
   BroadcastTo(RealDiv(v, scalar)) (the gradient of a Mean, batch norm's moments): the division
   on the small tensor, the same values.
@@ -98,6 +103,7 @@ def remap(g: _Graph, result: OptimizeResult) -> None:
         divide_before_broadcast(g, specs, result)
         fold_scales(g, specs, result)
     fuse_convolutions(g, specs, result)
+    fuse_conv_pool(g, result)
 
 
 def fold_scales(g: _Graph, specs, result: OptimizeResult) -> None:
@@ -168,6 +174,37 @@ def fuse_convolutions(g: _Graph, specs, result: OptimizeResult) -> None:
         attrs = {k: conv.attrs[k] for k in _CONV_ATTRS if k in conv.attrs}
         _fuse(g, consumers, result, [conv, add], "_FusedConv2D", [*conv.data_inputs, bias],
               {"T": conv.attrs["T"], "TArgs": [conv.attrs["T"]], "num_args": 1, "num_host_args": 0, **attrs})  # fmt: skip
+
+
+def fuse_conv_pool(g: _Graph, result: OptimizeResult) -> None:
+    """MaxPool(_FusedConv2D(x, f, bias)) (+ Relu) -> _FusedConv2DMaxPool (ops/fused_ops.py) when
+    the pool alone reads the convolution (inference: training's MaxPoolGrad reads it too)."""
+    consumers = g.consumers()
+    for pool in [n for n in g.live() if n.op == "MaxPool" and str(n.attrs.get("T")) in _FUSABLE_T]:
+        src = parse_input(pool.data_inputs[0])
+        conv = g.nodes.get(src.node)
+        if conv is None or conv.op != "_FusedConv2D" or src.index or conv.device != pool.device:
+            continue
+        ops = list(conv.attrs.get("fused_ops") or [])
+        if _sole_consumer(consumers, conv.name) is not pool or ops not in (["BiasAdd"], ["BiasAdd", "Relu"]):
+            continue
+        if pool.attrs.get("padding") not in ("VALID", "SAME") or pool.attrs.get("data_format", "NHWC") != "NHWC":
+            continue
+        if conv.attrs.get("data_format", "NHWC") != "NHWC" or str(conv.attrs["T"]) != str(pool.attrs["T"]):
+            continue
+        group = [conv, pool]
+        relu = _sole_consumer(consumers, pool.name)
+        if ops == ["BiasAdd"] and relu is not None and relu.op == "Relu" and relu.device == pool.device:
+            group, ops = [*group, relu], ["BiasAdd", "Relu"]
+        last = group[-1]
+        controls = _dedupe([c for n in group for c in n.control_inputs])
+        attrs = {k: conv.attrs[k] for k in _CONV_ATTRS if k in conv.attrs}
+        attrs.update(T=conv.attrs["T"], pool_ksize=list(pool.attrs["ksize"]), pool_strides=list(pool.attrs["strides"]),
+                     pool_padding=pool.attrs["padding"], fused_ops=ops)  # fmt: skip
+        fused = NodeDef(last.name, "_FusedConv2DMaxPool", [*conv.data_inputs, *("^" + c for c in controls)],
+                        pool.device, attrs, last.location)  # fmt: skip
+        _rewire(g, consumers, [], [n.name for n in group[:-1]], fused, last)
+        result.pooled_convolutions.append(fused.name)
 
 
 def pool_before_relu(g: _Graph, result: OptimizeResult) -> None:

@@ -49,3 +49,29 @@ CASES.append(Case("_FusedConv2D", [f32(8, 16, 16, 2), f32(3, 3, 2, 16), f32(16)]
                   attrs={**_CONV, "fused_ops": ["BiasAdd", "Relu"]},
                   ref=lambda x, f, b: np.maximum(_same_conv(x, f) + b, 0), rtol=1e-5, atol=1e-5,
                   id="_FusedConv2D-lines"))
+
+# _FusedConv2DMaxPool: the naive convolution, the naive max pool, then the bias (and Relu). The
+# gathered way (pool windows tiling the output: 2x2 of 6x6, of 4x4 after a stride-2 VALID conv;
+# 3x3 of 6x6 with 2 channels in), and the unfused way (2x2 SAME over a 5x5 output: no tiling).
+from tests.ops.cases_conv import pool_ref  # noqa: E402
+
+
+def _conv_pool_case(x, f, b, conv_strides, padding, k, relu, ident, pool_padding="VALID"):
+    s = conv_strides
+    attrs = {"strides": [1, s, s, 1], "padding": padding, "pool_ksize": [1, k, k, 1], "pool_strides": [1, k, k, 1],
+             "pool_padding": pool_padding, "fused_ops": ["BiasAdd", "Relu"] if relu else ["BiasAdd"]}
+
+    def ref(x, f, b):
+        y = pool_ref(conv_ref(x, f, (s, s), padding), (k, k), (k, k), pool_padding, "max") + b
+        return np.maximum(y, 0) if relu else y
+
+    return Case("_FusedConv2DMaxPool", [x, f, b], attrs=attrs, ref=ref, rtol=1e-5, atol=1e-5, id=ident)
+
+
+CASES += [
+    _conv_pool_case(f32(2, 6, 6, 1), f32(3, 3, 1, 4), f32(4), 1, "SAME", 2, True, "_FusedConv2DMaxPool-relu"),
+    _conv_pool_case(f32(3, 9, 9, 3), f32(3, 3, 3, 5), f32(5), 2, "VALID", 2, False, "_FusedConv2DMaxPool-strided"),
+    _conv_pool_case(f32(1, 6, 6, 2), f32(2, 2, 2, 3), f32(3), 1, "SAME", 3, True, "_FusedConv2DMaxPool-3x3"),
+    _conv_pool_case(f64(2, 5, 5, 2), f64(3, 3, 2, 3), f64(3), 1, "SAME", 2, True, "_FusedConv2DMaxPool-untiled",
+                    pool_padding="SAME"),
+]

@@ -207,3 +207,16 @@ def test_a_const_is_read_only_to_kernels_and_the_callers_own_when_fetched():
         s.run([], targets=["inc"])
         np.testing.assert_array_equal(s.run("read"), [2, 2])
         np.testing.assert_array_equal(s.run("k"), [1, 1])
+
+
+@pytest.mark.parametrize("n", [1, 5, 10, 33, 1000])
+def test_softmax_of_one_row_equals_that_row_in_a_batch_bit_for_bit(n):
+    rng = np.random.default_rng(n)
+    rows = (rng.standard_normal((3, n)) * 10).astype(np.float32)
+    batched = evaluate_op("Softmax", [rows])[0]
+    for i in range(3):
+        np.testing.assert_array_equal(evaluate_op("Softmax", [rows[i : i + 1]])[0], batched[i : i + 1])
+        np.testing.assert_array_equal(evaluate_op("Softmax", [rows[i]])[0], batched[i])
+    nan = rows[:1].copy()
+    nan[0, 0] = np.nan
+    assert np.isnan(evaluate_op("Softmax", [nan])[0]).all()

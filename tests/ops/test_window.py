@@ -52,6 +52,7 @@ def test_im2col_by_gather_and_by_taps_match_the_reference(seed, rank, c, gather,
     """Small inputs take one gather (``_im2col_gather``), larger ones a copy per tap or of the
     strided window view: both against the loops."""
     monkeypatch.setattr(wn, "GATHER_MAX", 1 << 30 if gather else 0)
+    monkeypatch.setattr(wn, "GATHER_WIDE", gather)
     rng = np.random.default_rng(seed * 31 + rank * 7 + c)
     spatial, win = _geometry(rng, rank)
     x = rng.standard_normal((2, *spatial, c))

@@ -11,6 +11,7 @@ import pytest
 from specflow.graph import dtypes
 from specflow.graph.builder import GraphBuilder
 from specflow.ops import window as wn
+from specflow.ops import window_gather as wg
 from specflow.ops.eval import evaluate_op
 from specflow.runtime.session import Session, SessionConfig
 from specflow.train.gradients import gradients
@@ -95,6 +96,7 @@ def test_conv_and_its_gradients_through_a_session_across_steps(cin, padding, str
 
 def test_a_bordered_buffer_fills_its_border_once_and_again_when_replaced(monkeypatch):
     monkeypatch.setattr(wn, "GATHER_MAX", 0)  # (small inputs take a gather, without a bordered copy)
+    monkeypatch.setattr(wn, "GATHER_WIDE", False)  # (and so do 8 float64 channels)
     win = wn._Window((3, 3), (1, 1), (1, 1), (4, 4), ((1, 1), (1, 1)))
     rng = np.random.default_rng(0)
     state: dict = {}
@@ -119,3 +121,31 @@ def test_max_pool_grad_with_kept_masks_equals_the_stateless_one(seed):
         dy = rng.standard_normal(y.shape)
         np.testing.assert_array_equal(wn.max_pool_grad(np, x, y, dy, win, state=state),
                                       wn.max_pool_grad(np, x, y, dy, win))  # fmt: skip
+
+
+@pytest.mark.parametrize("c, dtype, gathers", [(16, np.float32, True), (4, np.float32, True), (3, np.float32, False),
+                                               (2, np.float64, True), (1, np.float32, False)])  # fmt: skip
+def test_large_im2col_gathers_whole_16_byte_channel_rows_into_the_kept_buffer(c, dtype, gathers, monkeypatch):
+    win = wn._Window((3, 3), (1, 1), (1, 1), (16, 16), ((1, 1), (1, 1)))
+    x = np.random.default_rng(c).standard_normal((max(8, 128 // c), 16, 16, c)).astype(dtype)
+    cols_bytes = x.nbytes * 9
+    assert x.size * 9 > wn.GATHER_MAX and cols_bytes <= wn.COLS_KEEP_MAX and wn._gathers_fast(c * x.itemsize) == gathers
+    state: dict = {}
+    first = wn.im2col(np, x, win, state)
+    wn.give(state, "im2col", first)
+    again = wn.im2col(np, x, win, state)
+    assert np.shares_memory(again, first)  # the kept buffer, refilled
+    monkeypatch.setattr(wn, "GATHER_WIDE", False)
+    np.testing.assert_array_equal(again, wn.im2col(np, x, win))
+
+
+def test_an_im2col_above_the_keep_limit_is_fresh_every_call(monkeypatch):
+    monkeypatch.setattr(wg, "COLS_KEEP_MAX", 1 << 16)
+    win = wn._Window((3, 3), (1, 1), (1, 1), (16, 16), ((1, 1), (1, 1)))
+    x = np.random.default_rng(0).standard_normal((2, 16, 16, 4)).astype(np.float32)  # 73,728 bytes of cols
+    state: dict = {}
+    first = wn.im2col(np, x, win, state)
+    wn.give(state, "im2col", first)
+    again = wn.im2col(np, x, win, state)
+    assert not np.shares_memory(again, first) and "im2col" not in state
+    np.testing.assert_array_equal(again, first)

@@ -228,6 +228,27 @@ def test_traced_and_sampled_steps_time_every_kernel(dev):
     assert all(n.cost != 7 for n in ex._nodes)
 
 
+def test_with_one_thread_only_the_first_and_traced_steps_are_timed():
+    (one,) = local_devices("cpu:1", threads=1)
+    try:
+        ex = Executor(_graph(), one)
+        x = np.ones((3, 4), np.float32)
+        for _ in range(straight_line.TIME_FIRST):
+            _step(ex, x)
+        for item in ex._nodes:
+            item.cost = 7  # marks: a timed step overwrites them
+        for _ in range(2 * straight_line.TIME_EVERY):  # sampled steps and slow ones time nothing
+            ex._time_next = True
+            h, _ = _step(ex, x)
+            assert h.error is None
+        assert all(n.cost == 7 for n in ex._nodes) and _generated_runs(ex)
+        stats = StepStats()
+        _step(ex, x, stats=stats)  # a traced step still times every kernel
+        assert {s.node for s in stats.nodes} == set(ex.node_names) and all(n.cost != 7 for n in ex._nodes)
+    finally:
+        one.shutdown()
+
+
 def test_a_slow_untimed_step_times_the_next_one(dev, monkeypatch):
     monkeypatch.setattr(executor_types, "INLINE_COST_NS", 100_000)
     b = GraphBuilder()

@@ -226,3 +226,58 @@ def test_a_division_by_more_than_a_scalar_stays_after_the_broadcast():
     r = _optimized(_broadcast_then_divide(np.full((4, 1), 3.0, np.float32)), ["mean_grad"], ["v"], feed_shapes=[(1, 3)],
                    simplify=False)  # fmt: skip
     assert r.reordered == []
+
+
+def _conv_relu_pool(size=6, pool_padding="VALID", peek=False) -> GraphBuilder:
+    """x -> Relu(BiasAdd(Conv2D(x, f), b)) -> MaxPool 2x2: the zoo CNN's conv1 and pool1."""
+    b = GraphBuilder()
+    for name, shape in (("x", [None, size, size, 2]), ("f", [3, 3, 2, 4]), ("b", [4])):
+        b.add_op("Placeholder", attrs={"dtype": "float32", "shape": shape}, name=name)
+    b.add_op("Conv2D", ["x", "f"], _CONV, name="conv")
+    b.add_op("BiasAdd", ["conv", "b"], name="biased")
+    b.add_op("Relu", ["biased"], name="act")
+    b.add_op("MaxPool", ["act"], {"ksize": [1, 2, 2, 1], "strides": [1, 2, 2, 1], "padding": pool_padding},
+             name="pool")  # fmt: skip
+    if peek:
+        b.add_op("Identity", ["biased"], name="peek")
+    return b
+
+
+def test_a_max_pool_of_a_fused_convolution_fuses_with_its_relu():
+    r = _optimized(_conv_relu_pool(), ["pool"], ["x", "f", "b"], feed_shapes=[(2, 6, 6, 2), (3, 3, 2, 4), (4,)])
+    assert_golden(
+        r.graph_def,
+        [
+            "_arg_x_0_0 = _Arg()",
+            "_arg_f_0_1 = _Arg()",
+            "_arg_b_0_2 = _Arg()",
+            "pool = _FusedConv2DMaxPool(_arg_x_0_0, _arg_f_0_1, _arg_b_0_2) {fused_ops=[BiasAdd, Relu]}",
+            "_retval_pool_0_0 = _Retval(pool)",
+        ],
+        ["fused_ops"],
+    )
+    assert r.pooled_convolutions == ["pool"] and r.pooled_before_relu == ["pool"]
+
+
+@pytest.mark.parametrize("size, pool_padding", [(6, "VALID"), (5, "SAME"), (7, "VALID")])
+def test_fused_convolution_and_pool_compute_what_the_unfused_ones_do(size, pool_padding):
+    # 6: the windows tile the output (the gathered way); 5 SAME and 7 VALID: they do not
+    b = _conv_relu_pool(size, pool_padding)
+    rng = np.random.default_rng(0)
+    feeds = {"x": rng.standard_normal((3, size, size, 2)).astype(np.float32),
+             "f": rng.standard_normal((3, 3, 2, 4)).astype(np.float32),
+             "b": rng.standard_normal(4).astype(np.float32)}  # fmt: skip
+    feeds["x"][0, :2, :2, 0] = np.nan  # NaN propagates either way
+    outs = []
+    for optimize in (True, False):
+        with Session(b.graph_def, SessionConfig(optimize=optimize)) as sess:
+            outs.append([sess.run("pool", feeds) for _ in range(2)])  # the second from kept buffers
+    for got in outs[0]:
+        np.testing.assert_allclose(got, outs[1][0], rtol=1e-6, atol=1e-6)
+    assert np.isnan(outs[0][0][0, 0, 0]).any() and (outs[0][0] == 0).any()
+
+
+def test_a_convolution_read_elsewhere_keeps_its_pool():
+    r = _optimized(_conv_relu_pool(peek=True), ["pool", "peek"], ["x", "f", "b"],
+                   feed_shapes=[(2, 6, 6, 2), (3, 3, 2, 4), (4,)])  # fmt: skip
+    assert r.pooled_convolutions == [] and "MaxPool" in [n.op for n in r.graph_def.nodes]
