@@ -15,7 +15,14 @@ import numpy as np
 
 from specflow.graph.shapes import Shape
 from specflow.ops import window as wn
-from specflow.ops.conv_ops import _CONV_ATTRS, _conv_window, _from_nhwc, _window, conv2d_matrix
+from specflow.ops.conv_ops import (
+    _CONV_ATTRS,
+    _conv_window,
+    _from_nhwc,
+    _window,
+    conv2d_matrix,
+    tf_cpu_max_pool,
+)
 from specflow.ops.inference import InferenceContext
 from specflow.ops.math_ops import _fmt
 from specflow.ops.matmul_ops import _matmul, _matmul_shape
@@ -240,7 +247,9 @@ def _conv_pool_plan(ctx, xp, x, f) -> tuple:
     return win, pool, order, padded, math.prod(spatial), k, math.prod(pool.ksize), math.prod(pool.out)
 
 
-@kernel("_FusedConv2DMaxPool")
+# CPU only: numpy's take into a kept buffer (mode "wrap") has no cupy form; on a GPU the
+# placer keeps the node on the host rather than fail (the pass makes it for inference graphs).
+@kernel("_FusedConv2DMaxPool", devices=("CPU",))
 def _fused_conv2d_max_pool(ctx, x, f, bias):
     xp = ctx.xp
     if ctx.attrs["data_format"] != "NHWC":
@@ -254,7 +263,7 @@ def _fused_conv2d_max_pool(ctx, x, f, bias):
         raise ctx.fail(f"bias of shape {_fmt(bias.shape)} does not match the convolution's {o} output channels")
     if order is None:  # the unfused way: conv, pool, then the bias (and Relu) on the pooled
         conv, shape = conv2d_matrix(ctx, x, f)
-        out = wn.max_pool(xp, conv.reshape(shape), pool, ctx.empty)
+        out = tf_cpu_max_pool(xp, conv.reshape(shape), lambda v: wn.max_pool(xp, v, pool, ctx.empty))
     else:
         if padded:  # every padded position reads the zero row after the input's rows
             src = wn.take(xp, ctx.state, "gather_src", (n, rows + 1, x.shape[3]), x.dtype)
@@ -273,12 +282,7 @@ def _fused_conv2d_max_pool(ctx, x, f, bias):
         xp.matmul(cols.reshape(n * taps * cells, k), f.reshape(k, o), out=prod.reshape(n * taps * cells, o))
         out = ctx.empty((n, *pool.out, o), x.dtype)
         flat = out.reshape(n, cells * o)
-        if taps == 1:
-            flat[...] = prod[:, 0]
-        else:
-            xp.maximum(prod[:, 0], prod[:, 1], out=flat)
-            for t in range(2, taps):
-                xp.maximum(flat, prod[:, t], out=flat)
+        out = tf_cpu_max_pool(xp, prod, lambda p: _max_over_taps(xp, p, flat, taps)).reshape(out.shape)
         wn.give(ctx.state, "product", prod)
         wn.give(ctx.state, "im2col", cols)
     flat = out.reshape(-1, o)
@@ -286,6 +290,18 @@ def _fused_conv2d_max_pool(ctx, x, f, bias):
     if len(ctx.attrs["fused_ops"]) == 2:  # Relu
         relu(xp, flat, flat)
     return out
+
+
+def _max_over_taps(xp, prod, flat, taps: int):
+    """The pooled [N, cells * O] of ``prod`` [N, taps, cells * O]: the maximum over its taps
+    (a NaN propagates: ``tf_cpu_max_pool`` takes it out, as MaxPool's kernel does)."""
+    if taps == 1:
+        flat[...] = prod[:, 0]
+    else:
+        xp.maximum(prod[:, 0], prod[:, 1], out=flat)
+        for t in range(2, taps):
+            xp.maximum(flat, prod[:, t], out=flat)
+    return flat
 
 
 not_differentiable("_FusedConv2DMaxPool")
