@@ -132,10 +132,12 @@ def test_fifty_cnn_steps_hold_the_live_set_without_growth_and_match_steps_withou
         live = max(_step_peaks(step, 2))  # the step's own peak: the live set, kernel temporaries too
     np.testing.assert_array_equal(losses[:4], plain)
     # What the arena keeps, and that plus what a step allocates beside it, against the plain
-    # step's peak: buffers are pooled per size, so each size's busiest moment counts (measured:
-    # 1.34x and 1.5x), and the small values stay outside it.
+    # step's peak: buffers are pooled per size, so each size's busiest moment counts, and the
+    # small values stay outside it. Measured since the gathered im2col (a smaller plain peak,
+    # 0.96-1.11 MB, against 1.10 MB held): 0.99-1.15x and 1.22-1.68x, the second as a step's
+    # own allocations beside the arena take one activation-sized value or two (254 or 509 KB).
     assert held <= 1.45 * live
-    assert held + min(outside) <= 1.65 * live
+    assert held + min(outside) <= 1.8 * live
 
 
 @pytest.mark.parametrize("op", ["AddV2", "Sub", "Mul", "Maximum", "Minimum", "Relu", "BiasAdd", "MatMul"])
