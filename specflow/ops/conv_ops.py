@@ -25,6 +25,7 @@ from specflow.ops import grad_util as gu
 from specflow.ops import window as wn
 from specflow.ops.inference import InferenceContext
 from specflow.ops.registry import get_op, gradient, kernel, register_op
+from specflow.ops.tf_cpu_pooling import tf_cpu_avg_pool_grad, tf_cpu_max_pool
 from specflow.ops.window import _Window
 from specflow.ops.window_gather import window_index
 
@@ -427,19 +428,6 @@ register_op(
 )
 
 
-def tf_cpu_max_pool(xp, x, pool):
-    """``pool(x)`` as TF's CPU MaxPool gives it: a NaN never wins, and every output is at least the
-    dtype's lowest finite value (TF starts each window there: a window of -inf or NaN only gives
-    it). The NaN pass runs only when the plain pooling let one through; on a GPU (cuDNN's rules)
-    the plain pooling stands."""
-    out = pool(x)
-    if xp is not np or out.dtype.kind != "f":
-        return out
-    if np.isnan(out).any():
-        out = pool(np.where(np.isnan(x), out.dtype.type(-np.inf), x))
-    return np.maximum(out, np.finfo(out.dtype).min, out=out)
-
-
 @kernel("MaxPool")
 def _max_pool(ctx, x):
     xp, fmt = ctx.xp, ctx.attrs["data_format"]
@@ -585,43 +573,9 @@ def _avg_pool_grad(ctx, orig_input_shape, dy):
     win = _pool_grad_window(ctx, sizes, grad=dy.shape)
     n, h, w, c = _nhwc_dims(sizes, fmt)
     if xp is np and any(k > d and p[0] > 0 for k, d, p in zip(win.ksize, (h, w), win.pads)):
-        return _from_nhwc(_tf_cpu_avg_pool_grad(_to_nhwc(dy, fmt), (h, w), win), fmt)
+        return _from_nhwc(tf_cpu_avg_pool_grad(_to_nhwc(dy, fmt), (h, w), win), fmt)
     share = _to_nhwc(dy, fmt) / wn.window_counts(xp, (h, w), win, dy.dtype)
     return _from_nhwc(wn.scatter(xp, (n, h, w, c), win, dy.dtype, itertools.repeat(share)), fmt)
-
-
-def _tf_broadcast_spans(out_size: int, in_size: int, k: int, stride: int, pad: int):
-    """TF's GetBroadcastSize (avgpooling_op.cc) per output index: the input span its gradient is
-    spread over. Where a window is clipped by the leading padding and is also longer than the
-    input, TF's span runs to the input's end from 0 (its right-edge check reads the unclipped
-    ksize), so it is longer than the window the forward AvgPool averaged."""
-    spans = []
-    for i in range(out_size):
-        start, size = i * stride, k
-        if start < pad:
-            start, size = 0, k + start - pad
-        else:
-            start -= pad
-        if start + k > in_size:
-            size = min(in_size - start, k)
-        spans.append((start, size))
-    return spans
-
-
-def _tf_cpu_avg_pool_grad(dy, hw, win):
-    """AvgPoolGrad as TF's CPU kernel computes it (each grad divided by its span's size and added
-    over the span), for the windows longer than the input where that differs from the transposed
-    AvgPool (the ordinary path)."""
-    mats, sizes = [], []
-    for d, (in_size, k, stride, pad) in enumerate(zip(hw, win.ksize, win.strides, win.pads)):
-        spans = _tf_broadcast_spans(dy.shape[1 + d], in_size, k, stride, pad[0])
-        m = np.zeros((len(spans), in_size), dy.dtype)
-        for o, (start, size) in enumerate(spans):
-            m[o, start:start + size] = 1
-        mats.append(m)
-        sizes.append(np.array([size for _, size in spans], dy.dtype))
-    share = dy * (dy.dtype.type(1) / (sizes[0][:, None] * sizes[1][None, :]))[None, :, :, None]
-    return np.einsum("rh,cw,nrcx->nhwx", mats[0], mats[1], share).astype(dy.dtype, copy=False)
 
 
 @gradient("AvgPoolGrad")

@@ -21,12 +21,12 @@ from specflow.ops.conv_ops import (
     _from_nhwc,
     _window,
     conv2d_matrix,
-    tf_cpu_max_pool,
 )
 from specflow.ops.inference import InferenceContext
 from specflow.ops.math_ops import _fmt
 from specflow.ops.matmul_ops import _matmul, _matmul_shape
 from specflow.ops.registry import kernel, not_differentiable, register_op
+from specflow.ops.tf_cpu_pooling import tf_cpu_max_pool
 from specflow.ops.wide_rows import channel_op, relu
 from specflow.ops.window_gather import window_index
 

@@ -1,0 +1,55 @@
+"""TF's CPU pooling kernels at their edges, where they differ from the plain window math of
+window.py: a NaN never wins a max-pooling window (and no output is below float's lowest), and
+AvgPoolGrad's spans for windows longer than the input (avgpooling_op.cc's GetBroadcastSize).
+numpy only: on a GPU the plain pooling stands (cuDNN's rules)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def tf_cpu_max_pool(xp, x, pool):
+    """``pool(x)`` as TF's CPU MaxPool gives it: a NaN never wins, and every output is at least the
+    dtype's lowest finite value (TF starts each window there: a window of -inf or NaN only gives
+    it). The NaN pass runs only when the plain pooling let one through; on a GPU (cuDNN's rules)
+    the plain pooling stands."""
+    out = pool(x)
+    if xp is not np or out.dtype.kind != "f":
+        return out
+    if np.isnan(out).any():
+        out = pool(np.where(np.isnan(x), out.dtype.type(-np.inf), x))
+    return np.maximum(out, np.finfo(out.dtype).min, out=out)
+
+
+def broadcast_spans(out_size: int, in_size: int, k: int, stride: int, pad: int):
+    """TF's GetBroadcastSize (avgpooling_op.cc) per output index: the input span its gradient is
+    spread over. Where a window is clipped by the leading padding and is also longer than the
+    input, TF's span runs to the input's end from 0 (its right-edge check reads the unclipped
+    ksize), so it is longer than the window the forward AvgPool averaged."""
+    spans = []
+    for i in range(out_size):
+        start, size = i * stride, k
+        if start < pad:
+            start, size = 0, k + start - pad
+        else:
+            start -= pad
+        if start + k > in_size:
+            size = min(in_size - start, k)
+        spans.append((start, size))
+    return spans
+
+
+def tf_cpu_avg_pool_grad(dy, hw, win):
+    """AvgPoolGrad as TF's CPU kernel computes it (each grad divided by its span's size and added
+    over the span), for the windows longer than the input where that differs from the transposed
+    AvgPool (the ordinary path)."""
+    mats, sizes = [], []
+    for d, (in_size, k, stride, pad) in enumerate(zip(hw, win.ksize, win.strides, win.pads)):
+        spans = broadcast_spans(dy.shape[1 + d], in_size, k, stride, pad[0])
+        m = np.zeros((len(spans), in_size), dy.dtype)
+        for o, (start, size) in enumerate(spans):
+            m[o, start:start + size] = 1
+        mats.append(m)
+        sizes.append(np.array([size for _, size in spans], dy.dtype))
+    share = dy * (dy.dtype.type(1) / (sizes[0][:, None] * sizes[1][None, :]))[None, :, :, None]
+    return np.einsum("rh,cw,nrcx->nhwx", mats[0], mats[1], share).astype(dy.dtype, copy=False)
