@@ -97,3 +97,66 @@ def _swap_last_two(b, x: str) -> str:
     tail = gu.emit(b, "Pack", gu.emit(b, "Sub", rank, gu.const(b, np.int32(1))),
                    gu.emit(b, "Sub", rank, gu.const(b, np.int32(2))), N=2, axis=0)  # fmt: skip
     return gu.emit(b, "ConcatV2", head, tail, gu.const(b, np.int32(0)), N=2)
+
+
+# --- TridiagonalSolve ---------------------------------------------------------------------------
+# diagonals [..., 3, M] in TF's compact format: rows superdiagonal (its last element unused), main
+# diagonal, subdiagonal (its first unused), which is MatrixDiagV3's k = (-1, 1) with LEFT_RIGHT
+# alignment: the gradient densifies through it.
+
+_COMPACT = {"align": "LEFT_RIGHT"}
+
+
+def _solve_shape(ic: InferenceContext) -> list[Shape]:
+    diags, rhs = ic.shape(0), ic.shape(1)
+    if diags.rank is not None and (diags.rank < 2 or diags.dims[-2] not in (None, 3)):
+        raise ic.fail(f"diagonals must have shape [..., 3, M] (TF's compact format), got {diags}")
+    if rhs.rank is not None and rhs.rank < 2:
+        raise ic.fail(f"rhs must be at least a matrix [..., M, K], got shape {rhs}")
+    return [rhs]
+
+
+register_op(
+    "TridiagonalSolve",
+    inputs=["diagonals: T", "rhs: T"],
+    outputs=["output: T"],
+    attrs=["partial_pivoting: bool = true", "perturb_singular: bool = false", "T: {float32, float64}"],
+    shape=_solve_shape,
+    doc="x with A x = rhs for the tridiagonal A whose diagonals are [..., 3, M] (superdiagonal, "
+    "main, subdiagonal; the superdiagonal's last and the subdiagonal's first element unused).",
+)
+
+
+@kernel("TridiagonalSolve", devices=("CPU",))
+def _tridiagonal_solve(ctx, diags, rhs):
+    if diags.ndim < 2 or diags.shape[-2] != 3:
+        raise ctx.fail(f"diagonals must have shape [..., 3, M] (TF's compact format), got {list(diags.shape)}")
+    if rhs.ndim < 2 or rhs.shape[:-2] != diags.shape[:-2] or rhs.shape[-2] != diags.shape[-1]:
+        raise ctx.fail(f"rhs must have shape {[*diags.shape[:-2], diags.shape[-1], 'K']} for diagonals of "
+                       f"shape {list(diags.shape)}, got {list(rhs.shape)}")  # fmt: skip
+    if ctx.attrs["perturb_singular"]:
+        raise ctx.fail("perturb_singular is not supported (TF's perturbation of singular pivots)")
+    m = diags.shape[-1]
+    a = np.zeros((*diags.shape[:-2], m, m), diags.dtype)
+    i = np.arange(m)
+    a[..., i, i] = diags[..., 1, :]
+    a[..., i[:-1], i[1:]] = diags[..., 0, :-1]
+    a[..., i[1:], i[:-1]] = diags[..., 2, 1:]
+    try:
+        return np.linalg.solve(a, rhs).astype(rhs.dtype, copy=False)
+    except np.linalg.LinAlgError:
+        raise ctx.fail("the tridiagonal matrix is not invertible") from None
+
+
+@gradient("TridiagonalSolve")
+def _tridiagonal_solve_grad(b, node, dys):
+    # TF's: rhs's gradient solves with the transposed matrix; the diagonals' is minus the three
+    # diagonals of rhs_grad @ x^T (the unused corners 0).
+    diags = node.data_inputs[0]
+    x = f"{node.name}:0"
+    k, zero = gu.const(b, np.array([-1, 1], np.int32)), gu.const(b, np.zeros((), b.spec(diags).dtype.numpy))
+    minus_one = gu.const(b, np.int32(-1))
+    dense = gu.emit(b, "MatrixDiagV3", diags, k, minus_one, minus_one, zero, **_COMPACT)
+    rhs_grad = gu.emit(b, "MatrixSolve", dense, dys[0], adjoint=True)
+    outer = gu.emit(b, "BatchMatMulV2", rhs_grad, x, adj_y=True)
+    return [gu.emit(b, "Neg", gu.emit(b, "MatrixDiagPartV3", outer, k, zero, **_COMPACT)), rhs_grad]

@@ -25,6 +25,19 @@ def _c(*shape):
     return f64(*shape) + 1j * f64(*shape)
 
 
+def _solvable(*lead_m):
+    """Diagonals of a diagonally dominant tridiagonal matrix [..., 3, M]."""
+    *lead, m = lead_m
+    d = f64(*lead, 3, m)
+    d[..., 1, :] += 4.0 * np.sign(d[..., 1, :]) + (d[..., 1, :] == 0)
+    return d
+
+
+def _solve_ref(d, rhs):
+    rows = (d[..., 0:1, :], d[..., 1:2, :], d[..., 2:3, :])  # [..., 1, M]: super, main, sub
+    return np.linalg.solve(_dense(*rows), rhs).astype(rhs.dtype)
+
+
 CASES = [
     Case("TridiagonalMatMul", [f64(1, 4), f64(1, 4), f64(1, 4), f64(4, 3)], ref=_ref, rtol=1e-12),
     Case("TridiagonalMatMul", [f32(2, 1, 5), f32(2, 1, 5), f32(2, 1, 5), f32(2, 5, 2)], ref=_ref, rtol=1e-5,
@@ -32,4 +45,11 @@ CASES = [
     Case("TridiagonalMatMul", [_c(1, 3), _c(1, 3), _c(1, 3), _c(3, 2)], ref=_ref, rtol=1e-12,
          id="TridiagonalMatMul-complex"),
     Case("TridiagonalMatMul", [f64(1, 1), f64(1, 1), f64(1, 1), f64(1, 2)], ref=_ref, id="TridiagonalMatMul-1x1"),
+    # TridiagonalSolve: diagonals [..., 3, M] (TF's compact format), checked by the dense solve.
+    Case("TridiagonalSolve", [_solvable(4), f64(4, 3)], ref=_solve_ref, rtol=1e-10),
+    Case("TridiagonalSolve", [_solvable(2, 5).astype(np.float32), f32(2, 5, 2)], ref=_solve_ref, rtol=1e-4,
+         atol=1e-5, id="TridiagonalSolve-batch-float32"),
+    Case("TridiagonalSolve", [np.array([[9.0], [2.0], [9.0]]), np.array([[4.0, -1.0]])], ref=_solve_ref,
+         id="TridiagonalSolve-1x1"),
 ]
+
