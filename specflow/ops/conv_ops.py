@@ -27,7 +27,7 @@ from specflow.ops.inference import InferenceContext
 from specflow.ops.registry import get_op, gradient, kernel, register_op
 from specflow.ops.tf_cpu_pooling import tf_cpu_avg_pool_grad, tf_cpu_max_pool
 from specflow.ops.window import _Window
-from specflow.ops.window_gather import window_index
+from specflow.ops.window_gather import gather_source, give_source, window_index
 
 _LAYOUT = {"NHWC": (1, 2, 3), "NCHW": (2, 3, 1)}  # axes of H, W and C in a 4-D tensor
 _FORMAT = "data_format: {'NHWC', 'NCHW'} = 'NHWC'"
@@ -293,18 +293,10 @@ def _gathered_product(ctx, x, f, plan):
     _, _, idx, padded, rows, cols_shape, shape = plan
     state = ctx.state
     n, c = x.shape[0], x.shape[3]
-    if padded:  # the zero row every padded position reads, after the input's rows
-        src = wn.take(np, state, "gather_src", (n, rows + 1, c), x.dtype)
-        src[:, :rows] = x.reshape(n, rows, c)
-        if state.get("gather_zeroed") is not src:  # (a kept buffer's zero row stays zero)
-            src[:, rows] = 0
-            state["gather_zeroed"] = src
-    else:
-        src = x.reshape(n, rows, c)
+    src = gather_source(np, x, rows, padded, state)
     cols = wn.take_cols(np, state, cols_shape, x.dtype)
     src.take(idx, axis=1, out=cols.reshape(n, -1, c), mode="wrap")
-    if padded:
-        wn.give(state, "gather_src", src)
+    give_source(state, src, padded)
     m, k = n * cols_shape[1] * cols_shape[2], cols_shape[3]
     out = ctx.empty((m, shape[3]), x.dtype)
     np.matmul(cols.reshape(m, k), f.reshape(k, shape[3]), out=out)

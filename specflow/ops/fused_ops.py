@@ -28,7 +28,7 @@ from specflow.ops.matmul_ops import _matmul, _matmul_shape
 from specflow.ops.registry import kernel, not_differentiable, register_op
 from specflow.ops.tf_cpu_pooling import tf_cpu_max_pool
 from specflow.ops.wide_rows import channel_op, relu
-from specflow.ops.window_gather import window_index
+from specflow.ops.window_gather import gather_source, give_source, window_index
 
 # fused_ops lists this kernel runs (TF's remapper makes more; only these are created here).
 _SUPPORTED = (("BiasAdd",), ("BiasAdd", "Relu"))
@@ -265,19 +265,11 @@ def _fused_conv2d_max_pool(ctx, x, f, bias):
         conv, shape = conv2d_matrix(ctx, x, f)
         out = tf_cpu_max_pool(xp, conv.reshape(shape), lambda v: wn.max_pool(xp, v, pool, ctx.empty))
     else:
-        if padded:  # every padded position reads the zero row after the input's rows
-            src = wn.take(xp, ctx.state, "gather_src", (n, rows + 1, x.shape[3]), x.dtype)
-            src[:, :rows] = x.reshape(n, rows, x.shape[3])
-            if ctx.state.get("gather_zeroed") is not src:  # (a kept buffer's zero row stays zero)
-                src[:, rows] = 0
-                ctx.state["gather_zeroed"] = src
-        else:
-            src = x.reshape(n, rows, x.shape[3])
+        src = gather_source(xp, x, rows, padded, ctx.state)
         # [N, taps * cells * window, C] into a kept buffer (indices in range: "wrap" checks none)
         cols = wn.take_cols(xp, ctx.state, (n, order.size, x.shape[3]), x.dtype)
         src.take(order, axis=1, out=cols, mode="wrap")
-        if padded:
-            wn.give(ctx.state, "gather_src", src)
+        give_source(ctx.state, src, padded)
         prod = wn.take(xp, ctx.state, "product", (n, taps, cells * o), x.dtype)
         xp.matmul(cols.reshape(n * taps * cells, k), f.reshape(k, o), out=prod.reshape(n * taps * cells, o))
         out = ctx.empty((n, *pool.out, o), x.dtype)

@@ -75,26 +75,41 @@ def _index(xp, win, spatial: tuple) -> tuple[object, bool]:
     return dev, padded
 
 
+def gather_source(xp, x, rows: int, padded: bool, state):
+    """What the gathers read: channels-last ``x`` as [N, rows, C] rows and, when ``padded``, one
+    zero row after them that every padded position reads, in the kernel's kept "gather_src"
+    buffer (its zero row written once: the copy of ``x`` never reaches it). Give it back with
+    ``give_source`` once the gather is done."""
+    n, c = x.shape[0], x.shape[-1]
+    if not padded:
+        return x.reshape(n, rows, c)
+    src = take(xp, state, "gather_src", (n, rows + 1, c), x.dtype)
+    src[:, :rows] = x.reshape(n, rows, c)
+    if state is None or state.get("gather_zeroed") is not src:
+        src[:, rows] = 0
+        if state is not None:
+            state["gather_zeroed"] = src
+    return src
+
+
+def give_source(state, src, padded: bool) -> None:
+    if padded:
+        give(state, "gather_src", src)
+
+
 def im2col_gather(xp, x, win, state):
     """[N, *out, K * C]: one ``take`` of every window's elements (window.im2col's order)."""
     n, *spatial, c = x.shape
     k = math.prod(win.ksize)
     idx, padded = _index(xp, win, tuple(spatial))
-    rows = math.prod(spatial)
-    if padded:
-        src = take(xp, state, "gather_src", (n, rows + 1, c), x.dtype)
-        src[:, :rows] = x.reshape(n, rows, c)
-        src[:, rows] = 0
-    else:
-        src = x.reshape(n, rows, c)
+    src = gather_source(xp, x, math.prod(spatial), padded, state)
     if xp is np:  # into the kernel's kept buffer (its callers give it back as "im2col")
         cols = take_cols(xp, state, (n, *win.out, k * c), x.dtype)
         # (every index is in range: "wrap" skips the bounds check and the buffered copy of "raise")
         np.take(src, idx, axis=1, out=cols.reshape(n, -1, c), mode="wrap")
     else:
         cols = xp.take(src, idx, axis=1).reshape(n, *win.out, k * c)
-    if padded:
-        give(state, "gather_src", src)
+    give_source(state, src, padded)
     return cols
 
 
