@@ -16,7 +16,9 @@ Keep policy (TensorFlow's Saver): the newest ``keep`` checkpoints are kept; one 
 that window is kept for good if it is at least ``keep_every_hours`` newer than the last one so
 preserved. Preserved checkpoints stay listed (oldest first) in ``all()``.
 
-The state file is input, not trusted: every path it lists must resolve (symlinks followed) to
+A state file that lists no checkpoint (missing, emptied) while complete bundles sit in the
+directory is rebuilt from them (by step), so they are restored and kept rather than swept away
+as leftovers of a killed save. The state file is input, not trusted: every path it lists must resolve (symlinks followed) to
 inside the directory, else the manager refuses to start, naming the path. The keep policy deletes
 only files the manager names itself, ``PREFIX-STEP.index`` and ``PREFIX-STEP.data-NNNNN-of-NNNNN``
 directly in the directory; a listed checkpoint of any other name falls out of the list but
@@ -85,7 +87,7 @@ class CheckpointManager:
             stamps = [clock()] * len(state.all_model_checkpoint_paths)
         # Paths are kept relative to the directory (TensorFlow may have written absolute ones).
         paths = [self._confined(p) for p in state.all_model_checkpoint_paths]
-        entries = list(zip(paths, stamps))
+        entries = list(zip(paths, stamps)) or self._found_on_disk()
         self._last_preserved = state.last_preserved_timestamp or clock()
         # (relative prefix, timestamp), oldest first. Older than the recent window means preserved
         # by an earlier sweep; a later stamp means a previous manager had a larger `keep`, so
@@ -93,6 +95,23 @@ class CheckpointManager:
         older = entries[: max(len(entries) - keep, 0)]
         self._preserved = [e for e in older if e[1] <= self._last_preserved]
         self._recent = [e for e in entries if e not in self._preserved]
+
+    def _found_on_disk(self) -> list[tuple[str, float]]:
+        """The complete bundles in the directory, oldest step first, when the state file lists
+        none (missing, emptied, or naming no kept checkpoint): they are the run's checkpoints, not
+        leftovers, and the next save must not delete them."""
+        try:
+            names = os.listdir(self.directory)
+        except OSError:
+            return []
+        steps = sorted({int(m.group(1)) for m in map(self._file_re.match, names)
+                        if m and TEMP_MARKER not in m.group(0)})  # fmt: skip
+        found = []
+        for step in steps:
+            path = self._prefix_for_step(step)
+            if _complete(path):
+                found.append((os.path.basename(path), os.path.getmtime(index_filename(path))))
+        return found
 
     # -- paths --------------------------------------------------------------------------------
 

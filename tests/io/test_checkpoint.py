@@ -316,3 +316,23 @@ def test_a_real_process_killed_while_saving(tmp_path, delay):
         values = manager.restore()
         assert np.all(values["a"] == last) and np.all(values["b"] == -last)
         assert values["a"].shape == (1_000_000,) and values["b"].shape == (1000, 1000)
+
+
+@pytest.mark.parametrize("state", ["", "missing", 'model_checkpoint_path: "../../elsewhere"\n'])
+def test_a_state_file_listing_nothing_is_rebuilt_from_the_bundles_not_swept(tmp_path, state):
+    """An emptied or deleted state file next to complete bundles: they are the run's checkpoints
+    (restored, kept), not a killed save's leftovers for the next save to delete."""
+    manager = CheckpointManager(str(tmp_path), keep=3, clock=FakeClock())
+    for step in (5, 10):
+        manager.save(_tensors(step), step)
+    (tmp_path / "model.ckpt-15.index.tempstate1").write_bytes(b"torn")  # a killed save's temp file
+    if state == "missing":
+        os.remove(tmp_path / "checkpoint")
+    else:
+        (tmp_path / "checkpoint").write_text(state)
+    restarted = CheckpointManager(str(tmp_path), keep=3, clock=FakeClock())
+    assert _steps(restarted.all()) == [5, 10]
+    assert restarted.restore()["global_step"] == 10
+    restarted.save(_tensors(15), 15)
+    assert _bundles_on_disk(tmp_path) == [5, 10, 15]
+    assert _steps(CheckpointManager(str(tmp_path), keep=3).all()) == [5, 10, 15]
