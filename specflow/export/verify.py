@@ -8,8 +8,6 @@ back, the saver graph and the variables bundle at once.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 
 from specflow.errors import ExportError, SpecflowError
@@ -44,11 +42,10 @@ def _training_rows(spec, rows: int) -> dict[str, np.ndarray]:
     cfg = spec.train
     if cfg is None:
         return {}
-    from specflow.train.data import load_source
+    from specflow.train.evaluate import load_fitted
 
-    base = Path(spec.path).parent if spec.path else Path(".")
     try:
-        arrays = load_source(cfg.data.source_dict(), base)
+        arrays = load_fitted(spec, cfg)
     except SpecflowError:
         return {}  # the data moved since training: random inputs still check the export
     return {inp: np.asarray(arrays[f][:rows]) for inp, f in cfg.data.feeds.items() if f in arrays}

@@ -7,21 +7,32 @@ from pathlib import Path
 
 import numpy as np
 
-from specflow.errors import TrainingError
+from specflow.errors import SpecflowError, TrainingError
 from specflow.graph.builder import GraphBuilder
 from specflow.io.checkpoint import CheckpointManager
 from specflow.runtime.session import Session, SessionConfig
 from specflow.train import state
 from specflow.train.data import load_source, split
+from specflow.train.data_fit import fit_to_inputs, located
 
 
 def load_split(spec, cfg) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray] | None]:
     """The spec's training data and its held-out split (None without ``split``)."""
-    base = Path(spec.path).parent if spec.path else Path(".")
-    arrays = load_source(cfg.data.source_dict(), base)
+    arrays = load_fitted(spec, cfg)
     if cfg.data.split is None:
         return arrays, None
     return split(arrays, cfg.data.split.test, cfg.data.seed, cfg.data.split.stratify)
+
+
+def load_fitted(spec, cfg) -> dict[str, np.ndarray]:
+    """The spec's data source, each fed field fitted to its input (``data_fit.py``); errors at
+    the spec's line."""
+    base = Path(spec.path).parent if spec.path else Path(".")
+    try:
+        arrays = load_source(cfg.data.source_dict(), base)
+    except SpecflowError as e:
+        raise located(spec, e) from None
+    return fit_to_inputs(spec, cfg, arrays)
 
 
 def evaluate(session, cfg, training_flag, arrays, metrics: dict[str, str], batch: int = 1024) -> dict[str, float]:

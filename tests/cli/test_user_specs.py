@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 from typer.testing import CliRunner
 
 from specflow.cli import app
@@ -78,3 +79,46 @@ def test_an_emptied_checkpoint_state_file_does_not_wipe_the_run(tmp_path):
     assert "4 → 6" in out
     assert steps_kept(logdir) == [2, 4, 6]
     assert set(events) <= {p.name for p in logdir.glob("events.out.tfevents.*")}
+
+
+def npz_spec(tmp_path: Path, **arrays) -> Path:
+    np.savez(tmp_path / "d.npz", **arrays)
+    return spec_file(tmp_path, SPEC.replace("{builtin: digits}", "{npz: d.npz}"))
+
+
+def digits(n: int = 200) -> tuple[np.ndarray, np.ndarray]:
+    d = np.load(Path(__file__).resolve().parents[2] / "specflow" / "data" / "digits.npz")
+    return d["images"][:n] / 16.0, d["labels"][:n]
+
+
+def test_numpys_float64_and_int32_data_train_a_float32_int64_model(tmp_path):
+    """np.savez of float64 features and int32 labels (numpy's defaults) failed deep in the
+    graph: `node 'hidden/MatMul': input 'a' of MatMul has dtype float64, but T is float32`."""
+    x, y = digits()
+    x = x + np.random.default_rng(0).normal(0, 1e-3, x.shape)  # not exact in float32
+    spec = npz_spec(tmp_path, x=x.astype(np.float64), y=y.astype(np.int32))
+    ok("train", spec, "--logdir", tmp_path / "run")
+    ok("eval", spec, "--logdir", tmp_path / "run")
+    ok("export", spec, "--logdir", tmp_path / "run", "--out", tmp_path / "export")
+
+
+def test_a_data_file_of_another_shape_or_dtype_is_an_error_at_the_feed(tmp_path):
+    x, y = digits()
+    spec = npz_spec(tmp_path, x=x.reshape(-1, 8, 8).astype(np.float32), y=y)
+    one_error(cli("train", spec, "--logdir", tmp_path / "a"),
+              "tiny.yaml:17:", "train.data.feeds.images: input 'images' is float32 [?, 64] but source field 'x' is "
+              "float32 [?, 8, 8]")
+    spec = npz_spec(tmp_path, x=x.astype(np.float32), y=y + 0.5)
+    one_error(cli("train", spec, "--logdir", tmp_path / "b"),
+              "tiny.yaml:17:", "train.data.feeds.labels: input 'labels' is int64 [?] but source field 'y' is float64",
+              "casting would change 200 of 200")
+    spec = npz_spec(tmp_path, x=x.astype(np.float32), z=y)
+    one_error(cli("train", spec, "--logdir", tmp_path / "c"), "tiny.yaml:17:", "train.data.feeds.labels",
+              "no field 'y'")
+    assert not any((tmp_path / d).exists() for d in "abc")
+
+
+def test_a_missing_data_file_names_the_spec_line(tmp_path):
+    spec = spec_file(tmp_path, SPEC.replace("{builtin: digits}", "{npz: nowhere.npz}"))
+    one_error(cli("train", spec, "--logdir", tmp_path / "run"),
+              "tiny.yaml:17:", "train.data.source.npz: data file not found:", "nowhere.npz")

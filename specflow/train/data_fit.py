@@ -1,0 +1,70 @@
+"""Training data checked against the model's inputs once it is loaded, and errors about it
+placed at the spec's line.
+
+The fields of an ``npz``/``npy`` source are known only when the file is read, so their fit is
+checked here rather than at validation: each fed field must have the input's rank and known
+dimensions (the batch dimension aside), and its dtype is converted by the feed rule
+(``io/feed_cast.py``: only when no value changes; int32 labels feed int64), with one widening of
+that rule for training data: a float array of another width feeds a float input rounded, as
+Keras's ``fit`` casts numpy's float64 to float32 (a value beyond the input dtype's range is
+still an error). A misfit is one SpecError at ``train.data.feeds.<input>`` naming both, instead
+of a kernel's dtype error deep in the training graph.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from specflow.errors import SpecError, SpecflowError
+from specflow.graph import dtypes
+from specflow.graph.shapes import Shape
+from specflow.io.feed_cast import cast_exactly
+from specflow.train.data import select
+
+
+def located(spec, err: SpecflowError) -> SpecflowError:
+    """``err`` at the spec line of its dotted ``path`` (``train.data.source.npz``), when it has
+    a path but no location yet."""
+    if err.location is None and err.path and getattr(spec, "source", None) is not None:
+        keys = tuple(int(k) if k.isdigit() else k for k in err.path.split("."))
+        err.location = spec.source.location(keys)
+    return err
+
+
+def fit_to_inputs(spec, cfg, arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """``arrays`` with every field ``cfg.data.feeds`` feeds converted to its input's dtype;
+    a located SpecError when a field is missing or does not fit its input."""
+    try:
+        select(arrays, cfg.data.feeds)
+    except SpecflowError as e:
+        raise located(spec, e) from None
+    out = dict(arrays)
+    for name, field in cfg.data.feeds.items():
+        want = spec.model.inputs.get(name)
+        if want is not None:
+            out[field] = _fit(spec, name, field, arrays[field], want)
+    return out
+
+
+def _fit(spec, name: str, field: str, a: np.ndarray, want) -> np.ndarray:
+    path = f"train.data.feeds.{name}"
+    have = f"input '{name}' is {want.dtype} {Shape(want.shape)}"
+    got = f"source field '{field}' is {a.dtype} [?{''.join(f', {d}' for d in a.shape[1:])}]"
+    if want.shape is not None:
+        dims = list(want.shape)
+        if a.ndim != len(dims) or any(d is not None and d != n for d, n in zip(dims[1:], a.shape[1:])):
+            raise located(spec, SpecError(f"{have} but {got} (one row per example)", path=path))
+    try:
+        target = dtypes.as_dtype(want.dtype).numpy
+    except (TypeError, ValueError, SpecflowError):
+        return a
+    if a.dtype.kind == "f" and np.dtype(target).kind == "f" and a.dtype != target:
+        with np.errstate(over="ignore"):
+            cast = a.astype(target)
+        if np.all(np.isfinite(cast) | ~np.isfinite(a)):
+            return cast
+    try:
+        return cast_exactly(a, target, f"{have} but {got}", SpecError)
+    except SpecError as e:
+        e.path = path
+        raise located(spec, e) from None
