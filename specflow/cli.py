@@ -5,7 +5,6 @@ Exit codes: 0 ok, 1 a spec or user error (one line per problem on stderr), 2 usa
 
 from __future__ import annotations
 
-import functools
 import json
 import sys
 from collections.abc import Callable
@@ -29,6 +28,7 @@ from specflow.cli_args import (
     _tensor_of,
 )
 from specflow.cli_cluster import inspect_training, no_devices_on_a_cluster
+from specflow.cli_errors import _escape, err, handle_errors
 from specflow.cli_signals import _stop_on_signals
 from specflow.cli_steps import _compile, _quiet_numeric_warnings, _run_model, placed_only
 from specflow.errors import SpecflowError
@@ -43,41 +43,9 @@ app = typer.Typer(
 out = Console(highlight=False, emoji=False)
 if not out.is_terminal:
     out.width = 160  # piped output: don't squeeze tables into 80 columns
-# emoji=False: a name such as "x:abc:" must print as written, not as rich's emoji for ":abc:".
-err = Console(stderr=True, highlight=False, emoji=False)
 
 SetOpt = typer.Option(None, "--set", help="Override a spec field: --set nodes.hidden.units=64 (repeatable).")
 FormatOpt = typer.Option("table", "--format", "-f", help="table, json or dot.")
-
-
-def handle_errors(fn: Callable) -> Callable:
-    """Turn SpecflowErrors into one line per problem on stderr and exit code 1."""
-
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        try:
-            return fn(*args, **kwargs)
-        except SpecflowError as e:
-            note = getattr(e, "cli_note", "")  # the flags that changed the spec (see _load)
-            for line in e.format().splitlines():
-                line = f"{line} {note}" if note and "--set" not in line else line
-                err.print(f"[red]error:[/red] {_escape(line)}", soft_wrap=True)
-            raise typer.Exit(1) from None
-        except OSError as e:  # a path the commands' own checks did not foresee: still one line
-            where = f"{e.filename}: " if e.filename else ""
-            err.print(f"[red]error:[/red] {_escape(where + (e.strerror or str(e)))}", soft_wrap=True)
-            raise typer.Exit(1) from None
-        except KeyboardInterrupt:
-            err.print("interrupted")
-            raise typer.Exit(130) from None
-
-    return wrapper
-
-
-def _escape(text: str) -> str:
-    from rich.markup import escape
-
-    return escape(text)
 
 
 def _load(path: Path, overrides: list[str] | None, run=None):
@@ -390,7 +358,8 @@ def train(
         done = run_config.latest_step(logdir)
         total = steps if steps is not None else s.train.steps
         if done is not None and done >= total:
-            out.print(f"{_escape(str(logdir))}: already at step {done}; nothing to do")
+            hint = "" if done == total else f" (the target is step {total}; --steps N trains further)"
+            out.print(f"{_escape(str(logdir))}: already at step {done}; nothing to do{hint}")
             return
     _quiet_numeric_warnings()
     with ProgressListener(out) as listener:

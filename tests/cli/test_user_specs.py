@@ -122,3 +122,28 @@ def test_a_missing_data_file_names_the_spec_line(tmp_path):
     spec = spec_file(tmp_path, SPEC.replace("{builtin: digits}", "{npz: nowhere.npz}"))
     one_error(cli("train", spec, "--logdir", tmp_path / "run"),
               "tiny.yaml:17:", "train.data.source.npz: data file not found:", "nowhere.npz")
+
+
+def test_an_unforeseen_exception_is_one_line_not_a_traceback(tmp_path, monkeypatch):
+    import specflow.schema.loader
+
+    def broken(*args, **kwargs):
+        raise ValueError("operands could not be broadcast\ntogether")
+
+    monkeypatch.setattr(specflow.schema.loader, "load_spec", broken)
+    err = one_error(cli("validate", spec_file(tmp_path)), "internal error, ValueError: operands could not be "
+                    "broadcast together", "SPECFLOW_DEBUG=1")
+    assert err.count("\n") == 0
+    monkeypatch.setenv("SPECFLOW_DEBUG", "1")
+    r = runner.invoke(app, ["validate", str(spec_file(tmp_path))])
+    assert isinstance(r.exception, ValueError)
+
+
+def test_a_run_past_the_specs_steps_says_how_to_go_further(tmp_path):
+    """`train --steps 6` stopped (or finished), then `train` again: the spec's steps (4) are
+    behind the run; saying only "nothing to do" hid why and what to do."""
+    spec, logdir = spec_file(tmp_path), tmp_path / "run"
+    ok("train", spec, "--logdir", logdir, "--steps", 6)
+    out = ok("train", spec, "--logdir", logdir)
+    assert "already at step 6; nothing to do (the target is step 4; --steps N trains further)" in out
+    assert "(the target" not in ok("train", spec, "--logdir", logdir, "--steps", 6)
