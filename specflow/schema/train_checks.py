@@ -139,6 +139,8 @@ class _TrainChecker:
         want_shape, have_shape = Shape(dims), Shape(have.shape)
         if dtype != have.dtype or not want_shape.is_compatible_with(have_shape):
             msg = f"input '{name}' is {have.dtype} {have_shape} but source field '{field}' is {dtype} {want_shape}"
+            if hasattr(self.train.data.source, "label_dtype") and field == "y" and have.dtype == "float32":
+                msg += " (label_dtype: float32 reads a CSV label as a real number)"
             self.errors.append(self.error(msg, path))
 
     def _upstream(self, start: str) -> set[str]:

@@ -270,7 +270,7 @@ class OptimizerConfig(BaseModel):
 BUILTIN_DATASETS: dict[str, dict[str, tuple[str, list[int | None]]]] = {
     "digits": {"x": ("float32", [None, 64]), "y": ("int64", [None])},
 }
-# A CSV file gives x = every other column as float32 and y = the label column as int64.
+# A CSV file gives x = every other column as float32 and y = the label column as int64 (or its label_dtype).
 CSV_FIELDS: dict[str, tuple[str, list[int | None]]] = {"x": ("float32", [None, None]), "y": ("int64", [None])}
 
 
@@ -307,12 +307,14 @@ class NpySource(StrictModel):
 
 
 class CsvSource(StrictModel):
-    """``{csv: data.csv, label_column: label, header: true}``; without a header the label
-    column is a 0-based column index."""
+    """``{csv: data.csv, label_column: label, header: true, label_dtype: int64}``; without a
+    header the label column is a 0-based column index; ``label_dtype: float32`` reads the label
+    as a real number (a regression target) instead of a class index."""
 
     csv: str
     label_column: str | NonNegInt = "label"
     header: bool = True
+    label_dtype: Literal["int64", "float32"] = "int64"  # float32: a regression target
 
     @model_validator(mode="after")
     def _label_without_header(self):
@@ -322,7 +324,7 @@ class CsvSource(StrictModel):
         return self
 
     def fields(self) -> dict[str, tuple[str, list[int | None]] | None]:
-        return dict(CSV_FIELDS)
+        return {**CSV_FIELDS, "y": (self.label_dtype, [None])}
 
 
 def _one_or_list(v: Any) -> Any:

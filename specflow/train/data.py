@@ -7,6 +7,7 @@ loaded into named arrays (one row per example), and a deterministic train/test s
     {npz: data.npz}                         # one field per array, by name
     {npy: {x: x.npy, y: y.npy}}             # one field per file
     {csv: data.csv, label_column: label, header: true}   # x: the other columns (float32), y: int64
+                                                         # (label_dtype: float32 for a real target)
     {tfrecord: [a.tfrecord, b/*.tfrecord], features: {x: {dtype: float32, shape: [64]}, y: {dtype: int64}}}
 
 Paths are relative to ``base_dir`` (the spec file's directory). Problems are SpecErrors naming the
@@ -29,7 +30,7 @@ from specflow.train.tfrecord_source import load_tfrecord
 SOURCE_PATH = "train.data.source"
 _DATA_DIR = Path(__file__).resolve().parent.parent / "data"
 _KINDS = ("builtin", "npz", "npy", "csv", "tfrecord")
-_OPTIONS = {"csv": ("label_column", "header"), "tfrecord": ("features", "compression_type")}
+_OPTIONS = {"csv": ("label_column", "header", "label_dtype"), "tfrecord": ("features", "compression_type")}
 # Mixed into the split's seed so the split and epoch 0's shuffle (seeded [seed, 0]) draw from
 # different streams.
 _SPLIT_STREAM = 0x53504C4954  # "SPLIT"
@@ -64,6 +65,7 @@ def load_source(source: dict, base_dir: str | Path = ".") -> dict[str, np.ndarra
             _existing(base, source["csv"], f"{SOURCE_PATH}.csv"),
             source.get("label_column", "label"),
             source.get("header", True),
+            source.get("label_dtype", "int64"),
         )
     check_lengths(arrays, SOURCE_PATH)
     return arrays
@@ -191,7 +193,7 @@ def _npy(base: Path, files) -> dict[str, np.ndarray]:
     return arrays
 
 
-def _csv(path: Path, label_column, header: bool) -> dict[str, np.ndarray]:
+def _csv(path: Path, label_column, header: bool, label_dtype: str = "int64") -> dict[str, np.ndarray]:
     where = f"{SOURCE_PATH}.csv"
     rows = []  # (line number, cells) of every non-blank row
     try:
@@ -224,15 +226,17 @@ def _csv(path: Path, label_column, header: bool) -> dict[str, np.ndarray]:
                     f"{path}: row {line}, column {_col(names, c, header)}: {cell.strip()!r} is not a number", path=where
                 ) from None
     y = values[:, label]
+    x = np.delete(values, label, axis=1).astype(np.float32)
+    if label_dtype == "float32":
+        return {"x": x, "y": y.astype(np.float32)}
     bad = np.flatnonzero(y != np.round(y))
     if bad.size:
         r = int(bad[0])
         raise SpecError(
             f"{path}: row {rows[r][0]}, column {_col(names, label, header)}: label {rows[r][1][label].strip()!r} "
-            "is not an integer",
+            "is not an integer (label_dtype: float32 reads a real-valued target)",
             path=where,
         )
-    x = np.delete(values, label, axis=1).astype(np.float32)
     return {"x": x, "y": y.astype(np.int64)}
 
 

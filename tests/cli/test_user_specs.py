@@ -147,3 +147,50 @@ def test_a_run_past_the_specs_steps_says_how_to_go_further(tmp_path):
     out = ok("train", spec, "--logdir", logdir)
     assert "already at step 6; nothing to do (the target is step 4; --steps N trains further)" in out
     assert "(the target" not in ok("train", spec, "--logdir", logdir, "--steps", 6)
+
+
+REGRESSOR = """
+specflow: 1
+name: regressor
+seed: 0
+inputs:
+  features: {dtype: float32, shape: [null, 3]}
+  target: {dtype: float32, shape: [null]}
+nodes:
+  out: {layer: dense, inputs: [features], units: 1}
+  pred: {op: Squeeze, inputs: [out], squeeze_dims: [1]}
+  loss: {op: Mean, inputs: [{op: SquaredDifference, inputs: [pred, target]}]}
+signatures:
+  serving_default: {inputs: {features: features}, outputs: {value: pred}}
+train:
+  loss: loss
+  optimizer: {adam: {learning_rate: 0.1}}
+  data:
+    source: {csv: house.csv, label_column: price, LABEL_DTYPE}
+    feeds: {features: x, target: y}
+    batch_size: 16
+    split: {test: 0.25}
+  steps: 60
+  eval: {every_steps: 60, metrics: [loss]}
+"""
+
+
+def test_a_csv_regressor_reads_a_real_valued_label(tmp_path):
+    """A CSV's label column was always int64 (a class index): an MLP regressor on CSV data, the
+    first model a Keras user writes, could not be trained at all."""
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(120, 3))
+    y = x @ np.array([1.5, -2.0, 0.5]) + 0.25
+    rows = ["a,b,c,price"] + [",".join(f"{v:.6f}" for v in (*r, t)) for r, t in zip(x, y)]
+    (tmp_path / "house.csv").write_text("\n".join(rows) + "\n")
+    bad = spec_file(tmp_path, REGRESSOR.replace(", LABEL_DTYPE", ""), "bad.yaml")
+    one_error(cli("validate", bad), "bad.yaml:19:", "train.data.feeds.target: input 'target' is float32 [?] but "
+              "source field 'y' is int64 [?] (label_dtype: float32")
+    spec = spec_file(tmp_path, REGRESSOR.replace("LABEL_DTYPE", "label_dtype: float32"), "reg.yaml")
+    ok("train", spec, "--logdir", tmp_path / "run")
+    import json
+
+    got = json.loads(ok("eval", spec, "--logdir", tmp_path / "run", "--format", "json"))
+    assert got["metrics"]["loss"] < 0.05 * float(np.var(y))
+    one_error(cli("validate", spec_file(tmp_path, REGRESSOR.replace("LABEL_DTYPE", "label_dtype: float"), "t.yaml")),
+              "t.yaml:18:", "label_dtype")

@@ -117,7 +117,8 @@ def test_sources():
     assert source({"npz": "d.npz"}).source_dict() == {"npz": "d.npz"}
     assert source({"npy": {"x": "a.npy", "y": "b.npy"}}).source_dict() == {"npy": {"x": "a.npy", "y": "b.npy"}}
     csv = source({"csv": "d.csv"}).source
-    assert isinstance(csv, CsvSource) and csv.model_dump() == {"csv": "d.csv", "label_column": "label", "header": True}
+    assert isinstance(csv, CsvSource) and csv.model_dump() == {"csv": "d.csv", "label_column": "label", "header": True,
+                                                                   "label_dtype": "int64"}
     assert source({"csv": "d.csv", "header": False, "label_column": 0}).source.label_column == 0
 
 
