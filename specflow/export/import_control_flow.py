@@ -135,7 +135,8 @@ def check_control_flow(graph, source) -> None:
 
 def _refused(n: NodeDef, source) -> ExportError:
     return ExportError(f"{source}: node '{n.name}' ({n.op}) is control flow specflow import cannot write as a "
-                       "spec (TF2 While and If are; the TF1 loops a frozen graph holds are not)")
+                       "spec (TF2 While and If are; TF1-style loops and conds, as a frozen graph holds them and as `specflow "
+                       "export` writes a spec's while:, cond: and RNN layers, are not)")
 
 
 def construct_node(writer, c: Construct, outer_ref: Callable[[str], str]) -> Block:

@@ -194,3 +194,20 @@ def test_a_csv_regressor_reads_a_real_valued_label(tmp_path):
     assert got["metrics"]["loss"] < 0.05 * float(np.var(y))
     one_error(cli("validate", spec_file(tmp_path, REGRESSOR.replace("LABEL_DTYPE", "label_dtype: float"), "t.yaml")),
               "t.yaml:18:", "label_dtype")
+
+
+def test_importing_our_own_export_of_a_loop_says_why_it_is_refused(tmp_path):
+    """The error blamed "the TF1 loops a frozen graph holds" for a SavedModel specflow itself
+    exported from a spec with a while: node."""
+    loop = SPEC.replace("  loss: {op: Mean", """  twice:
+    while:
+      vars: {i: 0, h: hidden}
+      cond: {op: Less, inputs: [i], y: 2}
+      next: {i: {op: AddV2, inputs: [i], y: 1}, h: {op: Relu, inputs: [h]}}
+  loss: {op: Mean""").replace("outputs: {logits: logits}", 'outputs: {logits: logits, h: "twice:1"}')
+    spec, logdir = spec_file(tmp_path, loop), tmp_path / "run"
+    ok("train", spec, "--logdir", logdir, "--steps", 2)
+    ok("export", spec, "--logdir", logdir, "--out", tmp_path / "export")
+    one_error(cli("import", tmp_path / "export", "--out", tmp_path / "back.yaml"), "(Enter) is control flow",
+              "as `specflow export` writes a spec's while:, cond: and RNN layers")
+    assert not (tmp_path / "back.yaml").exists()
