@@ -345,6 +345,7 @@ def train(
     logdir that holds the same run continues it; a finished one is left as it is. With
     --cluster: variables on the ps tasks, one replica per worker, each on its own data shard."""
     from specflow.train import run_config
+    from specflow.train.data_fit import errors_located
     from specflow.train.loop import Trainer, TrainOptions
     from specflow.views.train_view import ProgressListener, result_table
 
@@ -362,7 +363,7 @@ def train(
             out.print(f"{_escape(str(logdir))}: already at step {done}; nothing to do{hint}")
             return
     _quiet_numeric_warnings()
-    with ProgressListener(out) as listener:
+    with errors_located(s), ProgressListener(out) as listener:
         options = TrainOptions(logdir=logdir, steps=steps, resume=plan.resume, devices=devices,
                                lossy_transfers=lossy_transfers)
         if cluster or address:

@@ -13,6 +13,8 @@ of a kernel's dtype error deep in the training graph.
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import numpy as np
 
 from specflow.errors import SpecError, SpecflowError
@@ -29,6 +31,15 @@ def located(spec, err: SpecflowError) -> SpecflowError:
         keys = tuple(int(k) if k.isdigit() else k for k in err.path.split("."))
         err.location = spec.source.location(keys)
     return err
+
+
+@contextmanager
+def errors_located(spec):
+    """``located`` for every SpecflowError raised inside (training's own checks of the data)."""
+    try:
+        yield
+    except SpecflowError as e:
+        raise located(spec, e) from None
 
 
 def fit_to_inputs(spec, cfg, arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:

@@ -211,3 +211,10 @@ def test_importing_our_own_export_of_a_loop_says_why_it_is_refused(tmp_path):
     one_error(cli("import", tmp_path / "export", "--out", tmp_path / "back.yaml"), "(Enter) is control flow",
               "as `specflow export` writes a spec's while:, cond: and RNN layers")
     assert not (tmp_path / "back.yaml").exists()
+
+
+def test_training_time_data_errors_name_the_spec_line(tmp_path):
+    spec = spec_file(tmp_path, SPEC.replace("batch_size: 16", "batch_size: 5000"))
+    one_error(cli("train", spec, "--logdir", tmp_path / "run"),
+              "tiny.yaml:17:", "train.data.batch_size: batch_size 5000 is larger than the training data")
+    assert not (tmp_path / "run").exists()
