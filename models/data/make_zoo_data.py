@@ -8,6 +8,9 @@
 - ``sequences.npz``: token sequences (``tokens`` int32 [N, 12], ids 1..9, zero-padded after a
   random length 4..12) labelled 1 when they hold more of {1, 2, 3} than of {7, 8, 9}
   (``label`` int64 [N]; no ties).
+- ``houses.csv``: 600 houses, one a row under a header: five features on very different scales
+  (``rooms``, ``area_m2``, ``age_years``, ``distance_km``, ``floor``) and a real-valued
+  ``price`` (a smooth function of them plus noise), for a CSV regressor with normalization.
 
 Run ``python models/data/make_zoo_data.py`` to regenerate them.
 """
@@ -72,9 +75,23 @@ def sequences(rng: np.random.Generator, n: int = 2000) -> dict[str, np.ndarray]:
     return {"tokens": tokens, "label": labels}
 
 
+def houses(rng: np.random.Generator, n: int = 600) -> str:
+    rooms = rng.integers(1, 7, n)
+    area = rooms * 22.0 + rng.normal(0, 12, n).clip(-30, 30) + 15
+    age = rng.uniform(0, 80, n)
+    distance = rng.gamma(2.0, 3.0, n)
+    floor = rng.integers(0, 12, n)
+    price = 40 + 2.2 * area + 6 * rooms - 0.6 * age - 25 * np.log1p(distance) + 1.5 * np.sqrt(floor)
+    price = price + rng.normal(0, 8, n)
+    rows = ["rooms,area_m2,age_years,distance_km,floor,price"]
+    rows += [f"{r},{a:.1f},{g:.1f},{d:.2f},{f},{p:.2f}" for r, a, g, d, f, p in zip(rooms, area, age, distance, floor, price)]
+    return "\n".join(rows) + "\n"
+
+
 if __name__ == "__main__":
     rng = np.random.default_rng(0)
     windows, pairs = text(rng)
     np.savez_compressed(HERE / "text_windows.npz", **windows)
     np.savez_compressed(HERE / "skipgram.npz", **pairs)
     np.savez_compressed(HERE / "sequences.npz", **sequences(rng))
+    (HERE / "houses.csv").write_text(houses(np.random.default_rng(1)))

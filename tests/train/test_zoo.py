@@ -12,7 +12,7 @@ from specflow.train.loop import Listener, Trainer, TrainOptions
 
 MODELS = Path(__file__).resolve().parents[2] / "models"
 ZOO = ["lenet5", "resnet_digits", "lstm_language_model", "gru_classifier", "transformer_classifier", "word2vec",
-       "autoencoder"]
+       "autoencoder", "house_regression"]
 LAYERS_USED = {
     "lenet5": {"zero_padding", "conv2d", "avg_pool2d"},
     "resnet_digits": {"batch_norm", "add", "global_avg_pool"},
@@ -21,6 +21,7 @@ LAYERS_USED = {
     "transformer_classifier": {"multi_head_attention", "layer_norm"},
     "word2vec": {"embedding"},
     "autoencoder": {"conv2d_transpose", "upsampling2d"},
+    "house_regression": {"dense", "dropout"},
 }
 
 
