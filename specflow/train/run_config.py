@@ -164,8 +164,14 @@ def plan_train(spec: Path, logdir: Path, seed: int | None, sets: list[str] | Non
     warnings = []
     if diffs:
         if not (resume and force):
-            fix = "pass --force to resume with the new value" if resume else \
-                "pass --resume to continue it with its own flags, --overwrite to start again, or choose another --logdir"
+            spec_changed = stored.spec_sha256 and given.spec_sha256 and stored.spec_sha256 != given.spec_sha256
+            if resume:
+                fix = "pass --force to resume with the new value"
+            elif spec_changed:  # --resume alone would refuse the changed spec too
+                fix = "pass --resume --force to continue it with the changed spec, --overwrite to start again, " \
+                      "or choose another --logdir"
+            else:
+                fix = "pass --resume to continue it with its own flags, --overwrite to start again, or choose another --logdir"
             raise TrainingError(f"{logdir} holds a run of another configuration: {'; '.join(diffs)}; {fix}")
         warnings = [f"{d}; resuming with the new value (--force)" for d in diffs]
     config = merged(stored, given) if resume else given

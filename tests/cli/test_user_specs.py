@@ -218,3 +218,14 @@ def test_training_time_data_errors_name_the_spec_line(tmp_path):
     one_error(cli("train", spec, "--logdir", tmp_path / "run"),
               "tiny.yaml:17:", "train.data.batch_size: batch_size 5000 is larger than the training data")
     assert not (tmp_path / "run").exists()
+
+
+def test_an_edited_spec_is_refused_with_a_hint_that_works(tmp_path):
+    """Editing the spec (train.steps: 4 -> 6) and training again was refused with "pass --resume
+    to continue it", and --resume was then refused too (it needs --force for a changed spec)."""
+    spec, logdir = spec_file(tmp_path), tmp_path / "run"
+    ok("train", spec, "--logdir", logdir)
+    spec.write_text(SPEC.replace("steps: 4", "steps: 6"))
+    err = one_error(cli("train", spec, "--logdir", logdir), "has changed since the run")
+    assert "pass --resume --force to continue it with the changed spec" in err
+    assert "4 → 6" in ok("train", spec, "--logdir", logdir, "--resume", "--force")
