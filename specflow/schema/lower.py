@@ -101,12 +101,15 @@ class Lowerer:
 
     def _signatures(self, ns: Namespace) -> dict:
         out: dict = {}
+        declared = {*self.model.nodes, *self.model.inputs, *(self.model.variables or {})}
         for sig_name, sig in self.model.signatures.items():
             entry: dict = {"inputs": {}, "outputs": {}}
             for part in ("inputs", "outputs"):
                 for alias, ref in getattr(sig, part).items():
                     path = ("signatures", sig_name, part, alias)
                     if not ns.knows(ref):
+                        if self.errors and split_ref(ref)[0] in declared:
+                            continue  # a node that failed to lower (or one after it): its error is reported
                         self.record(self.error(
                             f"signature '{sig_name}' names a missing tensor '{ref}'"
                             + did_you_mean(split_ref(ref)[0], ns.names()), path), path)

@@ -229,3 +229,23 @@ def test_an_edited_spec_is_refused_with_a_hint_that_works(tmp_path):
     err = one_error(cli("train", spec, "--logdir", logdir), "has changed since the run")
     assert "pass --resume --force to continue it with the changed spec" in err
     assert "4 → 6" in ok("train", spec, "--logdir", logdir, "--resume", "--force")
+
+
+def test_a_node_that_fails_is_one_error_not_one_more_per_signature_using_it(tmp_path):
+    """A typo in one call's input name also printed "signature 'serving_default' names a missing
+    tensor" for every signature output downstream of it: one problem, several lines."""
+    text = SPEC.replace("  logits: {layer: dense, inputs: [hidden], units: 10}",
+                        "  logits: {call: head, inputs: {z: hidden}}").replace("\nnodes:\n", """
+functions:
+  head:
+    inputs: {h: {dtype: float32, shape: [null, 8]}}
+    nodes: {out: {layer: dense, inputs: [h], units: 10}}
+    outputs: {y: out}
+nodes:
+""")
+    spec = spec_file(tmp_path, text)
+    r = cli("validate", spec)
+    one_error(r, "nodes.logits.inputs.z: function 'head' has no input 'z'")
+    spec.write_text(text.replace("outputs: {logits: logits}", "outputs: {logits: logitz}"))
+    r = cli("validate", spec)
+    assert r.exit_code == 1 and "names a missing tensor 'logitz'" in r.output, r.output
