@@ -7,7 +7,8 @@ dimensions (the batch dimension aside), and its dtype is converted by the feed r
 (``io/feed_cast.py``: only when no value changes; int32 labels feed int64), with one widening of
 that rule for training data: a float array of another width feeds a float input rounded, as
 Keras's ``fit`` casts numpy's float64 to float32 (a value beyond the input dtype's range is
-still an error). A misfit is one SpecError at ``train.data.feeds.<input>`` naming both, instead
+still an error). A float field holding NaN or infinity is refused (every loss would be NaN).
+A misfit is one SpecError at ``train.data.feeds.<input>`` naming both, instead
 of a kernel's dtype error deep in the training graph.
 """
 
@@ -65,6 +66,12 @@ def _fit(spec, name: str, field: str, a: np.ndarray, want) -> np.ndarray:
         dims = list(want.shape)
         if a.ndim != len(dims) or any(d is not None and d != n for d, n in zip(dims[1:], a.shape[1:])):
             raise located(spec, SpecError(f"{have} but {got} (one row per example)", path=path))
+    if a.dtype.kind in "fc" and not np.all(np.isfinite(a)):
+        bad = np.argwhere(~np.isfinite(a))[0]
+        where = f"example {bad[0]}" + (f", at {list(map(int, bad[1:]))}" if len(bad) > 1 else "")
+        n = int(a.size - np.count_nonzero(np.isfinite(a)))
+        raise located(spec, SpecError(f"source field '{field}' (fed to input '{name}') holds {n} NaN or infinite "
+                                      f"value(s), the first in {where}: every loss would be NaN", path=path))
     try:
         target = dtypes.as_dtype(want.dtype).numpy
     except (TypeError, ValueError, SpecflowError):

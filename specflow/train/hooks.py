@@ -59,7 +59,7 @@ class NanGuardHook(Hook):
         if not math.isfinite(float(loss)):
             last = run.checkpoints.latest()
             where = f"the last good checkpoint is {last}" if last else "no checkpoint was written yet"
-            raise TrainingError(f"the loss is {float(loss)} at step {step}; {where}")
+            raise TrainingError(f"the loss is {float(loss)} at step {step}; {where}", path="train.loss")
 
 
 class SummarySaverHook(Hook):

@@ -249,3 +249,18 @@ nodes:
     spec.write_text(text.replace("outputs: {logits: logits}", "outputs: {logits: logitz}"))
     r = cli("validate", spec)
     assert r.exit_code == 1 and "names a missing tensor 'logitz'" in r.output, r.output
+
+
+def test_nan_in_the_data_is_named_before_training_and_a_nan_loss_names_the_loss_line(tmp_path):
+    x, y = digits()
+    x = x.astype(np.float32)
+    x[7, 3] = np.nan
+    spec = npz_spec(tmp_path, x=x, y=y)
+    one_error(cli("train", spec, "--logdir", tmp_path / "a"), "tiny.yaml:17:", "train.data.feeds.images: source "
+              "field 'x' (fed to input 'images') holds 1 NaN or infinite value(s), the first in example 7, at [3]")
+    assert not (tmp_path / "a").exists()
+    nan_loss = SPEC.replace("{op: SparseSoftmaxCrossEntropyWithLogits, inputs: [logits, labels]}",
+                            "{op: Log, inputs: [{op: Neg, inputs: [{op: Square, inputs: [logits]}]}]}")
+    nan_loss = nan_loss.replace("  labels: {dtype: int64, shape: [null]}\n", "").replace(", labels: y", "")
+    one_error(cli("train", spec_file(tmp_path, nan_loss), "--logdir", tmp_path / "b"),
+              "tiny.yaml:14:9: train.loss: the loss is nan at step 1; no checkpoint was written yet")
