@@ -89,7 +89,10 @@ def _spec_of(spec) -> Callable[[str], list[str] | None]:
 @handle_errors
 def validate(spec: Path = typer.Argument(..., help="The model spec (YAML)."), set_: list[str] | None = SetOpt):
     """Check a spec: schema, graph structure, shapes and dtypes. Prints a summary on success."""
+    from specflow.train.data_fit import check_data
+
     s = _load(spec, set_)
+    check_data(s)
     n_params = sum(_num_elements(v.shape) for v in s.variables)
     trainable = sum(1 for v in s.variables if v.trainable)
     out.print(

@@ -15,6 +15,7 @@ of a kernel's dtype error deep in the training graph.
 from __future__ import annotations
 
 from contextlib import contextmanager
+from pathlib import Path
 
 import numpy as np
 
@@ -86,3 +87,29 @@ def _fit(spec, name: str, field: str, a: np.ndarray, want) -> np.ndarray:
     except SpecError as e:
         e.path = path
         raise located(spec, e) from None
+
+
+VALIDATE_BYTES = 64 << 20  # `validate` reads a data source this small whole; a larger one: its files exist
+
+
+def check_data(spec) -> None:
+    """What ``specflow validate`` checks of a spec's data before any training: its files exist,
+    and a source of up to ``VALIDATE_BYTES`` is read and fitted to the inputs as training would."""
+    from specflow.train.evaluate import load_fitted
+
+    cfg = spec.train
+    if cfg is None:
+        return
+    source = cfg.data.source_dict()
+    base = Path(spec.path).parent if spec.path else Path(".")
+    kind = next(iter(source))
+    named = {"npz": {kind: source.get(kind)}, "csv": {kind: source.get(kind)}}.get(kind) or \
+        ({f"npy.{k}": v for k, v in source["npy"].items()} if kind == "npy" else {})
+    total = 0
+    for key, rel in named.items():
+        p = base / str(rel)
+        if not p.is_file():
+            raise located(spec, SpecError(f"data file not found: {p}", path=f"train.data.source.{key}"))
+        total += p.stat().st_size
+    if kind != "tfrecord" and total <= VALIDATE_BYTES:
+        load_fitted(spec, cfg)

@@ -264,3 +264,15 @@ def test_nan_in_the_data_is_named_before_training_and_a_nan_loss_names_the_loss_
     nan_loss = nan_loss.replace("  labels: {dtype: int64, shape: [null]}\n", "").replace(", labels: y", "")
     one_error(cli("train", spec_file(tmp_path, nan_loss), "--logdir", tmp_path / "b"),
               "tiny.yaml:14:9: train.loss: the loss is nan at step 1; no checkpoint was written yet")
+
+
+def test_validate_checks_the_data_too(tmp_path):
+    """`validate` said ok for a spec whose data file did not exist or did not fit the inputs;
+    `train` then failed."""
+    spec = spec_file(tmp_path, SPEC.replace("{builtin: digits}", "{npz: nowhere.npz}"))
+    one_error(cli("validate", spec), "tiny.yaml:17:", "train.data.source.npz: data file not found")
+    x, y = digits()
+    spec = npz_spec(tmp_path, x=x.reshape(-1, 8, 8), y=y)
+    one_error(cli("validate", spec), "tiny.yaml:17:", "train.data.feeds.images: input 'images' is float32 [?, 64]")
+    spec = npz_spec(tmp_path, x=x, y=y)
+    assert "ok" in ok("validate", spec)
