@@ -88,7 +88,8 @@ def _spec_of(spec) -> Callable[[str], list[str] | None]:
 @app.command()
 @handle_errors
 def validate(spec: Path = typer.Argument(..., help="The model spec (YAML)."), set_: list[str] | None = SetOpt):
-    """Check a spec: schema, graph structure, shapes and dtypes. Prints a summary on success."""
+    """Check a spec: schema, graph structure, shapes and dtypes, and its training data (files
+    found; up to 64 MiB read and fitted to the inputs). Prints a summary on success."""
     from specflow.train.data_fit import check_data
 
     s = _load(spec, set_)
