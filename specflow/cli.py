@@ -379,6 +379,10 @@ def train(
             trainer = Trainer(s, options, listener)
         with run_config.begun(logdir, plan), _stop_on_signals(trainer.request_stop):
             result = trainer.run()
+    if result.stopped_by == "end_of_data" and result.step == result.start_step:
+        out.print(f"{_escape(str(logdir))}: already at the end of its data (train.data.epochs) at step {result.step}; "
+                  "nothing to do")
+        return
     out.print(result_table(result, logdir))
 
 

@@ -80,6 +80,7 @@ class Trainer:
         self._stop = threading.Event()
         self.stopped_by = "steps"
         self.step = 0
+        self.data_done = False  # resumed with its epochs used up (set by _setup)
 
     def request_stop(self) -> None:
         """Stop after the current step, save and end normally (what Ctrl-C does)."""
@@ -115,6 +116,11 @@ class Trainer:
             next_batch = state.restore(self.session, self.save_restore, self.checkpoints.restore(latest), latest) or 0
         self.step = int(self.session.run(self.graph.global_step.read))
         self.graph.pipeline.restore(next_batch)
+        ends = self.graph.pipeline.num_batches
+        self.data_done = latest is not None and ends is not None and next_batch >= ends
+        if self.data_done:  # resumed at the end of its epochs: nothing to train, evaluate or log
+            self.session.close()
+            return
         self.logdir.mkdir(parents=True, exist_ok=True)
         self.writer = SummaryWriter(self.logdir)
         self.eval_writer = SummaryWriter(self.logdir / "eval")
@@ -166,6 +172,9 @@ class Trainer:
         self._setup()
         self.last_checkpoint = self.checkpoints.latest()
         start_step = self.step
+        if self.data_done:
+            return TrainResult(start_step=start_step, step=self.step, seconds=0.0, stopped_by="end_of_data",
+                               last_loss=None, eval_metrics={}, checkpoint=self.last_checkpoint)
         pipeline = self.graph.pipeline
         coord = Coordinator()
         pipeline.queue_runner(self.session).create_threads(coord)

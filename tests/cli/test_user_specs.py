@@ -276,3 +276,16 @@ def test_validate_checks_the_data_too(tmp_path):
     one_error(cli("validate", spec), "tiny.yaml:17:", "train.data.feeds.images: input 'images' is float32 [?, 64]")
     spec = npz_spec(tmp_path, x=x, y=y)
     assert "ok" in ok("validate", spec)
+
+
+def test_training_again_after_the_data_ended_does_nothing(tmp_path):
+    """A run that ended with its epochs (step 10 of 100) was "resumed" again: a "10 → 10 (end of
+    data)" summary, a repeated evaluation and one more event file each time."""
+    spec = spec_file(tmp_path, SPEC.replace("batch_size: 16,", "batch_size: 16, epochs: 1,")
+                     .replace("steps: 4", "steps: 100").replace("split: {test: 0.2}", "split: {test: 0.9}"))
+    logdir = tmp_path / "run"
+    assert "0 → 12 (end of data)" in ok("train", spec, "--logdir", logdir)
+    events = sorted(logdir.rglob("events.out.tfevents.*"))
+    out = ok("train", spec, "--logdir", logdir)
+    assert "already at the end of its data (train.data.epochs) at step 12; nothing to do" in out
+    assert "→" not in out and sorted(logdir.rglob("events.out.tfevents.*")) == events
