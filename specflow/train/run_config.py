@@ -194,12 +194,23 @@ def begin(logdir: Path, plan: TrainPlan) -> None:
 def begun(logdir: Path, plan: TrainPlan):
     """``begin(logdir, plan)`` around a run, undone if the run fails before it wrote anything
     but run.json into a logdir it made: a mistake found as training starts (a data file not
-    found) leaves no half-made run behind. A run that got further keeps its events."""
+    found) leaves no half-made run behind. A run that got further keeps its events. A forced resume
+with a changed spec or flags that fails before its first checkpoint puts the run's run.json back."""
     made = not Path(logdir).exists()
+    path = Path(logdir) / FILENAME
+    before = path.read_bytes() if plan.record and not plan.fresh and path.is_file() else None
+    step = latest_step(logdir) if before is not None else None
     begin(logdir, plan)
     try:
         yield
     except BaseException:
+        if before is not None and latest_step(logdir) == step:
+            # A resume with a changed spec or flags (--force) that failed before it saved (the
+            # checkpoint does not fit the changed spec): the run is still the one run.json named.
+            from specflow.io.atomic_write import write_atomically
+
+            with suppress(OSError):
+                write_atomically(path, lambda f: f.write(before))
         if made:
             with suppress(OSError):
                 if set(os.listdir(logdir)) <= {FILENAME, ".specflow.lock"}:

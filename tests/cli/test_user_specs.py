@@ -289,3 +289,17 @@ def test_training_again_after_the_data_ended_does_nothing(tmp_path):
     out = ok("train", spec, "--logdir", logdir)
     assert "already at the end of its data (train.data.epochs) at step 12; nothing to do" in out
     assert "→" not in out and sorted(logdir.rglob("events.out.tfevents.*")) == events
+
+
+def test_a_forced_resume_that_fails_leaves_the_runs_configuration(tmp_path):
+    """`train --resume --force` with an edited spec whose variables no longer fit the checkpoint
+    failed, but run.json already named the edited spec: going back to the spec that trained the
+    run was then refused as "changed since the run"."""
+    spec, logdir = spec_file(tmp_path), tmp_path / "run"
+    ok("train", spec, "--logdir", logdir, "--steps", 2)
+    before = (logdir / "run.json").read_text()
+    spec.write_text(SPEC.replace("units: 8", "units: 9"))
+    one_error(cli("train", spec, "--logdir", logdir, "--resume", "--force"), "holds 'hidden/kernel' as float32[64, 8]")
+    assert (logdir / "run.json").read_text() == before
+    spec.write_text(SPEC)
+    assert "2 → 4" in ok("train", spec, "--logdir", logdir)
