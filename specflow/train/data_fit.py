@@ -89,13 +89,35 @@ def _fit(spec, name: str, field: str, a: np.ndarray, want) -> np.ndarray:
         raise located(spec, e) from None
 
 
+def check_fixed_batch(spec, cfg, train: dict[str, np.ndarray], test: dict[str, np.ndarray] | None) -> None:
+    """An input with a fixed batch dimension (``shape: [32, 64]``) fed by the data must get
+    exactly that many rows every time: batches of ``batch_size`` that divide the training
+    examples, and no evaluation (it feeds the held-out split whole). Nothing checks a fed batch's
+    rows against it at run time, so a misfit would run on, unnoticed or failing at a later step."""
+    for name in cfg.data.feeds:
+        want = spec.model.inputs.get(name)
+        if want is None or not want.shape or want.shape[0] is None:
+            continue
+        rows, n = int(want.shape[0]), len(next(iter(train.values())))
+        problem = None
+        if cfg.data.batch_size != rows:
+            problem = f"but batch_size is {cfg.data.batch_size}"
+        elif n % rows:
+            problem = f"but the last batch of each epoch has {n % rows} of the {n} training examples"
+        elif cfg.eval is not None and test is not None and len(next(iter(test.values()))) != rows:
+            problem = f"but evaluation feeds the {len(next(iter(test.values())))} held-out examples at once"
+        if problem:
+            raise located(spec, SpecError(f"input '{name}' has a fixed batch dimension of {rows} rows, {problem}; "
+                                          "give its first dimension as null", path=f"train.data.feeds.{name}"))
+
+
 VALIDATE_BYTES = 64 << 20  # `validate` reads a data source this small whole; a larger one: its files exist
 
 
 def check_data(spec) -> None:
     """What ``specflow validate`` checks of a spec's data before any training: its files exist,
     and a source of up to ``VALIDATE_BYTES`` is read and fitted to the inputs as training would."""
-    from specflow.train.evaluate import load_fitted
+    from specflow.train.evaluate import load_split
 
     cfg = spec.train
     if cfg is None:
@@ -112,4 +134,4 @@ def check_data(spec) -> None:
             raise located(spec, SpecError(f"data file not found: {p}", path=f"train.data.source.{key}"))
         total += p.stat().st_size
     if kind != "tfrecord" and total <= VALIDATE_BYTES:
-        load_fitted(spec, cfg)
+        load_split(spec, cfg)

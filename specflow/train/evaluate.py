@@ -13,15 +13,18 @@ from specflow.io.checkpoint import CheckpointManager
 from specflow.runtime.session import Session, SessionConfig
 from specflow.train import state
 from specflow.train.data import load_source, split
-from specflow.train.data_fit import fit_to_inputs, located
+from specflow.train.data_fit import check_fixed_batch, fit_to_inputs, located
 
 
 def load_split(spec, cfg) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray] | None]:
     """The spec's training data and its held-out split (None without ``split``)."""
     arrays = load_fitted(spec, cfg)
     if cfg.data.split is None:
-        return arrays, None
-    return split(arrays, cfg.data.split.test, cfg.data.seed, cfg.data.split.stratify)
+        train, test = arrays, None
+    else:
+        train, test = split(arrays, cfg.data.split.test, cfg.data.seed, cfg.data.split.stratify)
+    check_fixed_batch(spec, cfg, train, test)
+    return train, test
 
 
 def load_fitted(spec, cfg) -> dict[str, np.ndarray]:

@@ -303,3 +303,15 @@ def test_a_forced_resume_that_fails_leaves_the_runs_configuration(tmp_path):
     assert (logdir / "run.json").read_text() == before
     spec.write_text(SPEC)
     assert "2 → 4" in ok("train", spec, "--logdir", logdir)
+
+
+def test_a_fixed_batch_dimension_that_the_batches_do_not_fill_is_refused(tmp_path):
+    """`images: {shape: [16, 64]}` trained on: the last batch of each epoch (or a batch_size of
+    another size) fed fewer rows than the input declares, silently."""
+    fixed = SPEC.replace("shape: [null, 64]", "shape: [16, 64]")
+    one_error(cli("validate", spec_file(tmp_path, fixed)), "tiny.yaml:17:", "train.data.feeds.images: input 'images' "
+              "has a fixed batch dimension of 16 rows, but the last batch of each epoch has 13 of the 1437 training "
+              "examples")
+    one_error(cli("train", spec_file(tmp_path, fixed.replace("batch_size: 16", "batch_size: 8")), "--logdir",
+                  tmp_path / "run"), "tiny.yaml:17:", "fixed batch dimension of 16 rows, but batch_size is 8")
+    assert not (tmp_path / "run").exists()
