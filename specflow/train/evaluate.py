@@ -88,7 +88,7 @@ def restoring_graph(spec, logdir, step: int | None = None, keep: int = 5):
     else:
         path = manager.path_for_step(step)
         if path is None:
-            kept = ", ".join(str(p) for p in manager.all()) or "none"
+            kept = ", ".join(Path(p).name for p in manager.all()) or "none"
             raise TrainingError(f"{logdir} has no checkpoint for step {step} (kept: {kept})")
     b = GraphBuilder(spec.graph_def)
     sr = state.add_save_restore(b, list(spec.variables))

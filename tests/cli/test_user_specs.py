@@ -315,3 +315,11 @@ def test_a_fixed_batch_dimension_that_the_batches_do_not_fill_is_refused(tmp_pat
     one_error(cli("train", spec_file(tmp_path, fixed.replace("batch_size: 16", "batch_size: 8")), "--logdir",
                   tmp_path / "run"), "tiny.yaml:17:", "fixed batch dimension of 16 rows, but batch_size is 8")
     assert not (tmp_path / "run").exists()
+
+
+def test_eval_and_export_of_a_missing_step_list_the_kept_ones_alike(tmp_path):
+    spec, logdir = spec_file(tmp_path), tmp_path / "run"
+    ok("train", spec, "--logdir", logdir)
+    for args in (["eval"], ["export", "--out", tmp_path / "e"]):
+        one_error(cli(*args[:1], spec, "--logdir", logdir, "--checkpoint", 3, *args[1:]),
+                  "has no checkpoint for step 3 (kept: model.ckpt-2, model.ckpt-4)")
