@@ -65,6 +65,8 @@ def load_yaml(text: str | bytes, filename: str = "<string>") -> tuple[object, So
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
         what = e.problem or e.context or "invalid YAML"
+        if "'\\t'" in what:
+            what += " (YAML indents with spaces, not tabs)"
         raise SpecError(f"YAML syntax error: {what}", location=_loc(filename, mark)) from None
     except yaml.YAMLError as e:
         raise SpecError(f"YAML error: {e}", location=Location(filename)) from None

@@ -323,3 +323,9 @@ def test_eval_and_export_of_a_missing_step_list_the_kept_ones_alike(tmp_path):
     for args in (["eval"], ["export", "--out", tmp_path / "e"]):
         one_error(cli(*args[:1], spec, "--logdir", logdir, "--checkpoint", 3, *args[1:]),
                   "has no checkpoint for step 3 (kept: model.ckpt-2, model.ckpt-4)")
+
+
+def test_a_tab_indented_spec_says_tabs_are_the_problem(tmp_path):
+    spec = spec_file(tmp_path, SPEC.replace("  hidden: {layer", "\thidden: {layer"))
+    one_error(cli("validate", spec), "tiny.yaml:9:1: YAML syntax error: found character '\\t'",
+              "(YAML indents with spaces, not tabs)")
