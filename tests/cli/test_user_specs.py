@@ -1,6 +1,8 @@
 """What a TF/Keras user met writing their own specs and data (the hidden checks' user), each as a
-regression test: a run's checkpoints survive an emptied state file; data files of another dtype
-or shape than the model's inputs; data errors naming the spec's line; --steps remembered."""
+regression test: a run's checkpoints survive an emptied state file; data of another dtype or shape
+than the model's inputs, NaN data, fixed batch dimensions; data errors at the spec's line, also
+from validate; CSV regression; no tracebacks; hints that work (edited specs, --steps, ended data);
+one error per problem; a failed forced resume keeps the run's configuration."""
 
 from __future__ import annotations
 
