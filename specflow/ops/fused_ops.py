@@ -19,10 +19,12 @@ from specflow.ops.conv_ops import (
     _CONV_ATTRS,
     _conv_window,
     _from_nhwc,
+    _rank4,
     _window,
     conv2d_matrix,
 )
 from specflow.ops.inference import InferenceContext
+from specflow.ops.leading_sum import sum_leading
 from specflow.ops.math_ops import _fmt
 from specflow.ops.matmul_ops import _matmul, _matmul_shape
 from specflow.ops.registry import kernel, not_differentiable, register_op
@@ -233,7 +235,7 @@ def _pooled_order(win, spatial: tuple, pool) -> np.ndarray | None:
     return np.ascontiguousarray(order).ravel()
 
 
-def _conv_pool_plan(ctx, xp, x, f) -> tuple:
+def _conv_pool_plan(ctx, xp, x, f, limit: bool = True) -> tuple:
     """Per input shapes (kept in kernel state): the two windows, and for the gathered way its
     row order (None: the unfused way), whether it reads padding, and the product's dims."""
     win, out = _conv_window(ctx, x.shape, f.shape)
@@ -241,7 +243,7 @@ def _conv_pool_plan(ctx, xp, x, f) -> tuple:
     n, *spatial, c = x.shape
     k = math.prod(win.ksize) * c
     order = None
-    if xp is np and n * math.prod(win.out) * k <= _POOL_MAX_ELEMENTS and 0 not in x.shape:
+    if xp is np and (not limit or n * math.prod(win.out) * k <= _POOL_MAX_ELEMENTS) and 0 not in x.shape[int(not limit):]:
         order = _pooled_order(win, tuple(spatial), pool)
     padded = order is not None and window_index(win, tuple(spatial))[1]
     return win, pool, order, padded, math.prod(spatial), k, math.prod(pool.ksize), math.prod(pool.out)
@@ -297,3 +299,133 @@ def _max_over_taps(xp, prod, flat, taps: int):
 
 
 not_differentiable("_FusedConv2DMaxPool")
+
+
+# --- _FusedConv2DMaxPoolTrain and its gradient ----------------------------------------------------
+#
+# Training's form of the above (runtime/optimize_fuse.py ``fuse_conv_pool_training``): MaxPool of
+# a _FusedConv2D whose only other reader is the pool's MaxPoolGrad, whose gradient goes only to the
+# bias's BiasAddGrad and the filter's Conv2DBackpropFilter. The activations are kept in the
+# gathered (window offset, pooled position) row order: the pool is KH * KW - 1 ``maximum`` calls
+# over contiguous blocks, the pool's gradient one comparison and one product per offset over
+# contiguous blocks (MaxPoolGrad of NHWC activations walks strided 16-element runs), and the
+# filter gradient multiplies the same rows' im2col, which the forward kernel hands on. The bias
+# and Relu run before the pool here: the gradient compares the very activations the unfused
+# MaxPoolGrad would (each window's first maximum), so every value matches the unfused chain's.
+
+
+def _fused_conv_pool_train_shape(ic: InferenceContext) -> list[Shape]:
+    (pooled,) = _fused_conv2d_max_pool_shape(ic)
+    conv = _conv_window(ic, ic.shape(0), ic.shape(1))[1]
+    pool = _pool_of(ic, conv)
+    x, f = _rank4(ic, ic.shape(0), "input"), _rank4(ic, ic.shape(1), "filter")
+    taps, cells = math.prod(pool.ksize), None if None in pool.out else math.prod(pool.out)
+    k = None if None in (f[0], f[1]) else f[0] * f[1]
+    width = None if cells is None or conv[3] is None else cells * conv[3]
+    rows = None if cells is None or k is None else taps * cells * k
+    return [pooled, Shape([conv[0], taps, width]), Shape([conv[0], rows, x[3]])]
+
+
+register_op(
+    "_FusedConv2DMaxPoolTrain",
+    inputs=["input: T", "filter: T", "bias: T"],
+    outputs=["output: T", "activations: T", "columns: T"],
+    attrs=[
+        "T: {float16, float32, float64}",
+        *_CONV_ATTRS,
+        "pool_ksize: list(int) >= 4",
+        "pool_strides: list(int) >= 4",
+        "pool_padding: {'SAME', 'VALID'}",
+        "fused_ops: list(string) = []",
+    ],
+    shape=_fused_conv_pool_train_shape,
+    doc="_FusedConv2DMaxPool for training: also the activations (bias added, Relu if listed) "
+    "[N, pool taps, pooled positions * O] and the gathered im2col they came from, for "
+    "_FusedConv2DMaxPoolTrainGrad (the pool's windows must tile the convolution's output).",
+)
+
+
+@kernel("_FusedConv2DMaxPoolTrain", devices=("CPU",))
+def _fused_conv2d_max_pool_train(ctx, x, f, bias):
+    if ctx.attrs["data_format"] != "NHWC":
+        raise ctx.fail("only NHWC is supported")
+    plan = ctx.state.get("pool_plan")
+    if plan is None or plan[0] != x.shape or plan[1] != f.shape:
+        plan = ctx.state["pool_plan"] = (x.shape, f.shape, *_conv_pool_plan(ctx, np, x, f, limit=False))
+    _, _, win, pool, order, padded, rows, k, taps, cells = plan
+    n, o = x.shape[0], f.shape[3]
+    if f.shape[2] != x.shape[3]:
+        raise ctx.fail(f"the filter {_fmt(f.shape)} must read all {x.shape[3]} input channels (no groups)")
+    if order is None:
+        raise ctx.fail(f"the pool's windows {pool.ksize} must tile the convolution's output {win.out}")
+    if bias.ndim != 1 or bias.shape[0] != o:
+        raise ctx.fail(f"bias of shape {_fmt(bias.shape)} does not match the convolution's {o} output channels")
+    src = gather_source(np, x, rows, padded, ctx.state)
+    cols = ctx.empty((n, order.size, x.shape[3]), x.dtype)  # an output: the arena's, not kept
+    src.take(order, axis=1, out=cols, mode="wrap")
+    give_source(ctx.state, src, padded)
+    act = ctx.empty((n, taps, cells * o), x.dtype)
+    flat = act.reshape(n * taps * cells, o)
+    np.matmul(cols.reshape(n * taps * cells, k), f.reshape(k, o), out=flat)
+    add_rows(np, flat, bias)
+    if len(ctx.attrs["fused_ops"]) == 2:  # Relu
+        relu(np, flat, flat)
+    out = ctx.empty((n, *pool.out, o), x.dtype)
+    pooled = out.reshape(n, cells * o)
+    return tf_cpu_max_pool(np, act, lambda a: _max_over_taps(np, a, pooled, taps)).reshape(out.shape), act, cols
+
+
+def _train_grad_shape(ic: InferenceContext) -> list[Shape]:
+    sizes = ic.shape_from_value(4)
+    if sizes.rank is None:
+        return [Shape.unknown_of_rank(4), Shape([None])]
+    if sizes.rank != 4:
+        raise ic.fail(f"filter_sizes must hold 4 sizes, got {sizes}")
+    return [sizes, Shape([sizes[3]])]
+
+
+register_op(
+    "_FusedConv2DMaxPoolTrainGrad",
+    inputs=["activations: T", "output: T", "grad: T", "columns: T", "filter_sizes: int32"],
+    outputs=["filter_grad: T", "bias_grad: T"],
+    attrs=["T: {float16, float32, float64}"],
+    shape=lambda ic: _train_grad_shape(ic),
+    doc="The filter and bias gradients of _FusedConv2DMaxPoolTrain from the gradient of its pooled "
+    "output: MaxPoolGrad (each window's grad to its first maximum) in the activations' row "
+    "order, then BiasAddGrad and Conv2DBackpropFilter on the forward's im2col.",
+)
+
+
+@kernel("_FusedConv2DMaxPoolTrainGrad", devices=("CPU",), host_inputs=[4])
+def _fused_conv2d_max_pool_train_grad(ctx, act, y, dy, cols, filter_sizes):
+    sizes = tuple(int(s) for s in np.asarray(filter_sizes).ravel())
+    n, taps, width = act.shape
+    o = sizes[3] if len(sizes) == 4 else -1
+    if y.size != n * width or dy.shape != y.shape or o < 1 or width % o or cols.size != n * taps * (width // o) * math.prod(sizes[:3]):
+        raise ctx.fail(f"inconsistent shapes: activations {_fmt(act.shape)}, output {_fmt(y.shape)}, grad "
+                       f"{_fmt(dy.shape)}, columns {_fmt(cols.shape)}, filter_sizes {list(sizes)}")  # fmt: skip
+    y, dy = y.reshape(n, width), dy.reshape(n, width)
+    dact = ctx.empty(act.shape, act.dtype)
+    hit = wn.take(np, ctx.state, "hit", (n, width), np.dtype(bool))
+    seen = wn.take(np, ctx.state, "seen", (n, width), np.dtype(bool))
+    for t in range(taps):  # window.first_max's masks: the first maximum of each window
+        np.equal(act[:, t], y, out=hit)
+        if t == 0:
+            seen[...] = hit
+        else:
+            np.greater(hit, seen, out=hit)
+            if t + 1 < taps:
+                seen |= hit
+        np.multiply(dy, hit, out=dact[:, t])
+    wn.give(ctx.state, "hit", hit)
+    wn.give(ctx.state, "seen", seen)
+    rows = dact.reshape(-1, o)
+    bias_grad = sum_leading(np, rows, 1)
+    if bias_grad is None:
+        bias_grad = np.add.reduce(rows, 0, rows.dtype)
+    filter_grad = wn.tall_product(np, cols.reshape(rows.shape[0], -1), rows).reshape(sizes)
+    return filter_grad, bias_grad
+
+
+not_differentiable("_FusedConv2DMaxPoolTrain")
+not_differentiable("_FusedConv2DMaxPoolTrainGrad")

@@ -287,3 +287,58 @@ def test_a_convolution_read_elsewhere_keeps_its_pool():
     r = _optimized(_conv_relu_pool(peek=True), ["pool", "peek"], ["x", "f", "b"],
                    feed_shapes=[(2, 6, 6, 2), (3, 3, 2, 4), (4,)])  # fmt: skip
     assert r.pooled_convolutions == [] and "MaxPool" in [n.op for n in r.graph_def.nodes]
+
+
+def _conv_pool_training(peek: bool = False) -> GraphBuilder:
+    """conv + bias + relu + 2x2 max pool and the gradients training builds for them (as
+    train/gradients.py emits them): the pool's MaxPoolGrad, ReluGrad, BiasAddGrad and the
+    filter's Conv2DBackpropFilter."""
+    b = GraphBuilder()
+    for name, shape in (("x", [None, 6, 4, 2]), ("f", [3, 3, 2, 4]), ("b", [4]), ("dy", [None, 3, 2, 4])):
+        b.add_op("Placeholder", attrs={"dtype": "float32", "shape": shape}, name=name)
+    b.add_op("Conv2D", ["x", "f"], _CONV, name="conv")
+    b.add_op("BiasAdd", ["conv", "b"], name="biased")
+    b.add_op("Relu", ["biased"], name="act")
+    window = {"ksize": [1, 2, 2, 1], "strides": [1, 2, 2, 1], "padding": "VALID"}
+    b.add_op("MaxPool", ["act"], window, name="pool")
+    b.add_op("MaxPoolGrad", ["act", "pool", "dy"], window, name="pool_grad")
+    b.add_op("ReluGrad", ["pool_grad", "act"], name="act_grad")
+    b.add_op("BiasAddGrad", ["act_grad"], name="db")
+    sizes = b.const(np.array([3, 3, 2, 4], np.int32), name="sizes")
+    b.add_op("Conv2DBackpropFilter", ["x", sizes, "act_grad"], _CONV, name="df")
+    if peek:
+        b.add_op("Identity", ["act_grad"], name="peek")
+    return b
+
+
+def test_training_conv_and_pool_fuse_with_their_gradients_and_compute_the_same():
+    b = _conv_pool_training()
+    fetches, feeds = ["pool", "db", "df"], ["x", "f", "b", "dy"]
+    shapes = [(3, 6, 4, 2), (3, 3, 2, 4), (4,), (3, 3, 2, 4)]
+    r = _optimized(b, fetches, feeds, feed_shapes=shapes, cpu_only=True)
+    ops = {n.name: n.op for n in r.graph_def.nodes}
+    assert ops["pool"] == "_FusedConv2DMaxPoolTrain" and ops["df"] == "_FusedConv2DMaxPoolTrainGrad"
+    assert not {"Conv2D", "MaxPool", "MaxPoolGrad", "BiasAddGrad", "Conv2DBackpropFilter"} & set(ops.values())
+    assert "pool" in r.pooled_convolutions
+    # Without cpu_only (a GPU may run it) the chain stays as it was.
+    assert "_FusedConv2DMaxPoolTrain" not in {n.op for n in _optimized(b, fetches, feeds, feed_shapes=shapes).graph_def.nodes}
+    rng = np.random.default_rng(0)
+    vals = {"x": rng.integers(-2, 3, (3, 6, 4, 2)).astype(np.float32),  # ties, zeros and negatives
+            "f": rng.integers(-1, 2, (3, 3, 2, 4)).astype(np.float32),
+            "b": np.array([0, 1, -1, 0.5], np.float32), "dy": rng.standard_normal((3, 3, 2, 4)).astype(np.float32)}
+    vals["x"][1, 0, 0, 0] = np.nan  # NaN never wins a window (TF's CPU MaxPool), fused or not
+    outs = []
+    for optimize in (True, False):
+        with Session(b.graph_def, SessionConfig(devices="cpu:1", optimize=optimize)) as sess:
+            outs.append([sess.run(fetches, vals) for _ in range(2)])  # the second from kept buffers
+    for got in outs[0]:
+        for g, w in zip(got, outs[1][0], strict=True):
+            # the same values; the gradients summed over the rows in another order (rounding)
+            np.testing.assert_allclose(g, w, rtol=1e-6, atol=1e-5)
+    assert outs[0][0][0].tobytes() == outs[1][0][0].tobytes()  # the pooled output bit for bit
+
+
+def test_a_pool_gradient_read_elsewhere_keeps_the_training_chain():
+    r = _optimized(_conv_pool_training(peek=True), ["pool", "db", "df", "peek"], ["x", "f", "b", "dy"],
+                   feed_shapes=[(3, 6, 4, 2), (3, 3, 2, 4), (4,), (3, 3, 2, 4)], cpu_only=True)  # fmt: skip
+    assert "_FusedConv2DMaxPoolTrain" not in {n.op for n in r.graph_def.nodes}
