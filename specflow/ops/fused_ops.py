@@ -24,7 +24,6 @@ from specflow.ops.conv_ops import (
     conv2d_matrix,
 )
 from specflow.ops.inference import InferenceContext
-from specflow.ops.leading_sum import sum_leading
 from specflow.ops.math_ops import _fmt
 from specflow.ops.matmul_ops import _matmul, _matmul_shape
 from specflow.ops.registry import kernel, not_differentiable, register_op
@@ -308,10 +307,12 @@ not_differentiable("_FusedConv2DMaxPool")
 # bias's BiasAddGrad and the filter's Conv2DBackpropFilter. The activations are kept in the
 # gathered (window offset, pooled position) row order: the pool is KH * KW - 1 ``maximum`` calls
 # over contiguous blocks, the pool's gradient one comparison and one product per offset over
-# contiguous blocks (MaxPoolGrad of NHWC activations walks strided 16-element runs), and the
-# filter gradient multiplies the same rows' im2col, which the forward kernel hands on. The bias
-# and Relu run before the pool here: the gradient compares the very activations the unfused
-# MaxPoolGrad would (each window's first maximum), so every value matches the unfused chain's.
+# contiguous blocks (MaxPoolGrad of NHWC activations walks strided 16-element runs), and
+# the filter gradient multiplies the same rows' im2col, which the forward kernel hands on. Each
+# im2col row ends in C ones (a gathered ones row) and the filter in the bias and C - 1 zero rows:
+# the product adds the bias, and the filter gradient's row of the ones is the bias gradient.
+# The Relu runs before the pool: the gradient compares the very activations the unfused
+# MaxPoolGrad would (each window's first maximum).
 
 
 def _fused_conv_pool_train_shape(ic: InferenceContext) -> list[Shape]:
@@ -320,7 +321,7 @@ def _fused_conv_pool_train_shape(ic: InferenceContext) -> list[Shape]:
     pool = _pool_of(ic, conv)
     x, f = _rank4(ic, ic.shape(0), "input"), _rank4(ic, ic.shape(1), "filter")
     taps, cells = math.prod(pool.ksize), None if None in pool.out else math.prod(pool.out)
-    k = None if None in (f[0], f[1]) else f[0] * f[1]
+    k = None if None in (f[0], f[1]) else f[0] * f[1] + 1  # (+ the ones)
     width = None if cells is None or conv[3] is None else cells * conv[3]
     rows = None if cells is None or k is None else taps * cells * k
     return [pooled, Shape([conv[0], taps, width]), Shape([conv[0], rows, x[3]])]
@@ -340,9 +341,33 @@ register_op(
     ],
     shape=_fused_conv_pool_train_shape,
     doc="_FusedConv2DMaxPool for training: also the activations (bias added, Relu if listed) "
-    "[N, pool taps, pooled positions * O] and the gathered im2col they came from, for "
-    "_FusedConv2DMaxPoolTrainGrad (the pool's windows must tile the convolution's output).",
+    "[N, pool taps, pooled positions * O] and the gathered im2col they came from (each window's "
+    "KH * KW input rows, then a row of ones), for _FusedConv2DMaxPoolTrainGrad (the pool's "
+    "windows must tile the convolution's output).",
 )
+
+
+def _train_source(x, rows: int, state):
+    """x as [N, rows, C] rows, then a zero row (what padding reads) and a ones row (the bias's
+    column), in a kept buffer whose last two rows are written once."""
+    n, c = x.shape[0], x.shape[-1]
+    src = wn.take(np, state, "train_src", (n, rows + 2, c), x.dtype)
+    src[:, :rows] = x.reshape(n, rows, c)
+    if state.get("train_src_ends") is not src:
+        src[:, rows] = 0
+        src[:, rows + 1] = 1
+        state["train_src_ends"] = src
+    return src
+
+
+def _train_plan(ctx, x, f):
+    """_conv_pool_plan's, with the gather's order extended by the ones row after each window."""
+    win, pool, order, _, rows, k, taps, cells = _conv_pool_plan(ctx, np, x, f, limit=False)
+    if order is not None:
+        kwin = math.prod(win.ksize)
+        order = order.reshape(-1, kwin)
+        order = np.ascontiguousarray(np.concatenate([order, np.full((len(order), 1), rows + 1, order.dtype)], 1)).ravel()
+    return win, pool, order, rows, k, taps, cells
 
 
 @kernel("_FusedConv2DMaxPoolTrain", devices=("CPU",))
@@ -351,28 +376,42 @@ def _fused_conv2d_max_pool_train(ctx, x, f, bias):
         raise ctx.fail("only NHWC is supported")
     plan = ctx.state.get("pool_plan")
     if plan is None or plan[0] != x.shape or plan[1] != f.shape:
-        plan = ctx.state["pool_plan"] = (x.shape, f.shape, *_conv_pool_plan(ctx, np, x, f, limit=False))
-    _, _, win, pool, order, padded, rows, k, taps, cells = plan
-    n, o = x.shape[0], f.shape[3]
-    if f.shape[2] != x.shape[3]:
-        raise ctx.fail(f"the filter {_fmt(f.shape)} must read all {x.shape[3]} input channels (no groups)")
+        if f.shape[2] != x.shape[3]:
+            raise ctx.fail(f"the filter {_fmt(f.shape)} must read all {x.shape[3]} input channels (no groups)")
+        plan = ctx.state["pool_plan"] = (x.shape, f.shape, *_train_plan(ctx, x, f))
+    _, _, win, pool, order, rows, k, taps, cells = plan
+    n, c, o = x.shape[0], x.shape[3], f.shape[3]
     if order is None:
         raise ctx.fail(f"the pool's windows {pool.ksize} must tile the convolution's output {win.out}")
     if bias.ndim != 1 or bias.shape[0] != o:
         raise ctx.fail(f"bias of shape {_fmt(bias.shape)} does not match the convolution's {o} output channels")
-    src = gather_source(np, x, rows, padded, ctx.state)
-    cols = ctx.empty((n, order.size, x.shape[3]), x.dtype)  # an output: the arena's, not kept
+    src = _train_source(x, rows, ctx.state)
+    cols = ctx.empty((n, order.size, c), x.dtype)  # an output: the arena's, not kept
     src.take(order, axis=1, out=cols, mode="wrap")
-    give_source(ctx.state, src, padded)
+    wn.give(ctx.state, "train_src", src)
+    ext = np.zeros((k + c, o), x.dtype)  # the filter, the bias, zeros
+    ext[:k] = f.reshape(k, o)
+    ext[k] = bias
     act = ctx.empty((n, taps, cells * o), x.dtype)
     flat = act.reshape(n * taps * cells, o)
-    np.matmul(cols.reshape(n * taps * cells, k), f.reshape(k, o), out=flat)
-    add_rows(np, flat, bias)
-    if len(ctx.attrs["fused_ops"]) == 2:  # Relu
+    np.matmul(cols.reshape(n * taps * cells, k + c), ext, out=flat)
+    relu_first = len(ctx.attrs["fused_ops"]) == 2
+    if relu_first:
         relu(np, flat, flat)
     out = ctx.empty((n, *pool.out, o), x.dtype)
-    pooled = out.reshape(n, cells * o)
-    return tf_cpu_max_pool(np, act, lambda a: _max_over_taps(np, a, pooled, taps)).reshape(out.shape), act, cols
+    _pool_taps(act, out.reshape(n, cells * o), taps, relu_first)
+    return out, act, cols
+
+
+def _pool_taps(act, pooled, taps: int, relu_first: bool) -> None:
+    """tf_cpu_max_pool of _max_over_taps into ``pooled``; activations after a Relu are >= 0 or
+    NaN, so the floor at float's lowest matters only where a window was all NaN."""
+    _max_over_taps(np, act, pooled, taps)
+    nan = np.isnan(pooled).any()
+    if nan:
+        _max_over_taps(np, np.where(np.isnan(act), act.dtype.type(-np.inf), act), pooled, taps)
+    if nan or not relu_first:
+        np.maximum(pooled, np.finfo(pooled.dtype).min, out=pooled)
 
 
 def _train_grad_shape(ic: InferenceContext) -> list[Shape]:
@@ -389,10 +428,10 @@ register_op(
     inputs=["activations: T", "output: T", "grad: T", "columns: T", "filter_sizes: int32"],
     outputs=["filter_grad: T", "bias_grad: T"],
     attrs=["T: {float16, float32, float64}"],
-    shape=lambda ic: _train_grad_shape(ic),
+    shape=_train_grad_shape,
     doc="The filter and bias gradients of _FusedConv2DMaxPoolTrain from the gradient of its pooled "
     "output: MaxPoolGrad (each window's grad to its first maximum) in the activations' row "
-    "order, then BiasAddGrad and Conv2DBackpropFilter on the forward's im2col.",
+    "order, then BiasAddGrad and Conv2DBackpropFilter as one product with the forward's im2col.",
 )
 
 
@@ -401,7 +440,8 @@ def _fused_conv2d_max_pool_train_grad(ctx, act, y, dy, cols, filter_sizes):
     sizes = tuple(int(s) for s in np.asarray(filter_sizes).ravel())
     n, taps, width = act.shape
     o = sizes[3] if len(sizes) == 4 else -1
-    if y.size != n * width or dy.shape != y.shape or o < 1 or width % o or cols.size != n * taps * (width // o) * math.prod(sizes[:3]):
+    k = math.prod(sizes[:3])
+    if y.size != n * width or dy.shape != y.shape or o < 1 or width % o or cols.size != n * taps * (width // o) * (k + sizes[2]):
         raise ctx.fail(f"inconsistent shapes: activations {_fmt(act.shape)}, output {_fmt(y.shape)}, grad "
                        f"{_fmt(dy.shape)}, columns {_fmt(cols.shape)}, filter_sizes {list(sizes)}")  # fmt: skip
     y, dy = y.reshape(n, width), dy.reshape(n, width)
@@ -416,15 +456,13 @@ def _fused_conv2d_max_pool_train_grad(ctx, act, y, dy, cols, filter_sizes):
             np.greater(hit, seen, out=hit)
             if t + 1 < taps:
                 seen |= hit
+        # (a product with the mask: a masked copy branches on every element, ~10x slower here)
         np.multiply(dy, hit, out=dact[:, t])
     wn.give(ctx.state, "hit", hit)
     wn.give(ctx.state, "seen", seen)
     rows = dact.reshape(-1, o)
-    bias_grad = sum_leading(np, rows, 1)
-    if bias_grad is None:
-        bias_grad = np.add.reduce(rows, 0, rows.dtype)
-    filter_grad = wn.tall_product(np, cols.reshape(rows.shape[0], -1), rows).reshape(sizes)
-    return filter_grad, bias_grad
+    grad = wn.tall_product(np, cols.reshape(rows.shape[0], -1), rows)  # [K + C, O]: the ones' rows last
+    return grad[:k].reshape(sizes), grad[k].copy()
 
 
 not_differentiable("_FusedConv2DMaxPoolTrain")

@@ -78,7 +78,8 @@ CASES += [
 
 # _FusedConv2DMaxPoolTrain: the pooled output as _FusedConv2DMaxPool's (bias and Relu before the
 # pool here), the activations in (window offset, pooled position) order per example and the
-# im2col in that row order; its gradient routes each window's grad to the first maximum of its
+# im2col in that row order (each window's rows, then a row of ones: the bias's column); its
+# gradient routes each window's grad to the first maximum of its
 # activations (a tie: the first offset, row-major), then sums the bias and filter gradients.
 
 
@@ -101,7 +102,8 @@ def _conv_pool_train_ref(relu):
         act = conv_ref(x, f, (1, 1), "SAME") + b
         act = np.maximum(act, 0) if relu else act
         pooled = pool_ref(act, (2, 2), (2, 2), "VALID", "max")
-        cols = _pool_major(_same_cols(x, *f.shape[:2]), 2)
+        cols = _pool_major(_same_cols(x, *f.shape[:2]), 2)  # [N, taps, cells, KH * KW, C]
+        cols = np.concatenate([cols, np.ones_like(cols[:, :, :, :1])], axis=3)  # then the ones row
         return pooled, _pool_major(act, 2).reshape(x.shape[0], 4, -1), cols.reshape(x.shape[0], -1, x.shape[3])
     return ref
 
@@ -115,7 +117,8 @@ def _conv_pool_train_grad_ref(act, y, dy, cols, sizes):
             if t is not None:
                 dact[i, t, w] = dy.reshape(n, -1)[i, w]
     rows = dact.reshape(-1, sizes[3])
-    return (cols.reshape(rows.shape[0], -1).T @ rows).reshape(sizes), rows.sum(0)
+    k = sizes[0] * sizes[1] * sizes[2]
+    return (cols.reshape(rows.shape[0], -1)[:, :k].T @ rows).reshape(sizes), rows.sum(0)
 
 
 _tx, _tf, _tb = f32(3, 6, 4, 2), f32(3, 3, 2, 5), f32(5)
