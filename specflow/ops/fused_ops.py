@@ -262,6 +262,8 @@ def _fused_conv2d_max_pool(ctx, x, f, bias):
     n, o = x.shape[0], f.shape[3]
     if bias.ndim != 1 or bias.shape[0] != o:
         raise ctx.fail(f"bias of shape {_fmt(bias.shape)} does not match the convolution's {o} output channels")
+    if order is not None and len(ctx.attrs["fused_ops"]) == 2 and xp is np:
+        return _pooled_relu(ctx, x, f, bias, plan)
     if order is None:  # the unfused way: conv, pool, then the bias (and Relu) on the pooled
         conv, shape = conv2d_matrix(ctx, x, f)
         out = tf_cpu_max_pool(xp, conv.reshape(shape), lambda v: wn.max_pool(xp, v, pool, ctx.empty))
@@ -283,6 +285,56 @@ def _fused_conv2d_max_pool(ctx, x, f, bias):
     if len(ctx.attrs["fused_ops"]) == 2:  # Relu
         relu(xp, flat, flat)
     return out
+
+
+def _pooled_relu(ctx, x, f, bias, plan):
+    """The gathered way with a Relu: the bias comes in the product (a ones column of im2col, as
+    _FusedConv2DMaxPoolTrain's), which the max commutes with, and the Relu runs on the pooled.
+    After the Relu, TF's floor at float's lowest changes nothing (lowest + bias <= 0): two numpy
+    calls fewer, which is what a batch of one pays for (~1-3 us each)."""
+    state = ctx.state
+    _, _, win, pool, order, _, rows, k, taps, cells = plan
+    ext_order = state.get("pool_ext_order")
+    if ext_order is None or ext_order[0] is not plan:
+        ext_order = state["pool_ext_order"] = (plan, _with_ones(order, math.prod(win.ksize), rows))
+    ext_order = ext_order[1]
+    n, c, o = x.shape[0], x.shape[3], f.shape[3]
+    src = _ones_source(x, rows, state)
+    cols = wn.take_cols(np, state, (n, ext_order.size, c), x.dtype)
+    src.take(ext_order, axis=1, out=cols, mode="wrap")
+    wn.give(state, "ones_src", src)
+    prod = wn.take(np, state, "product", (n, taps, cells * o), x.dtype)
+    np.matmul(cols.reshape(n * taps * cells, k + c), _filter_with_bias(state, f, bias, k, c),
+              out=prod.reshape(n * taps * cells, o))  # fmt: skip
+    out = ctx.empty((n, *pool.out, o), x.dtype)
+    flat = _max_over_taps(np, prod, out.reshape(n, cells * o), taps)
+    if np.isnan(flat).any():  # NaN never wins a window (tf_cpu_max_pool)
+        _max_over_taps(np, np.where(np.isnan(prod), prod.dtype.type(-np.inf), prod), flat, taps)
+    relu(np, flat, flat)
+    wn.give(state, "product", prod)
+    wn.give(state, "im2col", cols)
+    return out
+
+
+def _with_ones(order, kwin: int, rows: int):
+    """A gather order with the ones row (index ``rows + 1``, _ones_source's) after each window."""
+    order = order.reshape(-1, kwin)
+    return np.ascontiguousarray(np.concatenate([order, np.full((len(order), 1), rows + 1, order.dtype)], 1)).ravel()
+
+
+def _filter_with_bias(state, f, bias, k: int, c: int):
+    """[K + C, O]: the filter's rows, the bias, C - 1 rows of zeros (the product of a ones
+    column adds the bias). Kept for the same filter and bias objects: at inference both are
+    the same arrays every step (variable reads, memo.py's arithmetic on them), which are never
+    changed in place while referenced, as here."""
+    kept = state.get("filter_ext")
+    if kept is not None and kept[0] is f and kept[1] is bias:
+        return kept[2]
+    ext = np.zeros((k + c, f.shape[3]), f.dtype)
+    ext[:k] = f.reshape(k, f.shape[3])
+    ext[k] = bias
+    state["filter_ext"] = (f, bias, ext)
+    return ext
 
 
 def _max_over_taps(xp, prod, flat, taps: int):
@@ -347,16 +399,16 @@ register_op(
 )
 
 
-def _train_source(x, rows: int, state):
+def _ones_source(x, rows: int, state):
     """x as [N, rows, C] rows, then a zero row (what padding reads) and a ones row (the bias's
     column), in a kept buffer whose last two rows are written once."""
     n, c = x.shape[0], x.shape[-1]
-    src = wn.take(np, state, "train_src", (n, rows + 2, c), x.dtype)
+    src = wn.take(np, state, "ones_src", (n, rows + 2, c), x.dtype)
     src[:, :rows] = x.reshape(n, rows, c)
-    if state.get("train_src_ends") is not src:
+    if state.get("ones_src_ends") is not src:
         src[:, rows] = 0
         src[:, rows + 1] = 1
-        state["train_src_ends"] = src
+        state["ones_src_ends"] = src
     return src
 
 
@@ -364,9 +416,7 @@ def _train_plan(ctx, x, f):
     """_conv_pool_plan's, with the gather's order extended by the ones row after each window."""
     win, pool, order, _, rows, k, taps, cells = _conv_pool_plan(ctx, np, x, f, limit=False)
     if order is not None:
-        kwin = math.prod(win.ksize)
-        order = order.reshape(-1, kwin)
-        order = np.ascontiguousarray(np.concatenate([order, np.full((len(order), 1), rows + 1, order.dtype)], 1)).ravel()
+        order = _with_ones(order, math.prod(win.ksize), rows)
     return win, pool, order, rows, k, taps, cells
 
 
@@ -385,11 +435,11 @@ def _fused_conv2d_max_pool_train(ctx, x, f, bias):
         raise ctx.fail(f"the pool's windows {pool.ksize} must tile the convolution's output {win.out}")
     if bias.ndim != 1 or bias.shape[0] != o:
         raise ctx.fail(f"bias of shape {_fmt(bias.shape)} does not match the convolution's {o} output channels")
-    src = _train_source(x, rows, ctx.state)
+    src = _ones_source(x, rows, ctx.state)
     cols = ctx.empty((n, order.size, c), x.dtype)  # an output: the arena's, not kept
     src.take(order, axis=1, out=cols, mode="wrap")
-    wn.give(ctx.state, "train_src", src)
-    ext = np.zeros((k + c, o), x.dtype)  # the filter, the bias, zeros
+    wn.give(ctx.state, "ones_src", src)
+    ext = np.zeros((k + c, o), x.dtype)  # the filter, the bias, zeros (new every step here)
     ext[:k] = f.reshape(k, o)
     ext[k] = bias
     act = ctx.empty((n, taps, cells * o), x.dtype)
