@@ -424,11 +424,12 @@ def _train_plan(ctx, x, f):
 def _fused_conv2d_max_pool_train(ctx, x, f, bias):
     if ctx.attrs["data_format"] != "NHWC":
         raise ctx.fail("only NHWC is supported")
-    plan = ctx.state.get("pool_plan")
+    # (not "pool_plan": a node's state is its name's, and the inference graph's pool1 has that)
+    plan = ctx.state.get("train_pool_plan")
     if plan is None or plan[0] != x.shape or plan[1] != f.shape:
         if f.shape[2] != x.shape[3]:
             raise ctx.fail(f"the filter {_fmt(f.shape)} must read all {x.shape[3]} input channels (no groups)")
-        plan = ctx.state["pool_plan"] = (x.shape, f.shape, *_train_plan(ctx, x, f))
+        plan = ctx.state["train_pool_plan"] = (x.shape, f.shape, *_train_plan(ctx, x, f))
     _, _, win, pool, order, rows, k, taps, cells = plan
     n, c, o = x.shape[0], x.shape[3], f.shape[3]
     if order is None:
