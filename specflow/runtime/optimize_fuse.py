@@ -31,6 +31,11 @@ order by ``remap``; the first two as TF's Grappler remapper and ``fold_batch_nor
   ``_FusedConv2DMaxPoolTrainGrad`` (named like the filter gradient; the bias gradient is its
   output 1): the activations stay in the gathered row order from the convolution to the
   filter gradient (ops/fused_ops.py), so neither the pool nor its gradient walks NHWC windows.
+- ``broadcast_in_consumer``: Mul(BroadcastTo(v), y), and AddN(a, ..., BroadcastTo(v)) as
+  AddV2(AddN(a, ...), v), where y (a) already has the broadcast shape (both fully known): the
+  operation broadcasts v itself (batch norm's moment gradients), the full-size copy is never made.
+- ``negate_after_sum``: Sum(Neg(x)) becomes Neg(Sum(x)) (the gradient of a Sub summed to a
+  broadcast operand's shape): the negation on the reduced tensor, the same values.
 - ``divide_before_broadcast``: RealDiv(BroadcastTo(v), scalar) becomes
   BroadcastTo(RealDiv(v, scalar)) (the gradient of a Mean, batch norm's moments): the division
   on the small tensor, the same values.
@@ -94,7 +99,7 @@ def _known(specs, *tensors: str) -> bool:
     return all(parse_input(t).node in specs.attrs for t in tensors)
 
 
-_CANDIDATES = frozenset({"Conv2D", "Relu", "ReluGrad", "RealDiv"})
+_CANDIDATES = frozenset({"Conv2D", "Relu", "ReluGrad", "RealDiv", "Neg"})
 
 
 def remap(g: _Graph, result: OptimizeResult, cpu_only: bool = False) -> None:
@@ -108,6 +113,8 @@ def remap(g: _Graph, result: OptimizeResult, cpu_only: bool = False) -> None:
     relu_grad_before_pool_grad(g, result)
     if specs is not None:
         divide_before_broadcast(g, specs, result)
+        broadcast_in_consumer(g, specs, result)
+        negate_after_sum(g, result)
         fold_scales(g, specs, result)
     fuse_convolutions(g, specs, result)
     fuse_conv_pool(g, result)
@@ -382,4 +389,69 @@ def divide_before_broadcast(g: _Graph, specs, result: OptimizeResult) -> None:
         _swap(g, consumers, node, inner, [inner.data_inputs[0], divisor],
               {k: v for k, v in node.attrs.items() if k != "_transfer"},
               {k: v for k, v in inner.attrs.items() if k != "_transfer"}, "divided")  # fmt: skip
+        result.reordered.append(node.name)
+
+
+def _broadcast_source(g: _Graph, consumers, specs, tensor: str, user: NodeDef, shape) -> str | None:
+    """The vector a BroadcastTo read only by ``user`` (same device) broadcasts to exactly
+    ``shape`` (fully known on both), or None."""
+    src = parse_input(tensor)
+    bt = g.nodes.get(src.node)
+    if bt is None or bt.op != "BroadcastTo" or src.index or bt.device != user.device or bt.control_inputs:
+        return None
+    if _sole_consumer(consumers, bt.name) is not user or not _known(specs, bt.name):
+        return None
+    out = specs.outputs(bt.name)[0].shape
+    return bt.data_inputs[0] if out.is_fully_defined and shape.is_fully_defined and tuple(out.dims) == tuple(shape.dims) else None
+
+
+def broadcast_in_consumer(g: _Graph, specs, result: OptimizeResult) -> None:
+    consumers = g.consumers()
+    for node in [n for n in g.live() if n.op in ("Mul", "AddN") and str(n.attrs.get("T")) in _FUSABLE_T]:
+        ins = node.data_inputs
+        if node.op == "Mul" and len(ins) == 2:
+            for k in (0, 1):
+                if not _known(specs, ins[1 - k]):
+                    continue
+                v = _broadcast_source(g, consumers, specs, ins[k], node, specs.spec(ins[1 - k]).shape)
+                if v is not None:
+                    bt = parse_input(ins[k]).node
+                    node.inputs[k] = v  # (data inputs come first)
+                    consumers[parse_input(v).node].append((node, k))
+                    del g.nodes[bt]
+                    result.reordered.append(node.name)
+                    break
+        elif node.op == "AddN" and len(ins) >= 3 and _known(specs, ins[0]):
+            # AddN sums its inputs in order: the last one added by an AddV2 after the rest's sum.
+            v = _broadcast_source(g, consumers, specs, ins[-1], node, specs.spec(ins[0]).shape)
+            if v is None:
+                continue
+            rest = NodeDef(_unique(g, f"{node.name}/rest"), "AddN", ins[:-1], node.device,
+                           {**{k: a for k, a in node.attrs.items() if k != "_transfer"}, "N": len(ins) - 1},
+                           node.location)  # fmt: skip
+            add = NodeDef(node.name, "AddV2", [rest.name, v, *("^" + c for c in node.control_inputs)], node.device,
+                          {"T": node.attrs["T"]}, node.location)  # fmt: skip
+            _rewire(g, consumers, [rest], [parse_input(ins[-1]).node], add, node)
+            result.reordered.append(node.name)
+
+
+def negate_after_sum(g: _Graph, result: OptimizeResult) -> None:
+    consumers = g.consumers()
+    for node in [n for n in g.live() if n.op == "Sum" and str(n.attrs.get("T")) in _FUSABLE_T]:
+        src = parse_input(node.data_inputs[0])
+        neg = g.nodes.get(src.node)
+        if neg is None or neg.op != "Neg" or src.index or neg.device != node.device:
+            continue
+        users = consumers.get(neg.name, [])
+        data = [(c, i) for c, i in users if not c.inputs[i].startswith("^")]
+        if len(data) != 1 or data[0][0] is not node or data[0][1] != 0:
+            continue
+        before = parse_input(neg.data_inputs[0]).node
+        _swap(g, consumers, node, neg, [neg.data_inputs[0], *node.data_inputs[1:]],
+              {k: v for k, v in node.attrs.items() if k != "_transfer"},
+              {k: v for k, v in neg.attrs.items() if k != "_transfer"}, "summed")  # fmt: skip
+        for c, i in users:  # control edges from the Neg (the Sum's folded axes'): from its input's node
+            if c.inputs[i].startswith("^"):
+                c.inputs[i] = f"^{before}"
+                consumers[before].append((c, i))
         result.reordered.append(node.name)

@@ -342,3 +342,47 @@ def test_a_pool_gradient_read_elsewhere_keeps_the_training_chain():
     r = _optimized(_conv_pool_training(peek=True), ["pool", "db", "df", "peek"], ["x", "f", "b", "dy"],
                    feed_shapes=[(3, 6, 4, 2), (3, 3, 2, 4), (4,), (3, 3, 2, 4)], cpu_only=True)  # fmt: skip
     assert "_FusedConv2DMaxPoolTrain" not in {n.op for n in r.graph_def.nodes}
+
+
+def _broadcast_users() -> GraphBuilder:
+    """Batch norm's moment gradients in small: a [1, 1, 3] vector broadcast to [2, 2, 3] and
+    multiplied by y, added last to an AddN, and a Neg summed over the broadcast axes."""
+    b = GraphBuilder()
+    for name, shape in (("v", [1, 1, 3]), ("y", [None, 2, 3]), ("z", [None, 2, 3])):
+        b.add_op("Placeholder", attrs={"dtype": "float32", "shape": shape}, name=name)
+    shape = b.const(np.array([2, 2, 3], np.int32), name="shape")
+    b.add_op("BroadcastTo", ["v", shape], name="wide")
+    b.add_op("Mul", ["wide", "y"], name="scaled")
+    b.add_op("BroadcastTo", ["v", shape], name="wide2")
+    b.add_op("AddN", ["y", "z", "wide2"], name="total")
+    b.add_op("Neg", ["scaled"], name="neg")
+    b.add_op("Sum", ["neg", b.const(np.array([0, 1], np.int32), name="axes")], {"keep_dims": True}, name="summed")
+    return b
+
+
+def test_broadcasts_move_into_their_consumers_and_a_negation_after_its_sum():
+    b = _broadcast_users()
+    fetches = ["scaled", "total", "summed"]
+    r = _optimized(b, fetches, ["v", "y", "z"], feed_shapes=[(1, 1, 3), (2, 2, 3), (2, 2, 3)], cse=False)
+    ops = {n.name: (n.op, [i.split(":")[0] for i in n.inputs]) for n in r.graph_def.nodes}
+    assert "BroadcastTo" not in {op for op, _ in ops.values()}
+    assert ops["scaled"] == ("Mul", ["_arg_v_0_0", "_arg_y_0_1"])
+    assert ops["total"] == ("AddV2", ["total/rest", "_arg_v_0_0"])
+    assert ops["total/rest"] == ("AddN", ["_arg_y_0_1", "_arg_z_0_2"])
+    assert ops["summed"] == ("Neg", ["neg/summed"]) and ops["neg/summed"][0] == "Sum"
+    rng = np.random.default_rng(0)
+    feeds = {"v": rng.standard_normal((1, 1, 3)).astype(np.float32),
+             "y": rng.standard_normal((2, 2, 3)).astype(np.float32),
+             "z": rng.standard_normal((2, 2, 3)).astype(np.float32)}  # fmt: skip
+    outs = []
+    for optimize in (True, False):
+        with Session(b.graph_def, SessionConfig(optimize=optimize)) as sess:
+            outs.append(sess.run(fetches, feeds))
+    for got, want in zip(*outs, strict=True):
+        np.testing.assert_array_equal(got, want)
+
+
+def test_a_broadcast_wider_than_the_other_operand_stays():
+    # y [2, 1, 3] against the [2, 2, 3] broadcast: the Mul's result would lose the broadcast dim.
+    r = _optimized(_broadcast_users(), ["scaled"], ["v", "y"], feed_shapes=[(1, 1, 3), (2, 1, 3)])
+    assert "BroadcastTo" in {n.op for n in r.graph_def.nodes}
