@@ -304,7 +304,7 @@ def _pooled_relu(ctx, x, f, bias, plan):
     src.take(ext_order, axis=1, out=cols, mode="wrap")
     wn.give(state, "ones_src", src)
     prod = wn.take(np, state, "product", (n, taps, cells * o), x.dtype)
-    np.matmul(cols.reshape(n * taps * cells, k + c), _filter_with_bias(state, f, bias, k, c),
+    np.matmul(cols.reshape(n * taps * cells, k + c), _filter_with_bias(ctx, f, bias, k, c),
               out=prod.reshape(n * taps * cells, o))  # fmt: skip
     out = ctx.empty((n, *pool.out, o), x.dtype)
     flat = _max_over_taps(np, prod, out.reshape(n, cells * o), taps)
@@ -322,18 +322,27 @@ def _with_ones(order, kwin: int, rows: int):
     return np.ascontiguousarray(np.concatenate([order, np.full((len(order), 1), rows + 1, order.dtype)], 1)).ravel()
 
 
-def _filter_with_bias(state, f, bias, k: int, c: int):
+# A node attr the optimizer sets when the filter and bias are variable reads or constants.
+PARAMS_KEPT = "_params_kept"
+
+
+def _filter_with_bias(ctx, f, bias, k: int, c: int):
     """[K + C, O]: the filter's rows, the bias, C - 1 rows of zeros (the product of a ones
-    column adds the bias). Kept for the same filter and bias objects: at inference both are
-    the same arrays every step (variable reads, memo.py's arithmetic on them), which are never
-    changed in place while referenced, as here."""
+    column adds the bias). Kept for the same filter and bias objects when those cannot change
+    in place: read-only arrays (memo.py's arithmetic at inference, constants) or variable reads
+    (PARAMS_KEPT: a variable's array is never updated in place while referenced, as here); a
+    fed array may be its caller's, changed between steps."""
+    state = ctx.state
     kept = state.get("filter_ext")
     if kept is not None and kept[0] is f and kept[1] is bias:
         return kept[2]
     ext = np.zeros((k + c, f.shape[3]), f.dtype)
     ext[:k] = f.reshape(k, f.shape[3])
     ext[k] = bias
-    state["filter_ext"] = (f, bias, ext)
+    if ctx.attrs.get(PARAMS_KEPT) or not (f.flags.writeable or bias.flags.writeable):
+        state["filter_ext"] = (f, bias, ext)
+    else:
+        state.pop("filter_ext", None)
     return ext
 
 

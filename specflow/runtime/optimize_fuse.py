@@ -51,6 +51,7 @@ from __future__ import annotations
 
 from specflow.errors import SpecflowError
 from specflow.graph.graph_def import GraphDef, NodeDef, parse_input
+from specflow.ops.fused_ops import PARAMS_KEPT
 from specflow.runtime.optimize import (
     _FUSABLE_T,
     OptimizeResult,
@@ -217,6 +218,9 @@ def fuse_conv_pool(g: _Graph, result: OptimizeResult) -> None:
         attrs = {k: conv.attrs[k] for k in _CONV_ATTRS if k in conv.attrs}
         attrs.update(T=conv.attrs["T"], pool_ksize=list(pool.attrs["ksize"]), pool_strides=list(pool.attrs["strides"]),
                      pool_padding=pool.attrs["padding"], fused_ops=ops)  # fmt: skip
+        if all(getattr(g.nodes.get(parse_input(t).node), "op", None) in ("ReadVariableOp", "Const")
+               for t in conv.data_inputs[1:]):  # fmt: skip
+            attrs[PARAMS_KEPT] = True  # the kernel may keep what it derives from filter and bias
         fused = NodeDef(last.name, "_FusedConv2DMaxPool", [*conv.data_inputs, *("^" + c for c in controls)],
                         pool.device, attrs, last.location)  # fmt: skip
         _rewire(g, consumers, [], [n.name for n in group[:-1]], fused, last)
