@@ -101,7 +101,7 @@ def _reshape(ctx, x, shape):
     # The very (read-only, so unchanged) shape array of last time: Shape hands its last one out again.
     last = ctx.state.get("reshape_last")
     if last is not None and last[0] is shape and last[1] == x.shape:
-        return ctx.xp.reshape(x, last[2])
+        return x.reshape(last[2])  # (the method: xp.reshape's Python wrapper costs ~0.4 us more)
     target = ctx.host(shape)
     key = (x.shape, target.shape, target.dtype.str, target.tobytes()) if isinstance(target, np.ndarray) else None
     seen = ctx.state.setdefault("reshape", {})

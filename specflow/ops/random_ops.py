@@ -94,6 +94,10 @@ def _register_shaped(name: str, doc: str, sample) -> None:
     def _run(ctx, shape):
         dims = _shape_arg(ctx, shape)
         np_dtype = ctx.attrs["dtype"].numpy
+        if sample is _uniform and ctx.xp is np and np_dtype in (np.float32, np.float64):
+            # The same draws into the arena's buffer (dropout's mask every training step: a
+            # multi-MB array otherwise fresh memory, page faults and all, every time).
+            return _generator(ctx).random(dims, dtype=np_dtype, out=ctx.empty(dims, np_dtype))
         return ctx.xp.asarray(sample(_generator(ctx), dims, np_dtype))
 
 

@@ -78,6 +78,7 @@ class OptimizeOptions:
     fuse: bool = True
     cse: bool = True
     unroll_limit: int = 2000  # unroll a counted loop when trips x body nodes <= this; 0: never
+    cpu_only: bool = False  # every device a CPU: rewrites to CPU-only kernels may run
 
 
 @dataclass
@@ -115,7 +116,7 @@ def optimize(graph_def: GraphDef, opts: OptimizeOptions) -> OptimizeResult:
     else:
         g, result = _Graph(graph_def), OptimizeResult(graph_def)
     if opts.fuse:
-        fuse.remap(g, result)
+        fuse.remap(g, result, opts.cpu_only)
         _fuse_matmul(g, result)
         flags.share_im2col(g, result)
     result.graph_def = g.to_graph_def(graph_def)

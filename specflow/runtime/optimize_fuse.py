@@ -24,6 +24,18 @@ order by ``remap``; the first two as TF's Grappler remapper and ``fold_batch_nor
   that the pool alone reads becomes ``_FusedConv2DMaxPool`` (ops/fused_ops.py), named like the
   last node it replaces: the bias and Relu commute with the max, so they run on the pooled
   tensor, and im2col orders its rows so that the pool reduces contiguous blocks.
+- ``fuse_conv_pool_training`` (only when every device is a CPU: its kernels are numpy's): the
+  same MaxPool(_FusedConv2D) in a training graph, where the pool's MaxPoolGrad reads the
+  convolution too and its gradient goes only to the bias's BiasAddGrad and the filter's
+  Conv2DBackpropFilter, becomes ``_FusedConv2DMaxPoolTrain`` (named like the pool) and
+  ``_FusedConv2DMaxPoolTrainGrad`` (named like the filter gradient; the bias gradient is its
+  output 1): the activations stay in the gathered row order from the convolution to the
+  filter gradient (ops/fused_ops.py), so neither the pool nor its gradient walks NHWC windows.
+- ``broadcast_in_consumer``: Mul(BroadcastTo(v), y), and AddN(a, ..., BroadcastTo(v)) as
+  AddV2(AddN(a, ...), v), where y (a) already has the broadcast shape (both fully known): the
+  operation broadcasts v itself (batch norm's moment gradients), the full-size copy is never made.
+- ``negate_after_sum``: Sum(Neg(x)) becomes Neg(Sum(x)) (the gradient of a Sub summed to a
+  broadcast operand's shape): the negation on the reduced tensor, the same values.
 - ``divide_before_broadcast``: RealDiv(BroadcastTo(v), scalar) becomes
   BroadcastTo(RealDiv(v, scalar)) (the gradient of a Mean, batch norm's moments): the division
   on the small tensor, the same values.
@@ -39,6 +51,7 @@ from __future__ import annotations
 
 from specflow.errors import SpecflowError
 from specflow.graph.graph_def import GraphDef, NodeDef, parse_input
+from specflow.ops.fused_ops import PARAMS_KEPT
 from specflow.runtime.optimize import (
     _FUSABLE_T,
     OptimizeResult,
@@ -87,10 +100,10 @@ def _known(specs, *tensors: str) -> bool:
     return all(parse_input(t).node in specs.attrs for t in tensors)
 
 
-_CANDIDATES = frozenset({"Conv2D", "Relu", "ReluGrad", "RealDiv"})
+_CANDIDATES = frozenset({"Conv2D", "Relu", "ReluGrad", "RealDiv", "Neg"})
 
 
-def remap(g: _Graph, result: OptimizeResult) -> None:
+def remap(g: _Graph, result: OptimizeResult, cpu_only: bool = False) -> None:
     if not any(n.op in _CANDIDATES for n in g.live()):
         return
     try:
@@ -101,9 +114,13 @@ def remap(g: _Graph, result: OptimizeResult) -> None:
     relu_grad_before_pool_grad(g, result)
     if specs is not None:
         divide_before_broadcast(g, specs, result)
+        broadcast_in_consumer(g, specs, result)
+        negate_after_sum(g, result)
         fold_scales(g, specs, result)
     fuse_convolutions(g, specs, result)
     fuse_conv_pool(g, result)
+    if cpu_only and specs is not None:
+        fuse_conv_pool_training(g, specs, result)
 
 
 def fold_scales(g: _Graph, specs, result: OptimizeResult) -> None:
@@ -201,10 +218,96 @@ def fuse_conv_pool(g: _Graph, result: OptimizeResult) -> None:
         attrs = {k: conv.attrs[k] for k in _CONV_ATTRS if k in conv.attrs}
         attrs.update(T=conv.attrs["T"], pool_ksize=list(pool.attrs["ksize"]), pool_strides=list(pool.attrs["strides"]),
                      pool_padding=pool.attrs["padding"], fused_ops=ops)  # fmt: skip
+        if all(getattr(g.nodes.get(parse_input(t).node), "op", None) in ("ReadVariableOp", "Const")
+               for t in conv.data_inputs[1:]):  # fmt: skip
+            attrs[PARAMS_KEPT] = True  # the kernel may keep what it derives from filter and bias
         fused = NodeDef(last.name, "_FusedConv2DMaxPool", [*conv.data_inputs, *("^" + c for c in controls)],
                         pool.device, attrs, last.location)  # fmt: skip
         _rewire(g, consumers, [], [n.name for n in group[:-1]], fused, last)
         result.pooled_convolutions.append(fused.name)
+
+
+_POOL_WINDOW = ("ksize", "strides", "padding", "explicit_paddings", "data_format")
+
+
+def _consumers_of(consumers, name: str) -> list[tuple[NodeDef, int]]:
+    return consumers.get(name, [])
+
+
+def _training_pool_group(g: _Graph, consumers, specs, pool: NodeDef):
+    """(conv, MaxPoolGrad, BiasAddGrad, Conv2DBackpropFilter) that ``fuse_conv_pool_training``
+    fuses with ``pool``, or None."""
+    src = parse_input(pool.data_inputs[0])
+    conv = g.nodes.get(src.node)
+    if conv is None or conv.op != "_FusedConv2D" or src.index or conv.device != pool.device:
+        return None
+    if list(conv.attrs.get("fused_ops") or []) not in (["BiasAdd"], ["BiasAdd", "Relu"]):
+        return None
+    if conv.attrs.get("data_format", "NHWC") != "NHWC" or str(conv.attrs["T"]) != str(pool.attrs.get("T")):
+        return None
+    if pool.attrs.get("padding") not in ("VALID", "SAME") or pool.attrs.get("data_format", "NHWC") != "NHWC":
+        return None
+    outs = (conv.name, f"{conv.name}:0")
+    users = _consumers_of(consumers, conv.name)
+    grads = [c for c, i in users if c is not pool and c.op == "MaxPoolGrad" and i == 0]
+    if len(users) != 2 or len(grads) != 1 or any(c.inputs[i] not in outs for c, i in users):
+        return None
+    mpg = grads[0]
+    if mpg.device != pool.device or parse_input(mpg.data_inputs[1]) != parse_input(pool.name):
+        return None
+    if any(str(mpg.attrs.get(a)) != str(pool.attrs.get(a)) for a in _POOL_WINDOW):
+        return None
+    readers = _consumers_of(consumers, mpg.name)
+    by_op = {c.op: (c, i) for c, i in readers}
+    if len(readers) != 2 or set(by_op) != {"BiasAddGrad", "Conv2DBackpropFilter"}:
+        return None
+    (bag, bi), (cbf, ci) = by_op["BiasAddGrad"], by_op["Conv2DBackpropFilter"]
+    if bi != 0 or ci != 2 or bag.attrs.get("data_format", "NHWC") != "NHWC" or mpg.control_inputs:
+        return None
+    if parse_input(cbf.data_inputs[0]) != parse_input(conv.data_inputs[0]) or {bag.device, cbf.device} != {pool.device}:
+        return None
+    if any(str(cbf.attrs.get(a)) != str(conv.attrs.get(a)) for a in ("strides", "padding", "explicit_paddings", "dilations")):
+        return None
+    # Static shapes: the pool's windows tile the convolution's output, the filter reads every channel.
+    if not _known(specs, pool.name, conv.data_inputs[0], conv.data_inputs[1]):
+        return None
+    x, f = specs.spec(conv.data_inputs[0]).shape, specs.spec(conv.data_inputs[1]).shape
+    y = specs.outputs(pool.name)[0].shape
+    if x.rank != 4 or f.rank != 4 or y.rank != 4 or None in (*x.dims[1:], *f.dims, *y.dims[1:]) or f[2] != x[3]:
+        return None
+    ks, st = [int(v) for v in pool.attrs["ksize"]], [int(v) for v in pool.attrs["strides"]]
+    conv_out = specs.spec(pool.data_inputs[0]).shape if _known(specs, pool.data_inputs[0]) else None
+    if conv_out is None or conv_out.rank != 4 or None in conv_out.dims[1:3] or ks != st:
+        return None
+    if any(y[d] * ks[d] != conv_out[d] for d in (1, 2)):
+        return None
+    return conv, mpg, bag, cbf
+
+
+def fuse_conv_pool_training(g: _Graph, specs, result: OptimizeResult) -> None:
+    consumers = g.consumers()
+    for pool in [n for n in g.live() if n.op == "MaxPool" and str(n.attrs.get("T")) in _FUSABLE_T]:
+        group = _training_pool_group(g, consumers, specs, pool)
+        if group is None:
+            continue
+        conv, mpg, bag, cbf = group
+        attrs = {k: conv.attrs[k] for k in _CONV_ATTRS if k in conv.attrs}
+        attrs.update(T=conv.attrs["T"], pool_ksize=list(pool.attrs["ksize"]), pool_strides=list(pool.attrs["strides"]),
+                     pool_padding=pool.attrs["padding"], fused_ops=list(conv.attrs["fused_ops"]))  # fmt: skip
+        controls = _dedupe([c for n in (conv, pool) for c in n.control_inputs])
+        fwd = NodeDef(pool.name, "_FusedConv2DMaxPoolTrain", [*conv.data_inputs, *("^" + c for c in controls)],
+                      pool.device, attrs, pool.location)  # fmt: skip
+        _rewire(g, consumers, [], [conv.name], fwd, pool)
+        controls = _dedupe([c for n in (mpg, bag, cbf) for c in n.control_inputs])
+        bwd = NodeDef(cbf.name, "_FusedConv2DMaxPoolTrainGrad",
+                      [f"{fwd.name}:1", fwd.name, mpg.data_inputs[2], f"{fwd.name}:2", cbf.data_inputs[1],
+                       *("^" + c for c in controls)],
+                      cbf.device, {"T": conv.attrs["T"]}, cbf.location)  # fmt: skip
+        for c, i in _consumers_of(consumers, bag.name):  # the bias gradient is output 1
+            c.inputs[i] = f"^{bwd.name}" if c.inputs[i].startswith("^") else f"{bwd.name}:1"
+            consumers[bwd.name].append((c, i))
+        _rewire(g, consumers, [], [mpg.name, bag.name], bwd, cbf)
+        result.pooled_convolutions.append(fwd.name)
 
 
 def pool_before_relu(g: _Graph, result: OptimizeResult) -> None:
@@ -290,4 +393,69 @@ def divide_before_broadcast(g: _Graph, specs, result: OptimizeResult) -> None:
         _swap(g, consumers, node, inner, [inner.data_inputs[0], divisor],
               {k: v for k, v in node.attrs.items() if k != "_transfer"},
               {k: v for k, v in inner.attrs.items() if k != "_transfer"}, "divided")  # fmt: skip
+        result.reordered.append(node.name)
+
+
+def _broadcast_source(g: _Graph, consumers, specs, tensor: str, user: NodeDef, shape) -> str | None:
+    """The vector a BroadcastTo read only by ``user`` (same device) broadcasts to exactly
+    ``shape`` (fully known on both), or None."""
+    src = parse_input(tensor)
+    bt = g.nodes.get(src.node)
+    if bt is None or bt.op != "BroadcastTo" or src.index or bt.device != user.device or bt.control_inputs:
+        return None
+    if _sole_consumer(consumers, bt.name) is not user or not _known(specs, bt.name):
+        return None
+    out = specs.outputs(bt.name)[0].shape
+    return bt.data_inputs[0] if out.is_fully_defined and shape.is_fully_defined and tuple(out.dims) == tuple(shape.dims) else None
+
+
+def broadcast_in_consumer(g: _Graph, specs, result: OptimizeResult) -> None:
+    consumers = g.consumers()
+    for node in [n for n in g.live() if n.op in ("Mul", "AddN") and str(n.attrs.get("T")) in _FUSABLE_T]:
+        ins = node.data_inputs
+        if node.op == "Mul" and len(ins) == 2:
+            for k in (0, 1):
+                if not _known(specs, ins[1 - k]):
+                    continue
+                v = _broadcast_source(g, consumers, specs, ins[k], node, specs.spec(ins[1 - k]).shape)
+                if v is not None:
+                    bt = parse_input(ins[k]).node
+                    node.inputs[k] = v  # (data inputs come first)
+                    consumers[parse_input(v).node].append((node, k))
+                    del g.nodes[bt]
+                    result.reordered.append(node.name)
+                    break
+        elif node.op == "AddN" and len(ins) >= 3 and _known(specs, ins[0]):
+            # AddN sums its inputs in order: the last one added by an AddV2 after the rest's sum.
+            v = _broadcast_source(g, consumers, specs, ins[-1], node, specs.spec(ins[0]).shape)
+            if v is None:
+                continue
+            rest = NodeDef(_unique(g, f"{node.name}/rest"), "AddN", ins[:-1], node.device,
+                           {**{k: a for k, a in node.attrs.items() if k != "_transfer"}, "N": len(ins) - 1},
+                           node.location)  # fmt: skip
+            add = NodeDef(node.name, "AddV2", [rest.name, v, *("^" + c for c in node.control_inputs)], node.device,
+                          {"T": node.attrs["T"]}, node.location)  # fmt: skip
+            _rewire(g, consumers, [rest], [parse_input(ins[-1]).node], add, node)
+            result.reordered.append(node.name)
+
+
+def negate_after_sum(g: _Graph, result: OptimizeResult) -> None:
+    consumers = g.consumers()
+    for node in [n for n in g.live() if n.op == "Sum" and str(n.attrs.get("T")) in _FUSABLE_T]:
+        src = parse_input(node.data_inputs[0])
+        neg = g.nodes.get(src.node)
+        if neg is None or neg.op != "Neg" or src.index or neg.device != node.device:
+            continue
+        users = consumers.get(neg.name, [])
+        data = [(c, i) for c, i in users if not c.inputs[i].startswith("^")]
+        if len(data) != 1 or data[0][0] is not node or data[0][1] != 0:
+            continue
+        before = parse_input(neg.data_inputs[0]).node
+        _swap(g, consumers, node, neg, [neg.data_inputs[0], *node.data_inputs[1:]],
+              {k: v for k, v in node.attrs.items() if k != "_transfer"},
+              {k: v for k, v in neg.attrs.items() if k != "_transfer"}, "summed")  # fmt: skip
+        for c, i in users:  # control edges from the Neg (the Sum's folded axes'): from its input's node
+            if c.inputs[i].startswith("^"):
+                c.inputs[i] = f"^{before}"
+                consumers[before].append((c, i))
         result.reordered.append(node.name)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from specflow.graph.device_spec import DeviceSpec
 from specflow.graph.graph_def import GraphDef
 from specflow.runtime.alap import AlapResult, schedule_receives_late
 from specflow.runtime.optimize import OptimizeOptions, OptimizeResult, optimize
@@ -61,7 +62,9 @@ def compile_step(
     if optimize_graph:
         shapes = {a: s for a, s in zip(pruned.feed_args, feed_shapes or (), strict=False) if s is not None}
         keep = {n.split(":")[0].lstrip("^") for n in targets}
-        optimized = optimize(graph, OptimizeOptions(feed_shapes=shapes, keep=keep, unroll_limit=unroll_limit))
+        cpu_only = all(DeviceSpec.parse(d).device_type == "CPU" for d in devices)
+        optimized = optimize(graph, OptimizeOptions(feed_shapes=shapes, keep=keep, unroll_limit=unroll_limit,
+                                                    cpu_only=cpu_only))  # fmt: skip
         graph = optimized.graph_def
     if constrain is not None:
         graph = constrain(graph)

@@ -75,3 +75,65 @@ CASES += [
     _conv_pool_case(f64(2, 5, 5, 2), f64(3, 3, 2, 3), f64(3), 1, "SAME", 2, True, "_FusedConv2DMaxPool-untiled",
                     pool_padding="SAME"),
 ]
+
+# _FusedConv2DMaxPoolTrain: the pooled output as _FusedConv2DMaxPool's (bias and Relu before the
+# pool here), the activations in (window offset, pooled position) order per example and the
+# im2col in that row order (each window's rows, then a row of ones: the bias's column); its
+# gradient routes each window's grad to the first maximum of its
+# activations (a tie: the first offset, row-major), then sums the bias and filter gradients.
+
+
+def _pool_major(a, k):
+    """[N, OH, OW, ...] -> [N, k * k, OH / k * OW / k, ...] (offset-major rows per example)."""
+    n, oh, ow, *rest = a.shape
+    a = a.reshape(n, oh // k, k, ow // k, k, *rest)
+    return np.moveaxis(a, (2, 4), (1, 2)).reshape(n, k * k, (oh // k) * (ow // k), *rest)
+
+
+def _same_cols(x, kh, kw):
+    """The stride-1 SAME im2col [N, H, W, KH * KW, C] by loops over the taps."""
+    n, h, w, c = x.shape
+    xp = np.pad(x, ((0, 0), ((kh - 1) // 2, kh // 2), ((kw - 1) // 2, kw // 2), (0, 0)))
+    return np.stack([xp[:, i:i + h, j:j + w] for i in range(kh) for j in range(kw)], axis=3)
+
+
+def _conv_pool_train_ref(relu):
+    def ref(x, f, b):
+        act = conv_ref(x, f, (1, 1), "SAME") + b
+        act = np.maximum(act, 0) if relu else act
+        pooled = pool_ref(act, (2, 2), (2, 2), "VALID", "max")
+        cols = _pool_major(_same_cols(x, *f.shape[:2]), 2)  # [N, taps, cells, KH * KW, C]
+        cols = np.concatenate([cols, np.ones_like(cols[:, :, :, :1])], axis=3)  # then the ones row
+        return pooled, _pool_major(act, 2).reshape(x.shape[0], 4, -1), cols.reshape(x.shape[0], -1, x.shape[3])
+    return ref
+
+
+def _conv_pool_train_grad_ref(act, y, dy, cols, sizes):
+    n, taps, width = act.shape
+    dact = np.zeros_like(act)
+    for i in range(n):
+        for w in range(width):
+            t = next((t for t in range(taps) if act[i, t, w] == y.reshape(n, -1)[i, w]), None)
+            if t is not None:
+                dact[i, t, w] = dy.reshape(n, -1)[i, w]
+    rows = dact.reshape(-1, sizes[3])
+    k = sizes[0] * sizes[1] * sizes[2]
+    return (cols.reshape(rows.shape[0], -1)[:, :k].T @ rows).reshape(sizes), rows.sum(0)
+
+
+_tx, _tf, _tb = f32(3, 6, 4, 2), f32(3, 3, 2, 5), f32(5)
+_tact = np.maximum(_conv_pool_train_ref(True)(_tx, _tf, _tb)[1], 0)
+_tact[0, :, :3] = 0  # ties: the first offset takes the gradient
+_tcols = _conv_pool_train_ref(True)(_tx, _tf, _tb)[2]
+CASES += [
+    Case("_FusedConv2DMaxPoolTrain", [_tx, _tf, _tb], ref=_conv_pool_train_ref(True), rtol=1e-5, atol=1e-5,
+         attrs={"strides": [1, 1, 1, 1], "padding": "SAME", "pool_ksize": [1, 2, 2, 1], "pool_strides": [1, 2, 2, 1],
+                "pool_padding": "VALID", "fused_ops": ["BiasAdd", "Relu"]}),
+    Case("_FusedConv2DMaxPoolTrain", [f64(2, 4, 4, 1), f64(3, 3, 1, 3), f64(3)], ref=_conv_pool_train_ref(False),
+         attrs={"strides": [1, 1, 1, 1], "padding": "SAME", "pool_ksize": [1, 2, 2, 1], "pool_strides": [1, 2, 2, 1],
+                "pool_padding": "SAME", "fused_ops": ["BiasAdd"]}, rtol=1e-9, atol=1e-9,
+         id="_FusedConv2DMaxPoolTrain-no-relu"),
+    Case("_FusedConv2DMaxPoolTrainGrad",
+         [_tact, _tact.max(axis=1).reshape(3, 3, 2, 5), f32(3, 3, 2, 5), _tcols, np.array([3, 3, 2, 5], np.int32)],
+         ref=_conv_pool_train_grad_ref, const_inputs=[4], rtol=1e-5, atol=1e-5),
+]

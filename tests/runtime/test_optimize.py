@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import numpy as np
@@ -223,16 +224,26 @@ def test_optimized_training_steps_equal_unoptimized(path):
     tg = build_training_graph(spec, spec.train, None)
     feeds = _feeds(spec, np.random.default_rng(0))
     devices = "cpu:2" if "/cpu:1" in (MODELS / path).read_text() else "cpu:1"
-    runs = []
+    runs, fused = [], False
     for flag in (True, False):
         with Session(tg.graph_def, SessionConfig(devices=devices, graph_seed=0, optimize=flag)) as sess:
             sess.run([], targets=[tg.init_op])
             losses = [sess.run(tg.loss, feeds, targets=[tg.train_op]) for _ in range(3)]
             runs.append((losses, sess.run([v.read for v in tg.trainable])))
+            fused |= any(n.op == "_FusedConv2DMaxPoolTrainGrad" for n in _step_nodes(sess))
     (opt_losses, opt_vars), (ref_losses, ref_vars) = runs
-    np.testing.assert_array_equal(opt_losses, ref_losses)
+    # Bit for bit, but where training's conv + pool fusion (optimize_fuse.fuse_conv_pool_training)
+    # sums the filter and bias gradients over the same rows in another order (rounding only).
+    check = functools.partial(np.testing.assert_allclose, rtol=1e-5, atol=1e-7) if fused else np.testing.assert_array_equal
+    check(opt_losses, ref_losses)
     for got, want in zip(opt_vars, ref_vars, strict=True):
-        np.testing.assert_array_equal(got, want)
+        check(got, want)
+
+
+def _step_nodes(sess: Session) -> list:
+    """The nodes of every partition of the session's plans so far."""
+    plans = [p for c in sess._calls.values() for p in ([c.plan] if c.by_shape is None else c.by_shape.values())]
+    return [n for p in plans if p is not None for gd in p.partitions.values() for n in gd.nodes]
 
 
 def _scaled(c: np.ndarray, x_shape=(4, 3), op="Mul") -> GraphBuilder:

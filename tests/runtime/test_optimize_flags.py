@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from specflow.graph.builder import GraphBuilder
+from specflow.runtime import optimize as opt
 from specflow.runtime.pipeline import compile_step
 from specflow.runtime.session import Session, SessionConfig
 from specflow.schema.loader import load_spec
@@ -99,10 +100,19 @@ def test_each_filter_gradient_is_paired_with_its_forward_conv():
     tg = build_training_graph(spec, spec.train, None)
     step = compile_step(tg.graph_def, _CPU, feeds=["images", "labels"], fetches=[tg.loss], targets=[tg.train_op],
                         feed_shapes=[(4, 64), (4,)])  # fmt: skip
-    nodes = {n.name: n for n in step.optimized.graph_def.nodes}
-    filters = [n for n in nodes.values() if n.op == "Conv2DBackpropFilter"]
-    assert len(filters) == 2 and sorted(step.optimized.shared_im2col) == sorted(n.name for n in filters)
-    for n in filters:
-        conv = nodes[n.attrs["_im2col_from"]]
-        assert conv.op in ("Conv2D", "_FusedConv2D") and conv.attrs["_im2col_keep"] and conv.inputs[0] == n.inputs[0]
-    assert nodes["conv1"].op == "_FusedConv2D"  # conv1's bias and relu fused, its im2col still shared
+    # Without the CPU-only training fusion of conv1 and its pool (a GPU among the devices):
+    # both filter gradients take their forward's im2col.
+    unfused = opt.optimize(step.pruned.graph_def, opt.OptimizeOptions(
+        feed_shapes=dict(zip(step.pruned.feed_args, [(4, 64), (4,)])), keep={tg.train_op}))  # fmt: skip
+    for result, pairs in ((unfused, 2), (step.optimized, 1)):
+        nodes = {n.name: n for n in result.graph_def.nodes}
+        filters = [n for n in nodes.values() if n.op == "Conv2DBackpropFilter"]
+        assert len(filters) == pairs and sorted(result.shared_im2col) == sorted(n.name for n in filters)
+        for n in filters:
+            conv = nodes[n.attrs["_im2col_from"]]
+            assert conv.op in ("Conv2D", "_FusedConv2D") and conv.attrs["_im2col_keep"] and conv.inputs[0] == n.inputs[0]
+    assert {n.name: n.op for n in unfused.graph_def.nodes}["conv1"] == "_FusedConv2D"  # bias and relu fused
+    # On CPUs conv1, its pool and their gradients fuse (the im2col handed from one to the other).
+    ops = {n.name: n.op for n in step.optimized.graph_def.nodes}
+    assert "conv1" not in ops and ops["pool1"] == "_FusedConv2DMaxPoolTrain"
+    assert ops["gradients/conv1/Conv2D_grad/Conv2DBackpropFilter"] == "_FusedConv2DMaxPoolTrainGrad"

@@ -287,3 +287,102 @@ def test_a_convolution_read_elsewhere_keeps_its_pool():
     r = _optimized(_conv_relu_pool(peek=True), ["pool", "peek"], ["x", "f", "b"],
                    feed_shapes=[(2, 6, 6, 2), (3, 3, 2, 4), (4,)])  # fmt: skip
     assert r.pooled_convolutions == [] and "MaxPool" in [n.op for n in r.graph_def.nodes]
+
+
+def _conv_pool_training(peek: bool = False) -> GraphBuilder:
+    """conv + bias + relu + 2x2 max pool and the gradients training builds for them (as
+    train/gradients.py emits them): the pool's MaxPoolGrad, ReluGrad, BiasAddGrad and the
+    filter's Conv2DBackpropFilter."""
+    b = GraphBuilder()
+    for name, shape in (("x", [None, 6, 4, 2]), ("f", [3, 3, 2, 4]), ("b", [4]), ("dy", [None, 3, 2, 4])):
+        b.add_op("Placeholder", attrs={"dtype": "float32", "shape": shape}, name=name)
+    b.add_op("Conv2D", ["x", "f"], _CONV, name="conv")
+    b.add_op("BiasAdd", ["conv", "b"], name="biased")
+    b.add_op("Relu", ["biased"], name="act")
+    window = {"ksize": [1, 2, 2, 1], "strides": [1, 2, 2, 1], "padding": "VALID"}
+    b.add_op("MaxPool", ["act"], window, name="pool")
+    b.add_op("MaxPoolGrad", ["act", "pool", "dy"], window, name="pool_grad")
+    b.add_op("ReluGrad", ["pool_grad", "act"], name="act_grad")
+    b.add_op("BiasAddGrad", ["act_grad"], name="db")
+    sizes = b.const(np.array([3, 3, 2, 4], np.int32), name="sizes")
+    b.add_op("Conv2DBackpropFilter", ["x", sizes, "act_grad"], _CONV, name="df")
+    if peek:
+        b.add_op("Identity", ["act_grad"], name="peek")
+    return b
+
+
+def test_training_conv_and_pool_fuse_with_their_gradients_and_compute_the_same():
+    b = _conv_pool_training()
+    fetches, feeds = ["pool", "db", "df"], ["x", "f", "b", "dy"]
+    shapes = [(3, 6, 4, 2), (3, 3, 2, 4), (4,), (3, 3, 2, 4)]
+    r = _optimized(b, fetches, feeds, feed_shapes=shapes, cpu_only=True)
+    ops = {n.name: n.op for n in r.graph_def.nodes}
+    assert ops["pool"] == "_FusedConv2DMaxPoolTrain" and ops["df"] == "_FusedConv2DMaxPoolTrainGrad"
+    assert not {"Conv2D", "MaxPool", "MaxPoolGrad", "BiasAddGrad", "Conv2DBackpropFilter"} & set(ops.values())
+    assert "pool" in r.pooled_convolutions
+    # Without cpu_only (a GPU may run it) the chain stays as it was.
+    assert "_FusedConv2DMaxPoolTrain" not in {n.op for n in _optimized(b, fetches, feeds, feed_shapes=shapes).graph_def.nodes}
+    rng = np.random.default_rng(0)
+    vals = {"x": rng.integers(-2, 3, (3, 6, 4, 2)).astype(np.float32),  # ties, zeros and negatives
+            "f": rng.integers(-1, 2, (3, 3, 2, 4)).astype(np.float32),
+            "b": np.array([0, 1, -1, 0.5], np.float32), "dy": rng.standard_normal((3, 3, 2, 4)).astype(np.float32)}
+    vals["x"][1, 0, 0, 0] = np.nan  # NaN never wins a window (TF's CPU MaxPool), fused or not
+    outs = []
+    for optimize in (True, False):
+        with Session(b.graph_def, SessionConfig(devices="cpu:1", optimize=optimize)) as sess:
+            outs.append([sess.run(fetches, vals) for _ in range(2)])  # the second from kept buffers
+    for got in outs[0]:
+        for g, w in zip(got, outs[1][0], strict=True):
+            # the same values; the gradients summed over the rows in another order (rounding)
+            np.testing.assert_allclose(g, w, rtol=1e-6, atol=1e-5)
+    assert outs[0][0][0].tobytes() == outs[1][0][0].tobytes()  # the pooled output bit for bit
+
+
+def test_a_pool_gradient_read_elsewhere_keeps_the_training_chain():
+    r = _optimized(_conv_pool_training(peek=True), ["pool", "db", "df", "peek"], ["x", "f", "b", "dy"],
+                   feed_shapes=[(3, 6, 4, 2), (3, 3, 2, 4), (4,), (3, 3, 2, 4)], cpu_only=True)  # fmt: skip
+    assert "_FusedConv2DMaxPoolTrain" not in {n.op for n in r.graph_def.nodes}
+
+
+def _broadcast_users() -> GraphBuilder:
+    """Batch norm's moment gradients in small: a [1, 1, 3] vector broadcast to [2, 2, 3] and
+    multiplied by y, added last to an AddN, and a Neg summed over the broadcast axes."""
+    b = GraphBuilder()
+    for name, shape in (("v", [1, 1, 3]), ("y", [None, 2, 3]), ("z", [None, 2, 3])):
+        b.add_op("Placeholder", attrs={"dtype": "float32", "shape": shape}, name=name)
+    shape = b.const(np.array([2, 2, 3], np.int32), name="shape")
+    b.add_op("BroadcastTo", ["v", shape], name="wide")
+    b.add_op("Mul", ["wide", "y"], name="scaled")
+    b.add_op("BroadcastTo", ["v", shape], name="wide2")
+    b.add_op("AddN", ["y", "z", "wide2"], name="total")
+    b.add_op("Neg", ["scaled"], name="neg")
+    b.add_op("Sum", ["neg", b.const(np.array([0, 1], np.int32), name="axes")], {"keep_dims": True}, name="summed")
+    return b
+
+
+def test_broadcasts_move_into_their_consumers_and_a_negation_after_its_sum():
+    b = _broadcast_users()
+    fetches = ["scaled", "total", "summed"]
+    r = _optimized(b, fetches, ["v", "y", "z"], feed_shapes=[(1, 1, 3), (2, 2, 3), (2, 2, 3)], cse=False)
+    ops = {n.name: (n.op, [i.split(":")[0] for i in n.inputs]) for n in r.graph_def.nodes}
+    assert "BroadcastTo" not in {op for op, _ in ops.values()}
+    assert ops["scaled"] == ("Mul", ["_arg_v_0_0", "_arg_y_0_1"])
+    assert ops["total"] == ("AddV2", ["total/rest", "_arg_v_0_0"])
+    assert ops["total/rest"] == ("AddN", ["_arg_y_0_1", "_arg_z_0_2"])
+    assert ops["summed"] == ("Neg", ["neg/summed"]) and ops["neg/summed"][0] == "Sum"
+    rng = np.random.default_rng(0)
+    feeds = {"v": rng.standard_normal((1, 1, 3)).astype(np.float32),
+             "y": rng.standard_normal((2, 2, 3)).astype(np.float32),
+             "z": rng.standard_normal((2, 2, 3)).astype(np.float32)}  # fmt: skip
+    outs = []
+    for optimize in (True, False):
+        with Session(b.graph_def, SessionConfig(optimize=optimize)) as sess:
+            outs.append(sess.run(fetches, feeds))
+    for got, want in zip(*outs, strict=True):
+        np.testing.assert_array_equal(got, want)
+
+
+def test_a_broadcast_wider_than_the_other_operand_stays():
+    # y [2, 1, 3] against the [2, 2, 3] broadcast: the Mul's result would lose the broadcast dim.
+    r = _optimized(_broadcast_users(), ["scaled"], ["v", "y"], feed_shapes=[(1, 1, 3), (2, 1, 3)])
+    assert "BroadcastTo" in {n.op for n in r.graph_def.nodes}
