@@ -13,6 +13,8 @@ give identical streams for the same seeds.
 from __future__ import annotations
 
 import hashlib
+import math
+import sys
 
 import numpy as np
 
@@ -143,6 +145,78 @@ _register_shaped(
 )
 
 
+# --- _RandomUniformMask: dropout's Cast(RandomUniform(shape) >= rate), made by the optimize stage ---
+
+register_op(
+    "_RandomUniformMask",
+    inputs=["shape: T"],
+    outputs=["mask: DstT"],
+    attrs=[*_SHAPE_ATTRS, "threshold: float", "DstT: {float16, float32, float64}"],
+    stateful=True,
+    shape=_shape_from_input,
+    doc="Cast(RandomUniform(shape) >= threshold, DstT) from the same stream as that RandomUniform "
+    "(float32 or float64 draws; runtime/optimize_fuse_train.py makes it, named like the RandomUniform).",
+)
+
+
+def _threshold_bits(threshold: float, np_dtype) -> int | None:
+    """The least raw draw whose uniform value is >= threshold, or None when none is. numpy's
+    uniform float32 is (next_uint32 >> 8) * 2**-24 and float64 (next_uint64 >> 11) * 2**-53, so
+    u >= t exactly when the raw draw >= ceil(t * 2**m) << shift (t * 2**m is exact in float64)."""
+    mant, shift = (24, 8) if np_dtype == np.float32 else (53, 11)
+    if not threshold <= 1.0:  # NaN or above every draw
+        return None
+    k = max(math.ceil(threshold * 2.0**mant), 0)
+    return None if k >= 2**mant else k << shift
+
+
+def _uint32_draws(rng: np.random.Generator, n: int):
+    """(head, body): the n next_uint32 draws numpy's float32 ``random`` would take, as a leading
+    buffered draw (an int, or None) and a uint32 array; the generator left as ``random`` leaves it.
+    ``random_raw`` fills the array without numpy's per-draw call: each 64-bit draw is two 32-bit
+    ones, low half first (little-endian view), the odd half kept in the state as numpy does."""
+    bg = rng.bit_generator
+    st = bg.state
+    head = st["uinteger"] if st["has_uint32"] and n else None
+    m = n - (head is not None)
+    raw = bg.random_raw((m + 1) // 2)
+    halves = raw.view(np.uint32)
+    if head is not None or m:
+        st = bg.state
+        st["has_uint32"] = m % 2
+        if m:  # numpy's next_uint32 keeps the high half of the last 64-bit draw, used or not
+            st["uinteger"] = int(halves[-1])
+        bg.state = st
+    return head, halves[:m]
+
+
+@kernel("_RandomUniformMask", devices=("CPU",), host_inputs=[0])
+def _random_uniform_mask(ctx, shape):
+    dims = _shape_arg(ctx, shape)
+    draw, out_dtype = ctx.attrs["dtype"].numpy, ctx.attrs["DstT"].numpy
+    rng = _generator(ctx)
+    n = math.prod(dims)
+    exact = draw in (np.float32, np.float64) and sys.byteorder == "little" and isinstance(rng.bit_generator, np.random.PCG64)
+    if not exact:  # the unfused ops' arithmetic
+        u = _uniform(rng, dims, draw)
+        return (u >= np.asarray(ctx.attrs["threshold"], draw)).astype(out_dtype)
+    limit = _threshold_bits(float(np.asarray(ctx.attrs["threshold"], draw)), draw)
+    out = ctx.empty(dims, out_dtype)
+    flat = out.reshape(-1)
+    if draw == np.float64:
+        bits, head = rng.bit_generator.random_raw(n), None
+    else:
+        head, bits = _uint32_draws(rng, n)
+    if limit is None:  # no draw passes; the stream still advances
+        flat.fill(0)
+    elif head is None:
+        np.greater_equal(bits, limit, out=flat)
+    else:
+        flat[0] = head >= limit
+        np.greater_equal(bits, limit, out=flat[1:])
+    return out
+
+
 # --- RandomUniformInt -------------------------------------------------------------------------
 
 
@@ -243,5 +317,6 @@ def _multinomial(ctx, logits, num_samples):
 
 # Random draws carry no gradient (RandomShuffle's permutation is piecewise constant too).
 not_differentiable(
+    "_RandomUniformMask",
     "RandomUniform", "RandomStandardNormal", "TruncatedNormal", "RandomUniformInt", "RandomShuffle", "Multinomial"
 )

@@ -39,6 +39,8 @@ order by ``remap``; the first two as TF's Grappler remapper and ``fold_batch_nor
 - ``divide_before_broadcast``: RealDiv(BroadcastTo(v), scalar) becomes
   BroadcastTo(RealDiv(v, scalar)) (the gradient of a Mean, batch norm's moments): the division
   on the small tensor, the same values.
+- On CPU-only devices, ``optimize_fuse_train``'s rewrites of training's elementwise chains
+  (dropout's mask).
 
 Only NHWC convolutions of floats on one device are rewritten, and only when no other node (nor
 control edge) reads the intermediate results, so training graphs fuse too: a convolution's
@@ -52,6 +54,7 @@ from __future__ import annotations
 from specflow.errors import SpecflowError
 from specflow.graph.graph_def import GraphDef, NodeDef, parse_input
 from specflow.ops.fused_ops import PARAMS_KEPT
+from specflow.runtime import optimize_fuse_train as fuse_train
 from specflow.runtime.optimize import (
     _FUSABLE_T,
     OptimizeResult,
@@ -100,7 +103,7 @@ def _known(specs, *tensors: str) -> bool:
     return all(parse_input(t).node in specs.attrs for t in tensors)
 
 
-_CANDIDATES = frozenset({"Conv2D", "Relu", "ReluGrad", "RealDiv", "Neg"})
+_CANDIDATES = frozenset({"Conv2D", "Relu", "ReluGrad", "RealDiv", "Neg", "RandomUniform"})
 
 
 def remap(g: _Graph, result: OptimizeResult, cpu_only: bool = False) -> None:
@@ -121,6 +124,8 @@ def remap(g: _Graph, result: OptimizeResult, cpu_only: bool = False) -> None:
     fuse_conv_pool(g, result)
     if cpu_only and specs is not None:
         fuse_conv_pool_training(g, specs, result)
+    if cpu_only:
+        fuse_train.fuse_dropout_masks(g, result)
 
 
 def fold_scales(g: _Graph, specs, result: OptimizeResult) -> None:

@@ -1,0 +1,69 @@
+"""Rewrites of a training step's elementwise chains into CPU-only kernels (optimize.py's step 4,
+run by ``optimize_fuse.remap`` when every device is a CPU):
+
+- ``fuse_dropout_masks``: Cast(GreaterEqual(RandomUniform(shape), rate)) -- dropout's mask --
+  becomes ``_RandomUniformMask`` (ops/random_ops.py) named like the RandomUniform, so its
+  generator (seeded by the node name), its kernel state and its checkpointed stream stay the
+  same: it draws the raw bits numpy's uniform floats are made of and compares them with the
+  rate's bit pattern, with no float array, comparison or cast pass in between (the mask equals
+  the unfused one element for element, and the generator ends in the same state).
+
+Each fires only when the intermediate results have no other reader (no fetch, no control edge)
+and every node sits on one device.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from specflow.graph.graph_def import NodeDef, parse_input
+from specflow.runtime.optimize import OptimizeResult, _dedupe, _Graph, _sole_consumer
+
+_MASK_DRAWS = frozenset({"float32", "float64"})
+_MASK_OUT = frozenset({"float16", "float32", "float64"})
+
+
+def _dropout_group(g: _Graph, consumers, rnd: NodeDef):
+    """(GreaterEqual, rate Const, Cast) that ``fuse_dropout_masks`` fuses with ``rnd``, or None."""
+    ge = _sole_consumer(consumers, rnd.name)
+    if ge is None or ge.op != "GreaterEqual" or ge.device != rnd.device:
+        return None
+    x, rate = (parse_input(t) for t in ge.data_inputs)
+    const = g.nodes.get(rate.node)
+    if x.node != rnd.name or x.index or const is None or const.op != "Const" or rate.index:
+        return None
+    if np.ndim(const.attrs.get("value")) != 0:
+        return None
+    cast = _sole_consumer(consumers, ge.name)
+    if cast is None or cast.op != "Cast" or cast.device != rnd.device or str(cast.attrs.get("DstT")) not in _MASK_OUT:
+        return None
+    return ge, const, cast
+
+
+def fuse_dropout_masks(g: _Graph, result: OptimizeResult) -> None:
+    consumers = g.consumers()
+    for rnd in [n for n in g.live() if n.op == "RandomUniform" and str(n.attrs.get("dtype")) in _MASK_DRAWS]:
+        group = _dropout_group(g, consumers, rnd)
+        if group is None:
+            continue
+        ge, const, cast = group
+        # The rate Const's control inputs too: inside a loop they put it in the frame.
+        controls = _dedupe([c for n in (rnd, ge, cast, const) for c in n.control_inputs])
+        attrs = {k: rnd.attrs[k] for k in ("dtype", "T", "seed", "seed2") if k in rnd.attrs}
+        attrs.update(threshold=float(np.asarray(const.attrs["value"])), DstT=cast.attrs["DstT"])
+        fused = NodeDef(rnd.name, "_RandomUniformMask", [rnd.data_inputs[0], *("^" + c for c in controls)],
+                        rnd.device, attrs, rnd.location)  # fmt: skip
+        if "_transfer" in cast.attrs:
+            fused.attrs["_transfer"] = cast.attrs["_transfer"]
+        consumers[rnd.name] = [(c, i) for c, i in consumers[rnd.name] if c is not ge]
+        for c, i in consumers.get(cast.name, []):
+            c.inputs[i] = f"^{rnd.name}" if c.inputs[i].startswith("^") else rnd.name
+            consumers[rnd.name].append((c, i))
+        del g.nodes[ge.name], g.nodes[cast.name]
+        consumers[const.name] = [(c, i) for c, i in consumers.get(const.name, []) if c is not ge]
+        if not consumers[const.name] and const.name in g.nodes:
+            del g.nodes[const.name]
+        g.replace(rnd.name, fused)
+        for i, inp in enumerate(fused.inputs):
+            consumers[parse_input(inp).node].append((fused, i))
+        result.fused.append(fused.name)

@@ -1,0 +1,128 @@
+"""runtime/optimize_fuse_train.py: dropout's mask as one _RandomUniformMask (ops/random_ops.py);
+golden graphs, and values and generator states against the unoptimized graph."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from specflow.graph.builder import GraphBuilder
+from specflow.ops.random_ops import _threshold_bits
+from specflow.runtime.session import Session, SessionConfig
+from specflow.train.state import rng_states
+from tests.runtime.golden import assert_golden
+from tests.runtime.test_optimize import _optimized
+
+
+def _dropout(rate=0.25, dtype="float32", cast_to=None, shape=(4, 6), peek=None, fed_rate=False) -> GraphBuilder:
+    """x * scale * Cast(RandomUniform(shape(x)) >= rate): the dropout layer's training branch."""
+    b = GraphBuilder()
+    b.add_op("Placeholder", attrs={"dtype": dtype, "shape": [None, shape[1]]}, name="x")
+    b.add_op("Shape", ["x"], {"out_type": "int32"}, name="shape")
+    b.add_op("RandomUniform", ["shape"], {"dtype": dtype, "seed": 3, "seed2": 7}, name="rnd")
+    if fed_rate:
+        b.add_op("Placeholder", attrs={"dtype": dtype, "shape": []}, name="rate")
+    else:
+        b.const(np.asarray(rate, dtype), name="rate")
+    b.add_op("GreaterEqual", ["rnd", "rate"], name="keep")
+    b.add_op("Cast", ["keep"], {"DstT": cast_to or dtype}, name="mask")
+    if (cast_to or dtype) == dtype:
+        b.add_op("Mul", ["x", "mask"], name="dropped")
+    if peek:
+        b.add_op("Identity", [peek], name="peek")
+    return b
+
+
+def test_dropouts_mask_becomes_one_random_uniform_mask_named_like_the_random_op():
+    r = _optimized(_dropout(), ["dropped"], ["x"], feed_shapes=[(4, 6)], cpu_only=True)
+    assert_golden(
+        r.graph_def,
+        [
+            "_arg_x_0_0 = _Arg()",
+            "shape = Const(^_arg_x_0_0)",
+            "rnd = _RandomUniformMask(shape) {threshold=0.25}",
+            "dropped = Mul(_arg_x_0_0, rnd)",
+            "_retval_dropped_0_0 = _Retval(dropped)",
+        ],
+        ["threshold"],
+    )
+    assert r.fused == ["rnd"]
+    # Without cpu_only (a GPU may run it) the chain stays.
+    plain = _optimized(_dropout(), ["dropped"], ["x"], feed_shapes=[(4, 6)])
+    assert "_RandomUniformMask" not in {n.op for n in plain.graph_def.nodes}
+
+
+@pytest.mark.parametrize("peek", ["rnd", "keep"])
+def test_a_mask_intermediate_read_elsewhere_keeps_the_chain(peek):
+    r = _optimized(_dropout(peek=peek), ["dropped", "peek"], ["x"], feed_shapes=[(4, 6)], cpu_only=True)
+    assert "_RandomUniformMask" not in {n.op for n in r.graph_def.nodes}
+
+
+def test_a_fetched_intermediate_or_a_fed_rate_keeps_the_chain():
+    for fetches in (["dropped", "keep"], ["dropped", "rnd"]):
+        r = _optimized(_dropout(), fetches, ["x"], feed_shapes=[(4, 6)], cpu_only=True)
+        assert "_RandomUniformMask" not in {n.op for n in r.graph_def.nodes}
+    r = _optimized(_dropout(fed_rate=True), ["dropped"], ["x", "rate"], feed_shapes=[(4, 6), ()], cpu_only=True)
+    assert "_RandomUniformMask" not in {n.op for n in r.graph_def.nodes}
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("rate", [0.25, 0.5, 0.0, 1.0, -0.5, 1.5, float("nan"), 1e-30, 1 - 2**-24])
+@pytest.mark.parametrize("shape", [(4, 6), (3, 5), (1, 1)])
+def test_the_fused_mask_and_generator_state_equal_the_unfused_ones(dtype, rate, shape):
+    """Odd element counts leave numpy's buffered 32-bit half in the generator between steps."""
+    b = _dropout(rate, dtype, shape=shape)
+    x = np.random.default_rng(0).standard_normal(shape).astype(dtype)
+    runs = []
+    for optimize in (True, False):
+        with Session(b.graph_def, SessionConfig(devices="cpu:1", graph_seed=0, optimize=optimize)) as sess:
+            # The unfused RandomUniform's own draws between the masks: the streams interleave.
+            masks = [sess.run(["mask", "dropped"], {"x": x}) for _ in range(3)]
+            runs.append((masks, rng_states(sess)))
+            if optimize:
+                assert any(n.op == "_RandomUniformMask" for c in sess._calls.values()
+                           for p in ([c.plan] if c.by_shape is None else c.by_shape.values()) if p is not None
+                           for gd in p.partitions.values() for n in gd.nodes)  # fmt: skip
+    (fused, fused_rng), (plain, plain_rng) = runs
+    for got, want in zip(fused, plain, strict=True):
+        for g, w in zip(got, want, strict=True):
+            assert g.dtype == w.dtype and g.tobytes() == w.tobytes()
+    assert fused_rng.keys() == plain_rng.keys()
+    for k in fused_rng:
+        np.testing.assert_array_equal(fused_rng[k], plain_rng[k])
+
+
+def test_the_fused_mask_after_the_unfused_random_op_drew_from_the_same_generator():
+    """A step plan with the chain unfused (the random op fetched) and one with it fused share the
+    node's generator: the fused draws continue the stream, buffered half included."""
+    b = _dropout(shape=(3, 5))
+    x = np.ones((3, 5), np.float32)
+    got, want = [], []
+    with Session(b.graph_def, SessionConfig(devices="cpu:1", graph_seed=0)) as sess:
+        for fetches in (["rnd", "mask"], ["mask"], ["rnd", "mask"], ["mask"]):
+            got.append(sess.run(fetches, {"x": x})[-1])
+    with Session(b.graph_def, SessionConfig(devices="cpu:1", graph_seed=0, optimize=False)) as sess:
+        want = [sess.run("mask", {"x": x}) for _ in range(4)]
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_array_equal(g, w)
+
+
+def test_a_mask_cast_to_another_float_type():
+    b = _dropout(cast_to="float16", shape=(3, 5))
+    outs = []
+    for optimize in (True, False):
+        with Session(b.graph_def, SessionConfig(devices="cpu:1", graph_seed=0, optimize=optimize)) as sess:
+            outs.append([sess.run("mask", {"x": np.ones((3, 5), np.float32)}) for _ in range(2)])
+    for g, w in zip(*outs, strict=True):
+        assert g.dtype == w.dtype == np.float16
+        np.testing.assert_array_equal(g, w)
+
+
+@pytest.mark.parametrize("t", [0.25, 0.5, 2**-24, 3 * 2**-25, 0.1, 0.9999999])
+def test_threshold_bits_split_draws_where_the_float_comparison_does(t):
+    for dtype, shift, mant in ((np.float32, 8, 24), (np.float64, 11, 53)):
+        t_d = float(np.asarray(t, dtype))
+        limit = _threshold_bits(t_d, dtype)
+        for v in (limit - (1 << shift), limit - 1, limit, limit + (1 << shift)):
+            u = dtype((v >> shift) * 2.0**-mant)
+            assert (u >= dtype(t_d)) == (v >= limit), (dtype, t, v)
