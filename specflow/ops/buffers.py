@@ -24,7 +24,10 @@ new one is allocated, and kept while fewer than ``MAX_PER_KEY`` of its size are.
 
 Kernels take a buffer with :func:`empty` (an ``xp.empty`` when the context has no arena, e.g. in
 eager mode, or the result is small) and must write every element of it. The executor makes one
-arena per partition (``Executor.arena``): it lives and dies with the plan.
+arena per partition (``Executor.arena``): it lives and dies with the plan. An executor's arena
+keeps buffers only from the plan's second step on (``step_started``): a plan run once (the
+initializers, a restore) would otherwise hold its largest temporaries -- a big variable's random
+draws -- for as long as the plan stays cached, and never hand them out again.
 """
 
 from __future__ import annotations
@@ -56,10 +59,12 @@ _FREE = _baseline()
 class Arena:
     """Buffers of one device, reused across the steps of one executor; thread-safe."""
 
-    __slots__ = ("xp", "_bufs", "_lock", "held_bytes", "hits", "misses")
+    __slots__ = ("xp", "_bufs", "_lock", "held_bytes", "hits", "misses", "keeping", "_steps")
 
-    def __init__(self, xp: Any = np):
+    def __init__(self, xp: Any = np, keeping: bool = True):
         self.xp = xp
+        self.keeping = keeping  # False: buffers are plain allocations until the second step
+        self._steps = 0
         self._bufs: dict[tuple, list] = {}
         self._lock = threading.Lock()
         self.held_bytes = 0  # what the arena keeps (free or in use)
@@ -69,6 +74,9 @@ class Arena:
     def empty(self, shape: tuple[int, ...], size: int, dtype: Any) -> Any:
         """An uninitialised array of ``shape`` (``size`` elements) and ``dtype``: a view of a
         free kept buffer if there is one."""
+        if not self.keeping:
+            self.misses += 1
+            return self.xp.empty(shape, dtype)
         key = (size, dtype)
         with self._lock:
             bufs = self._bufs.get(key)
@@ -84,6 +92,12 @@ class Arena:
                 bufs.append(buf)
                 self.held_bytes += buf.nbytes
             return buf.reshape(shape)
+
+    def step_started(self) -> None:
+        """A step of the arena's plan starts: the second one turns keeping on."""
+        self._steps += 1
+        if self._steps > 1:
+            self.keeping = True
 
     def in_use(self) -> int:
         """Bytes of kept buffers something still refers to."""

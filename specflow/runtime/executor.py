@@ -109,8 +109,8 @@ class Executor(NodeBuilder, StraightLine, Frames, CompiledLoops, AsyncNodes, Mem
         # session so a node keeps one stream across signatures and can be checkpointed.
         self._kernel_state = kernel_state if kernel_state is not None else {}
         self.graph_def = graph_def
-        # Large kernel outputs reused across this partition's steps (ops/buffers.py).
-        self.arena = Arena(device.xp)
+        # Large kernel outputs reused across this partition's steps, from its second on (ops/buffers.py).
+        self.arena = Arena(device.xp, keeping=False)
         refused: set[str] = set()
         while True:  # a loop whose kernels the compiled loop cannot run goes back to frames
             try:
@@ -185,6 +185,8 @@ class Executor(NodeBuilder, StraightLine, Frames, CompiledLoops, AsyncNodes, Mem
         Returns at once, unless ``caller_runs``: then the calling thread (idle anyway, waiting
         for the step) runs the roots' inline share itself, saving a thread hop per step; on the
         straight line it runs the whole step."""
+        if not self.arena.keeping:
+            self.arena.step_started()
         step = StepHandle()
         step.error = None
         step.dead = set()

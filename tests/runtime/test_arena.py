@@ -117,7 +117,7 @@ def test_fifty_cnn_steps_hold_the_live_set_without_growth_and_match_steps_withou
     sess, step = _cnn_session()
     with sess:
         losses = [step() for _ in range(2)]
-        # the step's arena (the init plan's holds its initializers' random draws)
+        # the step's arena (the init plan's, run once, holds nothing: see below)
         arena = max((p.single.arena for p in sess._plans.values()), key=lambda a: a.misses)
         misses, held = arena.misses, arena.held_bytes
         losses += [step() for _ in range(50)]
@@ -189,3 +189,37 @@ def test_large_arrays_with_a_channel_vector_equal_plain_numpy(op, vec_shape, vec
         for _ in range(2):
             np.testing.assert_array_equal(s.run("out", {"x": x, "v": v}), want)
         assert s.plan_for("out", feeds=["x", "v"]).single.arena.misses >= 1
+
+
+BIG_INIT = """
+specflow: 1
+name: big_init
+seed: 0
+inputs:
+  ids: {dtype: int32, shape: [null]}
+nodes:
+  emb: {layer: embedding, inputs: [ids], input_dim: 4096, output_dim: 256}
+"""
+
+
+def test_a_plan_run_once_keeps_no_buffers_and_a_step_run_again_does():
+    """The initializers' plan (a 4 MB random-initialized embedding: RandomUniform, Mul, Add,
+    Assign) holds nothing once it ran; a plan run a second time keeps its buffers."""
+    spec = load_spec_text(BIG_INIT, "big_init.yaml")
+    with Session(spec.graph_def, SessionConfig(devices="cpu:1", graph_seed=0)) as sess:
+        sess.run([], targets=[spec.lowered.init_op])
+        (init,) = sess._plans.values()
+        assert init.single.arena.misses >= 1  # its draws were large enough for the arena
+        assert init.single.arena.held_bytes == 0 and init.single.arena.sizes() == []
+        table = sess.run("emb/embeddings/Read/ReadVariableOp")
+        assert table.shape == (4096, 256) and np.unique(table).size > 1000
+    b = GraphBuilder()
+    b.add_op("Placeholder", [], {"dtype": F32, "shape": list(BIG)}, name="x")
+    b.add_op("Relu", ["x"], name="out")
+    with Session(b.graph_def, SessionConfig(devices="cpu:1")) as s:
+        x = np.ones(BIG, np.float32)
+        s.run("out", {"x": x})
+        arena = s.plan_for("out", feeds=["x"]).single.arena
+        assert arena.held_bytes == 0
+        s.run("out", {"x": x})
+        assert arena.held_bytes == x.nbytes
