@@ -19,6 +19,7 @@ from specflow.ops import (  # noqa: F401,E402  (importing registers the ops)
     fake_quant_ops,
     fft_ops,
     function_ops,
+    fused_elementwise_ops,
     fused_ops,
     gather_scatter_ops,
     grad_util,

@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from specflow.graph.graph_def import NodeDef, parse_input
-from specflow.runtime.optimize import OptimizeResult, _dedupe, _Graph, _sole_consumer
+from specflow.runtime.optimize import _FUSABLE_T, OptimizeResult, _dedupe, _Graph, _rewire, _sole_consumer
 
 _MASK_DRAWS = frozenset({"float32", "float64"})
 _MASK_OUT = frozenset({"float16", "float32", "float64"})
@@ -66,4 +66,52 @@ def fuse_dropout_masks(g: _Graph, result: OptimizeResult) -> None:
         g.replace(rnd.name, fused)
         for i, inp in enumerate(fused.inputs):
             consumers[parse_input(inp).node].append((fused, i))
+        result.fused.append(fused.name)
+
+
+def _channel_operand(specs, node: NodeDef, big: str | None):
+    """(the full-size operand, the per-channel one) of a binary ``node`` whose output has the
+    full-size operand's fully known shape [..., C], the other a vector of C (or [1, ..., 1, C])
+    of its dtype; ``big`` names the full-size one when known. None otherwise."""
+    from specflow.runtime.optimize_fuse import _channel_vector, _known
+
+    ins = node.data_inputs
+    if len(ins) != 2 or not _known(specs, node.name, *ins):
+        return None
+    out = specs.outputs(node.name)[0]
+    if out.shape.rank is None or out.shape.rank < 2 or not out.shape.is_fully_defined:
+        return None
+    for k in (0, 1):
+        x, v = ins[k], ins[1 - k]
+        if big is not None and parse_input(x) != parse_input(big):
+            continue
+        xs, vs = specs.spec(x), specs.spec(v)
+        if xs.shape == out.shape and xs.dtype == vs.dtype == out.dtype and _channel_vector(
+            specs, v, out.shape[-1], out.shape.rank
+        ):
+            return x, v
+    return None
+
+
+def fuse_scale_shift(g: _Graph, specs, result: OptimizeResult) -> None:
+    consumers = g.consumers()
+    for mul in [n for n in g.live() if n.op == "Mul" and str(n.attrs.get("T")) in _FUSABLE_T]:
+        if mul.name not in g.nodes:
+            continue
+        add = _sole_consumer(consumers, mul.name)
+        if add is None or add.op not in ("AddV2", "Add") or add.device != mul.device:
+            continue
+        scaled = _channel_operand(specs, mul, None)
+        shifted = _channel_operand(specs, add, mul.name) if scaled is not None else None
+        if shifted is None:
+            continue
+        group, ops = [mul, add], []
+        relu = _sole_consumer(consumers, add.name)
+        if relu is not None and relu.op == "Relu" and relu.device == mul.device:
+            group, ops = [*group, relu], ["Relu"]
+        last = group[-1]
+        controls = _dedupe([c for n in group for c in n.control_inputs])
+        fused = NodeDef(last.name, "_FusedScaleShift", [*scaled, shifted[1], *("^" + c for c in controls)],
+                        mul.device, {"T": mul.attrs["T"], "fused_ops": ops}, last.location)  # fmt: skip
+        _rewire(g, consumers, [], [n.name for n in group[:-1]], fused, last)
         result.fused.append(fused.name)

@@ -137,3 +137,12 @@ CASES += [
          [_tact, _tact.max(axis=1).reshape(3, 3, 2, 5), f32(3, 3, 2, 5), _tcols, np.array([3, 3, 2, 5], np.int32)],
          ref=_conv_pool_train_grad_ref, const_inputs=[4], rtol=1e-5, atol=1e-5),
 ]
+
+# _FusedScaleShift: x * scale + shift (then Relu), per channel; above wide_rows.MIN_SIZE too.
+_sx, _ss, _st = f32(2, 3, 3, 4), f32(4), f32(4)
+CASES += [
+    Case("_FusedScaleShift", [_sx, _ss, _st], attrs={"fused_ops": ["Relu"]},
+         ref=lambda x, s, t: np.maximum(x * s + t, 0), rtol=0, atol=0),
+    Case("_FusedScaleShift", [f64(64, 16, 32), f64(1, 1, 32), f64(32)], ref=lambda x, s, t: x * s.reshape(32) + t,
+         rtol=0, atol=0, id="_FusedScaleShift-wide"),
+]

@@ -106,3 +106,25 @@ CASES = [
         "RandomShuffle-rows", const_inputs=(),
     ),
 ]
+
+
+def _mask_check(threshold, dtype, out_dtype):
+    """_RandomUniformMask: exactly Cast(RandomUniform >= threshold) from the same seeds' stream."""
+
+    def check(out, ins):
+        attrs = {"dtype": dtype, "seed": 7, "seed2": 1}
+        u = np.asarray(evaluate_op("RandomUniform", ins, **attrs)[0])
+        want = (u >= np.asarray(threshold, dtype)).astype(out_dtype)
+        assert out.dtype == np.dtype(out_dtype) and out.shape == u.shape
+        np.testing.assert_array_equal(out, want)
+
+    return check
+
+
+CASES += [
+    _random_case("_RandomUniformMask", [np.array([37, 3], np.int32)],
+                 {"dtype": dtype, "seed": 7, "seed2": 1, "threshold": t, "DstT": dst},
+                 _mask_check(t, dtype, dst), f"_RandomUniformMask-{dtype}-{t}-{dst}")
+    for dtype, t, dst in (("float32", 0.25, "float32"), ("float64", 0.5, "float64"), ("float32", 0.75, "float16"),
+                          ("float16", 0.5, "float32"))
+]  # fmt: skip

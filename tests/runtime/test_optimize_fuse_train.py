@@ -14,6 +14,12 @@ from tests.runtime.golden import assert_golden
 from tests.runtime.test_optimize import _optimized
 
 
+def _step_ops(sess: Session) -> set[str]:
+    """The ops of every partition of the session's plans so far."""
+    plans = [p for c in sess._calls.values() for p in ([c.plan] if c.by_shape is None else c.by_shape.values())]
+    return {n.op for p in plans if p is not None for gd in p.partitions.values() for n in gd.nodes}
+
+
 def _dropout(rate=0.25, dtype="float32", cast_to=None, shape=(4, 6), peek=None, fed_rate=False) -> GraphBuilder:
     """x * scale * Cast(RandomUniform(shape(x)) >= rate): the dropout layer's training branch."""
     b = GraphBuilder()
@@ -79,10 +85,7 @@ def test_the_fused_mask_and_generator_state_equal_the_unfused_ones(dtype, rate, 
             # The unfused RandomUniform's own draws between the masks: the streams interleave.
             masks = [sess.run(["mask", "dropped"], {"x": x}) for _ in range(3)]
             runs.append((masks, rng_states(sess)))
-            if optimize:
-                assert any(n.op == "_RandomUniformMask" for c in sess._calls.values()
-                           for p in ([c.plan] if c.by_shape is None else c.by_shape.values()) if p is not None
-                           for gd in p.partitions.values() for n in gd.nodes)  # fmt: skip
+            assert ("_RandomUniformMask" in _step_ops(sess)) == optimize
     (fused, fused_rng), (plain, plain_rng) = runs
     for got, want in zip(fused, plain, strict=True):
         for g, w in zip(got, want, strict=True):
@@ -126,3 +129,68 @@ def test_threshold_bits_split_draws_where_the_float_comparison_does(t):
         for v in (limit - (1 << shift), limit - 1, limit, limit + (1 << shift)):
             u = dtype((v >> shift) * 2.0**-mant)
             assert (u >= dtype(t_d)) == (v >= limit), (dtype, t, v)
+
+
+def _scale_shift(x_shape=(2, 4, 4, 8), s_shape=(8,), t_shape=(8,), relu=True, peek=None, dtype="float32"):
+    """x * s + t (-> Relu), the vectors fed: batch norm's normalization in training."""
+    b = GraphBuilder()
+    for name, shape in (("x", [None, *x_shape[1:]]), ("s", list(s_shape)), ("t", list(t_shape))):
+        b.add_op("Placeholder", attrs={"dtype": dtype, "shape": shape}, name=name)
+    b.add_op("Mul", ["x", "s"], name="scaled")
+    b.add_op("AddV2", ["t", "scaled"], name="shifted")  # the vector first: either order fuses
+    if relu:
+        b.add_op("Relu", ["shifted"], name="act")
+    if peek:
+        b.add_op("Identity", [peek], name="peek")
+    return b
+
+
+def test_scale_shift_and_relu_become_one_fused_scale_shift():
+    r = _optimized(_scale_shift(), ["act"], ["x", "s", "t"], feed_shapes=[(2, 4, 4, 8), (8,), (8,)], cpu_only=True)
+    assert_golden(
+        r.graph_def,
+        [
+            "_arg_x_0_0 = _Arg()",
+            "_arg_s_0_1 = _Arg()",
+            "_arg_t_0_2 = _Arg()",
+            "act = _FusedScaleShift(_arg_x_0_0, _arg_s_0_1, _arg_t_0_2) {fused_ops=[Relu]}",
+            "_retval_act_0_0 = _Retval(act)",
+        ],
+        ["fused_ops"],
+    )
+    r = _optimized(_scale_shift(relu=False), ["shifted"], ["x", "s", "t"], feed_shapes=[(2, 4, 4, 8), (8,), (8,)],
+                   cpu_only=True)  # fmt: skip
+    assert [n.op for n in r.graph_def.nodes if n.name == "shifted"] == ["_FusedScaleShift"]
+    plain = _optimized(_scale_shift(), ["act"], ["x", "s", "t"], feed_shapes=[(2, 4, 4, 8), (8,), (8,)])
+    assert "_FusedScaleShift" not in {n.op for n in plain.graph_def.nodes}
+
+
+@pytest.mark.parametrize(
+    "peek, s_shape, t_shape",
+    [("scaled", (8,), (8,)), (None, (4, 4, 8), (8,)), (None, (8,), (2, 4, 4, 8)), (None, (1,), (8,))],
+)
+def test_an_intermediate_read_elsewhere_or_no_channel_vector_keeps_the_chain(peek, s_shape, t_shape):
+    fetches = ["act", "peek"] if peek else ["act"]
+    r = _optimized(_scale_shift(s_shape=s_shape, t_shape=t_shape, peek=peek), fetches, ["x", "s", "t"],
+                   feed_shapes=[(2, 4, 4, 8), s_shape, t_shape], cpu_only=True)  # fmt: skip
+    assert "_FusedScaleShift" not in {n.op for n in r.graph_def.nodes}
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16"])
+@pytest.mark.parametrize("x_shape, v_shape", [((2, 4, 4, 8), (8,)), ((64, 8, 8, 32), (1, 1, 1, 32)), ((300, 7), (7,))])
+@pytest.mark.parametrize("relu", [True, False])
+def test_the_fused_scale_shift_equals_the_unfused_ops_bit_for_bit(dtype, x_shape, v_shape, relu):
+    """(64, 8, 8, 32): above wide_rows.MIN_SIZE, the whole-row lines; NaN, infinities, -0."""
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal(x_shape).astype(dtype)
+    x.reshape(-1)[:4] = [np.nan, np.inf, -np.inf, -0.0]
+    feeds = {"x": x, "s": rng.uniform(-2, 2, v_shape).astype(dtype), "t": rng.standard_normal(v_shape).astype(dtype)}
+    b = _scale_shift(x_shape, v_shape, v_shape, relu=relu, dtype=dtype)
+    out = "act" if relu else "shifted"
+    runs = []
+    for optimize in (True, False):
+        with Session(b.graph_def, SessionConfig(devices="cpu:1", optimize=optimize)) as sess:
+            runs.append([sess.run(out, feeds) for _ in range(3)])  # the later ones from the arena
+            assert ("_FusedScaleShift" in _step_ops(sess)) == optimize
+    for g, w in zip(*runs, strict=True):
+        assert g.dtype == w.dtype and g.shape == w.shape and g.tobytes() == w.tobytes()
