@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import math
 import sys
+import threading
 
 import numpy as np
 
@@ -170,23 +171,29 @@ def _threshold_bits(threshold: float, np_dtype) -> int | None:
     return None if k >= 2**mant else k << shift
 
 
+# Held around _uint32_draws' read-modify-write of a generator's state (steps may overlap; the
+# generator's own lock cannot be held: random_raw takes it).
+_RAW_LOCK = threading.Lock()
+
+
 def _uint32_draws(rng: np.random.Generator, n: int):
     """(head, body): the n next_uint32 draws numpy's float32 ``random`` would take, as a leading
     buffered draw (an int, or None) and a uint32 array; the generator left as ``random`` leaves it.
     ``random_raw`` fills the array without numpy's per-draw call: each 64-bit draw is two 32-bit
     ones, low half first (little-endian view), the odd half kept in the state as numpy does."""
     bg = rng.bit_generator
-    st = bg.state
-    head = st["uinteger"] if st["has_uint32"] and n else None
-    m = n - (head is not None)
-    raw = bg.random_raw((m + 1) // 2)
-    halves = raw.view(np.uint32)
-    if head is not None or m:
+    with _RAW_LOCK:  # the state read, the draws and the state written back as one step
         st = bg.state
-        st["has_uint32"] = m % 2
-        if m:  # numpy's next_uint32 keeps the high half of the last 64-bit draw, used or not
-            st["uinteger"] = int(halves[-1])
-        bg.state = st
+        head = st["uinteger"] if st["has_uint32"] and n else None
+        m = n - (head is not None)
+        raw = bg.random_raw((m + 1) // 2)
+        halves = raw.view(np.uint32)
+        if head is not None or m:
+            st = bg.state
+            st["has_uint32"] = m % 2
+            if m:  # numpy's next_uint32 keeps the high half of the last 64-bit draw, used or not
+                st["uinteger"] = int(halves[-1])
+            bg.state = st
     return head, halves[:m]
 
 
