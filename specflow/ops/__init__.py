@@ -58,6 +58,7 @@ from specflow.ops import (  # noqa: F401,E402  (importing registers the ops)
     special_math_ops,
     stack_ops,
     state_ops,
+    stateless_random_dist_ops,
     stateless_random_ops,
     training_ops,
     tridiagonal_ops,
