@@ -25,6 +25,7 @@ from specflow.ops import (  # noqa: F401,E402  (importing registers the ops)
     image_ops,
     inplace_ops,
     io_ops,
+    linalg_extra_ops,
     linalg_ops,
     linalg_solve_ops,
     list_ops,
