@@ -36,6 +36,8 @@ from tensorflow.python.framework.convert_to_constants import convert_variables_t
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from scripts.tf_graph_parity_cases4 import register as register_batch4
+from scripts.tf_graph_parity_cases5 import register as register_batch5
+from scripts.tf_graph_parity_keras5 import SAVED5
 from specflow.errors import SpecflowError
 from specflow.export.loader import load_model
 
@@ -50,6 +52,8 @@ def case(name, fn, *shapes, dtype="float32", grad=True, pos=False, ints=None, ex
 def sample(shape, dtype, pos):
     if dtype.startswith("int"):
         return rng.integers(-5, 6, shape).astype(dtype)
+    if dtype.startswith("uint"):
+        return rng.integers(0, 11, shape).astype(dtype)
     if dtype == "bool":
         return rng.random(shape) > 0.5
     x = rng.standard_normal(shape)
@@ -397,15 +401,19 @@ def run_case(name, fn, shapes, dtype, grad, pos, ints, extra, tmp):
 
 def compare(got: dict, want: dict) -> list[str]:
     """One line per output of ``want`` that ``got`` does not match (rtol 1e-4, atol 1e-4 of the
-    largest magnitude; exact for integers and bools)."""
+    largest magnitude; for float16 1e-3 and bfloat16 1e-2, a unit in their last place; exact for
+    integers and bools)."""
     bad = []
     for k, wv in want.items():
         g = np.asarray(got[k])
+        rtol = {"float16": 1e-3, "bfloat16": 1e-2}.get(wv.dtype.name, 1e-4)
+        if wv.dtype.name == "bfloat16" and g.shape == wv.shape:
+            g, wv = g.astype(np.float32), wv.astype(np.float32)
         if g.shape != wv.shape:
             bad.append(f"out {k} shape {g.shape} vs {wv.shape}")
         elif wv.dtype.kind in "fc":
-            tol = 1e-4 * max(1.0, float(np.nanmax(np.abs(wv))) if wv.size else 1.0)
-            if not np.allclose(g, wv, rtol=1e-4, atol=tol, equal_nan=True):
+            tol = rtol * max(1.0, float(np.nanmax(np.abs(wv))) if wv.size else 1.0)
+            if not np.allclose(g, wv, rtol=rtol, atol=tol, equal_nan=True):
                 bad.append(f"out {k} max diff {np.nanmax(np.abs(g.astype(np.complex128) - wv)):.3g}")
         elif not np.array_equal(g, wv):
             bad.append(f"out {k} values differ")
@@ -461,9 +469,10 @@ KERAS = [
 ]
 
 KERAS += register_batch4(case)
+KERAS += register_batch5(case)
 SAVED = {"bn_train", "lstm", "gru", "simplernn", "bilstm", "conv_lstm", "c4_k_gru_v1", "c4_k_lstm_state", "c4_k_lstm_mask",
          "c4_k_gru_goback", "c4_k_bigru_concat", "c4_m_text_lstm", "c4_m_gru_stack", "c4_k_lstm_unroll", "c4_k_masking_gru",
-         "c4_k_simplernn_state", "c4_k_bilstm_seq", "c4_k_convlstm2d"}
+         "c4_k_simplernn_state", "c4_k_bilstm_seq", "c4_k_convlstm2d"} | SAVED5
 
 
 def keras_call(layer, t, opts):

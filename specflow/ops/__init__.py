@@ -54,6 +54,7 @@ from specflow.ops import (  # noqa: F401,E402  (importing registers the ops)
     set_ops,
     space_depth_ops,
     sparse_ops,
+    sparse_segment_ops,
     sparse_training_ops,
     special_function_ops,
     special_math_ops,

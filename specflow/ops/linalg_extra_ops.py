@@ -12,8 +12,37 @@ from specflow.graph.shapes import Shape, broadcast_shapes
 from specflow.ops import grad_util as gu
 from specflow.ops.inference import InferenceContext
 from specflow.ops.linalg_ops import _LINALG_TYPES, _adjoint, _mm, _square_shape, _transpose
+from specflow.ops.manip_ops import _transpose_infer, _transpose_shape
 from specflow.ops.registry import gradient, kernel, register_op
-from specflow.ops.shape_args import shape_of
+from specflow.ops.shape_args import shape_of, vector_arg
+
+# --- ConjugateTranspose (tf.linalg.adjoint, tf.transpose(conjugate=True)) --------------------
+
+register_op(
+    "ConjugateTranspose",
+    inputs=["x: T", "perm: Tperm"],
+    outputs=["y: T"],
+    attrs=["T: type", "Tperm: {int32, int64} = int32"],
+    shape=_transpose_infer,
+    doc="Transpose(x, perm), conjugated (a plain transpose for real types).",
+)
+
+
+@kernel("ConjugateTranspose", host_inputs=(1,))
+def _conjugate_transpose(ctx, x, perm):
+    perm = vector_arg(ctx.fail, ctx.host(perm), "perm")
+    _transpose_shape(ctx.fail, shape_of(x), perm)
+    y = ctx.xp.transpose(x, perm)
+    return ctx.xp.conj(y) if y.dtype.kind == "c" else y
+
+
+@gradient("ConjugateTranspose")
+def _conjugate_transpose_grad(b, node, dys):
+    perm = node.data_inputs[1]
+    known = b.value(perm)
+    inverse = gu.const(b, np.argsort(known).astype(known.dtype)) if known is not None else gu.emit(b, "InvertPermutation", perm)
+    return [gu.emit(b, "ConjugateTranspose", dys[0], inverse), None]
+
 
 # --- Lu ---------------------------------------------------------------------------------------
 

@@ -73,6 +73,10 @@ def _check_eig(outs, ins):
 _TRI = np.array([[2.0, 1.0, 0.5], [0.0, -3.0, 1.0], [0.0, 0.0, 0.5]])
 
 CASES = [
+    Case("ConjugateTranspose", [f64(2, 3, 4) + 1j * f64(2, 3, 4), np.array([0, 2, 1], np.int32)],
+         ref=lambda x, p: np.conj(np.transpose(x, p)), const_inputs=[1]),
+    Case("ConjugateTranspose", [f64(3, 4), np.array([1, 0], np.int64)], ref=lambda x, p: x.T, const_inputs=[1],
+         id="ConjugateTranspose-real"),
     Case("Lu", [f64(4, 4)], ref=_lu_ref, rtol=1e-10, atol=1e-12),
     Case("Lu", [f64(2, 3, 3).astype(np.float32)], ref=_lu_ref, rtol=1e-5, atol=1e-5, id="Lu-batch-float32"),
     Case("Lu", [f64(3, 3) + 1j * f64(3, 3)], ref=_lu_ref, rtol=1e-10, atol=1e-12, id="Lu-complex"),

@@ -16,6 +16,7 @@ def _bands(*shape, lower=True):
 
 
 CASES = [
+    GradCase("ConjugateTranspose", [g64(2, 3, 4), np.array([2, 0, 1], np.int32)], wrt=[0]),
     GradCase("MatrixSquareRoot", [_spd]),
     GradCase("MatrixSquareRoot", [np.stack([_spd, 2 * np.eye(3) + 0.1 * _x])], id="MatrixSquareRoot-batch"),
     GradCase("BandedTriangularSolve", [_bands(2, 4), g64(4, 2)]),
