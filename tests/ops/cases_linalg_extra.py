@@ -1,5 +1,5 @@
-"""Cases for linalg_extra_ops: Lu against scipy's LAPACK factorization (same pivots: the first
-entry of largest modulus), MatrixSquareRoot against the eigen decomposition's root,
+"""Cases for linalg_extra_ops: Lu against a plain Doolittle loop with Eigen's pivots (the first
+entry of largest modulus) and, for real input, scipy's LAPACK factorization, MatrixSquareRoot against the eigen decomposition's root,
 BandedTriangularSolve against a dense solve of the matrix its bands describe (built entry by
 entry here), and Eig by its defining property A V = V diag(e) with unit columns."""
 
@@ -10,16 +10,31 @@ from tests.ops.harness import Case, f64
 
 
 def _lu_ref(a):
-    flat = a.reshape(-1, *a.shape[-2:])
+    """Doolittle with partial pivoting, one matrix at a time: the pivot is the first entry of
+    largest modulus (Eigen's rule, TF's; LAPACK's zgetrf scores complex entries by |re| + |im|)."""
+    flat = a.reshape(-1, *a.shape[-2:]).astype(np.complex128 if a.dtype.kind == "c" else np.float64)
     lus, perms = [], []
     for m in flat:
-        lu, piv = scipy.linalg.lu_factor(m.astype(np.complex128 if m.dtype.kind == "c" else np.float64))
-        perm = np.arange(m.shape[0])
-        for i, p in enumerate(piv):
-            perm[[i, p]] = perm[[p, i]]
-        lus.append(lu)
+        m, n = m.copy(), m.shape[0]
+        perm = list(range(n))
+        for k in range(n):
+            piv = k + int(np.argmax(np.abs(m[k:, k])))
+            m[[k, piv]], perm[k], perm[piv] = m[[piv, k]], perm[piv], perm[k]
+            m[k + 1:, k] /= m[k, k]
+            m[k + 1:, k + 1:] -= np.outer(m[k + 1:, k], m[k, k + 1:])
+        lus.append(m)
         perms.append(perm)
     return np.array(lus).reshape(a.shape).astype(a.dtype), np.array(perms, np.int32).reshape(a.shape[:-1])
+
+
+def _check_lu_scipy(outs, ins):
+    """Real input: the same factors as scipy's LAPACK getrf (same pivots), perm from its swaps."""
+    lu, piv = scipy.linalg.lu_factor(ins[0])
+    perm = np.arange(ins[0].shape[0])
+    for i, p in enumerate(piv):
+        perm[[i, p]] = perm[[p, i]]
+    np.testing.assert_allclose(outs[0], lu, rtol=1e-10, atol=1e-12)
+    np.testing.assert_array_equal(outs[1], perm)
 
 
 def _sqrtm_ref(a):
@@ -78,6 +93,7 @@ CASES = [
     Case("ConjugateTranspose", [f64(3, 4), np.array([1, 0], np.int64)], ref=lambda x, p: x.T, const_inputs=[1],
          id="ConjugateTranspose-real"),
     Case("Lu", [f64(4, 4)], ref=_lu_ref, rtol=1e-10, atol=1e-12),
+    Case("Lu", [f64(5, 5)], check=_check_lu_scipy, id="Lu-as-lapack"),
     Case("Lu", [f64(2, 3, 3).astype(np.float32)], ref=_lu_ref, rtol=1e-5, atol=1e-5, id="Lu-batch-float32"),
     Case("Lu", [f64(3, 3) + 1j * f64(3, 3)], ref=_lu_ref, rtol=1e-10, atol=1e-12, id="Lu-complex"),
     # Ties pick the first row of largest modulus: here row 0 (|1| = |-1|), then no swap.
