@@ -66,9 +66,11 @@ def test_a_run_leaves_no_graphs_or_loops_on_the_tasks(cluster, tmp_path):
 
 def test_a_workers_loop_calls_the_ps_once_a_step(cluster, tmp_path):
     """Each step's updates and the next step's reads go to the ps in one call: a step reads
-    afresh (a second call) only as the loop's first, after a pause, or as the first of a plan
-    (the epoch's short last batch has its own: 80 steps cross 3 epoch ends, 2 such steps each).
-    The driver's turn between two chunks is no pause."""
+    afresh (a second call) only as the loop's first or after a pause. Not at a plan change:
+    80 steps cross 3 epoch ends, whose short last batch has a plan of its own, and the two
+    plans' first calls on the ps are the same read, so each takes what the other prefetched
+    (the one-worker test above checks the numbers across such a change). The driver's turn
+    between two chunks is no pause."""
     import ray
 
     trainer, result, _ = _train(cluster, tmp_path, True, steps=80)
@@ -76,4 +78,4 @@ def test_a_workers_loop_calls_the_ps_once_a_step(cluster, tmp_path):
         lambda w: dict(w.replica_loops.counts)))  # fmt: skip
     steps, prefetched, pauses = counts[trainer._run_id]
     assert result.step == steps == 80
-    assert pauses <= 2 and steps - prefetched <= 6 + pauses, (steps, prefetched, pauses)
+    assert pauses <= 2 and steps - prefetched == pauses, (steps, prefetched, pauses)
