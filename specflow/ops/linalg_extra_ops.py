@@ -8,10 +8,11 @@ import numpy as np
 
 from specflow.errors import GraphError
 from specflow.graph import dtypes
-from specflow.graph.shapes import Shape, broadcast_shapes
+from specflow.graph.shapes import Shape
 from specflow.ops import grad_util as gu
 from specflow.ops.inference import InferenceContext
 from specflow.ops.linalg_ops import _LINALG_TYPES, _adjoint, _mm, _square_shape, _transpose
+from specflow.ops.linalg_solve_ops import triangular_result
 from specflow.ops.manip_ops import _transpose_infer, _transpose_shape
 from specflow.ops.registry import gradient, kernel, register_op
 from specflow.ops.shape_args import shape_of, vector_arg
@@ -176,13 +177,7 @@ def _banded_shape(ic: InferenceContext) -> list[Shape]:
         raise ic.fail(f"rhs must have rank >= 2 ([..., M, N]), got shape {rhs}")
     if a.rank is None or rhs.rank is None:
         return [Shape.unknown()]
-    if not Shape([a[-1]]).is_compatible_with(Shape([rhs[-2]])):
-        raise ic.fail(f"matrix {a} has {a[-1]} columns but rhs {rhs} has {rhs[-2]} rows")
-    try:
-        batch = broadcast_shapes(Shape(a.dims[:-2]), Shape(rhs.dims[:-2]))
-    except ValueError:
-        raise ic.fail(f"the batch dims of matrix {a} and rhs {rhs} do not broadcast") from None
-    return [Shape([*batch.dims, rhs[-2], rhs[-1]])]
+    return triangular_result(ic, a, rhs)
 
 
 register_op(
