@@ -66,6 +66,10 @@ class _ClusterPlan(_Plan):
     # step (``prefetch_reads``); the prefetched outboxes: (the task's other-writes count, refs).
     prefetch: dict[str, str] = field(default_factory=dict)
     prefetched: dict[str, tuple[int, Any, list]] = field(default_factory=dict)  # (.., its result ref, outboxes)
+    # Per prefetched first call: its piece as JSON when it reads no feed. Two plans of a session
+    # whose first calls there are the same piece read the same values: one may take the other's
+    # prefetched reads (an epoch's short last batch has a plan of its own).
+    read_piece: dict[str, str] = field(default_factory=dict)
     down_of: dict[str, list[str]] = field(default_factory=dict)
 
 
@@ -154,6 +158,7 @@ class ClusterSession(Session):
                 plan.flow_batches += len(up)
                 plan.down_of[t] = down
             plan.prefetch = _prefetch_pairs(order, graphs)
+            plan.read_piece = {t: graphs[t].to_json(None) for t in plan.prefetch.values() if not args_of[t]}
         return plan
 
     # --- a step ------------------------------------------------------------------------------
@@ -263,7 +268,7 @@ class ClusterSession(Session):
         refs, unawaited, reads = [], [], []
         for t, method, up, down in plan.flow:
             task = split_virtual(t)[0]
-            ahead = plan.prefetched.pop(t, None) if self.prefetch_reads else None
+            ahead = self._take_prefetched(plan, t) if self.prefetch_reads else None
             if ahead is not None:
                 other, result, boxes = ahead
                 if other == epochs.other(task):  # read at the end of the last step, nothing else wrote since
@@ -316,6 +321,23 @@ class ClusterSession(Session):
                     reads.append((t, epochs.get(task), outs[t]))
             (refs if t in plan.awaited else unawaited).append(result)
         return refs, unawaited, reads
+
+    def _take_prefetched(self, plan: _ClusterPlan, t: str):
+        """``t``'s reads prefetched by the last step: by this plan's, or by another plan's
+        whose first call on the task is the same piece (what each plan's would read)."""
+        ahead = plan.prefetched.pop(t, None)
+        piece = plan.read_piece.get(t)
+        if ahead is not None or piece is None:
+            return ahead
+        task = split_virtual(t)[0]
+        for other in self._plans.values():
+            if other is plan or not getattr(other, "prefetched", None):
+                continue
+            for u in list(other.prefetched):
+                same = other.read_piece.get(u) == piece and other.down_of.get(u) == plan.down_of.get(t)
+                if split_virtual(u)[0] == task and same:
+                    return other.prefetched.pop(u)
+        return None
 
     def forget_prefetched(self) -> None:
         """Drop the reads prefetched by the last step (a replica's loop resuming after a pause:

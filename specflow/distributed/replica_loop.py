@@ -24,6 +24,11 @@ from .remote_rendezvous import pack_error
 
 CHUNK_S = 0.05  # a chunk's target length: the driver's share of a step stays small, its view fresh
 CHUNK_MAX = 32
+# A gap between chunks longer than this is a pause (the driver throttling the worker, a
+# recovery elsewhere): the reads prefetched before it are dropped. The ordinary gap, the
+# driver's turn between two chunks (~1-3 ms), is no pause: dropping there cost an extra
+# round trip to the ps on one step in eight (digits MLP, 1 worker: 256 chunks in 2000 steps).
+PAUSE_S = CHUNK_S
 NEED_RECIPE = "need-recipe"
 
 
@@ -58,6 +63,8 @@ class ReplicaLoop:
         self.session.prefetch_reads = True
         self.session.local = (recipe.task, worker)
         self.stopped = stopped
+        self.steps = 0
+        self.pauses = 0  # chunks begun after a pause (their first step reads afresh)
         self.last_end, self.last_step_s = 0.0, 0.0  # when the last chunk ended, its time a step
 
     def run(self, j: int, count: int) -> tuple[list[tuple[float, int]], tuple | None]:
@@ -65,8 +72,9 @@ class ReplicaLoop:
         that ended the chunk early, if one did."""
         r = self.recipe
         done: list[tuple[float, int]] = []
-        if time.perf_counter() - self.last_end > self.last_step_s:  # paused: the others went on
+        if time.perf_counter() - self.last_end > max(PAUSE_S, 4 * self.last_step_s):  # paused: the others went on
             self.session.forget_prefetched()
+            self.pauses += 1
         t0 = time.perf_counter()
         for i in range(count):
             if self.stopped:
@@ -77,6 +85,7 @@ class ReplicaLoop:
             except Exception as e:  # noqa: BLE001 - reported to the driver, which recovers or raises
                 return done, pack_error(e)
             done.append((float(loss), int(gs)))
+        self.steps += len(done)
         if done:
             self.last_end = time.perf_counter()
             self.last_step_s = (self.last_end - t0) / len(done)
@@ -95,6 +104,9 @@ class ReplicaLoops:
     def __init__(self, worker) -> None:
         self.worker = worker
         self.loops: dict[str, ReplicaLoop] = {}
+        # Per run, its last loop's (steps, steps whose ps reads the step before prefetched, pauses):
+        # how many ps calls its steps took (tests; kept after the loop closes).
+        self.counts: dict[str, tuple[int, int, int]] = {}
         self.stopped: set[str] = set()
         self.lock = threading.Lock()
 
@@ -117,6 +129,7 @@ class ReplicaLoops:
                 self.loops[run] = loop
         t0 = time.perf_counter()
         done, error = loop.run(j, count)
+        self.counts[run] = (loop.steps, loop.session.reads_prefetched, loop.pauses)
         return done, error, time.perf_counter() - t0
 
     def stop(self, run: str) -> None:

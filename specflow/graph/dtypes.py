@@ -6,6 +6,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+try:  # bfloat16 as a numpy dtype (ml_dtypes: TF's and JAX's own; round-to-nearest-even casts)
+    from ml_dtypes import bfloat16 as _np_bfloat16
+except ImportError:  # pragma: no cover - ml_dtypes is a dependency
+    _np_bfloat16 = None
+
 
 @dataclass(frozen=True, eq=False)
 class DType:
@@ -21,7 +26,7 @@ class DType:
 
     @property
     def is_floating(self) -> bool:
-        return self.name.startswith("float")
+        return self.name.startswith(("float", "bfloat"))
 
     @property
     def is_complex(self) -> bool:
@@ -66,6 +71,9 @@ uint16 = DType("uint16", 17, np.uint16)
 uint32 = DType("uint32", 22, np.uint32)
 uint64 = DType("uint64", 23, np.uint64)
 float16 = DType("float16", 19, np.float16)
+# 8 exponent bits, 7 mantissa bits; arithmetic on it (ml_dtypes' ufuncs) computes in float32 and
+# rounds each result to nearest even, as TF's CPU kernels do.
+bfloat16 = DType("bfloat16", 14, _np_bfloat16)
 float32 = DType("float32", 1, np.float32)
 float64 = DType("float64", 2, np.float64)
 complex64 = DType("complex64", 8, np.complex64)
@@ -77,14 +85,14 @@ variant = DType("variant", 21, object)
 
 ALL_DTYPES = (
     bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
-    float16, float32, float64, complex64, complex128, string, resource, variant,
+    float16, bfloat16, float32, float64, complex64, complex128, string, resource, variant,
 )  # fmt: skip
 _BY_NAME = {d.name: d for d in ALL_DTYPES}
 # Aliases users and TensorFlow write.
 _BY_NAME.update({"float": float32, "double": float64, "half": float16, "str": string, "bytes": string})
 _BY_TF_ENUM = {d.tf_enum: d for d in ALL_DTYPES}
 
-FLOATING = frozenset({float16, float32, float64})
+FLOATING = frozenset({float16, bfloat16, float32, float64})
 COMPLEX = frozenset({complex64, complex128})
 SIGNED_INTEGER = frozenset({int8, int16, int32, int64})
 INTEGER = SIGNED_INTEGER | {uint8, uint16, uint32, uint64}

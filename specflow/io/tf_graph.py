@@ -46,7 +46,7 @@ _MESSAGE_KINDS = frozenset({"shape", "tensor", "func"})
 # TensorProto's typed value field per dtype, used when a tensor has no tensor_content (TF writes
 # small tensors this way). TF keeps 8/16-bit integers in int_val and float16 bits in half_val.
 _VALUE_FIELD = {
-    "float32": "float_val", "float64": "double_val", "float16": "half_val",
+    "float32": "float_val", "float64": "double_val", "float16": "half_val", "bfloat16": "half_val",
     "int8": "int_val", "int16": "int_val", "int32": "int_val", "uint8": "int_val", "uint16": "int_val",
     "int64": "int64_val", "uint32": "uint32_val", "uint64": "uint64_val",
     "bool": "bool_val", "complex64": "scomplex_val", "complex128": "dcomplex_val",
@@ -351,8 +351,8 @@ def tensor_from_proto(proto: tensor_pb2.TensorProto) -> np.ndarray:
 
 
 def _typed_values(dt: DType, values: list) -> np.ndarray:
-    if dt.name == "float16":  # half_val holds the raw 16-bit patterns
-        return np.array(values, dtype=np.uint16).view(np.float16)
+    if dt.name in ("float16", "bfloat16"):  # half_val holds the raw 16-bit patterns
+        return np.array(values, dtype=np.uint16).view(dt.numpy)
     if dt.is_complex:  # (real, imag) pairs
         if len(values) % 2:
             raise ValueError("complex values come in (real, imag) pairs")

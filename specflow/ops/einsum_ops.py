@@ -110,7 +110,7 @@ register_op(
     "Einsum",
     inputs=["inputs: N * T"],
     outputs=["output: T"],
-    attrs=["equation: string", "N: int >= 1", "T: {float16, float32, float64, int32, int64, complex64, complex128}"],
+    attrs=["equation: string", "N: int >= 1", "T: {bfloat16, float16, float32, float64, int32, int64, complex64, complex128}"],
     shape=_einsum_infer,
     doc="Sums of products over labelled dims, as numpy.einsum: `equation` like 'bij,bjk->bik'; "
     "'...' stands for broadcast batch dims.",

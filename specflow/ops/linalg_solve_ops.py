@@ -153,7 +153,12 @@ def _triangular_shape(ic: InferenceContext) -> list[Shape]:
     known = _solve_operands(ic)
     if known is None:
         return [Shape.unknown()]
-    a, rhs = known
+    return triangular_result(ic, *known)
+
+
+def triangular_result(ic: InferenceContext, a: Shape, rhs: Shape) -> list[Shape]:
+    """A triangular solve's result for matrix ``a`` ([..., *, M]: square, or banded) and ``rhs``
+    ([..., M, K]) of known ranks: the batch dims broadcast."""
     if not Shape([a[-1]]).is_compatible_with(Shape([rhs[-2]])):
         raise _mismatch(ic, a, rhs)
     try:

@@ -18,7 +18,7 @@ import numpy as np
 
 from specflow.graph import dtypes
 from specflow.graph.shapes import Shape
-from specflow.ops.grad_util import emit, outputs, shape_of
+from specflow.ops.grad_util import const, emit, outputs, shape_of
 from specflow.ops.inference import InferenceContext, scalar_shape
 from specflow.ops.registry import KernelContext, gradient, kernel, not_differentiable, register_op
 
@@ -452,3 +452,85 @@ def _resize_grad(b, node, dys):
 
 # Sizes, shapes and fresh lists carry no gradient (TF registers none for them).
 not_differentiable("EmptyTensorList", "TensorListReserve", "TensorListLength", "TensorListElementShape")
+
+
+# --- gather and scatter (TensorArray.gather/scatter) ---------------------------------------------
+
+register_op(
+    "TensorListGather",
+    inputs=["input_handle: variant", "indices: int32", "element_shape: int32"],
+    outputs=["values: element_dtype"],
+    attrs=["element_dtype: type"],
+    shape=lambda ic: [Shape([ic.shape(1).dims[0] if ic.shape(1).rank == 1 else None]).concatenate(_element_shape_input(ic, 2))],
+    doc="The list's elements at `indices`, stacked (unset ones as zeros of `element_shape`).",
+)
+
+
+@kernel("TensorListGather", devices=_CPU, host_inputs=(1, 2))
+def _gather(ctx, handle, indices, element_shape):
+    lst = unwrap(ctx, handle)
+    idx = ctx.host(indices)
+    if idx.ndim != 1:
+        raise ctx.fail(f"indices must be a vector, got shape {list(idx.shape)}")
+    shape = _merged(ctx, lst.element_shape, _element_shape(ctx, element_shape))
+    items = []
+    for i in idx.tolist():
+        if not 0 <= i < len(lst.tensors):
+            raise ctx.fail(f"index {i} is out of range for a list of {len(lst.tensors)} element(s)")
+        items.append(_read(ctx, lst, i, shape))
+    if not items:
+        if not shape.is_fully_defined:
+            raise ctx.fail(f"gathering no elements needs a fully defined element shape, got {shape}")
+        return ctx.xp.zeros([0, *shape.as_list()], lst.element_dtype.numpy)
+    return ctx.xp.stack(items)
+
+
+@gradient("TensorListGather")
+def _gather_grad(b, node, dys):
+    handle, indices, _ = node.data_inputs
+    dtype = node.attrs["element_dtype"]
+    shape = emit(b, "TensorListElementShape", handle, shape_type=dtypes.int32)
+    reserved = emit(b, "TensorListReserve", shape, emit(b, "TensorListLength", handle), element_dtype=dtype)
+    return [emit(b, "TensorListScatterIntoExistingList", reserved, dys[0], indices, element_dtype=dtype), None, None]
+
+
+register_op(
+    "TensorListScatterIntoExistingList",
+    inputs=["input_handle: variant", "tensor: element_dtype", "indices: int32"],
+    outputs=["output_handle: variant"],
+    attrs=["element_dtype: type"],
+    shape=scalar_shape,
+    doc="A copy of the list with element indices[i] set to tensor[i], growing the list to reach "
+    "the largest index.",
+)
+
+
+@kernel("TensorListScatterIntoExistingList", devices=_CPU, host_inputs=(2,))
+def _scatter_into(ctx, handle, tensor, indices):
+    lst = unwrap(ctx, handle)
+    idx = ctx.host(indices)
+    if tensor.ndim == 0 or idx.ndim != 1 or idx.shape[0] != tensor.shape[0]:
+        raise ctx.fail(f"tensor [n, ...] and indices [n] do not fit: shapes {list(tensor.shape)} and {list(idx.shape)}")
+    if (idx < 0).any():
+        raise ctx.fail(f"indices must be non-negative, got {idx.tolist()}")
+    tensors = list(lst.tensors)
+    if idx.size and int(idx.max()) >= len(tensors):
+        tensors += [None] * (int(idx.max()) + 1 - len(tensors))
+    for j, i in enumerate(idx.tolist()):
+        _check_element(ctx, lst, tensor[j])
+        tensors[i] = tensor[j]
+    return wrap(lst.copy(tensors))
+
+
+@gradient("TensorListScatterIntoExistingList")
+def _scatter_into_grad(b, node, dys):
+    _, tensor, indices = node.data_inputs
+    (dlist,) = dys
+    dtype = node.attrs["element_dtype"]
+    if dlist is None:
+        return [None, None, None]
+    one = const(b, np.array([1], np.int32))
+    rest = emit(b, "StridedSlice", shape_of(b, tensor), one, const(b, np.array([0], np.int32)), one, end_mask=1)
+    dtensor = emit(b, "TensorListGather", dlist, indices, rest, element_dtype=dtype)
+    cleared = emit(b, "TensorListScatterIntoExistingList", dlist, emit(b, "ZerosLike", tensor), indices, element_dtype=dtype)
+    return [cleared, dtensor, None]

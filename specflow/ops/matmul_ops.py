@@ -41,7 +41,7 @@ register_op(
     attrs=[
         "transpose_a: bool = false",
         "transpose_b: bool = false",
-        "T: {float16, float32, float64, int32, int64, complex64, complex128}",
+        "T: {bfloat16, float16, float32, float64, int32, int64, complex64, complex128}",
     ],
     shape=_matmul_shape,
     doc="The matrix product a @ b of two matrices, each optionally transposed first.",
@@ -92,7 +92,7 @@ register_op(
     inputs=["x: T", "y: T"],
     outputs=["output: T"],
     attrs=[
-        "T: {float16, float32, float64, int16, int32, int64, complex64, complex128}",
+        "T: {bfloat16, float16, float32, float64, int16, int32, int64, complex64, complex128}",
         "adj_x: bool = false",
         "adj_y: bool = false",
     ],
@@ -172,7 +172,7 @@ register_op(
     inputs=["x: T", "y: T"],
     outputs=["output: T"],
     attrs=[
-        "T: {float16, float32, float64, int32, int64, complex64, complex128}",
+        "T: {bfloat16, float16, float32, float64, int32, int64, complex64, complex128}",
         "adj_x: bool = false",
         "adj_y: bool = false",
     ],

@@ -208,8 +208,46 @@ def kernel(op_name: str, devices: Sequence[str] = DEVICE_TYPES, host_inputs: Seq
 def find_kernel(op_name: str, device_type: str, attrs: dict) -> KernelDef | None:
     for k in _KERNELS.get(op_name, ()):
         if k.device_type == device_type and k.accepts(attrs):
+            if _binds_bfloat16(k, attrs) and not getattr(k.fn, "bfloat16_native", False):
+                return _in_float32(k, attrs)
             return k
     return None
+
+
+def bfloat16_native(fn):
+    """Marks a kernel that computes on bfloat16 arrays itself (Cast, data movement); the others
+    see bfloat16 inputs as float32 and have their bfloat16 outputs rounded from float32."""
+    fn.bfloat16_native = True
+    return fn
+
+
+def _binds_bfloat16(k: KernelDef, attrs: dict) -> bool:
+    for name in k.constraints:
+        v = attrs.get(name)
+        if any(as_dtype(t) is dtypes.bfloat16 for t in (v if isinstance(v, list) else [v]) if t is not None):
+            return True
+    return False
+
+
+def _in_float32(k: KernelDef, attrs: dict) -> KernelDef:
+    """``k`` run as TF's CPU kernels run bfloat16: bfloat16 inputs widened to float32 (exactly),
+    the kernel computing in float32, each bfloat16 output rounded to nearest even once."""
+    bf16 = dtypes.bfloat16.numpy
+    outs = [d is dtypes.bfloat16 for d in output_dtypes(get_op(k.op), attrs)]
+
+    def widen(x):
+        return x.astype(np.float32) if getattr(x, "dtype", None) == bf16 else x
+
+    def narrow(i, y):
+        return y.astype(bf16) if i < len(outs) and outs[i] and getattr(y, "dtype", None) != bf16 else y
+
+    def fn(ctx, *inputs):
+        out = k.fn(ctx, *(widen(x) for x in inputs))
+        if isinstance(out, tuple):
+            return tuple(narrow(i, y) for i, y in enumerate(out))
+        return narrow(0, out)
+
+    return KernelDef(k.op, k.device_type, k.constraints, fn, k.host_inputs)
 
 
 def kernels_for(op_name: str) -> list[KernelDef]:

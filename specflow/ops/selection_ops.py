@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from specflow.errors import GraphError
 from specflow.graph import dtypes
 from specflow.graph.shapes import Shape
 from specflow.ops import grad_util as gu
@@ -84,6 +85,75 @@ def _top_k_grad(b, node, dys):
     values = gu.emit(b, "Reshape", dys[0], gu.const(b, [-1], "int32"))
     dense = gu.emit(b, "ScatterNd", flat, values, gu.emit(b, "Reshape", total, one))
     return [gu.emit(b, "Reshape", dense, shape), None]
+
+
+# --- ApproxTopK -------------------------------------------------------------------------------
+# tf.math.approx_max_k/approx_min_k: approximate on TPUs; on CPU and GPU TF computes the exact top k
+# (largest, or smallest with is_max_k=false) along reduction_dimension, as here.
+
+
+def _approx_top_k_infer(ic: InferenceContext) -> list[Shape]:
+    x, k, axis = ic.shape(0), ic.attr("k"), ic.attr("reduction_dimension")
+    if x.rank is None:
+        return [x, x]
+    if not -x.rank <= axis < max(x.rank, 1) or x.rank == 0:
+        raise ic.fail(f"reduction_dimension {axis} is out of range for an input of shape {x}")
+    axis %= x.rank
+    if x[axis] is not None and x[axis] < k:
+        raise ic.fail(f"input must have at least k = {k} entries along dimension {axis}, got shape {x}")
+    s = Shape([k if i == axis else d for i, d in enumerate(x.dims)])
+    return [s, s]
+
+
+register_op(
+    "ApproxTopK",
+    inputs=["input: T"],
+    outputs=["values: T", "indices: int32"],
+    attrs=["k: int >= 0", "reduction_dimension: int = -1", "recall_target: float = 0.95", "is_max_k: bool = true",
+           "reduction_input_size_override: int = -1", "aggregate_to_topk: bool = true", "T: {float16, float32}"],  # fmt: skip
+    shape=_approx_top_k_infer,
+    doc="The k largest (is_max_k) or smallest entries along reduction_dimension and their indices, "
+    "exactly (TF's CPU kernel); ties keep the lower index first.",
+)
+
+
+@kernel("ApproxTopK")
+def _approx_top_k(ctx, x):
+    xp, k, axis = ctx.xp, ctx.attrs["k"], ctx.attrs["reduction_dimension"]
+    if x.ndim == 0 or not -x.ndim <= axis < x.ndim:
+        raise ctx.fail(f"reduction_dimension {axis} is out of range for an input of shape {list(x.shape)}")
+    if x.shape[axis] < k:
+        raise ctx.fail(f"input must have at least k = {k} entries along dimension {axis % x.ndim}, got shape {list(x.shape)}")
+    moved = xp.moveaxis(x, axis, -1)
+    n = moved.shape[-1]
+    if ctx.attrs["is_max_k"]:
+        order = (n - 1) - xp.argsort(moved[..., ::-1], axis=-1, kind="stable")[..., ::-1][..., :k]
+    else:
+        order = xp.argsort(moved, axis=-1, kind="stable")[..., :k]
+    values = xp.take_along_axis(moved, order, axis=-1)
+    return xp.moveaxis(values, -1, axis), xp.moveaxis(order, -1, axis).astype(np.int32)
+
+
+@gradient("ApproxTopK")
+def _approx_top_k_grad(b, node, dys):
+    # As TF: scatter the values' gradient back to the entries they came from (ScatterNd on the full
+    # coordinates: the indices along the reduction dim, iotas along the others).
+    x = node.data_inputs[0]
+    idx_shape = b.spec(f"{node.name}:1").shape
+    if not idx_shape.is_fully_defined:
+        raise GraphError(f"ApproxTopK '{node.name}': its gradient needs a static shape, got {idx_shape}")
+    dims = idx_shape.as_list()
+    rank, axis = len(dims), node.attrs["reduction_dimension"] % len(dims)
+    lifted = gu.const(b, np.array([*dims, 1], np.int32))
+    parts = []
+    for d in range(rank):
+        if d == axis:
+            parts.append(gu.emit(b, "Reshape", f"{node.name}:1", lifted))
+        else:
+            iota = np.arange(dims[d], dtype=np.int32).reshape([dims[d] if i == d else 1 for i in range(rank)] + [1])
+            parts.append(gu.const(b, np.broadcast_to(iota, [*dims, 1]).copy()))
+    idx = gu.emit(b, "ConcatV2", *parts, gu.const(b, -1, "int32"), N=rank) if rank > 1 else parts[0]
+    return [gu.emit(b, "ScatterNd", idx, dys[0], gu.shape_of(b, x))]
 
 
 # --- Where ------------------------------------------------------------------------------------

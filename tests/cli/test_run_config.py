@@ -9,10 +9,10 @@ import json
 from pathlib import Path
 
 import numpy as np
-from typer.testing import CliRunner
 
-from specflow.cli import app
 from specflow.io.checkpoint import CheckpointManager
+
+from .cli_helpers import cli, ok, one_error
 
 SPEC = """
 specflow: 1
@@ -41,28 +41,9 @@ train:
   eval: {every_steps: 1000, metrics: [accuracy, loss]}
 """
 LR = "train.optimizer.adam.learning_rate=0.05"
-runner = CliRunner()
 
 
-def cli(*args):
-    r = runner.invoke(app, [str(a) for a in args], env={"COLUMNS": "200"})
-    assert "Traceback" not in r.output, r.output
-    return r
 
-
-def ok(*args) -> str:
-    r = cli(*args)
-    assert r.exit_code == 0, r.output
-    return r.output
-
-
-def one_error(r, *fragments) -> str:
-    assert r.exit_code == 1, r.output
-    lines = [ln for ln in r.output.splitlines() if ln.startswith("error:")]
-    assert len(lines) == 1, r.output
-    for f in fragments:
-        assert f in lines[0], lines[0]
-    return lines[0]
 
 
 def spec_file(tmp_path: Path) -> Path:

@@ -15,29 +15,16 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from typer.testing import CliRunner
 
 from specflow.cli import app
+
+from .cli_helpers import cli, one_error
 
 ROOT = Path(__file__).resolve().parents[2]
 MLP = ROOT / "models" / "digits_mlp.yaml"
 README = (ROOT / "README.md").read_text()
-runner = CliRunner()
 
 
-def cli(*args):
-    r = runner.invoke(app, [str(a) for a in args], env={"COLUMNS": "200"})
-    assert "Traceback" not in r.output, r.output
-    return r
-
-
-def one_error(r, *fragments) -> str:
-    assert r.exit_code == 1, r.output
-    lines = [ln for ln in r.output.splitlines() if ln.startswith("error:")]
-    assert len(lines) == 1, r.output
-    for f in fragments:
-        assert f in lines[0], lines[0]
-    return lines[0]
 
 
 @pytest.fixture(scope="module")

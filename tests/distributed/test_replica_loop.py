@@ -62,3 +62,20 @@ def test_one_workers_loop_and_the_driver_compute_the_local_run(cluster, tmp_path
 def test_a_run_leaves_no_graphs_or_loops_on_the_tasks(cluster, tmp_path):
     _train(cluster, tmp_path, True, steps=10)
     assert _held(cluster) == [(0, 0), (0, 0)]
+
+
+def test_a_workers_loop_calls_the_ps_once_a_step(cluster, tmp_path):
+    """Each step's updates and the next step's reads go to the ps in one call: a step reads
+    afresh (a second call) only as the loop's first or after a pause. Not at a plan change:
+    80 steps cross 3 epoch ends, whose short last batch has a plan of its own, and the two
+    plans' first calls on the ps are the same read, so each takes what the other prefetched
+    (the one-worker test above checks the numbers across such a change). The driver's turn
+    between two chunks is no pause."""
+    import ray
+
+    trainer, result, _ = _train(cluster, tmp_path, True, steps=80)
+    counts = ray.get(cluster.actors[trainer.tasks[0]].__ray_call__.remote(
+        lambda w: dict(w.replica_loops.counts)))  # fmt: skip
+    steps, prefetched, pauses = counts[trainer._run_id]
+    assert result.step == steps == 80
+    assert pauses <= 2 and steps - prefetched == pauses, (steps, prefetched, pauses)

@@ -129,7 +129,7 @@ def _tf_expected() -> dict[str, np.ndarray]:
     base = np.arange(6, dtype=np.float64).reshape(2, 3) - 2.5
     want = {"bool": base > 0, "scalar": np.array(7, np.int64), "empty": np.zeros((0, 2), np.float32)}
     for d in NUMERIC:
-        if not d.is_bool:
+        if not d.is_bool and d.name != "bfloat16":  # (the bundle predates specflow's bfloat16)
             want[d.name] = (np.abs(base) if d.name.startswith("uint") else base).astype(d.numpy)
     want["strings"] = np.array([[b"", b"abc"], [b"\xff\x00", b"y" * 40]], dtype=object)
     return want

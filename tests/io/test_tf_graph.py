@@ -188,7 +188,7 @@ def tf_graph_with_attr(key: str, value: attr_value_pb2.AttrValue) -> graph_pb2.G
     "value, message",
     [
         (attr_value_pb2.AttrValue(placeholder="T"), "attr kind 'placeholder' is not supported"),
-        (attr_value_pb2.AttrValue(type=types_pb2.DT_BFLOAT16), "DT_BFLOAT16 has no specflow equivalent"),
+        (attr_value_pb2.AttrValue(type=types_pb2.DT_QINT8), "DT_QINT8 has no specflow equivalent"),
         (attr_value_pb2.AttrValue(list=attr_value_pb2.AttrValue.ListValue(i=[1], s=[b"a"])), "mixing"),
         (attr_value_pb2.AttrValue(), "holds no value"),
     ],

@@ -39,6 +39,11 @@ def _popped(outs, inputs):
 
 SET = f32(2, 4)
 CASES = [
+    Case("TensorListGather", [listed([X[0], None, X[2]], shape=(2, 4)), np.array([2, 1, 2], np.int32), np.array([2, 4], np.int32)],
+         ref=lambda *a: np.stack([X[2], np.zeros((2, 4), np.float32), X[2]]), attrs={"element_dtype": float32},
+         const_inputs=(1, 2), id="TensorListGather-unset-zeros"),
+    Case("TensorListScatterIntoExistingList", [listed([X[0]]), X[1:], np.array([2, 0], np.int32)],
+         check=elements_are(X[2], None, X[1]), attrs={"element_dtype": float32}, const_inputs=(2,)),
     Case("EmptyTensorList", [np.array([2, -1], np.int32), np.int32(5)], attrs={"element_dtype": float32},
          check=elements_are(shape=(2, None)), const_inputs=(0, 1)),
     Case("TensorListReserve", [np.array([2, 4], np.int32), np.int32(3)], attrs={"element_dtype": float32},

@@ -79,4 +79,10 @@ CASES = [
          ref=lambda a, c: np.array([2, 4, 3], np.int32), const_inputs=[0, 1]),
     Case("BroadcastArgs", [np.array([0, 1], np.int64), np.array([1], np.int64)],
          ref=lambda a, c: np.array([0, 1], np.int64), id="BroadcastArgs-empty-dim"),
+    # ApproxTopK: TF's CPU kernel is the exact top k, along any dimension; min-k ascending.
+    Case("ApproxTopK", [_ties], attrs={"k": 3}, ref=lambda x: _top_k_ref(x, 3)),
+    Case("ApproxTopK", [np.array([[4.0, 1.0, 2.0], [0.5, 7.0, 7.0]], np.float32)], attrs={"k": 1, "reduction_dimension": 0},
+         ref=lambda x: (np.array([[4.0, 7.0, 7.0]], np.float32), np.array([[0, 1, 1]], np.int32)), id="ApproxTopK-axis0"),
+    Case("ApproxTopK", [np.array([3.0, -1.0, 2.0, -1.0], np.float16)], attrs={"k": 2, "is_max_k": False},
+         ref=lambda x: (np.array([-1.0, -1.0], np.float16), np.array([1, 3], np.int32)), id="ApproxTopK-min-f16"),
 ]

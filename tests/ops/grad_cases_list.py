@@ -6,4 +6,4 @@ CASES: list = []
 _WHERE = "finite differences through list-op chains in tests/ops/test_list_grads.py"
 TESTED_ELSEWHERE = {op: _WHERE for op in ("TensorListFromTensor", "TensorListGetItem", "TensorListSetItem",
                                           "TensorListStack", "TensorListPushBack", "TensorListPopBack",
-                                          "TensorListResize")}
+                                          "TensorListResize", "TensorListGather", "TensorListScatterIntoExistingList")}

@@ -68,8 +68,16 @@ def resize_stack(b, x, y):  # x's rows grown to 4 (an unset row of zeros), then 
                               b.add_op("Mul", [b.add_op("Sum", [small, b.const(np.int32(0))]).name, y]).name]).name
 
 
+def scatter_gather(b, x, y):  # x's rows scattered to [2, 0, 1], rows 1 and 2 gathered; y scattered over row 0
+    lst = b.add_op("TensorListReserve", [_shape(b, [2]), b.const(np.int32(3))], {"element_dtype": F64}).name
+    lst = b.add_op("TensorListScatterIntoExistingList", [lst, x, b.const(np.array([2, 0, 1], np.int32))], {"element_dtype": F64}).name
+    y2 = b.add_op("ExpandDims", [b.add_op("Mul", [y, y]).name, b.const(np.int32(0))]).name
+    lst = b.add_op("TensorListScatterIntoExistingList", [lst, y2, b.const(np.array([0], np.int32))], {"element_dtype": F64}).name
+    return b.add_op("TensorListGather", [lst, b.const(np.array([1, 2, 0], np.int32)), _shape(b, [2])], {"element_dtype": F64}).name
+
+
 @pytest.mark.parametrize("build", [from_tensor_get_item, from_tensor_stack, reserve_set_stack, push_pop, popped_only,
-                                   resize_stack])
+                                   resize_stack, scatter_gather])
 def test_list_gradients_match_finite_differences(build):
     b = GraphBuilder()
     x = b.add_op("Placeholder", attrs={"dtype": F64, "shape": list(X.shape)}, name="x").name

@@ -81,7 +81,7 @@ def test_dtype_mismatch():
 
 
 def test_disallowed_dtype_lists_what_is_allowed():
-    with pytest.raises(OpError, match="Sqrt does not support dtype int32 for T; allowed: complex128"):
+    with pytest.raises(OpError, match="Sqrt does not support dtype int32 for T; allowed: bfloat16, complex128"):
         _build("Sqrt", [[2]], dtypes=["int32"])
 
 

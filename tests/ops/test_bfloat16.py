@@ -1,0 +1,50 @@
+"""bfloat16: TF's round-to-nearest-even casts (literal bit patterns), and kernels run as TF's CPU
+kernels run bfloat16 (inputs widened to float32, each result rounded once), checked against
+values worked out by hand."""
+
+import ml_dtypes
+import numpy as np
+
+from specflow.graph import dtypes
+from specflow.ops.eval import evaluate_op
+
+BF16 = ml_dtypes.bfloat16
+
+
+def _bits(x) -> list[int]:
+    return np.asarray(x).view(np.uint16).tolist()
+
+
+def test_cast_rounds_to_nearest_even():
+    # 1 + 2^-8 lies halfway between 1 (0x3F80) and 1 + 2^-7 (0x3F81): even wins (0x3F80);
+    # 1 + 3 * 2^-8 halfway between 0x3F81 and 0x3F82: even wins (0x3F82); just above half rounds up.
+    x = np.array([1 + 2**-8, 1 + 3 * 2**-8, 1 + 2**-8 + 2**-20, -2.0, 65504.0], np.float32)
+    out = evaluate_op("Cast", [x], SrcT="float32", DstT="bfloat16")[0]
+    assert out.dtype == BF16
+    assert _bits(out) == [0x3F80, 0x3F82, 0x3F81, 0xC000, 0x4780]
+    back = evaluate_op("Cast", [out], SrcT="bfloat16", DstT="int32")[0]
+    assert back.tolist() == [1, 1, 1, -2, 65536]
+
+
+def test_arithmetic_rounds_each_result_once():
+    a = np.array([1.0, 256.0, 3.0], BF16)
+    b = np.array([2**-8, 1.0, 1 / 3], BF16)
+    total = evaluate_op("AddV2", [a, b])[0]
+    assert total.dtype == BF16
+    assert total.astype(np.float32).tolist() == [1.0, 256.0, 3.328125]  # 1 + 2^-8 ties to 1; 257 to 256
+    # A mean of bf16 sums in float32 and rounds once: (1 + 2^-8 + 2^-8 + 2^-8 + 2^-8) / 1 -> 1.015625
+    m = evaluate_op("Mean", [np.array([[1.0, 2**-8, 2**-8, 2**-8, 2**-8]], BF16), np.array([1], np.int32)])[0]
+    assert m.dtype == BF16 and m.astype(np.float32).tolist() == [np.float32(BF16((1 + 4 * 2**-8) / 5))]
+
+
+def test_matmul_accumulates_in_float32():
+    a = np.full((1, 4), 1.0, BF16)
+    b = np.array([[1.0], [2**-8], [2**-8], [2**-8]], BF16)
+    out = evaluate_op("MatMul", [a, b])[0]
+    # 1 + 3 * 2^-8 in float32, rounded once to even: 1 + 2^-6 (0x3F82); rounding after each add gives 1.
+    assert out.dtype == BF16 and _bits(out) == [[0x3F82]]
+
+
+def test_bfloat16_is_a_floating_dtype():
+    assert dtypes.as_dtype("bfloat16") is dtypes.bfloat16 and dtypes.bfloat16.is_floating
+    assert dtypes.as_dtype(np.dtype(BF16)) is dtypes.bfloat16 and dtypes.as_dtype(14) is dtypes.bfloat16
