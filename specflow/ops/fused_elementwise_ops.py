@@ -7,6 +7,10 @@ buffer instead of three full-size arrays (fresh memory written and read back: 1.
 batch 1024's [16384, 32]; blocks of the rows sized for the cache were slower still, numpy's
 ~2 us per call outweighing what stays cached). Each element meets the same operands in the same
 order as in the unfused Mul, AddV2 and Relu (ops/wide_rows.py's lines): the same values.
+
+``_FusedScaledSum``: x * scale + addend + shift, the same way (batch norm's input gradient:
+the upstream gradient times the scale, plus the variance's share, plus the mean's): AddN's sum
+of the product and the addend, then the shift, in place in one buffer instead of three arrays.
 """
 
 from __future__ import annotations
@@ -51,4 +55,35 @@ def _fused_scale_shift(ctx, x, scale, shift):
     return out
 
 
-not_differentiable("_FusedScaleShift")
+register_op(
+    "_FusedScaledSum",
+    inputs=["x: T", "scale: T", "addend: T", "shift: T"],
+    outputs=["y: T"],
+    attrs=["T: {float16, float32, float64}"],
+    shape=lambda ic: [ic.shape(0)],
+    doc="x * scale + addend + shift: x and addend are [..., C] of one shape, scale and shift hold "
+    "C values (shape [C] or [1, ..., 1, C]).",
+)
+
+
+@kernel("_FusedScaledSum", devices=("CPU",))
+def _fused_scaled_sum(ctx, x, scale, addend, shift):
+    c = x.shape[-1] if x.ndim else 0
+    if x.ndim < 2 or addend.shape != x.shape or any(v.size != c or v.ndim > x.ndim for v in (scale, shift)):
+        raise ctx.fail(f"x and addend must be one [..., C] shape and scale and shift hold C values, got "
+                       f"shapes {[list(a.shape) for a in (x, scale, addend, shift)]}")  # fmt: skip
+    out = ctx.empty(x.shape, x.dtype)
+    rows = rows_per_line(x.size // c, c) if c else 1
+    if x.size < MIN_SIZE or rows == 1 or not (x.flags.c_contiguous and addend.flags.c_contiguous):
+        s, t, a, b, o = scale.reshape(c), shift.reshape(c), x, addend, out
+    else:
+        width = c * rows
+        s, t = np.tile(scale.reshape(c), rows), np.tile(shift.reshape(c), rows)
+        a, b, o = (v.reshape(-1, width) for v in (x, addend, out))
+    np.multiply(a, s, out=o)
+    np.add(o, b, out=o)  # AddN's sum
+    np.add(o, t, out=o)
+    return out
+
+
+not_differentiable("_FusedScaleShift", "_FusedScaledSum")

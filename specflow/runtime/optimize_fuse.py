@@ -40,7 +40,7 @@ order by ``remap``; the first two as TF's Grappler remapper and ``fold_batch_nor
   BroadcastTo(RealDiv(v, scalar)) (the gradient of a Mean, batch norm's moments): the division
   on the small tensor, the same values.
 - On CPU-only devices, ``optimize_fuse_train``'s rewrites of training's elementwise chains
-  (dropout's mask, batch norm's scale and shift).
+  (dropout's mask, batch norm's scale and shift and its input gradient).
 
 Only NHWC convolutions of floats on one device are rewritten, and only when no other node (nor
 control edge) reads the intermediate results, so training graphs fuse too: a convolution's
@@ -128,6 +128,7 @@ def remap(g: _Graph, result: OptimizeResult, cpu_only: bool = False) -> None:
         fuse_train.fuse_dropout_masks(g, result)
         if specs is not None:
             fuse_train.fuse_scale_shift(g, specs, result)
+            fuse_train.fuse_scaled_sum(g, specs, result)
 
 
 def fold_scales(g: _Graph, specs, result: OptimizeResult) -> None:

@@ -69,26 +69,54 @@ def fuse_dropout_masks(g: _Graph, result: OptimizeResult) -> None:
         result.fused.append(fused.name)
 
 
-def _channel_operand(specs, node: NodeDef, big: str | None):
-    """(the full-size operand, the per-channel one) of a binary ``node`` whose output has the
-    full-size operand's fully known shape [..., C], the other a vector of C (or [1, ..., 1, C])
-    of its dtype; ``big`` names the full-size one when known. None otherwise."""
-    from specflow.runtime.optimize_fuse import _channel_vector, _known
+def _spec(g: _Graph, specs, tensor: str):
+    """The TensorSpec inference gave ``tensor``, or, for an output of an earlier rewrite of
+    optimize_fuse (an AddN of the rest, a RealDiv moved before its broadcast), its first input's
+    when that operation keeps it (the others of the same shape, or a scalar divisor); else None."""
+    from specflow.runtime.optimize_fuse import _known
 
-    ins = node.data_inputs
-    if len(ins) != 2 or not _known(specs, node.name, *ins):
+    src = parse_input(tensor)
+    if _known(specs, tensor):
+        return specs.spec(tensor) if src.node in specs.attrs else None
+    node = g.nodes.get(src.node)
+    if node is None or src.index or node.op not in ("AddN", "RealDiv") or not node.data_inputs:
         return None
-    out = specs.outputs(node.name)[0]
-    if out.shape.rank is None or out.shape.rank < 2 or not out.shape.is_fully_defined:
+    first = _spec(g, specs, node.data_inputs[0])
+    if first is None:
+        return None
+    for other in node.data_inputs[1:]:
+        o = _spec(g, specs, other)
+        if o is None or o.dtype != first.dtype:
+            return None
+        if (o.shape != first.shape) if node.op == "AddN" else (o.shape.rank != 0):
+            return None
+    return first
+
+
+def _is_channel_vector(shape, channels, rank_max: int) -> bool:
+    if channels is None or shape.rank is None or not 1 <= shape.rank <= rank_max:
+        return False
+    return tuple(shape.dims) == (1,) * (shape.rank - 1) + (channels,)
+
+
+def _channel_operand(g: _Graph, specs, node: NodeDef, big: str | None):
+    """(the full-size operand, the per-channel one) of a binary ``node``: the full-size one of a
+    fully known shape [..., C] (the result's), the other a vector of C (or [1, ..., 1, C]) of
+    its dtype; ``big`` names the full-size one when known. None otherwise."""
+    ins = node.data_inputs
+    if len(ins) != 2:
         return None
     for k in (0, 1):
         x, v = ins[k], ins[1 - k]
         if big is not None and parse_input(x) != parse_input(big):
             continue
-        xs, vs = specs.spec(x), specs.spec(v)
-        if xs.shape == out.shape and xs.dtype == vs.dtype == out.dtype and _channel_vector(
-            specs, v, out.shape[-1], out.shape.rank
-        ):
+        xs, vs = _spec(g, specs, x), _spec(g, specs, v)
+        if xs is None or vs is None or xs.dtype != vs.dtype:
+            continue
+        shape = xs.shape
+        if shape.rank is None or shape.rank < 2 or not shape.is_fully_defined:
+            continue
+        if _is_channel_vector(vs.shape, shape[-1], shape.rank):
             return x, v
     return None
 
@@ -101,8 +129,8 @@ def fuse_scale_shift(g: _Graph, specs, result: OptimizeResult) -> None:
         add = _sole_consumer(consumers, mul.name)
         if add is None or add.op not in ("AddV2", "Add") or add.device != mul.device:
             continue
-        scaled = _channel_operand(specs, mul, None)
-        shifted = _channel_operand(specs, add, mul.name) if scaled is not None else None
+        scaled = _channel_operand(g, specs, mul, None)
+        shifted = _channel_operand(g, specs, add, mul.name) if scaled is not None else None
         if shifted is None:
             continue
         group, ops = [mul, add], []
@@ -115,3 +143,48 @@ def fuse_scale_shift(g: _Graph, specs, result: OptimizeResult) -> None:
                         mul.device, {"T": mul.attrs["T"], "fused_ops": ops}, last.location)  # fmt: skip
         _rewire(g, consumers, [], [n.name for n in group[:-1]], fused, last)
         result.fused.append(fused.name)
+
+
+def _scaled_addend(g: _Graph, consumers, specs, rest: NodeDef):
+    """(Mul, x, scale, addend) of an AddN of a per-channel product read only by it and another
+    tensor of the product's shape, or None."""
+    if rest.op != "AddN" or len(rest.data_inputs) != 2:
+        return None
+    for k in (0, 1):
+        src = parse_input(rest.data_inputs[k])
+        mul = g.nodes.get(src.node)
+        if mul is None or mul.op != "Mul" or src.index or mul.device != rest.device:
+            continue
+        if _sole_consumer(consumers, mul.name) is not rest:
+            continue
+        pair = _channel_operand(g, specs, mul, None)
+        addend = rest.data_inputs[1 - k]
+        other = _spec(g, specs, addend)
+        if pair is None or other is None or other.shape != _spec(g, specs, pair[0]).shape:
+            continue
+        if other.dtype != _spec(g, specs, pair[0]).dtype:
+            continue
+        return mul, *pair, addend
+    return None
+
+
+def fuse_scaled_sum(g: _Graph, specs, result: OptimizeResult) -> None:
+    consumers = g.consumers()
+    for add in [n for n in g.live() if n.op in ("AddV2", "Add") and str(n.attrs.get("T")) in _FUSABLE_T]:
+        for k in (0, 1):
+            src = parse_input(add.data_inputs[k]) if len(add.data_inputs) == 2 else None
+            rest = g.nodes.get(src.node) if src is not None and not src.index else None
+            if rest is None or rest.device != add.device or _sole_consumer(consumers, rest.name) is not add:
+                continue
+            shifted = _channel_operand(g, specs, add, add.data_inputs[k])
+            found = _scaled_addend(g, consumers, specs, rest) if shifted is not None else None
+            if found is None:
+                continue
+            mul, x, scale, addend = found
+            group = [mul, rest, add]
+            controls = _dedupe([c for n in group for c in n.control_inputs])
+            fused = NodeDef(add.name, "_FusedScaledSum", [x, scale, addend, shifted[1], *("^" + c for c in controls)],
+                            add.device, {"T": add.attrs["T"]}, add.location)  # fmt: skip
+            _rewire(g, consumers, [], [n.name for n in group[:-1]], fused, add)
+            result.fused.append(fused.name)
+            break

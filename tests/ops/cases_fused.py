@@ -146,3 +146,9 @@ CASES += [
     Case("_FusedScaleShift", [f64(64, 16, 32), f64(1, 1, 32), f64(32)], ref=lambda x, s, t: x * s.reshape(32) + t,
          rtol=0, atol=0, id="_FusedScaleShift-wide"),
 ]
+CASES += [
+    Case("_FusedScaledSum", [_sx, _ss, f32(2, 3, 3, 4), f32(1, 1, 1, 4)], ref=lambda x, s, b, t: x * s + b + t,
+         rtol=0, atol=0),
+    Case("_FusedScaledSum", [f64(64, 16, 32), f64(32), f64(64, 16, 32), f64(32)], ref=lambda x, s, b, t: x * s + b + t,
+         rtol=0, atol=0, id="_FusedScaledSum-wide"),
+]

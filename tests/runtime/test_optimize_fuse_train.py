@@ -194,3 +194,65 @@ def test_the_fused_scale_shift_equals_the_unfused_ops_bit_for_bit(dtype, x_shape
             assert ("_FusedScaleShift" in _step_ops(sess)) == optimize
     for g, w in zip(*runs, strict=True):
         assert g.dtype == w.dtype and g.shape == w.shape and g.tobytes() == w.tobytes()
+
+
+def _scaled_sum(x_shape=(2, 4, 4, 8), m_shape=None, peek=None, dtype="float32", swap=False):
+    """(g * s + b) + m: AddN of a per-channel product and another tensor, then a per-channel
+    shift (batch norm's input gradient)."""
+    b = GraphBuilder()
+    shapes = (("g", [None, *x_shape[1:]]), ("s", [x_shape[-1]]), ("b", [None, *x_shape[1:]]),
+              ("m", list(m_shape or [1, 1, 1, x_shape[-1]][-len(x_shape):])))  # fmt: skip
+    for name, shape in shapes:
+        b.add_op("Placeholder", attrs={"dtype": dtype, "shape": shape}, name=name)
+    b.add_op("Mul", ["s", "g"], name="prod")
+    b.add_op("AddN", ["b", "prod"] if swap else ["prod", "b"], name="rest")
+    b.add_op("AddV2", ["rest", "m"], name="out")
+    if peek:
+        b.add_op("Identity", [peek], name="peek")
+    return b
+
+
+def _scaled_sum_shapes(x_shape=(2, 4, 4, 8), m_shape=None):
+    return [x_shape, (x_shape[-1],), x_shape, m_shape or (1, 1, 1, x_shape[-1])[-len(x_shape):]]
+
+
+def test_a_product_plus_an_addend_plus_a_shift_becomes_one_fused_scaled_sum():
+    r = _optimized(_scaled_sum(), ["out"], ["g", "s", "b", "m"], feed_shapes=_scaled_sum_shapes(), cpu_only=True)
+    assert_golden(
+        r.graph_def,
+        [
+            "_arg_g_0_0 = _Arg()",
+            "_arg_s_0_1 = _Arg()",
+            "_arg_b_0_2 = _Arg()",
+            "_arg_m_0_3 = _Arg()",
+            "out = _FusedScaledSum(_arg_g_0_0, _arg_s_0_1, _arg_b_0_2, _arg_m_0_3)",
+            "_retval_out_0_0 = _Retval(out)",
+        ],
+    )
+    plain = _optimized(_scaled_sum(), ["out"], ["g", "s", "b", "m"], feed_shapes=_scaled_sum_shapes())
+    assert "_FusedScaledSum" not in {n.op for n in plain.graph_def.nodes}
+
+
+@pytest.mark.parametrize("peek, m_shape", [("prod", None), ("rest", None), (None, (2, 4, 4, 8))])
+def test_a_product_read_elsewhere_or_a_full_size_shift_keeps_the_sum(peek, m_shape):
+    fetches = ["out", "peek"] if peek else ["out"]
+    r = _optimized(_scaled_sum(m_shape=m_shape, peek=peek), fetches, ["g", "s", "b", "m"],
+                   feed_shapes=_scaled_sum_shapes(m_shape=m_shape), cpu_only=True)  # fmt: skip
+    assert "_FusedScaledSum" not in {n.op for n in r.graph_def.nodes}
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("x_shape", [(2, 4, 4, 8), (64, 8, 8, 32), (300, 7)])
+@pytest.mark.parametrize("swap", [False, True])
+def test_the_fused_scaled_sum_equals_the_unfused_ops_bit_for_bit(dtype, x_shape, swap):
+    rng = np.random.default_rng(2)
+    feeds = {k: rng.standard_normal(s).astype(dtype) for k, s in zip("gsbm", _scaled_sum_shapes(x_shape), strict=True)}
+    feeds["g"].reshape(-1)[:4] = [np.nan, np.inf, -np.inf, -0.0]
+    b = _scaled_sum(x_shape, dtype=dtype, swap=swap)
+    runs = []
+    for optimize in (True, False):
+        with Session(b.graph_def, SessionConfig(devices="cpu:1", optimize=optimize)) as sess:
+            runs.append([sess.run("out", feeds) for _ in range(3)])
+            assert ("_FusedScaledSum" in _step_ops(sess)) == optimize
+    for g, w in zip(*runs, strict=True):
+        assert g.dtype == w.dtype and g.shape == w.shape and g.tobytes() == w.tobytes()
