@@ -18,7 +18,9 @@ preserved. Preserved checkpoints stay listed (oldest first) in ``all()``.
 
 A state file that lists no checkpoint (missing, emptied) while complete bundles sit in the
 directory is rebuilt from them (by step), so they are restored and kept rather than swept away
-as leftovers of a killed save. The state file is input, not trusted: every path it lists must resolve (symlinks followed) to
+as leftovers of a killed save.
+
+The state file is input, not trusted: every path it lists must resolve (symlinks followed) to
 inside the directory, else the manager refuses to start, naming the path. The keep policy deletes
 only files the manager names itself, ``PREFIX-STEP.index`` and ``PREFIX-STEP.data-NNNNN-of-NNNNN``
 directly in the directory; a listed checkpoint of any other name falls out of the list but

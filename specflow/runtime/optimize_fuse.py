@@ -92,10 +92,7 @@ def _other_operand(node: NodeDef, conv: NodeDef) -> str | None:
 def _channel_vector(specs, tensor: str, channels, rank_max: int) -> bool:
     """Whether ``tensor`` is statically a vector over ``channels`` (shape [O], or [1, ..., 1, O]
     up to ``rank_max`` dims): broadcast against an NHWC output, it scales or shifts channels."""
-    shape = specs.spec(tensor).shape
-    if channels is None or shape.rank is None or not 1 <= shape.rank <= rank_max:
-        return False
-    return tuple(shape.dims) == (1,) * (shape.rank - 1) + (channels,)
+    return fuse_train.is_channel_vector(specs.spec(tensor).shape, channels, rank_max)
 
 
 def _known(specs, *tensors: str) -> bool:

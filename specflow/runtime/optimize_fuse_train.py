@@ -7,6 +7,10 @@ run by ``optimize_fuse.remap`` when every device is a CPU):
   same: it draws the raw bits numpy's uniform floats are made of and compares them with the
   rate's bit pattern, with no float array, comparison or cast pass in between (the mask equals
   the unfused one element for element, and the generator ends in the same state).
+- ``fuse_scale_shift``: AddV2(Mul(x, scale), shift) (+ Relu) with per-channel vectors -- batch
+  norm's normalization in training -- becomes ``_FusedScaleShift``, in place in one buffer.
+- ``fuse_scaled_sum``: AddV2(AddN(Mul(g, scale), addend), shift) -- batch norm's input gradient
+  -- becomes ``_FusedScaledSum``, in place in one buffer (ops/fused_elementwise_ops.py).
 
 Each fires only when the intermediate results have no other reader (no fetch, no control edge)
 and every node sits on one device.
@@ -73,11 +77,9 @@ def _spec(g: _Graph, specs, tensor: str):
     """The TensorSpec inference gave ``tensor``, or, for an output of an earlier rewrite of
     optimize_fuse (an AddN of the rest, a RealDiv moved before its broadcast), its first input's
     when that operation keeps it (the others of the same shape, or a scalar divisor); else None."""
-    from specflow.runtime.optimize_fuse import _known
-
     src = parse_input(tensor)
-    if _known(specs, tensor):
-        return specs.spec(tensor) if src.node in specs.attrs else None
+    if src.node in specs.attrs:  # inference saw it
+        return specs.spec(tensor)
     node = g.nodes.get(src.node)
     if node is None or src.index or node.op not in ("AddN", "RealDiv") or not node.data_inputs:
         return None
@@ -93,7 +95,9 @@ def _spec(g: _Graph, specs, tensor: str):
     return first
 
 
-def _is_channel_vector(shape, channels, rank_max: int) -> bool:
+def is_channel_vector(shape, channels, rank_max: int) -> bool:
+    """Whether ``shape`` is a vector over ``channels`` ([C], or [1, ..., 1, C] up to ``rank_max``
+    dims): broadcast against an [..., C] array, it scales or shifts channels."""
     if channels is None or shape.rank is None or not 1 <= shape.rank <= rank_max:
         return False
     return tuple(shape.dims) == (1,) * (shape.rank - 1) + (channels,)
@@ -116,7 +120,7 @@ def _channel_operand(g: _Graph, specs, node: NodeDef, big: str | None):
         shape = xs.shape
         if shape.rank is None or shape.rank < 2 or not shape.is_fully_defined:
             continue
-        if _is_channel_vector(vs.shape, shape[-1], shape.rank):
+        if is_channel_vector(vs.shape, shape[-1], shape.rank):
             return x, v
     return None
 
