@@ -11,6 +11,7 @@ specflow's rows alone; run it in a venv with the peers, specflow from the checko
 
     PYTHONPATH=$PWD /path/to/venv/bin/python -m benchmarks.peers [--rounds 11] [--rows cnn]
     ... -m benchmarks.peers --spread            # the CNN step's median in 3 processes: max/min
+    ... -m benchmarks.peers --spread --sides specflow tf    # the same for TF, in the same processes
     ... -m benchmarks.peers --baseline TREE     # specflow from TREE vs this tree, A/B
 
 Every side gets the same weights (specflow's initial values) and batches, and one thread: the
@@ -348,13 +349,17 @@ def _child(args: list[str], tree: str | None = None) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def spread(rounds: int, processes: int = 3) -> None:
-    """The specflow CNN step's median in ``processes`` separate processes; max/min per batch."""
-    runs = [_child(["--rows", "cnn", "--sides", "specflow", "--rounds", str(rounds)]) for _ in range(processes)]
-    print(f"specflow CNN step, {processes} processes ({_load()})")
+def spread(rounds: int, sides: list[str], processes: int = 3) -> None:
+    """The CNN step's median in ``processes`` separate processes, max/min per batch, for specflow
+    and, measured in the same processes (interleaved rounds), each peer that imports: the VM's
+    own run-to-run noise shows in the peers' spread too."""
+    runs = [_child(["--rows", "cnn", "--sides", *sides, "--rounds", str(rounds)]) for _ in range(processes)]
+    print(f"CNN step, {processes} processes ({_load()}): each side's medians, then max/min")
     for name in runs[0]:
-        meds = [r[name]["specflow"][0] for r in runs]
-        print(f"{name:30s} " + " ".join(f"{m * 1e3:8.3f}ms" for m in meds) + f"   max/min {max(meds) / min(meds):.3f}")
+        for side in [s for s in SIDES if s in runs[0][name]]:
+            meds = [r[name][side][0] for r in runs]
+            print(f"{name:30s} {side:9s}" + " ".join(f"{m * 1e3:8.3f}ms" for m in meds)
+                  + f"   max/min {max(meds) / min(meds):.3f}")  # fmt: skip
 
 
 def baseline(tree: str, rows: list[str], rounds: int, pairs: int = 3) -> None:
@@ -377,12 +382,12 @@ def main(argv=None) -> None:
     ap.add_argument("--rounds", type=int, default=11)
     ap.add_argument("--rows", nargs="+", choices=ROWS, default=list(ROWS))
     ap.add_argument("--sides", nargs="+", choices=SIDES, default=list(SIDES))
-    ap.add_argument("--spread", action="store_true", help="the CNN step in 3 processes: max/min of medians")
+    ap.add_argument("--spread", action="store_true", help="the CNN step in 3 processes: max/min of medians (every side in --sides)")
     ap.add_argument("--baseline", metavar="TREE", help="another specflow checkout to compare with, A/B")
     ap.add_argument("--json", action="store_true", help="print the results as JSON (for --spread/--baseline)")
     args = ap.parse_args(argv)
     if args.spread:
-        spread(args.rounds)
+        spread(args.rounds, args.sides)
         return
     if args.baseline:
         baseline(args.baseline, args.rows, args.rounds)
