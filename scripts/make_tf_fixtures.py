@@ -12,6 +12,9 @@ variables folded to constants) and ``frozen_lstm.pb``, each with ``<name>.npz`` 
 tensor>``, ``out_<output tensor>``). ``cond_loop/`` is a tf.Module whose function holds a tf.cond
 with a while loop and another tf.cond inside (TF2 If/While), with ``cond_loop.npz``: its outputs
 for both branches and TensorFlow's gradients (GradientTape) w.r.t. the input and the variable.
+``tf1_loops.pb`` is a TF1 graph (``tf.compat.v1``, control flow v1) with nested while loops, a
+loop with ``maximum_iterations`` and loop invariants; ``tf1_cond.pb`` one with a v1 ``tf.cond``;
+each with ``<name>.npz`` (``in_<placeholder>``, ``out_<output tensor>``, ``:`` written ``_``).
 """
 
 from __future__ import annotations
@@ -158,6 +161,43 @@ def cond_loop() -> None:
     print(f"cond_loop: {sum(p.stat().st_size for p in out_dir.rglob('*') if p.is_file())} bytes")
 
 
+def tf1_graph(name: str, build) -> None:
+    """A TF1 graph (control flow v1: the five primitives with TF1's names) as ``name``.pb and its
+    outputs for a fixed input; ``build(x)`` returns the output tensors."""
+    g = tf.Graph()
+    with g.as_default():
+        tf.compat.v1.disable_control_flow_v2()
+        x = tf.compat.v1.placeholder(tf.float32, (None, 3), name="x")
+        outs = build(x)
+        tf.compat.v1.enable_control_flow_v2()
+    value = np.random.default_rng(3).standard_normal((2, 3)).astype("float32")
+    with tf.compat.v1.Session(graph=g) as sess:
+        got = sess.run(outs, {x: value})
+    (OUT / f"{name}.pb").write_bytes(g.as_graph_def().SerializeToString())
+    np.savez(OUT / f"{name}.npz", in_x=value, **{f"out_{t.name.replace(':', '_')}": v for t, v in zip(outs, got)})
+    print(f"{name}: {len(g.as_graph_def().node)} nodes, outputs {[t.name for t in outs]}")
+
+
+def tf1_loops(x):
+    """Nested loops (the inner one reads the outer's var and an invariant), one with
+    maximum_iterations, and a var whose result nobody reads."""
+    scale = tf.constant(0.5, name="scale")
+
+    def outer_body(i, acc, unused):
+        def inner_body(j, a):
+            return j + 1, tf.tanh(a * scale + tf.cast(i, tf.float32))
+        _, acc = tf.compat.v1.while_loop(lambda j, a: j < i + 1, inner_body, [0, acc], name="inner")
+        return i + 1, acc, unused * 2.0
+    _, y, _ = tf.compat.v1.while_loop(lambda i, acc, u: i < 3, outer_body, [0, x, tf.reduce_sum(x)], name="outer")
+    z = tf.compat.v1.while_loop(lambda v: tf.reduce_sum(v) < 1e6, lambda v: v * 2.0 + 1.0, [x],
+                                maximum_iterations=4, name="capped")
+    return [tf.identity(y, name="y"), tf.identity(z, name="z")]
+
+
+def tf1_cond(x):
+    return [tf.identity(tf.compat.v1.cond(tf.reduce_sum(x) > 0, lambda: x * 2.0, lambda: -x), name="y")]
+
+
 if __name__ == "__main__":
     OUT.mkdir(parents=True, exist_ok=True)
     for name, (build, shape) in FIXTURES.items():
@@ -169,3 +209,6 @@ if __name__ == "__main__":
         frozen("frozen_lstm", lstm, (2, 5, 3), text=False)  # a While at the top level of a frozen graph
     if not ONLY or "cond_loop" in ONLY:
         cond_loop()
+    for name, build in (("tf1_loops", tf1_loops), ("tf1_cond", tf1_cond)):
+        if not ONLY or name in ONLY:
+            tf1_graph(name, build)

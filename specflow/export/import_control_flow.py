@@ -16,8 +16,8 @@ inside which ``W/merge_k`` and ``W/identity_k`` are the var ``lv<k>``. If ``C``:
 
 A resource (a variable TF2 passes into a loop or branch) is not a var or input: the body reads
 the variable itself, which a spec body may do. Constructs nested in a body or branch are written
-the same way, inside it. Any other use of the primitives (the TF1 loops a frozen graph holds)
-is refused.
+the same way, inside it. TF1 while loops are found by their structure instead
+(``import_tf1_loops.py``); any other use of the primitives (a TF1 cond) is refused.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from specflow.errors import ExportError
+from specflow.export.import_tf1_loops import find_tf1_loops, name_tf1_loops, tf1_while_node
 from specflow.graph.dtypes import resource
 from specflow.graph.graph_def import NodeDef, parse_input
 
@@ -107,7 +108,8 @@ def _member(c: Construct, name: str) -> bool:
 
 
 def find_constructs(nodes: list[NodeDef]) -> dict[str, Construct]:
-    """The outermost lowered Whiles and Ifs among ``nodes``, by name, with their members."""
+    """The outermost lowered Whiles and Ifs among ``nodes``, by name, with their members, and the
+    TF1 while loops (``import_tf1_loops.py``), by their anchor's name."""
     by_name = {n.name: n for n in nodes}
     found: dict[str, Construct] = {}
     for n in nodes:
@@ -121,12 +123,13 @@ def find_constructs(nodes: list[NodeDef]) -> dict[str, Construct]:
     outer = {w: c for w, c in found.items() if not any(w.startswith(o + "/") for o in found if o != w)}
     for c in outer.values():
         c.members = [n for n in nodes if _member(c, n.name)]
-    return outer
+    taken = {m.name for c in outer.values() for m in c.members}
+    return {**outer, **find_tf1_loops(nodes, taken)}
 
 
 def check_control_flow(graph, source) -> None:
     """ExportError unless every control-flow primitive at the top level belongs to a lowered TF2
-    While or If (a body's own are checked as it is written)."""
+    While or If or a TF1 while loop (a body's own are checked as it is written)."""
     members = {m.name for c in find_constructs(graph.nodes).values() for m in c.members}
     for n in graph.nodes:
         if n.op in _PRIMITIVES and n.name not in members:
@@ -135,12 +138,14 @@ def check_control_flow(graph, source) -> None:
 
 def _refused(n: NodeDef, source) -> ExportError:
     return ExportError(f"{source}: node '{n.name}' ({n.op}) is control flow specflow import cannot write as a "
-                       "spec (TF2 While and If are; TF1-style loops and conds, as a frozen graph holds them and as `specflow "
-                       "export` writes a spec's while:, cond: and RNN layers, are not)")
+                       "spec (TF2 While and If and TF1 while loops are; TF1-style conds, as a frozen graph holds them and as "
+                       "`specflow export` writes a spec's cond:, are not)")
 
 
 def construct_node(writer, c: Construct, outer_ref: Callable[[str], str]) -> Block:
     """The spec ``while:`` or ``cond:`` node for ``c``; ``writer`` is importer._SpecWriter."""
+    if c.kind == "tf1-while":
+        return tf1_while_node(writer, c, outer_ref, _scope_of, Block)
     return _while_node(writer, c, outer_ref) if c.kind == "while" else _cond_node(writer, c, outer_ref)
 
 
@@ -186,21 +191,29 @@ def _is_gate(n: NodeDef) -> bool:
 def _scope(writer, c: Construct, part: str, inner: dict[str, str], reserved: set[str], outer_ref):
     """(name -> spec node, ref) for the nodes of ``c``'s ``part`` (a condition, body or branch),
     named without their ``c/part/`` prefix; ``inner`` maps the construct's own nodes to names."""
-    from specflow.export.importer import _sanitize
-
     prefix = f"{c.name}/{part}/"
     nodes = [n for n in c.members if n.name.startswith(prefix) and not _is_gate(n)]
+    return _scope_of(writer, nodes, prefix, inner, reserved, outer_ref)
+
+
+def _scope_of(writer, nodes: list[NodeDef], prefix: str, inner: dict[str, str], reserved: set[str], outer_ref):
+    """(name -> spec node, ref) for ``nodes``, named without ``prefix`` where they have it."""
+    from specflow.export.importer import _sanitize
+
     names: dict[str, str] = {}
-    taken = set(reserved)
+    outer_names = getattr(writer, "visible", set())  # an enclosing scope's names: never shadowed here
+    taken = set(reserved) | outer_names
     for n in nodes:
-        local = _sanitize(n.name[len(prefix):])
+        local = _sanitize(n.name[len(prefix):] if n.name.startswith(prefix) else n.name)
         candidate, k = local, 1
         while candidate in taken:
             candidate, k = f"{local}_{k}", k + 1
         taken.add(candidate)
         names[n.name] = candidate
     nested = find_constructs(nodes)
-    nested_members = {m.name for x in nested.values() for m in x.members}
+    name_tf1_loops(nested, names, prefix)
+    in_construct = {m.name: names[x.name] for x in nested.values() for m in x.members}
+    nested_members = set(in_construct)
     refs: dict = {}
 
     def ref(tensor: str) -> str:
@@ -214,6 +227,8 @@ def _scope(writer, c: Construct, part: str, inner: dict[str, str], reserved: set
         return outer_ref(tensor)  # a capture (TF2 passes none, but a spec body may read outer tensors)
 
     def control(name: str) -> str | None:
+        if name in in_construct:  # after a nested construct: after its spec node
+            return in_construct[name]
         return names.get(name)  # a gate or a pivot: the spec's lowering starts a body's nodes itself
 
     for x in nested.values():
@@ -221,7 +236,11 @@ def _scope(writer, c: Construct, part: str, inner: dict[str, str], reserved: set
     out: dict = {}
     for n in nodes:
         if n.name in nested:
-            out[names[n.name]] = construct_node(writer, nested[n.name], ref)
+            writer.visible = taken
+            try:
+                out[names[n.name]] = construct_node(writer, nested[n.name], ref)
+            finally:
+                writer.visible = outer_names
         elif n.name not in nested_members:
             if n.op in _PRIMITIVES:
                 raise _refused(n, "the model")

@@ -35,6 +35,7 @@ import yaml
 
 from specflow.errors import ExportError, SpecflowError
 from specflow.export.import_control_flow import Block, check_control_flow, construct_node, find_constructs
+from specflow.export.import_tf1_loops import name_tf1_loops
 from specflow.graph.dtypes import DType
 from specflow.graph.graph_def import FuncRef, GraphDef, NodeDef, parse_input
 from specflow.graph.shapes import Shape
@@ -199,6 +200,8 @@ class _SpecWriter:
         self.nodes: dict[str, dict] = {}
         self.files: list[Path] = []
         self.loop_refs: dict = {}  # a While's/If's node -> index -> reference to its spec node's output
+        self.in_construct: dict[str, str] = {}  # a While's/If's part -> its spec node's name
+        self.visible: set[str] = set(names.values())  # names a loop's or branch's nodes must not shadow
 
     def ref(self, tensor: str) -> str:
         """A top-level tensor as a spec reference (a loop's results are its while node's outputs)."""
@@ -209,12 +212,14 @@ class _SpecWriter:
         return name if t.index == 0 else f"{name}:{t.index}"
 
     def control(self, name: str) -> str | None:
-        return self.names[name]
+        return self.in_construct.get(name) or self.names[name]  # after a loop's part: after the loop
 
     def write(self, graph: GraphDef, variables: dict, sigs, name: str, source) -> str:
         var_specs = {}
         loops = find_constructs(graph.nodes)
-        members = {m.name for loop in loops.values() for m in loop.members}
+        name_tf1_loops(loops, self.names, "")
+        self.in_construct = {m.name: self.names[loop.name] for loop in loops.values() for m in loop.members}
+        members = set(self.in_construct)
         for loop in loops.values():
             self.loop_refs.update(loop.outer_refs(self.names[loop.name], self.ref))
         for n in graph.nodes:

@@ -75,11 +75,29 @@ def read_graph_def(path) -> GraphDef:
         raise
 
 
+def in_loop_frames(graph: GraphDef) -> set[str]:
+    """The nodes inside a while loop's frame: past an Enter and not past its Exit (nested frames
+    count their depth); nothing outside the loop can fetch them."""
+    from specflow.graph.topo import LOOP_BACK_EDGES, topological_order
+
+    try:
+        order = topological_order(graph, allow_back_edges=LOOP_BACK_EDGES)
+    except GraphError:  # a cycle: the run reports it
+        return set()
+    nodes, depth = graph.node_map(), {}
+    for n in order:
+        srcs = [i.lstrip("^").split(":")[0] for i in n.inputs]
+        d = max((depth.get(x, 0) for x in srcs if x in nodes and nodes[x].op not in LOOP_BACK_EDGES), default=0)
+        depth[n.name] = d + 1 if n.op in ("Enter", "RefEnter") else max(d - 1, 0) if n.op in ("Exit", "RefExit") else d
+    return {name for name, d in depth.items() if d > 0}
+
+
 def graph_io(graph: GraphDef) -> tuple[dict[str, tuple[str, TensorSpec]], dict[str, tuple[str, TensorSpec]]]:
     """(inputs, outputs) of a frozen graph as signature entries, alias -> (tensor, spec): every
     output of its sink nodes (alias ``node``, or ``node:k`` for a multi-output node), and the
     Placeholders those need (TF2's freezing leaves unused ones behind)."""
     consumed = {i.lstrip("^").split(":")[0] for n in graph.nodes for i in n.inputs}
+    consumed |= in_loop_frames(graph)  # a loop's inner values (an unused var's inner Exit) are no output
     outputs = {}
     for n in graph.nodes:
         if n.name in consumed or n.op in _NOT_OUTPUTS or not has_op(n.op):
