@@ -5,7 +5,8 @@ Eagerly, the tape records the ops that touch watched tensors (trainable variable
 watched automatically; others through ``watch``). ``gradient`` replays the record as a graph
 (outside values as Consts, each variable read a Const standing for the variable), extends it
 with ``train/gradients.gradients`` and runs the gradient nodes' kernels on the recorded forward
-values, which are known, so nothing forward is recomputed. Inside ``sf.function`` the forward
+values, which are known, so nothing forward is recomputed; tapes recording around this one record
+those gradient ops, so nested tapes give second derivatives. Inside ``sf.function`` the forward
 graph is the trace itself, and the gradient nodes join it.
 """
 
@@ -121,7 +122,9 @@ class GradientTape:
 
         b = GraphBuilder()
         names: dict[int, str] = {}
-        values: dict[str, object] = {}
+        # tensor name -> the recorded EagerTensor itself, so that a tape recording around this
+        # one sees the gradient ops read its forward tensors (nested tapes: second derivatives)
+        tensors: dict[str, EagerTensor] = {}
 
         def name_of(t) -> str:
             n = names.get(id(t))
@@ -131,9 +134,18 @@ class GradientTape:
                 node = b.add_op("Const", [], {"value": t.numpy(), "dtype": t.dtype}, name=b.unique_name("c"),
                                 exact_name=True)
                 n = names[id(t)] = node.name
-                values[n] = t.value
+                tensors[n] = t
             return n
 
+        for op, attrs, inputs, outputs in self._records:
+            ins = [name_of(t) for t in inputs]
+            node = b.add_op(op, ins, dict(attrs), name=b.unique_name(op), exact_name=True)
+            for k, t in enumerate(outputs):
+                n = node.name if k == 0 else f"{node.name}:{k}"
+                names[id(t)] = n
+                tensors[n] = t
+        # Sources after the record: a source computed inside the tape (an intermediate) is the
+        # recorded op's output, not a constant standing beside it.
         xs: list[str] = []
         spans: list[tuple[int, int]] = []  # per source: its slice of xs (a variable: one per read)
         for s in sources:
@@ -145,13 +157,6 @@ class GradientTape:
             else:
                 raise TypeError(f"gradient sources must be tensors or variables, got {type(s).__name__}")
             spans.append((lo, len(xs)))
-        for op, attrs, inputs, outputs in self._records:
-            ins = [name_of(t) for t in inputs]
-            node = b.add_op(op, ins, dict(attrs), name=b.unique_name(op), exact_name=True)
-            for k, t in enumerate(outputs):
-                n = node.name if k == 0 else f"{node.name}:{k}"
-                names[id(t)] = n
-                values[n] = t.value
         ys = [names.get(id(t)) for t in targets]
         grad_ys = None
         if seeds is not None:
@@ -161,28 +166,25 @@ class GradientTape:
             return [None] * len(sources)
         first_new = len(b.graph_def.nodes)
         grads = gradients(b, connected, xs, grad_ys=grad_ys)
-        _run_nodes(b.graph_def.nodes[first_new:], values)
+        _run_nodes(b.graph_def.nodes[first_new:], tensors, [t for t in STATE.tapes if t is not self])
         out = []
         for lo, hi in spans:
-            parts = [values[_canon(g)] for g in grads[lo:hi] if g is not None]
+            parts = [tensors[_canon(g)] for g in grads[lo:hi] if g is not None]
             if not parts:
                 out.append(None)
                 continue
             total = parts[0]
             for p in parts[1:]:
                 total = total + p
-            out.append(EagerTensor(total, _dtype(total), "/job:localhost/replica:0/task:0/device:CPU:0"))
+            out.append(total)
         return out
+
+
+_CPU0 = "/job:localhost/replica:0/task:0/device:CPU:0"
 
 
 def _canon(name: str) -> str:
     return name[:-2] if name.endswith(":0") else name
-
-
-def _dtype(array):
-    from specflow.api.context import dtype_of
-
-    return dtype_of(array)
 
 
 def _as_eager(g) -> EagerTensor:
@@ -191,26 +193,26 @@ def _as_eager(g) -> EagerTensor:
     return to_tensor(g)
 
 
-def _run_nodes(nodes: list, values: dict) -> None:
-    """Run ``nodes`` (in graph order) through their eager kernels, reading and filling ``values``
-    (tensor name -> array)."""
+def _run_nodes(nodes: list, tensors: dict, tapes: list) -> None:
+    """Run ``nodes`` (in graph order) through their eager kernels, reading and filling ``tensors``
+    (tensor name -> EagerTensor); ``tapes`` (those recording around the one differentiating)
+    record the ops, so a gradient can itself be differentiated."""
     from specflow.api import eager
     from specflow.api.context import dtype_of
     from specflow.ops.registry import get_op
 
-    saved, STATE.tapes = STATE.tapes, []  # gradient ops are not themselves recorded
+    saved, STATE.tapes = STATE.tapes, tapes
     try:
         for node in nodes:
             if node.op == "Const":
-                values[node.name] = node.attrs["value"]
+                if node.name not in tensors:
+                    v = node.attrs["value"]
+                    tensors[node.name] = EagerTensor(v, node.attrs.get("dtype") or dtype_of(v), _CPU0)
                 continue
-            ins = []
-            for inp in node.data_inputs:
-                v = values[_canon(inp)]
-                ins.append(EagerTensor(v, dtype_of(v), "/job:localhost/replica:0/task:0/device:CPU:0"))
+            ins = [tensors[_canon(inp)] for inp in node.data_inputs]
             attrs = {k: v for k, v in node.attrs.items() if not k.startswith("_")}
             outs = eager.execute(get_op(node.op), ins, attrs)
             for k, t in enumerate(outs):
-                values[node.name if k == 0 else f"{node.name}:{k}"] = t.value
+                tensors[node.name if k == 0 else f"{node.name}:{k}"] = t
     finally:
         STATE.tapes = saved
