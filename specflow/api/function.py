@@ -92,6 +92,12 @@ def _is_tensor_like(v) -> bool:
     return isinstance(v, (Tensor, np.ndarray)) and not isinstance(v, Variable)
 
 
+def _numpy_scalar_as_array(v):
+    """A numpy scalar (``np.float32(1.5)``) is a tensor, as in TensorFlow: traced once per dtype,
+    not once per value as a Python number is."""
+    return np.asarray(v) if isinstance(v, np.generic) and v.dtype.kind in "biufc" else v
+
+
 def _leaf_key(v):
     from specflow.api.variables import Variable
 
@@ -172,8 +178,8 @@ class ConcreteFunction:
 
     def __call__(self, *args, **kwargs):
         leaves = list(args) + [kwargs[k] for k in sorted(kwargs)]
-        tensors = [v for v in flatten(leaves)[0] if _is_tensor_like(v)]
-        return self.call_flat(tensors)
+        leaves = [_numpy_scalar_as_array(v) for v in flatten(leaves)[0]]
+        return self.call_flat([v for v in leaves if _is_tensor_like(v)])
 
     def call_flat(self, values: list):
         if len(values) != len(self.inputs):
@@ -258,7 +264,10 @@ class Function:
         return concrete.call_flat(tensors)
 
     def get_concrete_function(self, *args, **kwargs) -> ConcreteFunction:
-        """The concrete function for these arguments (TensorSpecs stand for tensors), traced if new."""
+        """The concrete function for these arguments (TensorSpecs stand for tensors), traced if new;
+        with an input_signature, no arguments mean the signature's."""
+        if not args and not kwargs and self.input_signature is not None:
+            args = tuple(self.input_signature)
         with self._lock:
             return self._concrete(args, kwargs)[0]
 
@@ -268,6 +277,7 @@ class Function:
 
     def _concrete(self, args, kwargs) -> tuple[ConcreteFunction, list]:
         leaves, structure = flatten((list(args), kwargs))
+        leaves = [_numpy_scalar_as_array(v) for v in leaves]
         if self.input_signature is not None:
             return self._signature_call(leaves, structure)
         key = (structure, tuple(_leaf_key(v) for v in leaves))

@@ -59,6 +59,21 @@ def test_input_signature_fixes_one_trace():
         f(f32(2, 4))
     concrete = f.get_concrete_function(sf.TensorSpec([None, 3], "float32"))
     assert concrete.input_specs[0][1].as_list() == [None, 3]
+    assert f.get_concrete_function() is concrete  # no arguments: the signature's (as TensorFlow)
+
+
+def test_numpy_scalars_are_tensors_not_python_values():
+    @sf.function
+    def f(x):
+        return x * 2
+
+    out = f(np.float32(1.5))
+    assert isinstance(out, sf.Tensor) and out.dtype.name == "float32" and float(out) == 3.0
+    assert float(f(np.float32(2.5))) == 5.0
+    assert f.trace_count == 1  # one trace per dtype, as TensorFlow; a Python float traces per value
+    f(np.float64(2.5))
+    assert f.trace_count == 2
+    assert float(f.get_concrete_function(np.float32(0))(np.float32(4.0))) == 8.0
 
 
 def test_reduce_retracing_generalizes_shapes():
