@@ -4,7 +4,8 @@
 section) into one Session, runs its initializer, and returns a :class:`LoadedModule`: the
 variables as sf.Variables sharing the Session's storage, ``signatures`` as callables
 (``m.signatures["serving_default"](images=x)``) and ``train_step`` (one optimizer step, as
-``specflow train`` runs it). ``sf.load(EXPORT_DIR)`` goes through ``export/loader.load_saved_model``.
+``specflow train`` runs it). ``sf.load(EXPORT_DIR)`` (or a frozen ``graph.pb``) goes through
+``export/loader.load_model``.
 
 ``sf.save(module, EXPORT_DIR, signatures=...)`` writes a SavedModel through
 ``export/savedmodel.write_saved_model``: a loaded spec as ``specflow export`` would (training
@@ -154,9 +155,12 @@ def _session(graph: GraphDef):
 
 
 def load(path, overrides=None, tags=("serve",)) -> LoadedModule:
-    """A spec (``.yaml``) or a SavedModel directory as a module."""
+    """A spec (``.yaml``), a SavedModel directory (or its saved_model.pb) or a frozen GraphDef
+    (``.pb``, ``.pbtxt``) as a module."""
+    from specflow.io.graph_loader import is_graph_def_file
+
     p = Path(path)
-    if p.is_dir():
+    if p.is_dir() or is_graph_def_file(p) or p.name == "saved_model.pb":
         return _load_saved_model(p, tags)
     return _load_spec(p, overrides)
 
@@ -220,9 +224,9 @@ def _function_calls(spec, session, extra_feeds: dict) -> dict[str, SignatureFunc
 
 def _load_saved_model(path: Path, tags) -> LoadedModule:
     from specflow.api.variables import Variable
-    from specflow.export.loader import load_saved_model
+    from specflow.export.loader import load_model
 
-    model = load_saved_model(str(path), tags)
+    model = load_model(str(path), tags)
     variables = {}
     for d in model.session.devices:
         for (_, name), res in d.resource_mgr.items():
