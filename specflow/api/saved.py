@@ -227,16 +227,52 @@ def _load_saved_model(path: Path, tags) -> LoadedModule:
     from specflow.export.loader import load_model
 
     model = load_model(str(path), tags)
+    saved = saved_variables(model.meta_graph, model.graph_def)
     variables = {}
     for d in model.session.devices:
         for (_, name), res in d.resource_mgr.items():
             if isinstance(res, resources.Variable) and res.value is not None:
-                variables[name] = Variable._adopt(res, name)
+                if saved is None:
+                    variables[name] = Variable._adopt(res, name)
+                elif name in saved:
+                    variables[name] = Variable._adopt(res, name, saved[name])
     sigs = {}
     for name, sig in model.signatures.items():
         sigs[name] = SignatureFunction(name, dict(sig.inputs), dict(sig.outputs),
                                        lambda feeds, name=name: model.run(name, feeds))
     return LoadedModule(str(path), model.session, variables, sigs)
+
+
+def saved_variables(meta_graph, graph: GraphDef) -> dict[str, bool] | None:
+    """The model's variables (name -> trainable) as the SavedModel lists them: a TF2 model's
+    object graph (whose variables the functions read; the saver's ``Variable_N`` restore copies
+    are not the model's), else the TF1 ``variables`` collection; None when it says neither."""
+    if meta_graph is None:
+        return None
+    objects = [n.variable for n in meta_graph.object_graph_def.nodes if n.WhichOneof("kind") == "variable"]
+    if objects:
+        flags: dict[str, list[bool]] = {}
+        for v in objects:
+            flags.setdefault(v.name, []).append(bool(v.trainable))
+        out = {}
+        for name, fs in flags.items():
+            # Names may repeat (a tf.Module's unnamed tf.Variables are all 'Variable'); the graph
+            # holds them uniquified, as TF names nodes: Variable, Variable_1, ...
+            for i in range(len(fs)):
+                out[name if i == 0 else f"{name}_{i}"] = fs[0] if len(set(fs)) == 1 else True
+        return out
+    collection = meta_graph.collection_def
+    if "variables" not in collection:
+        return None
+    from tensorboard.compat.proto import variable_pb2
+
+    shared = {n.name: n.attrs.get("shared_name") or n.name for n in graph.nodes if n.op == "VarHandleOp"}
+    out = {}
+    for raw in collection["variables"].bytes_list.value:
+        vdef = variable_pb2.VariableDef.FromString(raw)
+        node = vdef.variable_name.rsplit(":", 1)[0]
+        out[shared.get(node, node)] = bool(vdef.trainable)
+    return out
 
 
 # --- saving -------------------------------------------------------------------------------------------

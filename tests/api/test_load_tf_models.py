@@ -24,3 +24,50 @@ def test_load_a_frozen_graph_def(file):
         if k.startswith("out_"):
             np.testing.assert_allclose(got[k[4:].split(":")[0]].numpy(), rec[k], rtol=1e-5, atol=1e-6)
     m.close()
+
+
+def test_a_keras_savedmodel_has_its_own_variables_and_trainable_flags(tmp_path):
+    tf = pytest.importorskip("tensorflow")
+    keras = pytest.importorskip("keras")
+    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3), keras.layers.BatchNormalization(),
+                              keras.layers.Dense(2)])
+    tf.saved_model.save(model, str(tmp_path / "keras"))
+    m = sf.load(tmp_path / "keras")
+    want = {v.path: v.trainable for v in model.variables}  # the Keras model's own, not the saver's copies
+    assert {name: v.trainable for name, v in m.named_variables().items()} == want
+    assert sum(want.values()) == len(m.trainable_variables) == 6  # moving mean/variance are not trainable
+    for v in model.variables:
+        np.testing.assert_array_equal(m.named_variables()[v.path].numpy(), v.numpy())
+
+    class Plain(tf.Module):  # unnamed tf.Variables: all 'Variable' in the object graph
+        def __init__(self):
+            self.a = tf.Variable([1.0, 2.0])
+            self.b = tf.Variable([3.0, 4.0], trainable=False)
+            self.c = tf.Variable([5.0, 6.0], trainable=False)
+
+        @tf.function(input_signature=[tf.TensorSpec([2], tf.float32)])
+        def f(self, x):
+            return x * self.a + self.b * self.c
+
+    plain = Plain()
+    tf.saved_model.save(plain, str(tmp_path / "plain"), signatures=plain.f)
+    m = sf.load(tmp_path / "plain")
+    assert len(m.variables) == 3
+    np.testing.assert_array_equal(m.signatures["serving_default"](x=np.ones(2, np.float32))["output_0"].numpy(),
+                                  [16.0, 26.0])
+
+
+def test_a_saved_modules_untrainable_variable_stays_untrainable(tmp_path):
+    class Counter(sf.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = sf.Variable(np.float32(2.0))
+            self.offset = sf.Variable(np.float32(1.0), trainable=False)
+
+        @sf.function(input_signature=[sf.TensorSpec([None], "float32")])
+        def __call__(self, x):
+            return x * self.w + self.offset
+
+    sf.save(Counter(), tmp_path / "counter")
+    m = sf.load(tmp_path / "counter")
+    assert {name: v.trainable for name, v in m.named_variables().items()} == {"w": True, "offset": False}
