@@ -240,7 +240,9 @@ def _load_saved_model(path: Path, tags) -> LoadedModule:
     for name, sig in model.signatures.items():
         sigs[name] = SignatureFunction(name, dict(sig.inputs), dict(sig.outputs),
                                        lambda feeds, name=name: model.run(name, feeds))
-    return LoadedModule(str(path), model.session, variables, sigs)
+    module = LoadedModule(str(path), model.session, variables, sigs)
+    module._saved = model  # sf.save writes it again
+    return module
 
 
 def saved_variables(meta_graph, graph: GraphDef) -> dict[str, bool] | None:
@@ -287,6 +289,8 @@ def save(module, export_dir, signatures=None, overwrite: bool = False) -> None:
         raise ExportError(f"{export_dir} already exists (pass overwrite=True to replace it)")
     if isinstance(module, LoadedModule) and module._spec is not None and signatures is None:
         model = _spec_serving_model(module)
+    elif isinstance(module, LoadedModule) and getattr(module, "_saved", None) is not None and signatures is None:
+        model = _loaded_serving_model(module)
     else:
         model = _python_serving_model(module, _concrete_signatures(module, signatures))
     write_saved_model(model, export_dir, overwrite=overwrite)
@@ -307,6 +311,30 @@ def _spec_serving_model(module: LoadedModule):
             values[name] = module._named[name].numpy()
     trainable = {n: module._named[n].trainable for n in values}
     return ServingModel(graph, sigs, values, checkpoint="", trainable=trainable)
+
+
+def _loaded_serving_model(module: LoadedModule):
+    """A loaded SavedModel or frozen graph as it was, its signatures' closure with the variables'
+    current values (trained or assigned since loading), as ``tf.saved_model.save`` of a loaded
+    model writes it."""
+    from specflow.api.variables import Variable
+    from specflow.export.serving import ServingModel, closure
+
+    saved = module._saved
+    sigs = saved.signatures
+    tensors = [t for s in sigs.values() for t, _ in list(s.outputs.values()) + list(s.inputs.values())]
+    graph = closure(saved.graph_def, tensors)
+    named = module.named_variables()
+    values, trainable = {}, {}
+    for node in graph.nodes:
+        if node.op == "VarHandleOp":
+            name = node.attrs.get("shared_name") or node.name
+            var = named.get(name)
+            if var is None:
+                var = Variable._adopt(_find_variable(module._session, name), name)
+            values[name] = var.numpy()
+            trainable[name] = var.trainable
+    return ServingModel(graph, dict(sigs), values, checkpoint="", trainable=trainable)
 
 
 def _concrete_signatures(module, signatures) -> dict[str, ConcreteFunction]:

@@ -71,3 +71,29 @@ def test_a_saved_modules_untrainable_variable_stays_untrainable(tmp_path):
     sf.save(Counter(), tmp_path / "counter")
     m = sf.load(tmp_path / "counter")
     assert {name: v.trainable for name, v in m.named_variables().items()} == {"w": True, "offset": False}
+
+
+@pytest.mark.parametrize("name", ["lstm", "conv_swish"])
+def test_save_a_loaded_keras_savedmodel_again(tmp_path, name):
+    rec = np.load(TF2 / f"{name}.npz")
+    feeds = {k[3:]: rec[k] for k in rec if k.startswith("in_")}
+    m = sf.load(TF2 / name)
+    sf.save(m, tmp_path / "again")  # as tf.saved_model.save(tf.saved_model.load(...)) does
+    again = sf.load(tmp_path / "again")
+    got = again.signatures["serving_default"](**feeds)
+    for k in rec:
+        if k.startswith("out_"):
+            np.testing.assert_allclose(got[k[4:]].numpy(), rec[k], rtol=1e-5, atol=1e-6)
+    assert sorted(again.named_variables()) == sorted(m.named_variables())
+    # the variables' current values are written, not the ones loaded
+    bias = next(n for n in m.named_variables() if n.endswith("bias"))
+    m.named_variables()[bias].assign_add(np.ones(m.named_variables()[bias].shape.as_list(), np.float32))
+    sf.save(m, tmp_path / "changed")
+    changed = sf.load(tmp_path / "changed").named_variables()[bias]
+    np.testing.assert_array_equal(changed.numpy(), m.named_variables()[bias].numpy())
+    tf = pytest.importorskip("tensorflow")
+    out = tf.saved_model.load(str(tmp_path / "again")).signatures["serving_default"](
+        **{k: tf.constant(v) for k, v in feeds.items()})
+    for k in rec:
+        if k.startswith("out_"):
+            np.testing.assert_allclose(out[k[4:]].numpy(), rec[k], rtol=1e-5, atol=1e-6)
