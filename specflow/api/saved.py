@@ -23,6 +23,7 @@ from typing import Any
 from specflow.api.function import ConcreteFunction, Function
 from specflow.api.module import Module
 from specflow.api.op_functions import to_tensor
+from specflow.api.signature_tape import TapedSignature
 from specflow.api.tensor import EagerTensor, Tensor
 from specflow.errors import ExportError
 from specflow.graph.graph_def import GraphDef, NodeDef, parse_input
@@ -37,8 +38,9 @@ class SignatureFunction:
     a dict of output alias -> tensor out."""
 
     def __init__(self, name: str, inputs: dict[str, tuple[str, TensorSpec]],
-                 outputs: dict[str, tuple[str, TensorSpec]], run, single: bool = False):
+                 outputs: dict[str, tuple[str, TensorSpec]], run, single: bool = False, taped=None):
         self.name = name
+        self._taped = taped  # the graph op by op, under a recording GradientTape
         self.inputs = inputs
         self.outputs = outputs
         self._run = run
@@ -54,9 +56,13 @@ class SignatureFunction:
             if k in feeds:
                 raise ExportError(f"signature '{self.name}': input '{k}' given twice")
             feeds[k] = v
-        feeds = {k: v.numpy() if isinstance(v, Tensor) else v for k, v in feeds.items()}
-        values = self._run(feeds)
-        out = {a: EagerTensor(v, self.outputs[a][1].dtype, _CPU0) for a, v in values.items()}
+        if self._taped is not None and self._taped.applies(feeds):
+            _check_aliases(self.name, self.inputs, feeds)
+            out = self._taped(feeds)
+        else:
+            feeds = {k: v.numpy() if isinstance(v, Tensor) else v for k, v in feeds.items()}
+            values = self._run(feeds)
+            out = {a: EagerTensor(v, self.outputs[a][1].dtype, _CPU0) for a, v in values.items()}
         return next(iter(out.values())) if self._single else out
 
     def __repr__(self) -> str:
@@ -65,14 +71,18 @@ class SignatureFunction:
         return f"<signature {self.name}({ins}) -> {{{outs}}}>"
 
 
+def _check_aliases(name: str, inputs: dict, feeds: dict) -> None:
+    unknown = [a for a in feeds if a not in inputs]
+    if unknown:
+        raise ExportError(f"signature '{name}' has no input '{unknown[0]}' (inputs: {', '.join(inputs)})")
+    missing = [a for a in inputs if a not in feeds]
+    if missing:
+        raise ExportError(f"signature '{name}' needs input(s) {', '.join(missing)} (inputs: {', '.join(inputs)})")
+
+
 def _checked_run(session, name: str, inputs: dict, outputs: dict, extra_feeds: dict):
     def run(feeds: dict) -> dict:
-        unknown = [a for a in feeds if a not in inputs]
-        if unknown:
-            raise ExportError(f"signature '{name}' has no input '{unknown[0]}' (inputs: {', '.join(inputs)})")
-        missing = [a for a in inputs if a not in feeds]
-        if missing:
-            raise ExportError(f"signature '{name}' needs input(s) {', '.join(missing)} (inputs: {', '.join(inputs)})")
+        _check_aliases(name, inputs, feeds)
         fed = {inputs[a][0]: v for a, v in feeds.items()}
         fed.update(extra_feeds)
         aliases = list(outputs)
@@ -188,9 +198,11 @@ def _load_spec(path: Path, overrides) -> LoadedModule:
     flag = spec.lowered.training_flag
     sigs = {}
     for name, sig in spec.signatures.items():
+        extra = {flag: False} if flag else {}
+        taped = TapedSignature(name, spec.graph_def, dict(sig["inputs"]), dict(sig["outputs"]), variables, extra)
         sigs[name] = SignatureFunction(name, dict(sig["inputs"]), dict(sig["outputs"]),
-                                       _checked_run(session, name, sig["inputs"], sig["outputs"],
-                                                    {flag: False} if flag else {}))
+                                       _checked_run(session, name, sig["inputs"], sig["outputs"], extra),
+                                       taped=taped)
     step = None
     if graph is not None:
         step = TrainStep(session, graph, list(cfg.data.feeds))
@@ -228,18 +240,18 @@ def _load_saved_model(path: Path, tags) -> LoadedModule:
 
     model = load_model(str(path), tags)
     saved = saved_variables(model.meta_graph, model.graph_def)
-    variables = {}
+    variables, every = {}, {}  # the model's; every variable of the session (what the graph reads)
     for d in model.session.devices:
         for (_, name), res in d.resource_mgr.items():
             if isinstance(res, resources.Variable) and res.value is not None:
-                if saved is None:
-                    variables[name] = Variable._adopt(res, name)
-                elif name in saved:
-                    variables[name] = Variable._adopt(res, name, saved[name])
+                var = every[name] = Variable._adopt(res, name, True if saved is None else saved.get(name, False))
+                if saved is None or name in saved:
+                    variables[name] = var
     sigs = {}
     for name, sig in model.signatures.items():
+        taped = TapedSignature(name, model.graph_def, dict(sig.inputs), dict(sig.outputs), every)
         sigs[name] = SignatureFunction(name, dict(sig.inputs), dict(sig.outputs),
-                                       lambda feeds, name=name: model.run(name, feeds))
+                                       lambda feeds, name=name: model.run(name, feeds), taped=taped)
     module = LoadedModule(str(path), model.session, variables, sigs)
     module._saved = model  # sf.save writes it again
     return module
