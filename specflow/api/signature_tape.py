@@ -1,14 +1,14 @@
 """A loaded model's signature under a recording GradientTape: its graph run op by op through the
 eager kernels, so the tape records every op and gradients reach the inputs and the model's
-variables (TensorFlow's loaded functions are differentiable too). Outside a tape, signatures run
-through the model's Session as before.
+variables (TensorFlow's loaded functions are differentiable too); inside sf.function, the same
+ops join the trace. Otherwise signatures run through the model's Session as before.
 
 The graph is the signature's closure, in dependency order: Placeholders take the fed tensors
 (the tape's own objects, so a watched input stays watched), a VarHandleOp the model's
 sf.Variable (its ReadVariableOps are the variable's reads, which the tape records), every other
-op its eager kernel. Loops and conds lowered to frames (Enter, Switch, Merge, ...) cannot run
-this way: a signature holding them is refused when a tape watches one of its inputs, and runs
-unrecorded otherwise (the variables it reads then get no gradient).
+op its eager kernel (or a node of the trace). Loops and conds lowered to frames (Enter, Switch,
+Merge, ...) cannot run this way: a signature holding them is refused inside sf.function and when
+a tape watches one of its inputs, and runs unrecorded otherwise (its variables get no gradient).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from collections import deque
 
 import numpy as np
 
-from specflow.api.tensor import Tensor
+from specflow.api.tensor import EagerTensor, GraphTensor, Tensor
 from specflow.errors import ExportError
 from specflow.graph.graph_def import GraphDef, parse_input
 
@@ -45,6 +45,11 @@ class TapedSignature:
         it watches an input)."""
         from specflow.api.context import STATE
 
+        if STATE.trace is not None:  # called inside sf.function: the ops join its trace
+            if self.loops:
+                raise ExportError(f"signature '{self.name}' holds loops or conds ({self.loops[0]}), which "
+                                  "cannot join an sf.function's trace yet; call it outside the function")
+            return True
         tapes = [t for t in STATE.tapes if t._recording]
         if not tapes:
             return False
@@ -57,25 +62,35 @@ class TapedSignature:
 
     def __call__(self, feeds: dict) -> dict:
         from specflow.api import eager
+        from specflow.api.context import STATE
         from specflow.api.op_functions import call, to_tensor
         from specflow.export.loader import check_input
         from specflow.ops.registry import get_op
 
+        trace = STATE.trace
         values: dict[str, Tensor] = {}
         by_node = {parse_input(t).node: (alias, spec) for alias, (t, spec) in self.inputs.items()}
         for node in self.nodes:
             if node.name in by_node:
                 alias, spec = by_node[node.name]
                 v = feeds[alias]
+                if _is_variable(v):
+                    v = v._read()
                 if not isinstance(v, Tensor):
                     v = to_tensor(check_input(alias, np.asarray(v), spec))
-                elif v.dtype != spec.dtype or not spec.shape.is_compatible_with(v.shape):
+                    v = trace.capture(v) if trace is not None else v
+                elif isinstance(v, GraphTensor) and trace is not None and v.trace is not trace:
+                    v = trace.capture_outer(v)
+                elif isinstance(v, EagerTensor) and trace is not None:
+                    v = trace.capture(v)
+                if v.dtype != spec.dtype or not spec.shape.is_compatible_with(v.shape):
                     raise ExportError(f"input '{alias}' must be {spec.dtype.name}{spec.shape}, "
                                       f"got {v.dtype.name}{v.shape}")
                 values[node.name] = v
                 continue
             if node.name in self.extra:
-                values[node.name] = to_tensor(np.asarray(self.extra[node.name]))
+                v = to_tensor(np.asarray(self.extra[node.name]))
+                values[node.name] = trace.capture(v) if trace is not None else v
                 continue
             ins = [values[_canon(i)] for i in node.inputs if not i.startswith("^")]
             if node.op == "NoOp":
@@ -99,9 +114,13 @@ class TapedSignature:
                 continue
             if node.op == "Placeholder":
                 raise ExportError(f"signature '{self.name}' needs '{node.name}', which is not one of its inputs")
-            ins = [v._handle if _is_variable(v) else v for v in ins]
             attrs = {k: v for k, v in node.attrs.items() if not k.startswith("_")}
-            outs = eager.execute(get_op(node.op), ins, attrs)
+            if trace is None:
+                outs = eager.execute(get_op(node.op), [v._handle if _is_variable(v) else v for v in ins], attrs)
+            else:
+                flat = [trace.variable_handle(v) if _is_variable(v) else
+                        trace.capture(v) if isinstance(v, EagerTensor) else v for v in ins]
+                outs = trace.add_op(get_op(node.op), flat, attrs, None)
             for k, t in enumerate(outs):
                 values[node.name if k == 0 else f"{node.name}:{k}"] = t
         out = {}

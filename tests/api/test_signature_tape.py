@@ -93,3 +93,35 @@ def test_a_signature_with_loops_is_refused_for_a_watched_input():
         with pytest.raises(ExportError, match="loops or conds .*Enter"):
             m.signatures["serving_default"](**{alias: x})
     np.testing.assert_allclose(out["output_0"].numpy(), rec["out_output_0"], rtol=1e-5, atol=1e-6)
+
+
+def test_a_signature_called_inside_sf_function_joins_its_trace():
+    rec = np.load(TF2 / "conv_swish.npz")
+    (alias,) = [k[3:] for k in rec if k.startswith("in_")]
+    m = sf.load(TF2 / "conv_swish")
+    sig = m.signatures["serving_default"]
+
+    @sf.function
+    def step(x):
+        with sf.GradientTape() as tape:
+            tape.watch(x)
+            y = sf.ops.sum(sf.ops.sin(sig(**{alias: x})["output_0"]))
+        return y, tape.gradient(y, [x, m.trainable_variables])
+
+    x = sf.constant(rec[f"in_{alias}"])
+    y, (gx, gv) = step(x)
+    with sf.GradientTape() as tape:
+        tape.watch(x)
+        y_eager = sf.ops.sum(sf.ops.sin(sig(**{alias: x})["output_0"]))
+    want = tape.gradient(y_eager, [x, *m.trainable_variables])
+    np.testing.assert_allclose(float(y), float(y_eager), rtol=1e-6)
+    for g, w in zip([gx, *gv], want):
+        np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-5, atol=1e-7)
+    lstm = sf.load(TF2 / "lstm")
+
+    @sf.function
+    def loop(x):
+        return lstm.signatures["serving_default"](x)
+
+    with pytest.raises(ExportError, match="cannot join an sf.function"):
+        loop(np.zeros((2, 5, 3), np.float32))
