@@ -75,25 +75,69 @@ class GradientTape:
 
     # --- gradients ----------------------------------------------------------------------------------
 
-    def gradient(self, target, sources, output_gradients=None):
+    def gradient(self, target, sources, output_gradients=None, unconnected_gradients="none"):
         """d(sum of target)/d(source) for each source (a tensor or variable; nested lists keep their
-        structure); None where a source does not affect the target."""
+        structure); None where a source does not affect the target (zeros with
+        ``unconnected_gradients="zero"``)."""
         from specflow.api.function import flatten, unflatten
 
+        zero = _zero_unconnected(unconnected_gradients)
+        self._use()
+        flat, structure = flatten(sources)
+        targets, _ = flatten(target)
+        seeds = None if output_gradients is None else flatten(output_gradients)[0]
+        grads = self._gradients(targets, flat, seeds)
+        if zero:
+            grads = [_zeros_like(s) if g is None else g for g, s in zip(grads, flat)]
+        self._release()
+        return unflatten(structure, grads)
+
+    def jacobian(self, target, sources, unconnected_gradients="none"):
+        """d(target[i...])/d(source[j...]) for each source: shape target.shape + source.shape; None
+        where a source does not affect the target (zeros with ``unconnected_gradients="zero"``)."""
+        import numpy as np
+
+        from specflow.api.function import flatten, unflatten
+        from specflow.api.op_functions import call
+
+        zero = _zero_unconnected(unconnected_gradients)
+        self._use()
+        flat, structure = flatten(sources)
+        shape = target.shape.as_list() if target.shape.rank is not None else None
+        if shape is None or None in shape:
+            raise GraphError(f"GradientTape.jacobian needs the target's full shape, got {target.shape}")
+        rows: list[list] = [[] for _ in flat]
+        size = int(np.prod(shape, dtype=np.int64))
+        for k in range(size):
+            seed = np.zeros(size, target.dtype.numpy)
+            seed[k] = 1
+            for i, g in enumerate(self._gradients([target], flat, [_as_eager(seed.reshape(shape))])):
+                rows[i].append(g)
+        out = []
+        for s, row in zip(flat, rows):
+            if all(g is None for g in row) and not zero:
+                out.append(None)
+                continue
+            parts = [_zeros_like(s) if g is None else g for g in row]
+            stacked = call("Pack", parts, axis=0) if parts else _zeros_like(s)
+            out.append(call("Reshape", stacked, np.asarray(shape + s.shape.as_list(), np.int64)))
+        self._release()
+        return unflatten(structure, out)
+
+    def _use(self) -> None:
         if self._used and not self.persistent:
             raise GraphError("a non-persistent GradientTape can compute gradients once; use "
                              "GradientTape(persistent=True) to call gradient() again")
         self._used = True
-        flat, structure = flatten(sources)
-        targets, _ = flatten(target)
-        seeds = None if output_gradients is None else flatten(output_gradients)[0]
-        if any(isinstance(t, GraphTensor) for t in targets):
-            grads = self._graph_gradient(targets, flat, seeds)
-        else:
-            grads = self._eager_gradient(targets, flat, seeds)
+
+    def _release(self) -> None:
         if not self.persistent:
             self._records, self._keep, self._live, self._reads = [], [], set(), {}
-        return unflatten(structure, grads)
+
+    def _gradients(self, targets, sources, seeds) -> list:
+        if any(isinstance(t, GraphTensor) for t in targets):
+            return self._graph_gradient(targets, sources, seeds)
+        return self._eager_gradient(targets, sources, seeds)
 
     def _graph_gradient(self, targets, sources, seeds) -> list:
         from specflow.api.variables import Variable
@@ -185,6 +229,20 @@ _CPU0 = "/job:localhost/replica:0/task:0/device:CPU:0"
 
 def _canon(name: str) -> str:
     return name[:-2] if name.endswith(":0") else name
+
+
+def _zero_unconnected(how) -> bool:
+    """TF's ``unconnected_gradients``: "none" (the default) or "zero" (a string or an enum)."""
+    value = str(getattr(how, "value", how)).lower()
+    if value not in ("none", "zero"):
+        raise GraphError(f"unconnected_gradients must be 'none' or 'zero', got {how!r}")
+    return value == "zero"
+
+
+def _zeros_like(source):
+    from specflow.api.op_functions import call
+
+    return call("ZerosLike", source)
 
 
 def _as_eager(g) -> EagerTensor:

@@ -1,5 +1,6 @@
 """GradientTape beyond first derivatives of leaves: nested tapes (second derivatives, eagerly and
-inside sf.function, with variables) and gradients with respect to intermediate tensors."""
+inside sf.function, with variables), gradients with respect to intermediate tensors, jacobian and
+unconnected_gradients."""
 
 from __future__ import annotations
 
@@ -81,3 +82,38 @@ def test_gradient_with_respect_to_an_intermediate_tensor():
     gu, gw = tape.gradient(q, [u, w])
     np.testing.assert_array_equal(gu.numpy(), [12.0, 16.0])
     np.testing.assert_array_equal(gw.numpy(), [24.0, 32.0])
+
+
+def test_jacobian_eagerly_and_in_a_function():
+    rng = np.random.default_rng(1)
+    w = sf.Variable(rng.normal(size=(3, 2)) * 0.3)
+    x = sf.constant(rng.normal(size=(2, 3)))
+    unused = sf.Variable(1.0)
+
+    def model(x):
+        return sf.ops.tanh(sf.ops.mat_mul(x, w))
+
+    xv, wv = x.numpy(), w.numpy()
+    d = 1 - np.tanh(xv @ wv) ** 2  # [2, 2]
+    want_x = np.einsum("ia,ik,ba->iakb", d, np.eye(2), wv)  # dy[i,a]/dx[k,b]
+    want_w = np.einsum("ia,ib,ac->iabc", d, xv, np.eye(2))  # dy[i,a]/dw[b,c]
+    with sf.GradientTape(persistent=True) as tape:
+        tape.watch(x)
+        y = model(x)
+    jx, jw, ju = tape.jacobian(y, [x, w, unused])
+    np.testing.assert_allclose(jx.numpy(), want_x, rtol=1e-12)
+    np.testing.assert_allclose(jw.numpy(), want_w, rtol=1e-12)
+    assert ju is None
+    np.testing.assert_array_equal(tape.jacobian(y, unused, unconnected_gradients="zero").numpy(), np.zeros((2, 2)))
+    assert float(tape.gradient(y, unused, unconnected_gradients="zero")) == 0.0
+
+    @sf.function
+    def traced(x):
+        with sf.GradientTape() as tape:
+            tape.watch(x)
+            y = model(x)
+        return tape.jacobian(y, [x, w])
+
+    fx, fw = traced(xv)
+    np.testing.assert_allclose(fx.numpy(), want_x, rtol=1e-12)
+    np.testing.assert_allclose(fw.numpy(), want_w, rtol=1e-12)
