@@ -62,6 +62,48 @@ def test_input_signature_fixes_one_trace():
     assert f.get_concrete_function() is concrete  # no arguments: the signature's (as TensorFlow)
 
 
+def test_input_signature_binds_arguments_by_parameter_name():
+    @sf.function(input_signature=[sf.TensorSpec([None], "float32"), sf.TensorSpec([None], "float32")])
+    def sub(y, x):
+        return y - x
+
+    five, one = np.array([5.0], np.float32), np.array([1.0], np.float32)
+    assert float(sub(five, one)[0]) == 4.0
+    assert float(sub(five, x=one)[0]) == 4.0  # was -4: the keyword was matched to the wrong input
+    assert float(sub(x=one, y=five)[0]) == 4.0
+    assert sub.trace_count == 1
+    with pytest.raises(GraphError, match="too many positional arguments"):
+        sub(five, one, one)
+
+    @sf.function
+    def sub2(y, x):
+        return y - x
+
+    concrete = sub2.get_concrete_function(sf.TensorSpec([None], "float32"), sf.TensorSpec([None], "float32"))
+    assert float(concrete(five, x=one)[0]) == 4.0 and float(concrete(y=five, x=one)[0]) == 4.0
+
+
+def test_input_signature_converts_python_values_and_takes_nested_specs():
+    @sf.function(input_signature=[sf.TensorSpec([None], "float32"), sf.TensorSpec([], "int32")])
+    def scale(x, n):
+        return x * sf.ops.cast(n, DstT="float32")
+
+    np.testing.assert_array_equal(scale([1.0, 2.0], 3).numpy(), [3.0, 6.0])  # a list and an int
+    np.testing.assert_array_equal(scale(np.ones(2, np.float32), np.int64(2)).numpy(), [2.0, 2.0])
+    with pytest.raises(GraphError, match="non-integer value 2.5"):
+        scale([1.0], 2.5)
+
+    @sf.function(input_signature=[{"a": sf.TensorSpec([None], "float32"), "b": sf.TensorSpec([None], "float32")}])
+    def product(d):
+        return d["a"] * d["b"]
+
+    np.testing.assert_array_equal(product({"a": [2.0], "b": np.array([3.0], np.float32)}).numpy(), [6.0])
+    assert product.get_concrete_function().inputs == ["d_0:0", "d_1:0"]
+    with pytest.raises(GraphError, match=r"must be a dict with keys \['a', 'b'\]"):
+        product({"a": [2.0], "c": [3.0]})
+    assert scale.trace_count == product.trace_count == 1
+
+
 def test_numpy_scalars_are_tensors_not_python_values():
     @sf.function
     def f(x):
