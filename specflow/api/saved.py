@@ -34,12 +34,16 @@ _CPU0 = "/job:localhost/replica:0/task:0/device:CPU:0"
 
 
 class SignatureFunction:
-    """A named function of a loaded model: keyword (or positional, in input order) tensors in,
-    a dict of output alias -> tensor out."""
+    """A named function of a loaded model: keyword (or positional, in input order; a SavedModel's
+    signature with several inputs: keyword only) tensors in, a dict of output alias -> tensor out."""
 
     def __init__(self, name: str, inputs: dict[str, tuple[str, TensorSpec]],
-                 outputs: dict[str, tuple[str, TensorSpec]], run, single: bool = False, taped=None):
+                 outputs: dict[str, tuple[str, TensorSpec]], run, single: bool = False, taped=None,
+                 keywords_only: bool = False):
         self.name = name
+        # a SavedModel's inputs have no order of their own (a map, read back sorted): several are
+        # taken by keyword only, as TensorFlow's loaded signatures take them
+        self._keywords_only = keywords_only and len(inputs) > 1
         self._taped = taped  # the graph op by op, under a recording GradientTape
         self.inputs = inputs
         self.outputs = outputs
@@ -48,6 +52,9 @@ class SignatureFunction:
 
     def __call__(self, *args, **kwargs) -> dict[str, EagerTensor]:
         aliases = list(self.inputs)
+        if args and self._keywords_only:
+            raise ExportError(f"signature '{self.name}' takes its inputs by keyword ({', '.join(aliases)}): "
+                              f"{self.name}({aliases[0]}=..., ...)")
         if len(args) > len(aliases):
             raise ExportError(f"signature '{self.name}' takes {len(aliases)} input(s) ({', '.join(aliases)}), "
                               f"got {len(args)}")
@@ -251,7 +258,8 @@ def _load_saved_model(path: Path, tags) -> LoadedModule:
     for name, sig in model.signatures.items():
         taped = TapedSignature(name, model.graph_def, dict(sig.inputs), dict(sig.outputs), every)
         sigs[name] = SignatureFunction(name, dict(sig.inputs), dict(sig.outputs),
-                                       lambda feeds, name=name: model.run(name, feeds), taped=taped)
+                                       lambda feeds, name=name: model.run(name, feeds), taped=taped,
+                                       keywords_only=True)
     module = LoadedModule(str(path), model.session, variables, sigs)
     module._saved = model  # sf.save writes it again
     return module

@@ -97,3 +97,23 @@ def test_save_a_loaded_keras_savedmodel_again(tmp_path, name):
     for k in rec:
         if k.startswith("out_"):
             np.testing.assert_allclose(out[k[4:]].numpy(), rec[k], rtol=1e-5, atol=1e-6)
+
+
+def test_a_savedmodel_signature_with_several_inputs_takes_keywords_only(tmp_path):
+    # Its inputs come back in alias order, not the function's: positional values could land in
+    # the wrong input unnoticed where shapes agree (TensorFlow refuses them too).
+    class Two(sf.Module):
+        @sf.function(input_signature=[sf.TensorSpec([None], "float32"), sf.TensorSpec([None], "float32")])
+        def __call__(self, y, x):
+            return y - x
+
+    sf.save(Two(), tmp_path / "two")
+    sig = sf.load(tmp_path / "two").signatures["serving_default"]
+    five, one = np.array([5.0], np.float32), np.array([1.0], np.float32)
+    np.testing.assert_array_equal(sig(y=five, x=one)["output_0"].numpy(), [4.0])
+    with pytest.raises(sf.SpecflowError, match=r"takes its inputs by keyword \(x, y\)"):
+        sig(five, one)
+    rec = np.load(TF2 / "gru.npz")  # one input: positional is unambiguous
+    (alias,) = [k[3:] for k in rec if k.startswith("in_")]
+    out = sf.load(TF2 / "gru").signatures["serving_default"](rec[f"in_{alias}"])
+    np.testing.assert_allclose(out["output_0"].numpy(), rec["out_output_0"], rtol=1e-5, atol=1e-6)
