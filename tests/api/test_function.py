@@ -314,3 +314,30 @@ def test_device_scope_in_a_function_places_nodes():
     concrete = f.get_concrete_function(f32(3))
     assert any(n.device == "/cpu:1" for n in concrete.graph_def.nodes)
     assert len(concrete.session.devices) == 2
+
+
+def test_while_loop_maximum_iterations_caps_the_loop_as_tensorflow():
+    def cond(i, s):
+        return i < 100
+
+    def body(i, s):
+        return i + 1, s * 2.0
+
+    i, s = sf.while_loop(cond, body, [0, 1.0], maximum_iterations=5)
+    assert (int(i), float(s)) == (5, 32.0)
+    capped = sf.function(lambda n: sf.while_loop(cond, body, [0, sf.constant(1.0)], maximum_iterations=n))
+    assert [float(v) for v in capped(np.int32(5))] == [5.0, 32.0]
+    assert [float(v) for v in capped(np.int32(0))] == [0.0, 1.0]
+    early = sf.function(lambda: sf.while_loop(lambda i, s: i < 3, body, [0, sf.constant(1.0)], maximum_iterations=10))
+    assert [float(v) for v in early()] == [3.0, 8.0]
+
+    @sf.function
+    def power(x):
+        with sf.GradientTape() as tape:
+            tape.watch(x)
+            _, y = sf.while_loop(lambda i, y: i < 100, lambda i, y: (i + 1, y * x), [0, sf.constant(1.0)],
+                                 maximum_iterations=3)
+        return y, tape.gradient(y, x)
+
+    y, g = power(sf.constant(1.5))
+    assert (float(y), float(g)) == (3.375, 6.75)
