@@ -15,6 +15,7 @@ from __future__ import annotations
 from specflow.api.context import STATE
 from specflow.api.tensor import EagerTensor, GraphTensor, Tensor
 from specflow.errors import GraphError
+from specflow.graph import dtypes
 
 
 class GradientTape:
@@ -63,6 +64,10 @@ class GradientTape:
             if id(t) in live:
                 break
         else:
+            return
+        if not outputs or any(t.dtype is dtypes.resource for t in inputs):
+            # An update (AssignAddVariableOp...) or a kernel on a variable's handle: no gradient
+            # flows through it (reads are the variable's recorded ReadVariableOps).
             return
         self._records.append((op, attrs, list(inputs), outputs))
         for t in outputs:

@@ -189,3 +189,18 @@ def test_tape_gradients_equal_the_training_graphs():
     got = tape.gradient(loss, [vs[n] for n in names])
     for n, g, w in zip(names, got, want):
         np.testing.assert_allclose(g.numpy(), w, rtol=1e-5, atol=1e-7, err_msg=n)
+
+
+def test_variable_updates_of_watched_tensors_under_a_tape():
+    # an update inside the tape (a moving average of the loss, a counter) is no part of the
+    # gradient; it crashed gradient() ("resource has no numpy equivalent")
+    v = sf.Variable(np.array([0.0, 0.0]))
+    x = sf.constant(np.array([1.0, 2.0]))
+    with sf.GradientTape() as tape:
+        tape.watch(x)
+        v.assign_add(x)
+        y = x * 3.0 + v
+    gx, gv = tape.gradient(y, [x, v])
+    np.testing.assert_array_equal(gx.numpy(), [3.0, 3.0])
+    np.testing.assert_array_equal(gv.numpy(), [1.0, 1.0])
+    np.testing.assert_array_equal(v.numpy(), [1.0, 2.0])
