@@ -35,16 +35,26 @@ class TapedSignature:
         self.outputs = outputs
         self.variables = variables
         self.extra = {parse_input(k).node: v for k, v in (extra_feeds or {}).items()}
-        fed = {parse_input(t).node for t, _ in inputs.values()} | set(self.extra)
-        wanted = [t for t, _ in outputs.values()]
-        self.nodes = _in_order(_closure(graph, wanted, fed), fed)
-        self.loops = [f"'{n.name}' ({n.op})" for n in self.nodes if n.op in FRAME_OPS]
+        self._graph = graph
+        self._nodes: list | None = None  # found on first use: loading pays nothing for it
+
+    @property
+    def nodes(self) -> list:
+        if self._nodes is None:
+            fed = {parse_input(t).node for t, _ in self.inputs.values()} | set(self.extra)
+            wanted = [t for t, _ in self.outputs.values()]
+            self._nodes = _in_order(_closure(self._graph, wanted, fed), fed)
+            self.loops = [f"'{n.name}' ({n.op})" for n in self._nodes if n.op in FRAME_OPS]
+        return self._nodes
 
     def applies(self, feeds: dict) -> bool:
         """Whether to run this way: a tape is recording (and, for a graph with loops, refuse when
         it watches an input)."""
         from specflow.api.context import STATE
 
+        if STATE.trace is None and not any(t._recording for t in STATE.tapes):
+            return False
+        self.nodes  # noqa: B018 (sets self.loops)
         if STATE.trace is not None:  # called inside sf.function: the ops join its trace
             if self.loops:
                 raise ExportError(f"signature '{self.name}' holds loops or conds ({self.loops[0]}), which "
