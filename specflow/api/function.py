@@ -281,7 +281,11 @@ class Function:
     def __call__(self, *args, **kwargs):
         if config.functions_run_eagerly or STATE.trace is not None or STATE.tapes:
             # Debugging; called from another function's trace (its ops join that trace); or under
-            # a recording GradientTape, which must see the ops to differentiate them.
+            # a recording GradientTape, which must see the ops to differentiate them. The
+            # input_signature still binds and converts the arguments.
+            if self.input_signature is not None:
+                _, structure, converted = self._bind_signature(args, kwargs)
+                args, kwargs = unflatten(structure, converted)
             return self.python_function(*args, **kwargs)
         # The hot path of a training loop: positional arrays/tensors only, a signature seen before.
         fast = None if kwargs else _fast_key(args)
@@ -334,9 +338,17 @@ class Function:
         return concrete, tensors
 
     def _signature_call(self, args, kwargs) -> tuple[ConcreteFunction, list]:
-        """The one concrete function of an input_signature, and the arguments as its inputs: bound
-        to the parameters by position or keyword (as TensorFlow binds them), nested as the
-        signature is, Python values and arrays converted to the specs' dtypes."""
+        """The one concrete function of an input_signature, and the arguments as its inputs."""
+        spec_leaves, spec_structure, converted = self._bind_signature(args, kwargs)
+        concrete = self._cache.get(())
+        if concrete is None:
+            concrete = self._cache[()] = self._trace(spec_leaves, spec_structure, list(spec_leaves))
+        return concrete, converted
+
+    def _bind_signature(self, args, kwargs) -> tuple[list, Any, list]:
+        """The input_signature's leaves and structure, and the arguments as its tensors: bound to
+        the parameters by position or keyword (as TensorFlow binds them), nested as the signature
+        is, Python values and arrays converted to the specs' dtypes."""
         sig = self.input_signature
         try:
             bound = inspect.signature(self.python_function).bind(*args, **kwargs)
@@ -370,10 +382,7 @@ class Function:
                     raise GraphError(f"function '{self.name}': argument {i} ({v.dtype.name}{v.shape}) does not match "
                                      f"its input_signature {s.dtype.name}{s.shape}")
             converted.append(v)
-        concrete = self._cache.get(())
-        if concrete is None:
-            concrete = self._cache[()] = self._trace(spec_leaves, spec_structure, list(spec_leaves))
-        return concrete, converted
+        return spec_leaves, spec_structure, converted
 
     def _leaf_names(self, structure, n: int) -> list[str]:
         """A name per argument leaf (the inputs' Placeholders, a saved signature's input aliases):

@@ -341,3 +341,26 @@ def test_while_loop_maximum_iterations_caps_the_loop_as_tensorflow():
 
     y, g = power(sf.constant(1.5))
     assert (float(y), float(g)) == (3.375, 6.75)
+
+
+def test_input_signature_converts_when_the_python_runs_eagerly():
+    # Under a recording tape (or run_functions_eagerly) the Python runs, on the arguments the
+    # signature makes of the values given: float64 numpy failed with "dtype mismatch in Mul"
+    w = sf.Variable(np.float32(2.0))
+
+    @sf.function(input_signature=[sf.TensorSpec([None], "float32")])
+    def scaled(x):
+        return x * w
+
+    with sf.GradientTape() as tape:
+        y = scaled(np.array([1.0, 2.0]))
+    assert y.dtype.name == "float32"
+    np.testing.assert_array_equal(y.numpy(), [2.0, 4.0])
+    assert float(tape.gradient(y, w)) == 3.0
+    sf.config.run_functions_eagerly(True)
+    try:
+        np.testing.assert_array_equal(scaled(x=[1.0, 3.0]).numpy(), [2.0, 6.0])
+        with pytest.raises(GraphError, match="does not match its input_signature"):
+            scaled(np.ones((2, 2)))
+    finally:
+        sf.config.run_functions_eagerly(False)
