@@ -160,7 +160,11 @@ class GradientTape:
                                  f"got {type(s).__name__}")
         grad_ys = None
         if seeds is not None:
-            grad_ys = [trace.capture(g).name if isinstance(g, EagerTensor) else g.name for g in seeds]
+            grad_ys = []
+            for g, y in zip(seeds, targets):
+                if not isinstance(g, GraphTensor):
+                    g = trace.capture(_as_eager(g, y.dtype))
+                grad_ys.append(g.name)
         names = gradients(trace.builder, [t.name for t in targets], xs, grad_ys=grad_ys)
         return [None if n is None else trace._tensor(n) for n in names]
 
@@ -209,7 +213,7 @@ class GradientTape:
         ys = [names.get(id(t)) for t in targets]
         grad_ys = None
         if seeds is not None:
-            grad_ys = [name_of(_as_eager(g)) for g, y in zip(seeds, ys) if y is not None]
+            grad_ys = [name_of(_as_eager(g, t.dtype)) for g, t, y in zip(seeds, targets, ys) if y is not None]
         connected = [y for y in ys if y is not None]
         if not connected or not xs:
             return [None] * len(sources)
@@ -250,10 +254,14 @@ def _zeros_like(source):
     return call("ZerosLike", source)
 
 
-def _as_eager(g) -> EagerTensor:
+def _as_eager(g, dtype=None) -> EagerTensor:
+    """``g`` as an eager tensor; a Python value or numpy array (an output gradient) takes the
+    target's ``dtype``, as a literal takes its op's."""
     from specflow.api.op_functions import to_tensor
 
-    return to_tensor(g)
+    if isinstance(g, EagerTensor) or dtype is None:
+        return to_tensor(g)
+    return to_tensor(g, dtype, "output_gradients")
 
 
 def _run_nodes(nodes: list, tensors: dict, tapes: list) -> None:
