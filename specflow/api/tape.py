@@ -27,6 +27,7 @@ class GradientTape:
         self._keep: list = []  # the tensors whose ids are in _live (so an id is not reused)
         self._reads: dict[str, list[EagerTensor]] = {}  # variable uid -> its recorded reads
         self._watched_vars: set[str] = set()
+        self._watched_graph: set[str] = set()  # inside sf.function: the tensors watch() was given
         self._used = False
         self._recording = False
 
@@ -48,7 +49,9 @@ class GradientTape:
                 self._watched_vars.add(v._uid)
             elif isinstance(v, EagerTensor):
                 self._mark(v)
-            elif not isinstance(v, GraphTensor):
+            elif isinstance(v, GraphTensor):
+                self._watched_graph.add(v.name)
+            else:
                 raise TypeError(f"GradientTape.watch takes tensors or variables, got {type(v).__name__}")
 
     def _mark(self, t) -> None:
@@ -150,11 +153,14 @@ class GradientTape:
 
         trace = targets[0].trace
         xs = []
+        watched = []  # per source: whether this tape watches it (None for the others, as TF)
         for s in sources:
             if isinstance(s, Variable):
                 xs.append(trace.variable_handle(s).name)
+                watched.append(self._watches(s))
             elif isinstance(s, GraphTensor):
                 xs.append(s.name)
+                watched.append(self._watched_in_graph(trace, s.name))
             else:
                 raise GraphError(f"gradient sources inside sf.function must be variables or tensors of the trace, "
                                  f"got {type(s).__name__}")
@@ -166,7 +172,36 @@ class GradientTape:
                     g = trace.capture(_as_eager(g, y.dtype))
                 grad_ys.append(g.name)
         names = gradients(trace.builder, [t.name for t in targets], xs, grad_ys=grad_ys)
-        return [None if n is None else trace._tensor(n) for n in names]
+        return [None if n is None or not w else trace._tensor(n) for n, w in zip(names, watched)]
+
+    def _watches(self, var) -> bool:
+        return (self.watch_accessed_variables and var.trainable) or var._uid in self._watched_vars
+
+    def _watched_in_graph(self, trace, tensor: str) -> bool:
+        """Whether ``tensor`` of the trace is watched or computed from what this tape watches (a
+        watched tensor, a read of a watched variable); others get no gradient, as in TensorFlow."""
+        from specflow.graph.graph_def import canonical_tensor, parse_input
+
+        handles = set()
+        for ref, handle in trace.variables.values():
+            var = ref()
+            if var is not None and self._watches(var):
+                handles.add(handle)
+        nodes = trace.builder.graph_def.node_map()
+        todo, seen = [tensor], set()
+        while todo:
+            t = canonical_tensor(todo.pop())
+            if t in self._watched_graph:
+                return True
+            name = parse_input(t).node
+            if name in seen or name not in nodes:
+                continue
+            seen.add(name)
+            inputs = [i for i in nodes[name].inputs if not i.startswith("^")]
+            if any(parse_input(i).node in handles for i in inputs):
+                return True
+            todo.extend(inputs)
+        return False
 
     def _eager_gradient(self, targets, sources, seeds) -> list:
         from specflow.api.variables import Variable
@@ -206,7 +241,8 @@ class GradientTape:
             if isinstance(s, Variable):
                 xs.extend(name_of(r) for r in self._reads.get(s._uid, ()))
             elif isinstance(s, Tensor):
-                xs.append(name_of(s))
+                if id(s) in self._live:  # a tensor neither watched nor computed from one: None
+                    xs.append(name_of(s))
             else:
                 raise TypeError(f"gradient sources must be tensors or variables, got {type(s).__name__}")
             spans.append((lo, len(xs)))

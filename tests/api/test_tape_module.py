@@ -223,3 +223,36 @@ def test_output_gradients_as_numpy_arrays_eagerly_and_in_a_function():
         tape.watch(xt)
         y = xt * xt
     np.testing.assert_array_equal(tape.gradient(y, xt, output_gradients=seed).numpy(), [2.0, 40.0])
+
+
+def test_unwatched_sources_get_no_gradient_inside_functions_and_eagerly():
+    # As TensorFlow: a non-trainable variable, an unwatched argument and (with
+    # watch_accessed_variables=False) an unwatched variable get None, also inside sf.function,
+    # where they got gradients (a loop over model.variables then updated them too)
+    w = sf.Variable(np.float32(2.0))
+    frozen = sf.Variable(np.float32(3.0), trainable=False)
+
+    @sf.function
+    def default(x):
+        with sf.GradientTape() as tape:
+            h = w * x
+            y = h * frozen
+        return tape.gradient(y, [w, frozen, x, h])
+
+    gw, gf, gx, gh = default(np.float32(1.0))
+    assert (float(gw), gf, gx, float(gh)) == (3.0, None, None, 3.0)
+
+    @sf.function
+    def chosen(x):
+        with sf.GradientTape(watch_accessed_variables=False) as tape:
+            tape.watch(x)
+            y = w * x * frozen
+        return tape.gradient(y, [w, frozen, x])
+
+    gw, gf, gx = chosen(np.float32(1.0))
+    assert (gw, gf, float(gx)) == (None, None, 6.0)
+    x = sf.constant(np.float32(1.0))
+    with sf.GradientTape() as tape:
+        y = w * x * frozen
+    gw, gf, gx = tape.gradient(y, [w, frozen, x])
+    assert (float(gw), gf, gx) == (3.0, None, None)  # x unwatched: was 6.0
