@@ -15,6 +15,11 @@ def load_spec(path, overrides=None):
     return _load(path, overrides=overrides)
 
 
+_DTYPE_NAMES = frozenset({"bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+                          "float16", "bfloat16", "float32", "float64", "complex64", "complex128", "string",
+                          "half", "double"})
+
+
 def __getattr__(name):
     # Lazy, so `import specflow` stays cheap for the CLI.
     if name in ("Session", "SessionConfig"):
@@ -28,6 +33,12 @@ def __getattr__(name):
 
         module, attr = EXPORTS[name]
         value = getattr(importlib.import_module(module), attr)
+        globals()[name] = value
+        return value
+    if name in _DTYPE_NAMES:  # sf.float32, sf.int64, sf.bool, ... (TensorFlow's tf.float32)
+        from specflow.graph import dtypes
+
+        value = dtypes.as_dtype(name)
         globals()[name] = value
         return value
     if name in ("ops", "train"):  # sf.ops.<op>, sf.train.Checkpoint

@@ -9,6 +9,8 @@ the effects after it wait for it.
 
 from __future__ import annotations
 
+import numpy as np
+
 from specflow.api.context import STATE
 from specflow.api.function import flatten, unflatten
 from specflow.api.tensor import EagerTensor, GraphTensor, Tensor
@@ -89,8 +91,15 @@ def cond(pred, true_fn, false_fn, name: str = "cond"):
 
 
 def while_loop(cond_fn, body_fn, loop_vars, *, max_iterations: int | None = None,
-               parallel_iterations: int = 10, shape_invariants=None, name: str = "while"):
-    """Repeat ``loop_vars = body_fn(*loop_vars)`` while ``cond_fn(*loop_vars)``; returns the vars."""
+               parallel_iterations: int = 10, shape_invariants=None, name: str = "while",
+               maximum_iterations=None):
+    """Repeat ``loop_vars = body_fn(*loop_vars)`` while ``cond_fn(*loop_vars)``; returns the vars.
+    ``maximum_iterations`` (TensorFlow's) stops the loop after that many iterations;
+    ``max_iterations`` (the spec's) fails the step when a loop runs longer."""
+    if maximum_iterations is not None:
+        return _capped_while_loop(cond_fn, body_fn, loop_vars, maximum_iterations, max_iterations=max_iterations,
+                                  parallel_iterations=parallel_iterations, shape_invariants=shape_invariants,
+                                  name=name)
     leaves, structure = flatten(list(loop_vars))
     trace = _trace_of(*leaves)
     if trace is None:
@@ -132,6 +141,29 @@ def while_loop(cond_fn, body_fn, loop_vars, *, max_iterations: int | None = None
         trace.last_effect = parse_node(result.outputs[0]) if any(had_effects) else before
         outs = [trace._tensor(t) for t in result.outputs]
         return unflatten(structure, outs)
+
+
+def _capped_while_loop(cond_fn, body_fn, loop_vars, cap, **kwargs):
+    """TensorFlow's ``maximum_iterations``: a counter beside the vars, and ``counter < cap`` in
+    the condition (checked first, as TensorFlow does: a capped loop never evaluates cond_fn again)."""
+    from specflow.api.op_functions import call
+
+    cap = cap if isinstance(cap, Tensor) else np.asarray(cap, np.int32)
+    invariants = kwargs.pop("shape_invariants")
+    if invariants is not None:
+        invariants = [None, *invariants]
+
+    def cond(i, *vs):
+        if STATE.trace is None and not isinstance(i, GraphTensor):
+            return bool(i < cap) and bool(cond_fn(*vs))
+        return call("LogicalAnd", call("Less", i, cap), cond_fn(*vs))
+
+    def body(i, *vs):
+        out = body_fn(*vs)
+        return [i + 1, *(out if isinstance(out, (list, tuple)) else [out])]
+
+    counter = np.asarray(0, cap.dtype.numpy if isinstance(cap, Tensor) else cap.dtype)
+    return list(while_loop(cond, body, [counter, *loop_vars], shape_invariants=invariants, **kwargs))[1:]
 
 
 def parse_node(tensor: str) -> str:

@@ -92,6 +92,39 @@ def _is_tensor_like(v) -> bool:
     return isinstance(v, (Tensor, np.ndarray)) and not isinstance(v, Variable)
 
 
+def _flatten_as(spec, value, where: str) -> list:
+    """``value``'s leaves where ``spec`` (an input_signature entry) has TensorSpecs, in flatten()'s
+    order: a list where the spec has a TensorSpec is one leaf (a tensor's value)."""
+    if isinstance(spec, TensorSpec):
+        return [value]
+    if isinstance(spec, dict):
+        if not isinstance(value, dict) or set(value) != set(spec):
+            raise GraphError(f"{where} must be a dict with keys {sorted(spec)}, as its input_signature says; got "
+                             + (f"keys {sorted(value)}" if isinstance(value, dict) else type(value).__name__))
+        return [x for k in sorted(spec) for x in _flatten_as(spec[k], value[k], f"{where}[{k!r}]")]
+    if isinstance(spec, (list, tuple)):
+        if not isinstance(value, (list, tuple)) or len(value) != len(spec):
+            raise GraphError(f"{where} must be a sequence of {len(spec)}, as its input_signature says")
+        return [x for i, (s, v) in enumerate(zip(spec, value)) for x in _flatten_as(s, v, f"{where}[{i}]")]
+    raise GraphError(f"{where}: input_signature entries are TensorSpecs (or lists/dicts of them), got {spec!r}")
+
+
+def _describe(spec) -> str:
+    if isinstance(spec, TensorSpec):
+        return f"{spec.dtype.name}{spec.shape}"
+    if isinstance(spec, dict):
+        return "{" + ", ".join(f"{k}: {_describe(v)}" for k, v in spec.items()) + "}"
+    if isinstance(spec, (list, tuple)):
+        return "[" + ", ".join(_describe(v) for v in spec) + "]"
+    return repr(spec)
+
+
+def _numpy_scalar_as_array(v):
+    """A numpy scalar (``np.float32(1.5)``) is a tensor, as in TensorFlow: traced once per dtype,
+    not once per value as a Python number is."""
+    return np.asarray(v) if isinstance(v, np.generic) and v.dtype.kind in "biufc" else v
+
+
 def _leaf_key(v):
     from specflow.api.variables import Variable
 
@@ -144,6 +177,7 @@ class ConcreteFunction:
         self._targets = self.target
         self._session = None
         self._feed_names = list(self.inputs)
+        self.arg_names: list[str] = []  # a name per argument leaf (set by the tracing Function)
 
     @property
     def session(self):
@@ -171,9 +205,13 @@ class ConcreteFunction:
                                  "holds its variables weakly: keep a reference, e.g. on a Module)")
 
     def __call__(self, *args, **kwargs):
-        leaves = list(args) + [kwargs[k] for k in sorted(kwargs)]
-        tensors = [v for v in flatten(leaves)[0] if _is_tensor_like(v)]
-        return self.call_flat(tensors)
+        rest = self.arg_names[len(args):]
+        if kwargs and set(kwargs) <= set(rest):  # keywords by parameter name, in the trace's order
+            leaves = list(args) + [kwargs[n] for n in rest if n in kwargs]
+        else:
+            leaves = list(args) + [kwargs[k] for k in sorted(kwargs)]
+        leaves = [_numpy_scalar_as_array(v) for v in flatten(leaves)[0]]
+        return self.call_flat([v for v in leaves if _is_tensor_like(v)])
 
     def call_flat(self, values: list):
         if len(values) != len(self.inputs):
@@ -243,7 +281,11 @@ class Function:
     def __call__(self, *args, **kwargs):
         if config.functions_run_eagerly or STATE.trace is not None or STATE.tapes:
             # Debugging; called from another function's trace (its ops join that trace); or under
-            # a recording GradientTape, which must see the ops to differentiate them.
+            # a recording GradientTape, which must see the ops to differentiate them. The
+            # input_signature still binds and converts the arguments.
+            if self.input_signature is not None:
+                _, structure, converted = self._bind_signature(args, kwargs)
+                args, kwargs = unflatten(structure, converted)
             return self.python_function(*args, **kwargs)
         # The hot path of a training loop: positional arrays/tensors only, a signature seen before.
         fast = None if kwargs else _fast_key(args)
@@ -258,7 +300,10 @@ class Function:
         return concrete.call_flat(tensors)
 
     def get_concrete_function(self, *args, **kwargs) -> ConcreteFunction:
-        """The concrete function for these arguments (TensorSpecs stand for tensors), traced if new."""
+        """The concrete function for these arguments (TensorSpecs stand for tensors), traced if new;
+        with an input_signature, no arguments mean the signature's."""
+        if not args and not kwargs and self.input_signature is not None:
+            args = tuple(self.input_signature)
         with self._lock:
             return self._concrete(args, kwargs)[0]
 
@@ -267,9 +312,10 @@ class Function:
         return list(dict.fromkeys(list(self._cache.values()) + list(self._relaxed.values())))
 
     def _concrete(self, args, kwargs) -> tuple[ConcreteFunction, list]:
-        leaves, structure = flatten((list(args), kwargs))
         if self.input_signature is not None:
-            return self._signature_call(leaves, structure)
+            return self._signature_call(args, kwargs)
+        leaves, structure = flatten((list(args), kwargs))
+        leaves = [_numpy_scalar_as_array(v) for v in leaves]
         key = (structure, tuple(_leaf_key(v) for v in leaves))
         tensors = [v for v in leaves if _is_tensor_like(v) or isinstance(v, TensorSpec)]
         concrete = self._cache.get(key)
@@ -291,27 +337,52 @@ class Function:
         self._cache[key] = concrete
         return concrete, tensors
 
-    def _signature_call(self, leaves, structure) -> tuple[ConcreteFunction, list]:
+    def _signature_call(self, args, kwargs) -> tuple[ConcreteFunction, list]:
+        """The one concrete function of an input_signature, and the arguments as its inputs."""
+        spec_leaves, spec_structure, converted = self._bind_signature(args, kwargs)
+        concrete = self._cache.get(())
+        if concrete is None:
+            concrete = self._cache[()] = self._trace(spec_leaves, spec_structure, list(spec_leaves))
+        return concrete, converted
+
+    def _bind_signature(self, args, kwargs) -> tuple[list, Any, list]:
+        """The input_signature's leaves and structure, and the arguments as its tensors: bound to
+        the parameters by position or keyword (as TensorFlow binds them), nested as the signature
+        is, Python values and arrays converted to the specs' dtypes."""
         sig = self.input_signature
-        tensors = [v for v in leaves if _is_tensor_like(v) or isinstance(v, TensorSpec)]
-        if len(tensors) != len(sig) or len(leaves) != len(tensors):
-            raise GraphError(f"function '{self.name}' has an input_signature of {len(sig)} tensor(s); "
-                             f"called with {len(leaves)} argument(s)")
+        try:
+            bound = inspect.signature(self.python_function).bind(*args, **kwargs)
+        except TypeError as e:
+            raise GraphError(f"function '{self.name}': {e}") from None
+        except ValueError:  # no Python signature to bind to: positional only
+            bound = None
+        if bound is not None:
+            args = tuple(bound.args) + tuple(bound.kwargs.values())  # in the parameters' order
+        elif kwargs:
+            raise GraphError(f"function '{self.name}' has an input_signature: pass its arguments by position")
+        if len(args) != len(sig):
+            raise GraphError(f"function '{self.name}' takes {len(sig)} argument(s) as its input_signature "
+                             f"says ({', '.join(_describe(s) for s in sig)}); called with {len(args)}")
+        spec_leaves, spec_structure = flatten((list(sig), {}))
+        leaves = []
+        for i, (spec, value) in enumerate(zip(sig, args)):
+            leaves += _flatten_as(spec, value, f"function '{self.name}': argument {i}")
+        leaves = [_numpy_scalar_as_array(v) for v in leaves]
         from specflow.api.op_functions import to_tensor
+        from specflow.api.variables import Variable
 
         converted = []
-        for i, (v, s) in enumerate(zip(tensors, sig)):
+        for i, (v, s) in enumerate(zip(leaves, spec_leaves)):
             if not isinstance(v, TensorSpec):
+                if isinstance(v, Variable):
+                    v = v.read_value()
                 if not isinstance(v, Tensor):
                     v = to_tensor(v, s.dtype, f"argument {i} of '{self.name}'")
                 if not s.is_compatible_with(v):
                     raise GraphError(f"function '{self.name}': argument {i} ({v.dtype.name}{v.shape}) does not match "
                                      f"its input_signature {s.dtype.name}{s.shape}")
             converted.append(v)
-        concrete = self._cache.get(())
-        if concrete is None:
-            concrete = self._cache[()] = self._trace(leaves, structure, list(sig))
-        return concrete, converted
+        return spec_leaves, spec_structure, converted
 
     def _leaf_names(self, structure, n: int) -> list[str]:
         """A name per argument leaf (the inputs' Placeholders, a saved signature's input aliases):
@@ -347,6 +418,7 @@ class Function:
             call_args, call_kwargs = unflatten(structure, args)
             outputs = self.python_function(*call_args, **call_kwargs)
             concrete = ConcreteFunction(trace, outputs, self.name)
+        concrete.arg_names = names
         return concrete
 
 

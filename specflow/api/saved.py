@@ -4,7 +4,8 @@
 section) into one Session, runs its initializer, and returns a :class:`LoadedModule`: the
 variables as sf.Variables sharing the Session's storage, ``signatures`` as callables
 (``m.signatures["serving_default"](images=x)``) and ``train_step`` (one optimizer step, as
-``specflow train`` runs it). ``sf.load(EXPORT_DIR)`` goes through ``export/loader.load_saved_model``.
+``specflow train`` runs it). ``sf.load(EXPORT_DIR)`` (or a frozen ``graph.pb``) goes through
+``export/loader.load_model``.
 
 ``sf.save(module, EXPORT_DIR, signatures=...)`` writes a SavedModel through
 ``export/savedmodel.write_saved_model``: a loaded spec as ``specflow export`` would (training
@@ -22,6 +23,7 @@ from typing import Any
 from specflow.api.function import ConcreteFunction, Function
 from specflow.api.module import Module
 from specflow.api.op_functions import to_tensor
+from specflow.api.signature_tape import TapedSignature
 from specflow.api.tensor import EagerTensor, Tensor
 from specflow.errors import ExportError
 from specflow.graph.graph_def import GraphDef, NodeDef, parse_input
@@ -32,12 +34,17 @@ _CPU0 = "/job:localhost/replica:0/task:0/device:CPU:0"
 
 
 class SignatureFunction:
-    """A named function of a loaded model: keyword (or positional, in input order) tensors in,
-    a dict of output alias -> tensor out."""
+    """A named function of a loaded model: keyword (or positional, in input order; a SavedModel's
+    signature with several inputs: keyword only) tensors in, a dict of output alias -> tensor out."""
 
     def __init__(self, name: str, inputs: dict[str, tuple[str, TensorSpec]],
-                 outputs: dict[str, tuple[str, TensorSpec]], run, single: bool = False):
+                 outputs: dict[str, tuple[str, TensorSpec]], run, single: bool = False, taped=None,
+                 keywords_only: bool = False):
         self.name = name
+        # a SavedModel's inputs have no order of their own (a map, read back sorted): several are
+        # taken by keyword only, as TensorFlow's loaded signatures take them
+        self._keywords_only = keywords_only and len(inputs) > 1
+        self._taped = taped  # the graph op by op, under a recording GradientTape
         self.inputs = inputs
         self.outputs = outputs
         self._run = run
@@ -45,6 +52,9 @@ class SignatureFunction:
 
     def __call__(self, *args, **kwargs) -> dict[str, EagerTensor]:
         aliases = list(self.inputs)
+        if args and self._keywords_only:
+            raise ExportError(f"signature '{self.name}' takes its inputs by keyword ({', '.join(aliases)}): "
+                              f"{self.name}({aliases[0]}=..., ...)")
         if len(args) > len(aliases):
             raise ExportError(f"signature '{self.name}' takes {len(aliases)} input(s) ({', '.join(aliases)}), "
                               f"got {len(args)}")
@@ -53,9 +63,13 @@ class SignatureFunction:
             if k in feeds:
                 raise ExportError(f"signature '{self.name}': input '{k}' given twice")
             feeds[k] = v
-        feeds = {k: v.numpy() if isinstance(v, Tensor) else v for k, v in feeds.items()}
-        values = self._run(feeds)
-        out = {a: EagerTensor(v, self.outputs[a][1].dtype, _CPU0) for a, v in values.items()}
+        if self._taped is not None and self._taped.applies(feeds):
+            _check_aliases(self.name, self.inputs, feeds)
+            out = self._taped(feeds)
+        else:
+            feeds = {k: v.numpy() if isinstance(v, Tensor) else v for k, v in feeds.items()}
+            values = self._run(feeds)
+            out = {a: EagerTensor(v, self.outputs[a][1].dtype, _CPU0) for a, v in values.items()}
         return next(iter(out.values())) if self._single else out
 
     def __repr__(self) -> str:
@@ -64,14 +78,18 @@ class SignatureFunction:
         return f"<signature {self.name}({ins}) -> {{{outs}}}>"
 
 
+def _check_aliases(name: str, inputs: dict, feeds: dict) -> None:
+    unknown = [a for a in feeds if a not in inputs]
+    if unknown:
+        raise ExportError(f"signature '{name}' has no input '{unknown[0]}' (inputs: {', '.join(inputs)})")
+    missing = [a for a in inputs if a not in feeds]
+    if missing:
+        raise ExportError(f"signature '{name}' needs input(s) {', '.join(missing)} (inputs: {', '.join(inputs)})")
+
+
 def _checked_run(session, name: str, inputs: dict, outputs: dict, extra_feeds: dict):
     def run(feeds: dict) -> dict:
-        unknown = [a for a in feeds if a not in inputs]
-        if unknown:
-            raise ExportError(f"signature '{name}' has no input '{unknown[0]}' (inputs: {', '.join(inputs)})")
-        missing = [a for a in inputs if a not in feeds]
-        if missing:
-            raise ExportError(f"signature '{name}' needs input(s) {', '.join(missing)} (inputs: {', '.join(inputs)})")
+        _check_aliases(name, inputs, feeds)
         fed = {inputs[a][0]: v for a, v in feeds.items()}
         fed.update(extra_feeds)
         aliases = list(outputs)
@@ -154,9 +172,12 @@ def _session(graph: GraphDef):
 
 
 def load(path, overrides=None, tags=("serve",)) -> LoadedModule:
-    """A spec (``.yaml``) or a SavedModel directory as a module."""
+    """A spec (``.yaml``), a SavedModel directory (or its saved_model.pb) or a frozen GraphDef
+    (``.pb``, ``.pbtxt``) as a module."""
+    from specflow.io.graph_loader import is_graph_def_file
+
     p = Path(path)
-    if p.is_dir():
+    if p.is_dir() or is_graph_def_file(p) or p.name == "saved_model.pb":
         return _load_saved_model(p, tags)
     return _load_spec(p, overrides)
 
@@ -184,9 +205,11 @@ def _load_spec(path: Path, overrides) -> LoadedModule:
     flag = spec.lowered.training_flag
     sigs = {}
     for name, sig in spec.signatures.items():
+        extra = {flag: False} if flag else {}
+        taped = TapedSignature(name, spec.graph_def, dict(sig["inputs"]), dict(sig["outputs"]), variables, extra)
         sigs[name] = SignatureFunction(name, dict(sig["inputs"]), dict(sig["outputs"]),
-                                       _checked_run(session, name, sig["inputs"], sig["outputs"],
-                                                    {flag: False} if flag else {}))
+                                       _checked_run(session, name, sig["inputs"], sig["outputs"], extra),
+                                       taped=taped)
     step = None
     if graph is not None:
         step = TrainStep(session, graph, list(cfg.data.feeds))
@@ -220,19 +243,58 @@ def _function_calls(spec, session, extra_feeds: dict) -> dict[str, SignatureFunc
 
 def _load_saved_model(path: Path, tags) -> LoadedModule:
     from specflow.api.variables import Variable
-    from specflow.export.loader import load_saved_model
+    from specflow.export.loader import load_model
 
-    model = load_saved_model(str(path), tags)
-    variables = {}
+    model = load_model(str(path), tags)
+    saved = saved_variables(model.meta_graph, model.graph_def)
+    variables, every = {}, {}  # the model's; every variable of the session (what the graph reads)
     for d in model.session.devices:
         for (_, name), res in d.resource_mgr.items():
             if isinstance(res, resources.Variable) and res.value is not None:
-                variables[name] = Variable._adopt(res, name)
+                var = every[name] = Variable._adopt(res, name, True if saved is None else saved.get(name, False))
+                if saved is None or name in saved:
+                    variables[name] = var
     sigs = {}
     for name, sig in model.signatures.items():
+        taped = TapedSignature(name, model.graph_def, dict(sig.inputs), dict(sig.outputs), every)
         sigs[name] = SignatureFunction(name, dict(sig.inputs), dict(sig.outputs),
-                                       lambda feeds, name=name: model.run(name, feeds))
-    return LoadedModule(str(path), model.session, variables, sigs)
+                                       lambda feeds, name=name: model.run(name, feeds), taped=taped,
+                                       keywords_only=True)
+    module = LoadedModule(str(path), model.session, variables, sigs)
+    module._saved = model  # sf.save writes it again
+    return module
+
+
+def saved_variables(meta_graph, graph: GraphDef) -> dict[str, bool] | None:
+    """The model's variables (name -> trainable) as the SavedModel lists them: a TF2 model's
+    object graph (whose variables the functions read; the saver's ``Variable_N`` restore copies
+    are not the model's), else the TF1 ``variables`` collection; None when it says neither."""
+    if meta_graph is None:
+        return None
+    objects = [n.variable for n in meta_graph.object_graph_def.nodes if n.WhichOneof("kind") == "variable"]
+    if objects:
+        flags: dict[str, list[bool]] = {}
+        for v in objects:
+            flags.setdefault(v.name, []).append(bool(v.trainable))
+        out = {}
+        for name, fs in flags.items():
+            # Names may repeat (a tf.Module's unnamed tf.Variables are all 'Variable'); the graph
+            # holds them uniquified, as TF names nodes: Variable, Variable_1, ...
+            for i in range(len(fs)):
+                out[name if i == 0 else f"{name}_{i}"] = fs[0] if len(set(fs)) == 1 else True
+        return out
+    collection = meta_graph.collection_def
+    if "variables" not in collection:
+        return None
+    from tensorboard.compat.proto import variable_pb2
+
+    shared = {n.name: n.attrs.get("shared_name") or n.name for n in graph.nodes if n.op == "VarHandleOp"}
+    out = {}
+    for raw in collection["variables"].bytes_list.value:
+        vdef = variable_pb2.VariableDef.FromString(raw)
+        node = vdef.variable_name.rsplit(":", 1)[0]
+        out[shared.get(node, node)] = bool(vdef.trainable)
+    return out
 
 
 # --- saving -------------------------------------------------------------------------------------------
@@ -247,6 +309,8 @@ def save(module, export_dir, signatures=None, overwrite: bool = False) -> None:
         raise ExportError(f"{export_dir} already exists (pass overwrite=True to replace it)")
     if isinstance(module, LoadedModule) and module._spec is not None and signatures is None:
         model = _spec_serving_model(module)
+    elif isinstance(module, LoadedModule) and getattr(module, "_saved", None) is not None and signatures is None:
+        model = _loaded_serving_model(module)
     else:
         model = _python_serving_model(module, _concrete_signatures(module, signatures))
     write_saved_model(model, export_dir, overwrite=overwrite)
@@ -267,6 +331,30 @@ def _spec_serving_model(module: LoadedModule):
             values[name] = module._named[name].numpy()
     trainable = {n: module._named[n].trainable for n in values}
     return ServingModel(graph, sigs, values, checkpoint="", trainable=trainable)
+
+
+def _loaded_serving_model(module: LoadedModule):
+    """A loaded SavedModel or frozen graph as it was, its signatures' closure with the variables'
+    current values (trained or assigned since loading), as ``tf.saved_model.save`` of a loaded
+    model writes it."""
+    from specflow.api.variables import Variable
+    from specflow.export.serving import ServingModel, closure
+
+    saved = module._saved
+    sigs = saved.signatures
+    tensors = [t for s in sigs.values() for t, _ in list(s.outputs.values()) + list(s.inputs.values())]
+    graph = closure(saved.graph_def, tensors)
+    named = module.named_variables()
+    values, trainable = {}, {}
+    for node in graph.nodes:
+        if node.op == "VarHandleOp":
+            name = node.attrs.get("shared_name") or node.name
+            var = named.get(name)
+            if var is None:
+                var = Variable._adopt(_find_variable(module._session, name), name)
+            values[name] = var.numpy()
+            trainable[name] = var.trainable
+    return ServingModel(graph, dict(sigs), values, checkpoint="", trainable=trainable)
 
 
 def _concrete_signatures(module, signatures) -> dict[str, ConcreteFunction]:

@@ -5,7 +5,8 @@ Eagerly, the tape records the ops that touch watched tensors (trainable variable
 watched automatically; others through ``watch``). ``gradient`` replays the record as a graph
 (outside values as Consts, each variable read a Const standing for the variable), extends it
 with ``train/gradients.gradients`` and runs the gradient nodes' kernels on the recorded forward
-values, which are known, so nothing forward is recomputed. Inside ``sf.function`` the forward
+values, which are known, so nothing forward is recomputed; tapes recording around this one record
+those gradient ops, so nested tapes give second derivatives. Inside ``sf.function`` the forward
 graph is the trace itself, and the gradient nodes join it.
 """
 
@@ -14,6 +15,7 @@ from __future__ import annotations
 from specflow.api.context import STATE
 from specflow.api.tensor import EagerTensor, GraphTensor, Tensor
 from specflow.errors import GraphError
+from specflow.graph import dtypes
 
 
 class GradientTape:
@@ -25,6 +27,7 @@ class GradientTape:
         self._keep: list = []  # the tensors whose ids are in _live (so an id is not reused)
         self._reads: dict[str, list[EagerTensor]] = {}  # variable uid -> its recorded reads
         self._watched_vars: set[str] = set()
+        self._watched_graph: set[str] = set()  # inside sf.function: the tensors watch() was given
         self._used = False
         self._recording = False
 
@@ -46,7 +49,9 @@ class GradientTape:
                 self._watched_vars.add(v._uid)
             elif isinstance(v, EagerTensor):
                 self._mark(v)
-            elif not isinstance(v, GraphTensor):
+            elif isinstance(v, GraphTensor):
+                self._watched_graph.add(v.name)
+            else:
                 raise TypeError(f"GradientTape.watch takes tensors or variables, got {type(v).__name__}")
 
     def _mark(self, t) -> None:
@@ -63,6 +68,10 @@ class GradientTape:
                 break
         else:
             return
+        if not outputs or any(t.dtype is dtypes.resource for t in inputs):
+            # An update (AssignAddVariableOp...) or a kernel on a variable's handle: no gradient
+            # flows through it (reads are the variable's recorded ReadVariableOps).
+            return
         self._records.append((op, attrs, list(inputs), outputs))
         for t in outputs:
             self._mark(t)
@@ -74,25 +83,69 @@ class GradientTape:
 
     # --- gradients ----------------------------------------------------------------------------------
 
-    def gradient(self, target, sources, output_gradients=None):
+    def gradient(self, target, sources, output_gradients=None, unconnected_gradients="none"):
         """d(sum of target)/d(source) for each source (a tensor or variable; nested lists keep their
-        structure); None where a source does not affect the target."""
+        structure); None where a source does not affect the target (zeros with
+        ``unconnected_gradients="zero"``)."""
         from specflow.api.function import flatten, unflatten
 
+        zero = _zero_unconnected(unconnected_gradients)
+        self._use()
+        flat, structure = flatten(sources)
+        targets, _ = flatten(target)
+        seeds = None if output_gradients is None else flatten(output_gradients)[0]
+        grads = self._gradients(targets, flat, seeds)
+        if zero:
+            grads = [_zeros_like(s) if g is None else g for g, s in zip(grads, flat)]
+        self._release()
+        return unflatten(structure, grads)
+
+    def jacobian(self, target, sources, unconnected_gradients="none"):
+        """d(target[i...])/d(source[j...]) for each source: shape target.shape + source.shape; None
+        where a source does not affect the target (zeros with ``unconnected_gradients="zero"``)."""
+        import numpy as np
+
+        from specflow.api.function import flatten, unflatten
+        from specflow.api.op_functions import call
+
+        zero = _zero_unconnected(unconnected_gradients)
+        self._use()
+        flat, structure = flatten(sources)
+        shape = target.shape.as_list() if target.shape.rank is not None else None
+        if shape is None or None in shape:
+            raise GraphError(f"GradientTape.jacobian needs the target's full shape, got {target.shape}")
+        rows: list[list] = [[] for _ in flat]
+        size = int(np.prod(shape, dtype=np.int64))
+        for k in range(size):
+            seed = np.zeros(size, target.dtype.numpy)
+            seed[k] = 1
+            for i, g in enumerate(self._gradients([target], flat, [_as_eager(seed.reshape(shape))])):
+                rows[i].append(g)
+        out = []
+        for s, row in zip(flat, rows):
+            if all(g is None for g in row) and not zero:
+                out.append(None)
+                continue
+            parts = [_zeros_like(s) if g is None else g for g in row]
+            stacked = call("Pack", parts, axis=0) if parts else _zeros_like(s)
+            out.append(call("Reshape", stacked, np.asarray(shape + s.shape.as_list(), np.int64)))
+        self._release()
+        return unflatten(structure, out)
+
+    def _use(self) -> None:
         if self._used and not self.persistent:
             raise GraphError("a non-persistent GradientTape can compute gradients once; use "
                              "GradientTape(persistent=True) to call gradient() again")
         self._used = True
-        flat, structure = flatten(sources)
-        targets, _ = flatten(target)
-        seeds = None if output_gradients is None else flatten(output_gradients)[0]
-        if any(isinstance(t, GraphTensor) for t in targets):
-            grads = self._graph_gradient(targets, flat, seeds)
-        else:
-            grads = self._eager_gradient(targets, flat, seeds)
+
+    def _release(self) -> None:
         if not self.persistent:
             self._records, self._keep, self._live, self._reads = [], [], set(), {}
-        return unflatten(structure, grads)
+
+    def _gradients(self, targets, sources, seeds) -> list:
+        if any(isinstance(t, GraphTensor) for t in targets):
+            return self._graph_gradient(targets, sources, seeds)
+        return self._eager_gradient(targets, sources, seeds)
 
     def _graph_gradient(self, targets, sources, seeds) -> list:
         from specflow.api.variables import Variable
@@ -100,19 +153,55 @@ class GradientTape:
 
         trace = targets[0].trace
         xs = []
+        watched = []  # per source: whether this tape watches it (None for the others, as TF)
         for s in sources:
             if isinstance(s, Variable):
                 xs.append(trace.variable_handle(s).name)
+                watched.append(self._watches(s))
             elif isinstance(s, GraphTensor):
                 xs.append(s.name)
+                watched.append(self._watched_in_graph(trace, s.name))
             else:
                 raise GraphError(f"gradient sources inside sf.function must be variables or tensors of the trace, "
                                  f"got {type(s).__name__}")
         grad_ys = None
         if seeds is not None:
-            grad_ys = [trace.capture(g).name if isinstance(g, EagerTensor) else g.name for g in seeds]
+            grad_ys = []
+            for g, y in zip(seeds, targets):
+                if not isinstance(g, GraphTensor):
+                    g = trace.capture(_as_eager(g, y.dtype))
+                grad_ys.append(g.name)
         names = gradients(trace.builder, [t.name for t in targets], xs, grad_ys=grad_ys)
-        return [None if n is None else trace._tensor(n) for n in names]
+        return [None if n is None or not w else trace._tensor(n) for n, w in zip(names, watched)]
+
+    def _watches(self, var) -> bool:
+        return (self.watch_accessed_variables and var.trainable) or var._uid in self._watched_vars
+
+    def _watched_in_graph(self, trace, tensor: str) -> bool:
+        """Whether ``tensor`` of the trace is watched or computed from what this tape watches (a
+        watched tensor, a read of a watched variable); others get no gradient, as in TensorFlow."""
+        from specflow.graph.graph_def import canonical_tensor, parse_input
+
+        handles = set()
+        for ref, handle in trace.variables.values():
+            var = ref()
+            if var is not None and self._watches(var):
+                handles.add(handle)
+        nodes = trace.builder.graph_def.node_map()
+        todo, seen = [tensor], set()
+        while todo:
+            t = canonical_tensor(todo.pop())
+            if t in self._watched_graph:
+                return True
+            name = parse_input(t).node
+            if name in seen or name not in nodes:
+                continue
+            seen.add(name)
+            inputs = [i for i in nodes[name].inputs if not i.startswith("^")]
+            if any(parse_input(i).node in handles for i in inputs):
+                return True
+            todo.extend(inputs)
+        return False
 
     def _eager_gradient(self, targets, sources, seeds) -> list:
         from specflow.api.variables import Variable
@@ -121,7 +210,9 @@ class GradientTape:
 
         b = GraphBuilder()
         names: dict[int, str] = {}
-        values: dict[str, object] = {}
+        # tensor name -> the recorded EagerTensor itself, so that a tape recording around this
+        # one sees the gradient ops read its forward tensors (nested tapes: second derivatives)
+        tensors: dict[str, EagerTensor] = {}
 
         def name_of(t) -> str:
             n = names.get(id(t))
@@ -131,9 +222,18 @@ class GradientTape:
                 node = b.add_op("Const", [], {"value": t.numpy(), "dtype": t.dtype}, name=b.unique_name("c"),
                                 exact_name=True)
                 n = names[id(t)] = node.name
-                values[n] = t.value
+                tensors[n] = t
             return n
 
+        for op, attrs, inputs, outputs in self._records:
+            ins = [name_of(t) for t in inputs]
+            node = b.add_op(op, ins, dict(attrs), name=b.unique_name(op), exact_name=True)
+            for k, t in enumerate(outputs):
+                n = node.name if k == 0 else f"{node.name}:{k}"
+                names[id(t)] = n
+                tensors[n] = t
+        # Sources after the record: a source computed inside the tape (an intermediate) is the
+        # recorded op's output, not a constant standing beside it.
         xs: list[str] = []
         spans: list[tuple[int, int]] = []  # per source: its slice of xs (a variable: one per read)
         for s in sources:
@@ -141,76 +241,85 @@ class GradientTape:
             if isinstance(s, Variable):
                 xs.extend(name_of(r) for r in self._reads.get(s._uid, ()))
             elif isinstance(s, Tensor):
-                xs.append(name_of(s))
+                if id(s) in self._live:  # a tensor neither watched nor computed from one: None
+                    xs.append(name_of(s))
             else:
                 raise TypeError(f"gradient sources must be tensors or variables, got {type(s).__name__}")
             spans.append((lo, len(xs)))
-        for op, attrs, inputs, outputs in self._records:
-            ins = [name_of(t) for t in inputs]
-            node = b.add_op(op, ins, dict(attrs), name=b.unique_name(op), exact_name=True)
-            for k, t in enumerate(outputs):
-                n = node.name if k == 0 else f"{node.name}:{k}"
-                names[id(t)] = n
-                values[n] = t.value
         ys = [names.get(id(t)) for t in targets]
         grad_ys = None
         if seeds is not None:
-            grad_ys = [name_of(_as_eager(g)) for g, y in zip(seeds, ys) if y is not None]
+            grad_ys = [name_of(_as_eager(g, t.dtype)) for g, t, y in zip(seeds, targets, ys) if y is not None]
         connected = [y for y in ys if y is not None]
         if not connected or not xs:
             return [None] * len(sources)
         first_new = len(b.graph_def.nodes)
         grads = gradients(b, connected, xs, grad_ys=grad_ys)
-        _run_nodes(b.graph_def.nodes[first_new:], values)
+        _run_nodes(b.graph_def.nodes[first_new:], tensors, [t for t in STATE.tapes if t is not self])
         out = []
         for lo, hi in spans:
-            parts = [values[_canon(g)] for g in grads[lo:hi] if g is not None]
+            parts = [tensors[_canon(g)] for g in grads[lo:hi] if g is not None]
             if not parts:
                 out.append(None)
                 continue
             total = parts[0]
             for p in parts[1:]:
                 total = total + p
-            out.append(EagerTensor(total, _dtype(total), "/job:localhost/replica:0/task:0/device:CPU:0"))
+            out.append(total)
         return out
+
+
+_CPU0 = "/job:localhost/replica:0/task:0/device:CPU:0"
 
 
 def _canon(name: str) -> str:
     return name[:-2] if name.endswith(":0") else name
 
 
-def _dtype(array):
-    from specflow.api.context import dtype_of
+def _zero_unconnected(how) -> bool:
+    """TF's ``unconnected_gradients``: "none" (the default) or "zero" (a string or an enum)."""
+    value = str(getattr(how, "value", how)).lower()
+    if value not in ("none", "zero"):
+        raise GraphError(f"unconnected_gradients must be 'none' or 'zero', got {how!r}")
+    return value == "zero"
 
-    return dtype_of(array)
+
+def _zeros_like(source):
+    from specflow.api.op_functions import call
+
+    return call("ZerosLike", source)
 
 
-def _as_eager(g) -> EagerTensor:
+def _as_eager(g, dtype=None) -> EagerTensor:
+    """``g`` as an eager tensor; a Python value or numpy array (an output gradient) takes the
+    target's ``dtype``, as a literal takes its op's."""
     from specflow.api.op_functions import to_tensor
 
-    return to_tensor(g)
+    if isinstance(g, EagerTensor) or dtype is None:
+        return to_tensor(g)
+    return to_tensor(g, dtype, "output_gradients")
 
 
-def _run_nodes(nodes: list, values: dict) -> None:
-    """Run ``nodes`` (in graph order) through their eager kernels, reading and filling ``values``
-    (tensor name -> array)."""
+def _run_nodes(nodes: list, tensors: dict, tapes: list) -> None:
+    """Run ``nodes`` (in graph order) through their eager kernels, reading and filling ``tensors``
+    (tensor name -> EagerTensor); ``tapes`` (those recording around the one differentiating)
+    record the ops, so a gradient can itself be differentiated."""
     from specflow.api import eager
     from specflow.api.context import dtype_of
     from specflow.ops.registry import get_op
 
-    saved, STATE.tapes = STATE.tapes, []  # gradient ops are not themselves recorded
+    saved, STATE.tapes = STATE.tapes, tapes
     try:
         for node in nodes:
             if node.op == "Const":
-                values[node.name] = node.attrs["value"]
+                if node.name not in tensors:
+                    v = node.attrs["value"]
+                    tensors[node.name] = EagerTensor(v, node.attrs.get("dtype") or dtype_of(v), _CPU0)
                 continue
-            ins = []
-            for inp in node.data_inputs:
-                v = values[_canon(inp)]
-                ins.append(EagerTensor(v, dtype_of(v), "/job:localhost/replica:0/task:0/device:CPU:0"))
+            ins = [tensors[_canon(inp)] for inp in node.data_inputs]
             attrs = {k: v for k, v in node.attrs.items() if not k.startswith("_")}
             outs = eager.execute(get_op(node.op), ins, attrs)
             for k, t in enumerate(outs):
-                values[node.name if k == 0 else f"{node.name}:{k}"] = t.value
+                tensors[node.name if k == 0 else f"{node.name}:{k}"] = t
     finally:
         STATE.tapes = saved

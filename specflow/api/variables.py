@@ -155,8 +155,29 @@ class Variable(Tensor):
     def _update(self, op: str, value, read_value: bool):
         from specflow.api.op_functions import call
 
+        if isinstance(value, (np.ndarray, np.generic)) and value.dtype != self.dtype.numpy:
+            value = self._converted(value)
         call(op, self, value, dtype=self.dtype)
         return self._read() if read_value else self
+
+    def _converted(self, value) -> np.ndarray:
+        """A numpy array of another dtype, as the variable's (as TensorFlow converts it:
+        ``v.assign(np.zeros(2))`` into float32, ``np.array([3, 4])`` into int32), refused only where
+        values would change beyond a float's rounding."""
+        arr = np.asarray(value)
+        if arr.dtype.kind not in "biufc" or self.dtype.numpy is None or np.dtype(self.dtype.numpy).kind not in "biufc":
+            return arr  # the kernel's dtype error
+        if arr.dtype.kind == "c" and not self.dtype.is_complex:
+            changed = arr.size
+        else:
+            with np.errstate(all="ignore"):
+                out = arr.astype(self.dtype.numpy)
+                changed = (not (self.dtype.is_floating or self.dtype.is_complex)
+                           and np.count_nonzero(out.astype(arr.dtype) != arr))
+        if changed:
+            raise GraphError(f"variable '{self.name}' is {self.dtype.name}: converting the {arr.dtype} value would "
+                             f"change {changed} of {arr.size} value(s)")
+        return out
 
     def __repr__(self) -> str:
         value = getattr(getattr(self, "_var", None), "value", None)

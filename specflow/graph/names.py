@@ -5,7 +5,8 @@ rendezvous keys, traces and tables; it must never be able to carry a newline, a 
 other character with a meaning there. TensorFlow's own rule for node names is the reference
 (``[A-Za-z0-9.][A-Za-z0-9_.\\-/>]*``); function names, function arguments and checkpoint keys
 follow TensorFlow's practice of also starting with ``_`` (``__inference_f_12``,
-``_CHECKPOINTABLE_OBJECT_GRAPH``). The spec's stricter rule lives in ``schema/models.py``.
+``_CHECKPOINTABLE_OBJECT_GRAPH``) and may hold ``<`` (a ``tf.function`` of a lambda is
+``__inference_<lambda>_41``). The spec's stricter rule lives in ``schema/models.py``.
 """
 
 from __future__ import annotations
@@ -16,8 +17,8 @@ from specflow.errors import GraphError
 
 # TensorFlow's node-name rule (core/graph: IsValidNodeName), matched whole with fullmatch.
 NODE_NAME_RE = re.compile(r"[A-Za-z0-9.][A-Za-z0-9_.\-/>]*")
-# Function names and arguments, checkpoint keys: the same characters, a leading "_" allowed.
-LOOSE_NAME_RE = re.compile(r"[A-Za-z0-9._][A-Za-z0-9_.\-/>]*")
+# Function names and arguments, checkpoint keys: the same characters, a leading "_" and "<" allowed.
+LOOSE_NAME_RE = re.compile(r"[A-Za-z0-9._][A-Za-z0-9_.\-/<>]*")
 # A tensor reference as a graph writes it: "node", "node:3", "^node", or a function body's
 # "node:out_arg:3".
 _REF_RE = re.compile(r"\^?[A-Za-z0-9._][A-Za-z0-9_.\-/>]*(:[A-Za-z0-9_]+)?(:\d+)?")

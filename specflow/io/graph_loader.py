@@ -40,7 +40,7 @@ def read_graph_def_proto(path) -> graph_pb2.GraphDef:
     p = Path(path)
     where = Location(str(p))
     if not p.is_file():
-        raise GraphError(f"{p}: no such file", location=where)
+        raise GraphError("no such file", location=where)
     data = p.read_bytes()
     proto = graph_pb2.GraphDef()
     if p.suffix != ".pbtxt":

@@ -133,3 +133,16 @@ def test_keyword_inputs_take_tensorflows_names():
     got = sf.ops.atan2(y=np.float32(1.0), x=np.float32(-1.0)).numpy()
     np.testing.assert_allclose(got, 3 * np.pi / 4, rtol=1e-6)
     np.testing.assert_allclose(sf.ops.atan2(np.float32(1.0), np.float32(-1.0)).numpy(), 3 * np.pi / 4, rtol=1e-6)
+
+
+def test_dtypes_are_module_attributes():
+    # TensorFlow code writes dtype=tf.float32; sf.float32 is the same DType as "float32"
+    from specflow.graph import dtypes
+
+    assert sf.float32 is dtypes.float32 and sf.int64 is dtypes.int64 and sf.bool is dtypes.bool_
+    assert sf.double is dtypes.float64
+    v = sf.Variable([1, 2], dtype=sf.float64)
+    assert v.dtype == sf.float64
+    assert sf.ops.cast(sf.constant([1.5]), DstT=sf.int32).dtype == sf.int32
+    with pytest.raises(AttributeError):
+        sf.float31  # noqa: B018

@@ -59,6 +59,63 @@ def test_input_signature_fixes_one_trace():
         f(f32(2, 4))
     concrete = f.get_concrete_function(sf.TensorSpec([None, 3], "float32"))
     assert concrete.input_specs[0][1].as_list() == [None, 3]
+    assert f.get_concrete_function() is concrete  # no arguments: the signature's (as TensorFlow)
+
+
+def test_input_signature_binds_arguments_by_parameter_name():
+    @sf.function(input_signature=[sf.TensorSpec([None], "float32"), sf.TensorSpec([None], "float32")])
+    def sub(y, x):
+        return y - x
+
+    five, one = np.array([5.0], np.float32), np.array([1.0], np.float32)
+    assert float(sub(five, one)[0]) == 4.0
+    assert float(sub(five, x=one)[0]) == 4.0  # was -4: the keyword was matched to the wrong input
+    assert float(sub(x=one, y=five)[0]) == 4.0
+    assert sub.trace_count == 1
+    with pytest.raises(GraphError, match="too many positional arguments"):
+        sub(five, one, one)
+
+    @sf.function
+    def sub2(y, x):
+        return y - x
+
+    concrete = sub2.get_concrete_function(sf.TensorSpec([None], "float32"), sf.TensorSpec([None], "float32"))
+    assert float(concrete(five, x=one)[0]) == 4.0 and float(concrete(y=five, x=one)[0]) == 4.0
+
+
+def test_input_signature_converts_python_values_and_takes_nested_specs():
+    @sf.function(input_signature=[sf.TensorSpec([None], "float32"), sf.TensorSpec([], "int32")])
+    def scale(x, n):
+        return x * sf.ops.cast(n, DstT="float32")
+
+    np.testing.assert_array_equal(scale([1.0, 2.0], 3).numpy(), [3.0, 6.0])  # a list and an int
+    np.testing.assert_array_equal(scale(np.ones(2, np.float32), np.int64(2)).numpy(), [2.0, 2.0])
+    with pytest.raises(GraphError, match="non-integer value 2.5"):
+        scale([1.0], 2.5)
+
+    @sf.function(input_signature=[{"a": sf.TensorSpec([None], "float32"), "b": sf.TensorSpec([None], "float32")}])
+    def product(d):
+        return d["a"] * d["b"]
+
+    np.testing.assert_array_equal(product({"a": [2.0], "b": np.array([3.0], np.float32)}).numpy(), [6.0])
+    assert product.get_concrete_function().inputs == ["d_0:0", "d_1:0"]
+    with pytest.raises(GraphError, match=r"must be a dict with keys \['a', 'b'\]"):
+        product({"a": [2.0], "c": [3.0]})
+    assert scale.trace_count == product.trace_count == 1
+
+
+def test_numpy_scalars_are_tensors_not_python_values():
+    @sf.function
+    def f(x):
+        return x * 2
+
+    out = f(np.float32(1.5))
+    assert isinstance(out, sf.Tensor) and out.dtype.name == "float32" and float(out) == 3.0
+    assert float(f(np.float32(2.5))) == 5.0
+    assert f.trace_count == 1  # one trace per dtype, as TensorFlow; a Python float traces per value
+    f(np.float64(2.5))
+    assert f.trace_count == 2
+    assert float(f.get_concrete_function(np.float32(0))(np.float32(4.0))) == 8.0
 
 
 def test_reduce_retracing_generalizes_shapes():
@@ -257,3 +314,53 @@ def test_device_scope_in_a_function_places_nodes():
     concrete = f.get_concrete_function(f32(3))
     assert any(n.device == "/cpu:1" for n in concrete.graph_def.nodes)
     assert len(concrete.session.devices) == 2
+
+
+def test_while_loop_maximum_iterations_caps_the_loop_as_tensorflow():
+    def cond(i, s):
+        return i < 100
+
+    def body(i, s):
+        return i + 1, s * 2.0
+
+    i, s = sf.while_loop(cond, body, [0, 1.0], maximum_iterations=5)
+    assert (int(i), float(s)) == (5, 32.0)
+    capped = sf.function(lambda n: sf.while_loop(cond, body, [0, sf.constant(1.0)], maximum_iterations=n))
+    assert [float(v) for v in capped(np.int32(5))] == [5.0, 32.0]
+    assert [float(v) for v in capped(np.int32(0))] == [0.0, 1.0]
+    early = sf.function(lambda: sf.while_loop(lambda i, s: i < 3, body, [0, sf.constant(1.0)], maximum_iterations=10))
+    assert [float(v) for v in early()] == [3.0, 8.0]
+
+    @sf.function
+    def power(x):
+        with sf.GradientTape() as tape:
+            tape.watch(x)
+            _, y = sf.while_loop(lambda i, y: i < 100, lambda i, y: (i + 1, y * x), [0, sf.constant(1.0)],
+                                 maximum_iterations=3)
+        return y, tape.gradient(y, x)
+
+    y, g = power(sf.constant(1.5))
+    assert (float(y), float(g)) == (3.375, 6.75)
+
+
+def test_input_signature_converts_when_the_python_runs_eagerly():
+    # Under a recording tape (or run_functions_eagerly) the Python runs, on the arguments the
+    # signature makes of the values given: float64 numpy failed with "dtype mismatch in Mul"
+    w = sf.Variable(np.float32(2.0))
+
+    @sf.function(input_signature=[sf.TensorSpec([None], "float32")])
+    def scaled(x):
+        return x * w
+
+    with sf.GradientTape() as tape:
+        y = scaled(np.array([1.0, 2.0]))
+    assert y.dtype.name == "float32"
+    np.testing.assert_array_equal(y.numpy(), [2.0, 4.0])
+    assert float(tape.gradient(y, w)) == 3.0
+    sf.config.run_functions_eagerly(True)
+    try:
+        np.testing.assert_array_equal(scaled(x=[1.0, 3.0]).numpy(), [2.0, 6.0])
+        with pytest.raises(GraphError, match="does not match its input_signature"):
+            scaled(np.ones((2, 2)))
+    finally:
+        sf.config.run_functions_eagerly(False)

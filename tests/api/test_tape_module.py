@@ -189,3 +189,70 @@ def test_tape_gradients_equal_the_training_graphs():
     got = tape.gradient(loss, [vs[n] for n in names])
     for n, g, w in zip(names, got, want):
         np.testing.assert_allclose(g.numpy(), w, rtol=1e-5, atol=1e-7, err_msg=n)
+
+
+def test_variable_updates_of_watched_tensors_under_a_tape():
+    # an update inside the tape (a moving average of the loss, a counter) is no part of the
+    # gradient; it crashed gradient() ("resource has no numpy equivalent")
+    v = sf.Variable(np.array([0.0, 0.0]))
+    x = sf.constant(np.array([1.0, 2.0]))
+    with sf.GradientTape() as tape:
+        tape.watch(x)
+        v.assign_add(x)
+        y = x * 3.0 + v
+    gx, gv = tape.gradient(y, [x, v])
+    np.testing.assert_array_equal(gx.numpy(), [3.0, 3.0])
+    np.testing.assert_array_equal(gv.numpy(), [1.0, 1.0])
+    np.testing.assert_array_equal(v.numpy(), [1.0, 2.0])
+
+
+def test_output_gradients_as_numpy_arrays_eagerly_and_in_a_function():
+    seed = np.array([1.0, 10.0])  # float64, for float32 targets: takes the target's dtype
+
+    @sf.function
+    def traced(x):
+        with sf.GradientTape() as tape:
+            tape.watch(x)
+            y = x * x
+        return tape.gradient(y, x, output_gradients=seed)  # was AttributeError: no attribute 'name'
+
+    x = np.array([1.0, 2.0], np.float32)
+    np.testing.assert_array_equal(traced(x).numpy(), [2.0, 40.0])
+    xt = sf.constant(x)
+    with sf.GradientTape() as tape:
+        tape.watch(xt)
+        y = xt * xt
+    np.testing.assert_array_equal(tape.gradient(y, xt, output_gradients=seed).numpy(), [2.0, 40.0])
+
+
+def test_unwatched_sources_get_no_gradient_inside_functions_and_eagerly():
+    # As TensorFlow: a non-trainable variable, an unwatched argument and (with
+    # watch_accessed_variables=False) an unwatched variable get None, also inside sf.function,
+    # where they got gradients (a loop over model.variables then updated them too)
+    w = sf.Variable(np.float32(2.0))
+    frozen = sf.Variable(np.float32(3.0), trainable=False)
+
+    @sf.function
+    def default(x):
+        with sf.GradientTape() as tape:
+            h = w * x
+            y = h * frozen
+        return tape.gradient(y, [w, frozen, x, h])
+
+    gw, gf, gx, gh = default(np.float32(1.0))
+    assert (float(gw), gf, gx, float(gh)) == (3.0, None, None, 3.0)
+
+    @sf.function
+    def chosen(x):
+        with sf.GradientTape(watch_accessed_variables=False) as tape:
+            tape.watch(x)
+            y = w * x * frozen
+        return tape.gradient(y, [w, frozen, x])
+
+    gw, gf, gx = chosen(np.float32(1.0))
+    assert (gw, gf, float(gx)) == (None, None, 6.0)
+    x = sf.constant(np.float32(1.0))
+    with sf.GradientTape() as tape:
+        y = w * x * frozen
+    gw, gf, gx = tape.gradient(y, [w, frozen, x])
+    assert (float(gw), gf, gx) == (3.0, None, None)  # x unwatched: was 6.0

@@ -35,12 +35,43 @@ def test_dtypes_shapes_and_errors():
     with pytest.raises((OpError, ShapeError), match="shape"):
         d.assign([1.0, 2.0, 3.0])
     with pytest.raises(ShapeError, match="AssignVariableOp"):
-        d.assign(np.array([1, 2], np.int32))
+        d.assign(sf.constant(np.array([1, 2], np.int32)))  # a tensor keeps its dtype, as in TensorFlow
     with pytest.raises(GraphError, match="does not fit shape"):
         sf.Variable([1.0, 2.0], shape=[3])
     flexible = sf.Variable(np.zeros(2, np.float32), shape=[None])
     flexible.assign(np.zeros(5, np.float32))
     assert flexible.numpy().shape == (5,)
+
+
+def test_assigned_numpy_arrays_take_the_variables_dtype():
+    # As TensorFlow converts them: numpy's float64 and int64 defaults into float32/int32 variables.
+    v = sf.Variable([1.0, 2.0])
+    v.assign(np.array([1.5, 2.5]))
+    v.assign_add(np.array([1, 1]))
+    v.assign_sub(np.array([0.5, 0.5]))
+    s = sf.Variable(1.0)
+    s.assign(np.float64(2.5))
+    assert s.dtype.name == "float32" and float(s) == 2.5
+    assert v.dtype.name == "float32"
+    np.testing.assert_array_equal(v.numpy(), [2.0, 3.0])
+    i = sf.Variable([1, 2])
+    i.assign(np.array([3, 4]))
+    i.assign_add(np.array([1.0, 1.0]))  # integral floats convert
+    np.testing.assert_array_equal(i.numpy(), [4, 5])
+    assert i.numpy().dtype == np.int32
+    with pytest.raises(GraphError, match="would change 1 of 2 value"):
+        i.assign(np.array([1.5, 2.0]))
+    with pytest.raises(GraphError, match="would change 1 of 1 value"):
+        sf.Variable(np.int8(1)).assign(np.array(300))
+    with pytest.raises(GraphError, match="complex128 value would change"):
+        v.assign(np.array([1j, 2]))
+
+    @sf.function
+    def reset():
+        v.assign(np.zeros(2))  # inside a function too
+        return v.read_value()
+
+    np.testing.assert_array_equal(reset().numpy(), [0.0, 0.0])
 
 
 def test_collected_when_unreferenced():

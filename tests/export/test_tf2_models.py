@@ -96,6 +96,9 @@ def test_bad_graph_files_are_one_clear_error(tmp_path):
         load_model(text)
     with pytest.raises(ExportError, match="no such directory or GraphDef file"):
         load_model(tmp_path / "missing")
+    with pytest.raises(ExportError, match="no such file") as info:
+        load_model(tmp_path / "missing.pb")
+    assert info.value.format().count("missing.pb") == 1  # the path once, not "missing.pb: missing.pb: ..."
 
 
 runner = CliRunner()

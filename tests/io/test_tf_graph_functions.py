@@ -172,6 +172,18 @@ def test_a_function_returning_its_argument_and_a_constant():
     assert (same, c) == (2.5, 7.0)
 
 
+def test_function_names_of_python_lambdas_load():
+    # tf.function(lambda x: ...) is saved as __inference_<lambda>_41 (TensorFlow allows the '<')
+    fn = "__inference_<lambda>_41"
+    double = function(fn, [("x", F32)], [("y", F32)], [node("y", "AddV2", ["x", "x"], T=dtypes.float32)],
+                      {"y": "y:z:0"})
+    g = graph_pb2.GraphDef()
+    g.node.extend([placeholder("x"), call("p", fn, ["x"], [F32], [F32]), node("direct", fn, ["x"])])
+    g.library.function.append(double)
+    got = Session(from_tf_graph_def(g)).run(["p:0", "direct:0"], {"x:0": np.float32(2.5)})
+    assert got == [5.0, 5.0]
+
+
 def test_unsupported_ops_matter_only_where_a_run_needs_them():
     with_unknown = function(
         "with_unknown", [("x", F32)], [("y", F32), ("e", F32)],

@@ -1,0 +1,188 @@
+"""A loaded model's signature under a recording GradientTape: its graph run op by op through the
+eager kernels, so the tape records every op and gradients reach the inputs and the model's
+variables (TensorFlow's loaded functions are differentiable too); inside sf.function, the same
+ops join the trace. Otherwise signatures run through the model's Session as before.
+
+The graph is the signature's closure, in dependency order: Placeholders take the fed tensors
+(the tape's own objects, so a watched input stays watched), a VarHandleOp the model's
+sf.Variable (its ReadVariableOps are the variable's reads, which the tape records), every other
+op its eager kernel (or a node of the trace). Loops and conds lowered to frames (Enter, Switch,
+Merge, ...) cannot run this way: a signature holding them is refused inside sf.function and when
+a tape watches one of its inputs, and runs unrecorded otherwise (its variables get no gradient).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+import numpy as np
+
+from specflow.api.tensor import EagerTensor, GraphTensor, Tensor
+from specflow.errors import ExportError
+from specflow.graph.graph_def import GraphDef, parse_input
+
+FRAME_OPS = {"Enter", "RefEnter", "Exit", "RefExit", "Merge", "RefMerge", "Switch", "RefSwitch",
+             "NextIteration", "RefNextIteration", "LoopCond"}
+
+
+class TapedSignature:
+    """Runs one signature of ``graph`` eagerly; ``variables``: shared_name -> sf.Variable."""
+
+    def __init__(self, name: str, graph: GraphDef, inputs: dict, outputs: dict, variables: dict,
+                 extra_feeds: dict | None = None):
+        self.name = name
+        self.inputs = inputs
+        self.outputs = outputs
+        self.variables = variables
+        self.extra = {parse_input(k).node: v for k, v in (extra_feeds or {}).items()}
+        self._graph = graph
+        self._nodes: list | None = None  # found on first use: loading pays nothing for it
+
+    @property
+    def nodes(self) -> list:
+        if self._nodes is None:
+            fed = {parse_input(t).node for t, _ in self.inputs.values()} | set(self.extra)
+            wanted = [t for t, _ in self.outputs.values()]
+            self._nodes = _in_order(_closure(self._graph, wanted, fed), fed)
+            self.loops = [f"'{n.name}' ({n.op})" for n in self._nodes if n.op in FRAME_OPS]
+        return self._nodes
+
+    def applies(self, feeds: dict) -> bool:
+        """Whether to run this way: a tape is recording (and, for a graph with loops, refuse when
+        it watches an input)."""
+        from specflow.api.context import STATE
+
+        if STATE.trace is None and not any(t._recording for t in STATE.tapes):
+            return False
+        self.nodes  # noqa: B018 (sets self.loops)
+        if STATE.trace is not None:  # called inside sf.function: the ops join its trace
+            if self.loops:
+                raise ExportError(f"signature '{self.name}' holds loops or conds ({self.loops[0]}), which "
+                                  "cannot join an sf.function's trace yet; call it outside the function")
+            return True
+        tapes = [t for t in STATE.tapes if t._recording]
+        if not tapes:
+            return False
+        if not self.loops:
+            return True
+        if any(id(v) in t._live for t in tapes for v in feeds.values()):
+            raise ExportError(f"signature '{self.name}' holds loops or conds ({self.loops[0]}), which a "
+                              "GradientTape cannot record op by op yet: no gradient for its inputs")
+        return False
+
+    def __call__(self, feeds: dict) -> dict:
+        from specflow.api import eager
+        from specflow.api.context import STATE
+        from specflow.api.op_functions import call, to_tensor
+        from specflow.export.loader import check_input
+        from specflow.ops.registry import get_op
+
+        trace = STATE.trace
+        values: dict[str, Tensor] = {}
+        by_node = {parse_input(t).node: (alias, spec) for alias, (t, spec) in self.inputs.items()}
+        for node in self.nodes:
+            if node.name in by_node:
+                alias, spec = by_node[node.name]
+                v = feeds[alias]
+                if _is_variable(v):
+                    v = v._read()
+                if not isinstance(v, Tensor):
+                    v = to_tensor(check_input(alias, np.asarray(v), spec))
+                    v = trace.capture(v) if trace is not None else v
+                elif isinstance(v, GraphTensor) and trace is not None and v.trace is not trace:
+                    v = trace.capture_outer(v)
+                elif isinstance(v, EagerTensor) and trace is not None:
+                    v = trace.capture(v)
+                if v.dtype != spec.dtype or not spec.shape.is_compatible_with(v.shape):
+                    raise ExportError(f"input '{alias}' must be {spec.dtype.name}{spec.shape}, "
+                                      f"got {v.dtype.name}{v.shape}")
+                values[node.name] = v
+                continue
+            if node.name in self.extra:
+                v = to_tensor(np.asarray(self.extra[node.name]))
+                values[node.name] = trace.capture(v) if trace is not None else v
+                continue
+            ins = [values[_canon(i)] for i in node.inputs if not i.startswith("^")]
+            if node.op == "NoOp":
+                continue
+            if node.op == "VarHandleOp":
+                name = node.attrs.get("shared_name") or node.name
+                var = self.variables.get(name)
+                if var is None:
+                    raise ExportError(f"signature '{self.name}' reads variable '{name}', which the model lacks")
+                values[node.name] = var
+                continue
+            if node.op == "ReadVariableOp" and _is_variable(ins[0]):
+                values[node.name] = ins[0]._read()
+                continue
+            if node.op == "ResourceGather" and _is_variable(ins[0]):  # a read the tape sees, then a gather
+                axis = int(node.attrs.get("batch_dims", 0))
+                values[node.name] = call("GatherV2", ins[0]._read(), ins[1], np.int32(axis), batch_dims=axis)
+                continue
+            if node.op == "PlaceholderWithDefault":
+                values[node.name] = ins[0]
+                continue
+            if node.op == "Placeholder":
+                raise ExportError(f"signature '{self.name}' needs '{node.name}', which is not one of its inputs")
+            attrs = {k: v for k, v in node.attrs.items() if not k.startswith("_")}
+            if trace is None:
+                outs = eager.execute(get_op(node.op), [v._handle if _is_variable(v) else v for v in ins], attrs)
+            else:
+                flat = [trace.variable_handle(v) if _is_variable(v) else
+                        trace.capture(v) if isinstance(v, EagerTensor) else v for v in ins]
+                outs = trace.add_op(get_op(node.op), flat, attrs, None)
+            for k, t in enumerate(outs):
+                values[node.name if k == 0 else f"{node.name}:{k}"] = t
+        out = {}
+        for alias, (t, _) in self.outputs.items():
+            v = values[_canon(t)]
+            out[alias] = v._read() if _is_variable(v) else v
+        return out
+
+
+def _is_variable(v) -> bool:
+    from specflow.api.variables import Variable
+
+    return isinstance(v, Variable)
+
+
+def _canon(name: str) -> str:
+    ref = parse_input(name)
+    return ref.node if ref.index == 0 else f"{ref.node}:{ref.index}"
+
+
+def _closure(graph: GraphDef, tensors: list[str], fed: set[str]) -> GraphDef:
+    """The nodes ``tensors`` depend on (data and control inputs), not looking past fed nodes."""
+    nodes = graph.node_map()
+    keep: set[str] = set()
+    todo = deque(parse_input(t).node for t in tensors)
+    while todo:
+        name = todo.popleft()
+        if name in keep:
+            continue
+        keep.add(name)
+        if name not in fed:
+            todo.extend(parse_input(i).node for i in nodes[name].inputs)
+    return GraphDef([n for n in graph.nodes if n.name in keep])
+
+
+def _in_order(graph: GraphDef, fed: set[str]) -> list:
+    """The nodes in dependency order (inputs first); a fed node's inputs do not count."""
+    nodes = graph.node_map()
+    deps = {n.name: {parse_input(i).node for i in n.inputs} & nodes.keys() if n.name not in fed else set()
+            for n in graph.nodes}
+    users: dict[str, list[str]] = {}
+    for name, ds in deps.items():
+        for d in ds:
+            users.setdefault(d, []).append(name)
+    ready = deque(name for name, ds in deps.items() if not ds)
+    left = {name: len(ds) for name, ds in deps.items()}
+    order = []
+    while ready:
+        name = ready.popleft()
+        order.append(nodes[name])
+        for u in users.get(name, ()):
+            left[u] -= 1
+            if left[u] == 0:
+                ready.append(u)
+    return order
