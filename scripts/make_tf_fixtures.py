@@ -14,7 +14,8 @@ with a while loop and another tf.cond inside (TF2 If/While), with ``cond_loop.np
 for both branches and TensorFlow's gradients (GradientTape) w.r.t. the input and the variable.
 ``tf1_loops.pb`` is a TF1 graph (``tf.compat.v1``, control flow v1) with nested while loops, a
 loop with ``maximum_iterations`` and loop invariants; ``tf1_cond.pb`` one with a v1 ``tf.cond``;
-each with ``<name>.npz`` (``in_<placeholder>``, ``out_<output tensor>``, ``:`` written ``_``).
+each with ``<name>.npz``: ``in_x`` and ``in_neg_x`` (its negation: every conditional takes the
+other branch) with the outputs for each (``out_<tensor>``, ``outneg_<tensor>``, ``:`` as ``_``).
 """
 
 from __future__ import annotations
@@ -171,10 +172,12 @@ def tf1_graph(name: str, build) -> None:
         outs = build(x)
         tf.compat.v1.enable_control_flow_v2()
     value = np.random.default_rng(3).standard_normal((2, 3)).astype("float32")
+    saved = {"in_x": value, "in_neg_x": -value}  # -x: every conditional takes its other branch
     with tf.compat.v1.Session(graph=g) as sess:
-        got = sess.run(outs, {x: value})
+        for key, v in (("out", value), ("outneg", -value)):
+            saved.update({f"{key}_{t.name.replace(':', '_')}": got for t, got in zip(outs, sess.run(outs, {x: v}))})
     (OUT / f"{name}.pb").write_bytes(g.as_graph_def().SerializeToString())
-    np.savez(OUT / f"{name}.npz", in_x=value, **{f"out_{t.name.replace(':', '_')}": v for t, v in zip(outs, got)})
+    np.savez(OUT / f"{name}.npz", **saved)
     print(f"{name}: {len(g.as_graph_def().node)} nodes, outputs {[t.name for t in outs]}")
 
 
@@ -195,7 +198,21 @@ def tf1_loops(x):
 
 
 def tf1_cond(x):
-    return [tf.identity(tf.compat.v1.cond(tf.reduce_sum(x) > 0, lambda: x * 2.0, lambda: -x), name="y")]
+    """A cond; a cond holding a loop in one branch and a cond in the other; a loop whose body
+    holds a cond on its var."""
+    y = tf.compat.v1.cond(tf.reduce_sum(x) > 0, lambda: x * 2.0, lambda: -x)
+
+    def looped():
+        return tf.compat.v1.while_loop(lambda i, v: i < 3, lambda i, v: (i + 1, tf.sin(v) + x), [0, x])[1]
+
+    def nested():
+        return tf.compat.v1.cond(x[0, 0] > 0, lambda: tf.exp(x), lambda: tf.square(x))
+    z = tf.compat.v1.cond(x[1, 1] > 0, looped, nested)
+
+    def body(i, v):
+        return i + 1, tf.compat.v1.cond(tf.reduce_mean(v) > 0.1, lambda: v * 0.5, lambda: v + 1.0)
+    w = tf.compat.v1.while_loop(lambda i, v: i < 4, body, [0, x], name="halving")[1]
+    return [tf.identity(y, name="y"), tf.identity(z, name="z"), tf.identity(w, name="w")]
 
 
 if __name__ == "__main__":

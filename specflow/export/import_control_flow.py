@@ -16,8 +16,9 @@ inside which ``W/merge_k`` and ``W/identity_k`` are the var ``lv<k>``. If ``C``:
 
 A resource (a variable TF2 passes into a loop or branch) is not a var or input: the body reads
 the variable itself, which a spec body may do. Constructs nested in a body or branch are written
-the same way, inside it. TF1 while loops are found by their structure instead
-(``import_tf1_loops.py``); any other use of the primitives (a TF1 cond) is refused.
+the same way, inside it. TF1 while loops and conds are found by their structure
+instead (``import_tf1_loops.py``, ``import_tf1_conds.py``); any other use of the primitives is
+refused.
 """
 
 from __future__ import annotations
@@ -27,7 +28,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from specflow.errors import ExportError
-from specflow.export.import_tf1_loops import find_tf1_loops, name_tf1_loops, tf1_while_node
+from specflow.export.import_tf1_conds import all_tf1_conds, tf1_cond_node
+from specflow.export.import_tf1_loops import all_tf1_loops, name_tf1_constructs, outermost, tf1_while_node
 from specflow.graph.dtypes import resource
 from specflow.graph.graph_def import NodeDef, parse_input
 
@@ -124,12 +126,12 @@ def find_constructs(nodes: list[NodeDef]) -> dict[str, Construct]:
     for c in outer.values():
         c.members = [n for n in nodes if _member(c, n.name)]
     taken = {m.name for c in outer.values() for m in c.members}
-    return {**outer, **find_tf1_loops(nodes, taken)}
+    return {**outer, **outermost(all_tf1_loops(nodes, taken) + all_tf1_conds(nodes, taken))}
 
 
 def check_control_flow(graph, source) -> None:
     """ExportError unless every control-flow primitive at the top level belongs to a lowered TF2
-    While or If or a TF1 while loop (a body's own are checked as it is written)."""
+    While or If, or a TF1 while loop or conditional (a body's own are checked as it is written)."""
     members = {m.name for c in find_constructs(graph.nodes).values() for m in c.members}
     for n in graph.nodes:
         if n.op in _PRIMITIVES and n.name not in members:
@@ -138,14 +140,16 @@ def check_control_flow(graph, source) -> None:
 
 def _refused(n: NodeDef, source) -> ExportError:
     return ExportError(f"{source}: node '{n.name}' ({n.op}) is control flow specflow import cannot write as a "
-                       "spec (TF2 While and If and TF1 while loops are; TF1-style conds, as a frozen graph holds them and as "
-                       "`specflow export` writes a spec's cond:, are not)")
+                       "spec: it is part of no while loop or conditional of the shapes TensorFlow builds (TF2 While "
+                       "and If, TF1 while_loop and cond)")
 
 
 def construct_node(writer, c: Construct, outer_ref: Callable[[str], str]) -> Block:
     """The spec ``while:`` or ``cond:`` node for ``c``; ``writer`` is importer._SpecWriter."""
     if c.kind == "tf1-while":
         return tf1_while_node(writer, c, outer_ref, _scope_of, Block)
+    if c.kind == "tf1-cond":
+        return tf1_cond_node(writer, c, outer_ref, _scope_of, Block)
     return _while_node(writer, c, outer_ref) if c.kind == "while" else _cond_node(writer, c, outer_ref)
 
 
@@ -211,7 +215,7 @@ def _scope_of(writer, nodes: list[NodeDef], prefix: str, inner: dict[str, str], 
         taken.add(candidate)
         names[n.name] = candidate
     nested = find_constructs(nodes)
-    name_tf1_loops(nested, names, prefix)
+    name_tf1_constructs(nested, names, prefix)
     in_construct = {m.name: names[x.name] for x in nested.values() for m in x.members}
     nested_members = set(in_construct)
     refs: dict = {}

@@ -52,25 +52,30 @@ class Tf1Loop:
                 for k, x in enumerate(self.exits) if x is not None}
 
 
-def find_tf1_loops(nodes: list[NodeDef], taken: set[str]) -> dict[str, Tf1Loop]:
-    """The outermost TF1 loops among ``nodes`` (none of whose nodes is in ``taken``: the TF2
-    constructs already found), by anchor name. The vars are found as the gradient code finds
-    them (``graph.control_flow.find_while_loops``); frames that are not loops of that shape are
-    left out, and their primitives refused later with the node named."""
+def all_tf1_loops(nodes: list[NodeDef], taken: set[str]) -> list[Tf1Loop]:
+    """Every TF1 loop among ``nodes`` (none of whose nodes is in ``taken``: the TF2 constructs
+    already found), nested ones too. The vars are found as the gradient code finds them
+    (``graph.control_flow.find_while_loops``); frames that are not loops of that shape are left
+    out, and their primitives refused later with the node named."""
     scope = [n for n in nodes if n.name not in taken]
     try:
         found = find_while_loops(GraphDef(scope))
     except (GraphError, KeyError, IndexError, StopIteration):
-        return {}
+        return []
     by_name = {n.name: n for n in scope}
     users: dict[str, list[NodeDef]] = {}
     for n in scope:
         for i in n.inputs:
             users.setdefault(parse_input(i.lstrip("^")).node, []).append(n)
-    loops = {f: loop for f, w in found.items() if (loop := _loop(w, by_name, users)) is not None}
-    regions = {f: {m.name for m in loop.members} for f, loop in loops.items()}
-    return {loop.name: loop for f, loop in loops.items()
-            if not any(loop.enters[0].name in regions[g] for g in loops if g != f)}  # fmt: skip
+    return [loop for w in found.values() if (loop := _loop(w, by_name, users)) is not None]
+
+
+def outermost(constructs: list) -> dict:
+    """Of TF1 loops and conditionals, those inside no other one's region, by anchor name (a
+    nested one is found again when its enclosing body or branch is written)."""
+    regions = {c.name: {m.name for m in c.members} for c in constructs}
+    key = lambda c: c.enters[0].name if c.kind == "tf1-while" else c.key_node  # noqa: E731
+    return {c.name: c for c in constructs if not any(key(c) in r for name, r in regions.items() if name != c.name)}
 
 
 def short_frame(frame: str) -> str:
@@ -78,17 +83,18 @@ def short_frame(frame: str) -> str:
     return frame.removesuffix("/while_context")
 
 
-def name_tf1_loops(found: dict, names: dict[str, str], prefix: str) -> None:
-    """Name each TF1 loop's spec node after its frame (less ``prefix``) where no other node has
-    that name (its anchor, an Exit, is otherwise named as a node would be)."""
+def name_tf1_constructs(found: dict, names: dict[str, str], prefix: str) -> None:
+    """Name each TF1 loop's or conditional's spec node after its frame or name scope (less
+    ``prefix``) where no other node has that name (its anchor, an Exit or a Merge, is otherwise
+    named as a node would be)."""
     from specflow.export.importer import _sanitize
 
     taken = set(names.values())
     for c in found.values():
-        if c.kind == "tf1-while":
-            frame = short_frame(c.frame)
-            frame = frame[len(prefix):] if frame.startswith(prefix) else frame
-            if frame and (name := _sanitize(frame)) not in taken:
+        if c.kind in ("tf1-while", "tf1-cond"):
+            scope = short_frame(c.frame) if c.kind == "tf1-while" else c.scope
+            scope = scope[len(prefix):] if scope.startswith(prefix) else scope
+            if scope and (name := _sanitize(scope)) not in taken:
                 taken.add(name)
                 names[c.name] = name
 

@@ -35,7 +35,7 @@ import yaml
 
 from specflow.errors import ExportError, SpecflowError
 from specflow.export.import_control_flow import Block, check_control_flow, construct_node, find_constructs
-from specflow.export.import_tf1_loops import name_tf1_loops
+from specflow.export.import_tf1_loops import name_tf1_constructs
 from specflow.graph.dtypes import DType
 from specflow.graph.graph_def import FuncRef, GraphDef, NodeDef, parse_input
 from specflow.graph.shapes import Shape
@@ -217,7 +217,7 @@ class _SpecWriter:
     def write(self, graph: GraphDef, variables: dict, sigs, name: str, source) -> str:
         var_specs = {}
         loops = find_constructs(graph.nodes)
-        name_tf1_loops(loops, self.names, "")
+        name_tf1_constructs(loops, self.names, "")
         self.in_construct = {m.name: self.names[loop.name] for loop in loops.values() for m in loop.members}
         members = set(self.in_construct)
         for loop in loops.values():

@@ -75,9 +75,11 @@ def read_graph_def(path) -> GraphDef:
         raise
 
 
-def in_loop_frames(graph: GraphDef) -> set[str]:
-    """The nodes inside a while loop's frame: past an Enter and not past its Exit (nested frames
-    count their depth); nothing outside the loop can fetch them."""
+def inside_control_flow(graph: GraphDef) -> set[str]:
+    """The nodes inside a while loop or a conditional's branch, which nothing outside can fetch:
+    their depth counts an Enter and a Switch output as one level in and an Exit (out of its
+    Switch and its frame) and a conditional's Merge as one out; a loop's Merge, fed back by
+    NextIteration, stays at its Enter's level."""
     from specflow.graph.topo import LOOP_BACK_EDGES, topological_order
 
     try:
@@ -87,8 +89,17 @@ def in_loop_frames(graph: GraphDef) -> set[str]:
     nodes, depth = graph.node_map(), {}
     for n in order:
         srcs = [i.lstrip("^").split(":")[0] for i in n.inputs]
-        d = max((depth.get(x, 0) for x in srcs if x in nodes and nodes[x].op not in LOOP_BACK_EDGES), default=0)
-        depth[n.name] = d + 1 if n.op in ("Enter", "RefEnter") else max(d - 1, 0) if n.op in ("Exit", "RefExit") else d
+        loop_merge = n.op == "Merge" and any(x in nodes and nodes[x].op in LOOP_BACK_EDGES for x in srcs)
+        got = [depth.get(x, 0) + (nodes[x].op in ("Switch", "RefSwitch")) for x in srcs
+               if x in nodes and nodes[x].op not in LOOP_BACK_EDGES]  # fmt: skip
+        d = max(got, default=0)
+        if n.op in ("Enter", "RefEnter"):
+            d += 1
+        elif n.op in ("Exit", "RefExit"):
+            d -= 2
+        elif n.op in ("Merge", "RefMerge") and not loop_merge:
+            d -= 1
+        depth[n.name] = max(d, 0)
     return {name for name, d in depth.items() if d > 0}
 
 
@@ -97,7 +108,7 @@ def graph_io(graph: GraphDef) -> tuple[dict[str, tuple[str, TensorSpec]], dict[s
     output of its sink nodes (alias ``node``, or ``node:k`` for a multi-output node), and the
     Placeholders those need (TF2's freezing leaves unused ones behind)."""
     consumed = {i.lstrip("^").split(":")[0] for n in graph.nodes for i in n.inputs}
-    consumed |= in_loop_frames(graph)  # a loop's inner values (an unused var's inner Exit) are no output
+    consumed |= inside_control_flow(graph)  # a loop's or a branch's inner values are no output
     outputs = {}
     for n in graph.nodes:
         if n.name in consumed or n.op in _NOT_OUTPUTS or not has_op(n.op):

@@ -122,10 +122,17 @@ def test_an_if_imports_as_a_cond_node_with_its_loop_inside(flag, tmp_path):
 
 
 def test_what_import_refuses_is_one_clear_error(tmp_path):
-    # A TF1 tf.cond (Switch/Merge outside a loop) has no spec form yet (TF1 loops do).
-    with pytest.raises(ExportError, match=r"node 'cond/Switch' \(Switch\) is control flow specflow import "
-                                          "cannot write"):
-        import_model(TF2 / "tf1_cond.pb", tmp_path / "c.yaml")
+    # Switches on two predicates merged into one value: neither a loop nor a conditional.
+    (tmp_path / "odd.pbtxt").write_text("\n".join(
+        [f'node {{ name: "{n}" op: "Placeholder" attr {{ key: "dtype" value {{ type: {t} }} }} }}'
+         for n, t in (("x", "DT_FLOAT"), ("p", "DT_BOOL"), ("q", "DT_BOOL"))]
+        + [f'node {{ name: "{n}" op: "Switch" input: "x" input: "{pred}" attr {{ key: "T" value {{ type: DT_FLOAT }} }} }}'
+           for n, pred in (("s1", "p"), ("s2", "q"))]
+        + ['node { name: "m" op: "Merge" input: "s1:1" input: "s2" attr { key: "T" value { type: DT_FLOAT } }'
+           ' attr { key: "N" value { i: 2 } } }']))
+    with pytest.raises(ExportError, match=r"node 's1' \(Switch\) is control flow specflow import cannot write "
+                                          "as a spec: it is part of no while loop or conditional"):
+        import_model(tmp_path / "odd.pbtxt", tmp_path / "c.yaml")
     with pytest.raises(ExportError, match=r"must be a \.yaml file"):
         import_model(TF2 / "gru", tmp_path / "gru.json")
     (tmp_path / "taken.yaml").write_text("x")
