@@ -20,6 +20,7 @@ import numpy as np
 from specflow.api.tensor import EagerTensor, GraphTensor, Tensor
 from specflow.errors import ExportError
 from specflow.graph.graph_def import GraphDef, parse_input
+from specflow.graph.topo import needed
 
 FRAME_OPS = {"Enter", "RefEnter", "Exit", "RefExit", "Merge", "RefMerge", "Switch", "RefSwitch",
              "NextIteration", "RefNextIteration", "LoopCond"}
@@ -153,16 +154,7 @@ def _canon(name: str) -> str:
 
 def _closure(graph: GraphDef, tensors: list[str], fed: set[str]) -> GraphDef:
     """The nodes ``tensors`` depend on (data and control inputs), not looking past fed nodes."""
-    nodes = graph.node_map()
-    keep: set[str] = set()
-    todo = deque(parse_input(t).node for t in tensors)
-    while todo:
-        name = todo.popleft()
-        if name in keep:
-            continue
-        keep.add(name)
-        if name not in fed:
-            todo.extend(parse_input(i).node for i in nodes[name].inputs)
+    keep = needed(graph, tensors, fed)
     return GraphDef([n for n in graph.nodes if n.name in keep])
 
 

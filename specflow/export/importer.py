@@ -39,6 +39,7 @@ from specflow.export.import_tf1_loops import name_tf1_constructs
 from specflow.graph.dtypes import DType
 from specflow.graph.graph_def import FuncRef, GraphDef, NodeDef, parse_input
 from specflow.graph.shapes import Shape
+from specflow.graph.topo import needed
 from specflow.io.checkpoint import CheckpointManager
 from specflow.io.tf_functions import CALL_ATTR, check_supported
 from specflow.ops.registry import get_op
@@ -97,17 +98,8 @@ def import_model(source, out, overwrite: bool = False) -> ImportResult:
 
 def _closure(graph: GraphDef, roots: list[str], inputs: set[str]) -> GraphDef:
     """The nodes ``roots`` need (control inputs included), in graph order, not looking past inputs."""
-    nodes = graph.node_map()
-    seen: set[str] = set()
-    stack = [parse_input(r).node for r in roots]
-    while stack:
-        name = stack.pop()
-        if name in seen:
-            continue
-        seen.add(name)
-        if name not in inputs:
-            stack.extend(parse_input(i).node for i in nodes[name].inputs)
-    return GraphDef([n for n in graph.nodes if n.name in seen])
+    keep = needed(graph, roots, inputs)
+    return GraphDef([n for n in graph.nodes if n.name in keep])
 
 
 def _sanitize(name: str) -> str:

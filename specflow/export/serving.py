@@ -14,7 +14,6 @@ returns a :class:`ServingModel`:
 
 from __future__ import annotations
 
-from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -22,6 +21,7 @@ import numpy as np
 
 from specflow.errors import ExportError
 from specflow.graph.graph_def import GraphDef, NodeDef, parse_input
+from specflow.graph.topo import needed
 from specflow.io.checkpoint import CheckpointManager
 from specflow.ops.registry import TensorSpec
 from specflow.train.partitioned_restore import fill_missing
@@ -118,15 +118,7 @@ def fold_training_flag(graph: GraphDef, flag: str | None, spec_of) -> GraphDef:
 
 def closure(graph: GraphDef, tensors: list[str]) -> GraphDef:
     """The nodes ``tensors`` depend on (data and control inputs), in the graph's order."""
-    nodes = graph.node_map()
-    keep: set[str] = set()
-    todo = deque(parse_input(t).node for t in tensors)
-    while todo:
-        name = todo.popleft()
-        if name in keep:
-            continue
-        keep.add(name)
-        todo.extend(parse_input(i).node for i in nodes[name].inputs)
+    keep = needed(graph, tensors)
     return GraphDef([n.copy() for n in graph.nodes if n.name in keep], dict(graph.versions), dict(graph.library))
 
 

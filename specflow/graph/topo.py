@@ -117,3 +117,19 @@ def find_cycle(candidates: set[str], nodes: dict[str, NodeDef], allow_back_edges
     cyc = path[seen[cur]:]
     cyc.reverse()  # print producer -> consumer
     return cyc
+
+
+def needed(graph_def: GraphDef, tensors, stop=frozenset()) -> set[str]:
+    """The names of the nodes ``tensors`` depend on (data and control inputs), not looking past
+    the nodes in ``stop`` (fed ones)."""
+    nodes = graph_def.node_map()
+    keep: set[str] = set()
+    todo = deque(parse_input(t).node for t in tensors)
+    while todo:
+        name = todo.popleft()
+        if name in keep:
+            continue
+        keep.add(name)
+        if name not in stop:
+            todo.extend(parse_input(i).node for i in nodes[name].inputs)
+    return keep
