@@ -16,6 +16,7 @@ from specflow.api.context import STATE
 from specflow.api.tensor import EagerTensor, GraphTensor, Tensor
 from specflow.errors import GraphError
 from specflow.graph import dtypes
+from specflow.graph.graph_def import parse_input
 
 
 class GradientTape:
@@ -30,16 +31,26 @@ class GradientTape:
         self._watched_graph: set[str] = set()  # inside sf.function: the tensors watch() was given
         self._used = False
         self._recording = False
+        # Inside sf.function: per trace (by id), the nodes made while this tape recorded, and
+        # the names there when it began recording again (an open window). Only those ops are
+        # differentiated: a value computed before the tape opened is a constant to it, as in TF.
+        self._made: dict[int, set[str]] = {}
+        self._open: dict[int, set[str]] = {}
 
     def __enter__(self) -> GradientTape:
         STATE.tapes.append(self)
         self._recording = True
+        if STATE.trace is not None:
+            self._made.setdefault(id(STATE.trace), set())
+            self._open[id(STATE.trace)] = _node_names(STATE.trace)
         return self
 
     def __exit__(self, *exc) -> None:
         if self._recording:
             STATE.tapes.remove(self)
             self._recording = False
+        if STATE.trace is not None and id(STATE.trace) in self._open:
+            self._made[id(STATE.trace)] |= _node_names(STATE.trace) - self._open.pop(id(STATE.trace))
 
     def watch(self, x) -> None:
         from specflow.api.variables import Variable
@@ -171,8 +182,20 @@ class GradientTape:
                 if not isinstance(g, GraphTensor):
                     g = trace.capture(_as_eager(g, y.dtype))
                 grad_ys.append(g.name)
-        names = gradients(trace.builder, [t.name for t in targets], xs, grad_ys=grad_ys)
+        names = gradients(trace.builder, [t.name for t in targets], xs, grad_ys=grad_ys,
+                          stop_gradients=self._unrecorded(trace, xs))  # fmt: skip
         return [None if n is None or not w else trace._tensor(n) for n, w in zip(names, watched)]
+
+    def _unrecorded(self, trace, xs: list[str]) -> list[str]:
+        """The trace's nodes this tape did not record (made while it was closed), the sources
+        aside; none when it recorded from before the trace began (a tape around the call)."""
+        if id(trace) not in self._made:
+            return []
+        made = set(self._made[id(trace)])
+        if id(trace) in self._open:
+            made |= _node_names(trace) - self._open[id(trace)]
+        sources = {parse_input(x).node for x in xs}
+        return [n.name for n in trace.builder.graph_def.nodes if n.name not in made and n.name not in sources]
 
     def _watches(self, var) -> bool:
         return (self.watch_accessed_variables and var.trainable) or var._uid in self._watched_vars
@@ -270,6 +293,10 @@ class GradientTape:
 
 
 _CPU0 = "/job:localhost/replica:0/task:0/device:CPU:0"
+
+
+def _node_names(trace) -> set[str]:
+    return {n.name for n in trace.builder.graph_def.nodes}
 
 
 def _canon(name: str) -> str:

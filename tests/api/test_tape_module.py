@@ -256,3 +256,32 @@ def test_unwatched_sources_get_no_gradient_inside_functions_and_eagerly():
         y = w * x * frozen
     gw, gf, gx = tape.gradient(y, [w, frozen, x])
     assert (float(gw), gf, gx) == (3.0, None, None)  # x unwatched: was 6.0
+
+
+def test_inside_a_function_values_computed_before_the_tape_are_constants_to_it():
+    """As TensorFlow: a tape differentiates only the ops run while it records. A variable read
+    (or any value) computed before the tape opened gets no gradient through it; ops made after
+    the tape closed are not recorded either. They used to be differentiated anyway."""
+    w = sf.Variable(np.float32(2.0))
+
+    @sf.function
+    def before(x):
+        h = w * x  # read before the tape
+        with sf.GradientTape() as tape:
+            y = h * 2.0 + w * 3.0  # this read is recorded
+        return tape.gradient(y, w)
+
+    assert float(before(np.float32(5.0))) == 3.0  # TF: 3.0 (was 13.0)
+
+    @sf.function
+    def reopened(x):
+        tape = sf.GradientTape(persistent=True)
+        with tape:
+            a = w * x
+        b = a * w  # not recorded
+        with tape:
+            c = b * 2.0 + a
+        return tape.gradient(c, w), tape.gradient(a, w)
+
+    g, ga = reopened(np.float32(5.0))
+    assert (float(g), float(ga)) == (5.0, 5.0)  # c = 2b + a: b is a constant to the tape, a = w x
