@@ -48,6 +48,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from scripts.tf_graph_parity_cases4 import register as register_batch4
 from scripts.tf_graph_parity_cases5 import register as register_batch5
 from scripts.tf_graph_parity_keras5 import SAVED5
+from scripts.tf_parity_common import compare, run_in_specflow, tmp_path
 from specflow.errors import SpecflowError
 from specflow.export.loader import load_model
 
@@ -398,36 +399,8 @@ def run_case(name, fn, shapes, dtype, grad, pos, ints, extra, tmp):
 
     cf = f.get_concrete_function()
     want = [t.numpy() for t in f(*[tf.constant(x) for x in xs])]
-    gd = cf.graph.as_graph_def()
-    path = os.path.join(tmp, name + ".pb")
-    with open(path, "wb") as fh:
-        fh.write(gd.SerializeToString())
-    feeds = {inp.name: x for inp, x in zip(cf.inputs, xs)}
-    fetches = [t.name for t in cf.outputs]
-    with load_model(path) as m:
-        got = m.session.run(fetches, feeds)
+    got = run_in_specflow(cf, xs, tmp_path(tmp, name))
     return compare(dict(enumerate(got)), dict(enumerate(want)))
-
-
-def compare(got: dict, want: dict) -> list[str]:
-    """One line per output of ``want`` that ``got`` does not match (rtol 1e-4, atol 1e-4 of the
-    largest magnitude; for float16 1e-3 and bfloat16 1e-2, a unit in their last place; exact for
-    integers and bools)."""
-    bad = []
-    for k, wv in want.items():
-        g = np.asarray(got[k])
-        rtol = {"float16": 1e-3, "bfloat16": 1e-2}.get(wv.dtype.name, 1e-4)
-        if wv.dtype.name == "bfloat16" and g.shape == wv.shape:
-            g, wv = g.astype(np.float32), wv.astype(np.float32)
-        if g.shape != wv.shape:
-            bad.append(f"out {k} shape {g.shape} vs {wv.shape}")
-        elif wv.dtype.kind in "fc":
-            tol = rtol * max(1.0, float(np.nanmax(np.abs(wv))) if wv.size else 1.0)
-            if not np.allclose(g, wv, rtol=rtol, atol=tol, equal_nan=True):
-                bad.append(f"out {k} max diff {np.nanmax(np.abs(g.astype(np.complex128) - wv)):.3g}")
-        elif not np.array_equal(g, wv):
-            bad.append(f"out {k} values differ")
-    return bad
 
 
 # --- Keras layers' training graphs: forward, and tape gradients for the input and every weight --
@@ -535,13 +508,7 @@ def run_keras(name, make, shape, opts, tmp):
     cf = f.get_concrete_function()
     frozen = convert_variables_to_constants_v2(cf)
     want = [t.numpy() for t in frozen(tf.constant(x))]
-    path = os.path.join(tmp, name + ".pb")
-    with open(path, "wb") as fh:
-        fh.write(frozen.graph.as_graph_def().SerializeToString())
-    feeds = {frozen.inputs[0].name: x}
-    fetches = [t.name for t in frozen.outputs]
-    with load_model(path) as m:
-        got = m.session.run(fetches, feeds)
+    got = run_in_specflow(frozen, [x], tmp_path(tmp, name))
     return compare(dict(enumerate(got)), dict(enumerate(want)))
 
 
