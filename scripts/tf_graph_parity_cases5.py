@@ -22,6 +22,7 @@ def register(case):
     _conv_pool_resize(case)
     _sort_cumsum_linalg(case)
     _control_flow_and_edges(case)
+    _fuzz_found(case)
     from scripts.tf_graph_parity_keras5 import keras_cases
 
     return keras_cases()
@@ -362,3 +363,10 @@ def _control_flow_and_edges(case):
     case("c5_mod_f64_neg", lambda x, y: tf.math.floormod(x * 5, y) + tf.truncatemod(x * 5, y), (3, 4), (3, 4), dtype="float64", grad=False)
     case("c5_div_int_neg", lambda a, b: tf.math.floordiv(-a * 7, tf.abs(b) + 1) * 10 + tf.math.floormod(-a * 7, -(tf.abs(b) + 1)), (3, 4),
          (3, 4), dtype="int32", grad=False)
+
+
+# --- found by scripts/tf_fuzz_parity.py ----------------------------------------------------------
+
+
+def _fuzz_found(case):
+    case("c5_fz_prod_scalar_grad", lambda x: tf.reduce_prod(x), (), dtype="float16")  # (axes + 0) % 0 of no axes

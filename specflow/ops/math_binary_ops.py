@@ -28,26 +28,26 @@ from specflow.ops.registry import gradient, kernel, not_differentiable, register
 
 def _div(ctx, x, y):
     if _is_int(x):
-        check_nonzero_divisor(ctx, y)
+        check_nonzero_divisor(ctx, y, x)
         return trunc_div(ctx.xp, x, y)
     return ctx.xp.true_divide(x, y)
 
 
 def _floordiv(ctx, x, y):
     if _is_int(x):
-        check_nonzero_divisor(ctx, y)
+        check_nonzero_divisor(ctx, y, x)
         return ctx.xp.floor_divide(x, y)
     return ctx.xp.floor(x / y)  # TF: floor(x / y), not numpy's fmod-based floor_divide
 
 
 def _floormod(ctx, x, y):
     # numpy's remainder is TF's FloorMod: the result takes the divisor's sign.
-    check_nonzero_divisor(ctx, y)
+    check_nonzero_divisor(ctx, y, x)
     return ctx.xp.remainder(x, y)
 
 
 def _pow(ctx, x, y):
-    if _is_int(y) and bool(ctx.xp.any(y < 0)):
+    if _is_int(y) and x.size and bool(ctx.xp.any(y < 0)):  # per element computed, as TF
         raise ctx.fail("Integers to negative integer powers are not allowed")
     return ctx.xp.power(x, y)
 
@@ -92,7 +92,7 @@ def _xdivy(ctx, x, y):
 
 
 def _truncate_div(ctx, x, y):
-    check_nonzero_divisor(ctx, y)
+    check_nonzero_divisor(ctx, y, x)
     if x.dtype.kind == "f":  # trunc(x / y): TF's float kernel (inf and nan as the division gives them)
         return ctx.xp.trunc(x / y)
     return trunc_div(ctx.xp, x, y)
@@ -100,7 +100,7 @@ def _truncate_div(ctx, x, y):
 
 def _truncate_mod(ctx, x, y):
     # C's % and fmod: the remainder takes the dividend's sign (numpy's fmod is exactly that).
-    check_nonzero_divisor(ctx, y)
+    check_nonzero_divisor(ctx, y, x)
     return ctx.xp.fmod(x, y)
 
 

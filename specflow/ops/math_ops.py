@@ -135,8 +135,11 @@ def check_broadcast(ctx, *arrays) -> None:
         raise ctx.fail("Incompatible shapes: " + " vs. ".join(_fmt(a.shape) for a in arrays)) from None
 
 
-def check_nonzero_divisor(ctx, y) -> None:
-    """Integer division by zero is an error in TF (numpy would warn and give 0)."""
+def check_nonzero_divisor(ctx, y, x=None) -> None:
+    """Integer division by zero is an error in TF (numpy would warn and give 0), checked per
+    element computed: an empty dividend ``x`` (an empty result) divides by nothing."""
+    if x is not None and x.size == 0:
+        return
     if _is_int(y) and bool((y == 0).any()):  # the method: np.any's wrapper costs microseconds
         raise ctx.fail("Integer division by zero")
 
