@@ -370,3 +370,5 @@ def _control_flow_and_edges(case):
 
 def _fuzz_found(case):
     case("c5_fz_prod_scalar_grad", lambda x: tf.reduce_prod(x), (), dtype="float16")  # (axes + 0) % 0 of no axes
+    case("c5_fz_gather_nd_scalar", lambda x: tf.gather_nd(tf.cast(x * 3, tf.int32), [2, 0]), (3, 3), grad=False)
+    case("c5_fz_bitcast_scalar", lambda x: tf.bitcast(x[0, 0], tf.int32), (2, 2), grad=False)

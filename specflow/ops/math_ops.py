@@ -447,10 +447,10 @@ def _bitcast(ctx, x):
     if a < b and (x.ndim == 0 or x.shape[-1] != b // a):
         raise ctx.fail(f"cannot bitcast {ctx.attrs['T'].name} {_fmt(x.shape)} to {ctx.attrs['type'].name}: "
                        f"the last dimension must be {b // a}")  # fmt: skip
-    y = ctx.xp.ascontiguousarray(x).view(dst)
+    y = ctx.xp.asarray(x, order="C").reshape(x.shape or (1,)).view(dst)  # a scalar viewed as a 1-D array
     if a > b:
         return y.reshape((*x.shape, a // b))
-    return y.reshape(x.shape[:-1]) if a < b else y
+    return y.reshape(x.shape[:-1] if a < b else x.shape)
 
 
 not_differentiable("Bitcast")

@@ -180,6 +180,8 @@ _CAST = [
     Case("Cast", [i32(5)], attrs={"DstT": "float64"}, ref=lambda x: x.astype(np.float64)),
     Case("Bitcast", [np.array([1.0, -2.0], np.float32)], attrs={"type": "int32"},
          ref=lambda x: np.array([0x3F800000, -0x40000000], np.int32)),
+    Case("Bitcast", [np.array(1.0, np.float32)], attrs={"type": "int32"}, id="Bitcast-scalar",
+         ref=lambda x: np.array(0x3F800000, np.int32)),
     Case("Bitcast", [np.array([1.0, 0.5])], attrs={"type": "uint32"}, id="Bitcast-wider-to-narrower",
          ref=lambda x: np.array([[0, 0x3FF00000], [0, 0x3FE00000]], np.uint32)),
     Case("Bitcast", [np.array([[0, 0x3FF00000]], np.uint32)], attrs={"type": "float64"}, id="Bitcast-narrower-to-wider",
