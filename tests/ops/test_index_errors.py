@@ -48,6 +48,7 @@ def _static_error(op, inputs, **attrs) -> str:
         ("ReverseSequence", [np.zeros((2, 3)), np.array([1, 4])], "seq_lengths[1] = 4 is not in [0, 3]"),
         ("Bincount", [np.array([1, -1], np.int32), np.int32(3), np.zeros(0, np.int32)], "must be non-negative"),
         ("Cholesky", [-np.eye(2)], "Cholesky decomposition was not successful"),
+        ("Where", [np.float32(1.5)], "WhereOp: Unhandled input dimensions: 0"),
         ("StatelessRandomUniformV2", [np.array([2], np.int32), np.array([1], np.uint64), np.zeros(2, np.uint64),
                                       np.int32(2)], "Unsupported algorithm id: 2"),
     ],
