@@ -372,3 +372,6 @@ def _fuzz_found(case):
     case("c5_fz_prod_scalar_grad", lambda x: tf.reduce_prod(x), (), dtype="float16")  # (axes + 0) % 0 of no axes
     case("c5_fz_gather_nd_scalar", lambda x: tf.gather_nd(tf.cast(x * 3, tf.int32), [2, 0]), (3, 3), grad=False)
     case("c5_fz_bitcast_scalar", lambda x: tf.bitcast(x[0, 0], tf.int32), (2, 2), grad=False)
+    nan_inf = tf.constant([[float("nan"), -float("inf")], [0.0, 0.0], [0.0, float("nan")], [-float("inf"), 0.0]])
+    case("c5_fz_useg_max_inf_nan", lambda x: tf.math.unsorted_segment_max(x + nan_inf, [0, 0, 1, 2], 3), (4, 2))
+    case("c5_fz_useg_min_inf_nan", lambda x: tf.math.unsorted_segment_min(x - nan_inf, [2, 0, 0, 1], 3), (4, 2))
