@@ -41,9 +41,14 @@ def _floordiv(ctx, x, y):
 
 
 def _floormod(ctx, x, y):
-    # numpy's remainder is TF's FloorMod: the result takes the divisor's sign.
+    # numpy's remainder is TF's FloorMod on integers: the result takes the divisor's sign.
     check_nonzero_divisor(ctx, y, x)
-    return ctx.xp.remainder(x, y)
+    if x.dtype.kind != "f":
+        return ctx.xp.remainder(x, y)
+    # TF's float rule: fmod, moved into the divisor's sign unless it is 0 (so an exact multiple
+    # keeps the dividend's zero: floormod(1, -0.5) is 0.0 where numpy's remainder gives -0.0).
+    r = ctx.xp.fmod(x, y)
+    return ctx.xp.where((r != 0) & ((y < 0) != (r < 0)), r + y, r)
 
 
 def _pow(ctx, x, y):
