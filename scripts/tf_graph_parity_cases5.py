@@ -375,3 +375,5 @@ def _fuzz_found(case):
     nan_inf = tf.constant([[float("nan"), -float("inf")], [0.0, 0.0], [0.0, float("nan")], [-float("inf"), 0.0]])
     case("c5_fz_useg_max_inf_nan", lambda x: tf.math.unsorted_segment_max(x + nan_inf, [0, 0, 1, 2], 3), (4, 2))
     case("c5_fz_useg_min_inf_nan", lambda x: tf.math.unsorted_segment_min(x - nan_inf, [2, 0, 0, 1], 3), (4, 2))
+    case("c5_fz_floormod_zero_sign", lambda x: (tf.abs(x) + 1) / tf.math.floormod(tf.constant([1.0, -1.0]), tf.constant([-0.5, 0.5])), (2,))
+    case("c5_fz_euclid_no_axes", lambda x: tf.math.reduce_euclidean_norm(x, axis=[]) + tf.math.reduce_euclidean_norm(x[0, 0]), (2, 3))

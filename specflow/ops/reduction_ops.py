@@ -207,8 +207,8 @@ def _register_reduction(name, types, body, doc):
 
     @kernel(name, host_inputs=(1,))
     def run(ctx, x, reduction_indices):
-        if not reduction_indices.size:  # over no axes: x itself (a gradient's Sum over no broadcast axes)
-            return x
+        if not reduction_indices.size and name != "EuclideanNorm":  # over no axes: x itself (a
+            return x  # gradient's Sum over no broadcast axes); EuclideanNorm's is |x|, as TF's
         axes = kernel_axes(ctx, reduction_indices, x.ndim)
         keep = ctx.attrs["keep_dims"]
         # Integer and bool reductions never warn; a quiet step needs no quiet_fp (math_ops.QUIET_FP).
