@@ -60,6 +60,8 @@ _REDUCTIONS = [
     Case("Sum", [f64(2, 3), _ax()], const_inputs=[1], ref=lambda x, a: x, id="Sum-no-axes"),
     Case("Mean", [f32(3, 4), _ax(0, 1)], const_inputs=[1], ref=_red(np.mean), rtol=1e-5),
     Case("Mean", [_I, _ax(1)], const_inputs=[1], ref=_trunc_mean, id="Mean-int-truncates"),
+    Case("Mean", [np.zeros((0, 2), np.int64), _ax(0, -1)], attrs={"keep_dims": True}, const_inputs=[1],
+         ref=lambda x, a: np.zeros((1, 1), np.int64), id="Mean-int-of-nothing-is-0"),
     Case(
         "Mean",
         [_I, _ax(0)],
