@@ -69,6 +69,10 @@ _UNARY = [
     Case("Atanh", [_unit(6)], ref=np.arctanh),
     Case("Erf", [f64(3, 2, low=-3, high=3)], ref=_erf, rtol=1e-12),
     Case("Erf", [f32(5)], ref=_as(np.float32, _erf), rtol=1e-6, id="Erf-float32"),
+    Case("Erf", [np.array([-np.inf, np.inf, 0.5])], ref=lambda x: np.array([np.nan, np.nan, _erf(np.array(0.5))]),
+         rtol=1e-12, id="Erf-float64-inf-is-nan"),  # TF's double kernel
+    Case("Erf", [np.array([-np.inf, np.inf], np.float32)], ref=lambda x: np.array([-1.0, 1.0], np.float32),
+         id="Erf-float32-inf"),
     Case("Erfc", [f64(6, low=-3, high=8)], ref=_erfc, rtol=1e-12),
     # math.lgamma is log|Gamma|, as TF's Lgamma; Digamma's reference by the reflection and
     # recurrence from scipy-free literals (psi(1) = -gamma, psi(1/2) = -gamma - 2 ln 2)
