@@ -67,12 +67,17 @@ def grow(seed, n_ops, special=True):
     return g, steps
 
 
-def _weight(t):
+# The loss weights (the upstream gradient of every output), by position mod 5: finite, or with
+# infinities or a NaN among them (how a gradient op passes non-finite upstream values on).
+WEIGHTS = ([-0.5, -0.2, 0.1, 0.4, 0.7], [-0.5, np.inf, 0.1, -np.inf, 0.7], [-0.5, np.nan, 0.1, 0.4, 0.7])
+
+
+def _weight(t, wmode):
     n = tf.size(t)
-    return tf.cast(tf.reshape(tf.range(n) % 5, tf.shape(t)), tf.float64) * 0.3 - 0.5
+    return tf.gather(tf.constant(WEIGHTS[wmode], tf.float64), tf.reshape(tf.range(n) % 5, tf.shape(t)))
 
 
-def run(values, inputs, steps, tmp, name):
+def run(values, inputs, steps, tmp, name, wmode=0):
     """Run the steps in TF and in specflow: ``None`` if they agree, else a list of problems (the
     number of forward outputs is prefixed so callers can tell forward from gradient)."""
     xs = [values[i] for i in inputs]
@@ -95,7 +100,7 @@ def run(values, inputs, steps, tmp, name):
             loss = tf.constant(0.0, tf.float64)
             for t in outs:
                 if t.dtype.is_floating:
-                    loss += tf.reduce_sum(tf.cast(t, tf.float64) * _weight(t))
+                    loss += tf.reduce_sum(tf.cast(t, tf.float64) * _weight(t, wmode))
         gs = tape.gradient(loss, watched) if watched else []
         n_fwd.append(len(outs))
         return outs + [tf.zeros_like(a) if gr is None else tf.convert_to_tensor(gr) for gr, a in zip(gs, watched)]
@@ -141,11 +146,11 @@ def repro(values, step):
     return "\n".join(lines)
 
 
-def shrink(g, steps, tmp):
+def shrink(g, steps, tmp, wmode):
     """The first step that fails on its own, fed its recorded inputs: (step, problems), or None."""
     for k, st in enumerate(steps):
         ins = list(dict.fromkeys(st[2]))
-        bad = run(g.pool, ins, [st], tmp, f"shrink{k}")
+        bad = run(g.pool, ins, [st], tmp, f"shrink{k}", wmode)
         if bad:
             return st, bad
     return None
@@ -172,10 +177,11 @@ def main():
             skipped += 1
             continue
         ran += 1
-        bad = run(g.pool, g.inputs, steps, tmp, f"g{i}")
+        wmode = int(rs.choice(3, p=[0.8, 0.1, 0.1])) if not a.no_special else 0
+        bad = run(g.pool, g.inputs, steps, tmp, f"g{i}", wmode)
         if not bad:
             continue
-        small = shrink(g, steps, tmp)
+        small = shrink(g, steps, tmp, wmode)
         if small:
             st, bad1 = small
             key = (st[0], _kind(bad1[0]))
@@ -183,6 +189,7 @@ def main():
         else:
             key = ("+".join(s[0] for s in steps), _kind(bad[0]))
             text = "\n".join(repro(g.pool, s) for s in steps) + f"\n    -> {'; '.join(bad)}"
+        text += f"  (loss weights {WEIGHTS[wmode]})" if wmode else ""
         groups.setdefault(key, []).append(f"seed {seed}:\n{text}")
         if len(groups[key]) <= a.show:
             print(f"FAIL {key[0]} [{key[1]}] seed {seed}\n{text}", flush=True)

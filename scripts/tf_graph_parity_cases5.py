@@ -377,3 +377,6 @@ def _fuzz_found(case):
     case("c5_fz_useg_min_inf_nan", lambda x: tf.math.unsorted_segment_min(x - nan_inf, [2, 0, 0, 1], 3), (4, 2))
     case("c5_fz_floormod_zero_sign", lambda x: (tf.abs(x) + 1) / tf.math.floormod(tf.constant([1.0, -1.0]), tf.constant([-0.5, 0.5])), (2,))
     case("c5_fz_euclid_no_axes", lambda x: tf.math.reduce_euclidean_norm(x, axis=[]) + tf.math.reduce_euclidean_norm(x[0, 0]), (2, 3))
+    case("c5_fz_gather_empty_slices", lambda x: tf.gather(x[:, :0], [5, 1]) + 1, (3, 2))  # no index checked: nothing copied
+    case("c5_fz_mean_int_empty", lambda x: tf.reduce_mean(tf.cast(x[:0], tf.int64), axis=[0, -1], keepdims=True), (2, 2), grad=False)
+    case("c5_fz_erf_f64_inf", lambda x: tf.math.erf(x / tf.constant([0.0, 0.0, 1.0], tf.float64)), (3,), dtype="float64")
