@@ -479,6 +479,8 @@ def unsorted_segment_args(ctx, data, ids, num_segments):
     out_shape = _segment_sum_shape(ctx.fail, shape_of(data), shape_of(ids), n)
     rows = data.reshape((ids.size,) + tuple(data.shape[ids.ndim :]))
     flat = ids.reshape(-1)
+    if not data.size:  # TF checks nothing when there is no data to add: ids out of range drop
+        return out_shape, rows, flat, (flat >= 0) & (flat < n)
     if flat.size and int(flat.max()) >= n:
         bad = int(np.argmax(ctx.host(flat) >= n))
         raise ctx.fail(f"segment_ids[{bad}] = {int(ctx.host(flat)[bad])} is not in [0, {n}) (flattened index)")
