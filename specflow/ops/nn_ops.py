@@ -133,8 +133,9 @@ _ELEMENTWISE: dict[str, _Elementwise] = {
     ),
     "Relu6Grad": _Elementwise(
         _GRAD, "backprops", "real",
-        "gradients where 0 < features < 6, else 0; features may be Relu6's input or output.",
-        lambda xp, a, g, f: xp.where((f > 0) & (f < 6), g, 0),
+        "gradients * (0 < features < 6): 0 elsewhere, NaN for a non-finite gradient there (TF's "
+        "product); features may be Relu6's input or output.",
+        lambda xp, a, g, f: g * ((f > 0) & (f < 6)).astype(g.dtype),
     ),
     "EluGrad": _Elementwise(
         _GRAD_OUT, "backprops", "float", "gradients * (outputs + 1) where outputs < 0, else gradients.",

@@ -111,6 +111,9 @@ CASES = [
     # gradient kernels
     Case("ReluGrad", [_g, _x], ref=lambda g, x: g * (x > 0)),
     Case("Relu6Grad", [_g, _x], ref=lambda g, x: g * ((x > 0) & (x < 6))),
+    # TF multiplies by the mask: an infinite or NaN gradient outside (0, 6) gives NaN, not 0.
+    Case("Relu6Grad", [np.array([np.inf, -np.inf, np.nan, 2.0, np.inf], np.float32), np.array([-1.0, 7.0, 0.0, 8.0, 3.0], np.float32)],
+         ref=lambda g, x: np.array([np.nan, np.nan, np.nan, 0.0, np.inf], np.float32), id="Relu6Grad-non-finite-gradient"),
     Case("EluGrad", [_g, _elu_out], ref=_cast_like(lambda g, y: np.where(y < 0, g * (y + 1), g)), rtol=1e-5),
     Case("SeluGrad", [_g, _selu_out],
          ref=_cast_like(lambda g, y: np.where(y < 0, g * (y + SELU_SCALE * SELU_ALPHA), g * SELU_SCALE)), rtol=1e-5),
