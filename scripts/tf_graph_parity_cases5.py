@@ -381,3 +381,5 @@ def _fuzz_found(case):
     case("c5_fz_mean_int_empty", lambda x: tf.reduce_mean(tf.cast(x[:0], tf.int64), axis=[0, -1], keepdims=True), (2, 2), grad=False)
     case("c5_fz_erf_f64_inf", lambda x: tf.math.erf(x / tf.constant([0.0, 0.0, 1.0], tf.float64)), (3,), dtype="float64")
     case("c5_fz_relu6_grad_inf", lambda x: tf.nn.relu6(x * 4) * tf.constant([[float("inf"), 1.0, -float("inf")]]), (2, 3))
+    nan_inf2 = tf.constant([[0.0, float("nan"), 0.0, float("inf")], [float("nan"), 0.0, float("inf"), float("inf")]])
+    case("c5_fz_cumlse_nan_inf", lambda x: tf.math.cumulative_logsumexp(x + nan_inf2, axis=1, reverse=True), (2, 4), grad=False)

@@ -166,6 +166,14 @@ _OTHER = [
          ref=lambda t, a, b: np.array([4, 4, 4, 4], np.int32), id="ClipByValue-min-above-max-literal"),
     Case("CheckNumerics", [f32(2, 3)], attrs={"message": "m"}, ref=lambda x: x),
     Case("CumulativeLogsumexp", [f64(3, 4), np.int32(1)], ref=lambda x, a: _logcumsumexp(x, 1), const_inputs=[1]),
+    # TF's reducer on non-finite values (TF 2.21's results): a NaN keeps the sum and adds log 2
+    # (nothing to -inf), inf + inf (or inf + NaN) is NaN, -inf + -inf stays -inf.
+    Case("CumulativeLogsumexp", [np.array([[1.0, np.nan, np.inf, np.nan], [np.nan, 1.0, np.inf, 2.0],
+                                           [-np.inf, -np.inf, 0.0, np.inf]], np.float32), np.int32(1)], const_inputs=[1],
+         ref=lambda x, a: np.array([[1.0, 1 + np.log(2), np.inf, np.nan], [-np.inf, 1.0, np.inf, np.inf],
+                                    [-np.inf, -np.inf, 0.0, np.inf]], np.float32), id="CumulativeLogsumexp-nan-inf"),
+    Case("CumulativeLogsumexp", [np.array([np.inf, np.inf, 1.0]), np.int32(0)], const_inputs=[1],
+         ref=lambda x, a: np.array([np.inf, np.nan, np.nan]), id="CumulativeLogsumexp-inf-plus-inf-is-nan"),
     Case("CumulativeLogsumexp", [f32(5, 2), np.int32(0)], attrs={"exclusive": True, "reverse": True},
          ref=lambda x, a: _logcumsumexp(x, 0, True, True), rtol=1e-5, const_inputs=[1], id="CumulativeLogsumexp-excl-rev"),
     # No overflow: exp(1000) is inf in float64, the running log-sum is not.
