@@ -58,9 +58,12 @@ class Gen:
         return self.fresh(shp, str(self.r.choice(dtypes)))
 
     def bshape(self, shape):
-        """A shape broadcast-compatible with ``shape``."""
+        """A shape broadcast-compatible with ``shape`` (``shape`` itself if it is empty: TF 2.21
+        dies of SIGFPE on some broadcast gradients of empty tensors, e.g. [4, 0] * [1, 0])."""
         r = self.r
         s = list(shape)
+        if 0 in s:
+            return tuple(s)
         if s and r.random() < 0.4:
             s = s[int(r.integers(0, len(s) + 1)):]
         s = [1 if r.random() < 0.3 else d for d in s]
@@ -73,7 +76,7 @@ class Gen:
         x = self.pool[i]
         ok = []
         for j, v in enumerate(self.pool):
-            if v.dtype == x.dtype:
+            if v.dtype == x.dtype and (v.shape == x.shape or (v.size and x.size)):
                 try:
                     np.broadcast_shapes(v.shape, x.shape)
                     ok.append(j)

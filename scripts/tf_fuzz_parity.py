@@ -17,6 +17,7 @@ any failure."""
 
 import argparse
 import os
+import signal
 import sys
 import tempfile
 import time
@@ -156,6 +157,14 @@ def shrink(g, steps, tmp, wmode):
     return None
 
 
+class _Hang(BaseException):  # not caught as a specflow or TF error
+    pass
+
+
+def _on_alarm(signum, frame):
+    raise _Hang()
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seed", type=int, default=0)
@@ -164,7 +173,10 @@ def main():
     ap.add_argument("--max-ops", type=int, default=6)
     ap.add_argument("--show", type=int, default=2, help="repros printed per (op, kind)")
     ap.add_argument("--no-special", action="store_true", help="no inf/NaN/signed zero in inputs")
+    ap.add_argument("--timeout", type=int, default=30, help="seconds per graph (its shrinking included)")
+    ap.add_argument("--verbose", action="store_true", help="each graph's seed on stderr before it runs")
     a = ap.parse_args()
+    signal.signal(signal.SIGALRM, _on_alarm)
     tmp = tempfile.mkdtemp()
     groups: dict = {}
     ran = skipped = 0
@@ -172,16 +184,23 @@ def main():
     for i in range(a.count):
         seed = a.seed * 1_000_003 + i
         rs = np.random.default_rng(seed)
+        if a.verbose:
+            print(f"seed {seed}", file=sys.stderr, flush=True)
         g, steps = grow(seed, int(rs.integers(a.min_ops, a.max_ops + 1)), not a.no_special)
         if not steps:
             skipped += 1
             continue
         ran += 1
+        signal.alarm(a.timeout)
         wmode = int(rs.choice(3, p=[0.8, 0.1, 0.1])) if not a.no_special else 0
-        bad = run(g.pool, g.inputs, steps, tmp, f"g{i}", wmode)
+        try:
+            bad = run(g.pool, g.inputs, steps, tmp, f"g{i}", wmode)
+            small = shrink(g, steps, tmp, wmode) if bad else None
+        except _Hang:
+            bad, small = [f"no result in {a.timeout}s"], None
+        signal.alarm(0)
         if not bad:
             continue
-        small = shrink(g, steps, tmp, wmode)
         if small:
             st, bad1 = small
             key = (st[0], _kind(bad1[0]))

@@ -383,3 +383,4 @@ def _fuzz_found(case):
     case("c5_fz_relu6_grad_inf", lambda x: tf.nn.relu6(x * 4) * tf.constant([[float("inf"), 1.0, -float("inf")]]), (2, 3))
     nan_inf2 = tf.constant([[0.0, float("nan"), 0.0, float("inf")], [float("nan"), 0.0, float("inf"), float("inf")]])
     case("c5_fz_cumlse_nan_inf", lambda x: tf.math.cumulative_logsumexp(x + nan_inf2, axis=1, reverse=True), (2, 4), grad=False)
+    case("c5_fz_elu_selu_neg_zero", lambda x: 1.0 / tf.nn.elu(-tf.abs(x) * 0.0) + 1.0 / tf.nn.selu(-tf.abs(x) * 0.0), (2, 3), grad=False)

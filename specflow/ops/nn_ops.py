@@ -108,12 +108,13 @@ _ELEMENTWISE: dict[str, _Elementwise] = {
     "Elu": _Elementwise(
         _UNARY, "activations", "float", "features if > 0, else exp(features) - 1.",
         # expm1 sees only non-positive values, so large features cannot overflow.
-        lambda xp, a, x: xp.where(x > 0, x, xp.expm1(xp.minimum(x, 0))),
+        # TF selects on features < 0, so -0.0 stays -0.0.
+        lambda xp, a, x: xp.where(x < 0, xp.expm1(xp.minimum(x, 0)), x),
     ),
     "Selu": _Elementwise(
         _UNARY, "activations", "float",
         "scale * features if > 0, else scale * alpha * (exp(features) - 1) (the SELU constants).",
-        lambda xp, a, x: _SELU_SCALE * xp.where(x > 0, x, _SELU_ALPHA * xp.expm1(xp.minimum(x, 0))),
+        lambda xp, a, x: _SELU_SCALE * xp.where(x < 0, _SELU_ALPHA * xp.expm1(xp.minimum(x, 0)), x),
     ),
     "LeakyRelu": _Elementwise(
         _UNARY, "activations", "float", "features if > 0, else alpha * features.",

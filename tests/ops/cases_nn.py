@@ -95,6 +95,10 @@ CASES = [
     Case("Relu6", [_x], ref=lambda x: np.minimum(x * (x > 0), 6)),
     Case("Elu", [_x], ref=_cast_like(lambda x: np.where(x < 0, np.exp(x) - 1, x)), rtol=1e-5),
     Case("Selu", [_x], ref=_cast_like(lambda x: SELU_SCALE * np.where(x < 0, SELU_ALPHA * (np.exp(x) - 1), x)), rtol=1e-5),
+    # TF selects on features < 0: -0.0 passes through as -0.0 (1 / elu(-0.0) is -inf in TF).
+    *(Case(op, [np.array([-0.0, 0.0, -1.0], np.float32)], id=f"{op}-negative-zero",
+           check=lambda outs, ins: np.testing.assert_array_equal(np.signbit(outs[0]), [True, False, True]))
+      for op in ("Elu", "Selu")),
     Case("LeakyRelu", [_x], ref=lambda x: np.where(x < 0, np.float32(0.2) * x, x)),
     Case("LeakyRelu", [f64(3, 4)], attrs={"alpha": 0.5}, ref=lambda x: np.where(x < 0, 0.5 * x, x), id="LeakyRelu-alpha"),
     # TF's alpha attr is a float32: on float64 the slope is float32(0.2), not 0.2 (differs at 3e-9).
