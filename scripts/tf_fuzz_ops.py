@@ -414,6 +414,48 @@ def misc(g):
     return "check_numerics", lambda t: tf.debugging.check_numerics(t, "m"), [a], "check_numerics(a)"
 
 
-BUILDERS += [reduction] * 6 + [argminmax, cumulative, cumulative, softmax, cast, cast, reshape, transpose,
+def more(g):
+    """Select (v1: a vector condition picks rows), Split by count, ReverseSequence, MatrixBandPart,
+    Einsum, InTopKV2."""
+    r = g.r
+    k = int(r.integers(6))
+    if k == 0:
+        a = g.pick(NUMS, min_rank=1)
+        x = g.pool[a]
+        b = g.fresh(x.shape, x.dtype.name)
+        c = g.fresh(x.shape[:1] if r.random() < 0.5 else x.shape, "bool")
+        return "select_v1", lambda t, u, v: tf.raw_ops.Select(condition=v, x=t, y=u), [a, b, c], "Select(c, a, b)"
+    if k == 1:
+        a = g.pick(NUMS, min_rank=1)
+        ax = g.axis(g.pool[a].ndim)
+        d = g.pool[a].shape[ax]
+        num = int(r.choice([q for q in range(1, 5) if d % q == 0] or [1]))
+        return "split_num", lambda t: tf.split(t, num, ax), [a], f"split(a, {num}, {ax})"
+    if k == 2:
+        a = g.pick(NUMS, min_rank=2)
+        x = g.pool[a]
+        lens = r.integers(0, x.shape[1] + 1, x.shape[0]).astype(str(r.choice(INTS)))
+        desc = f"reverse_sequence(a, {lens.tolist()}, seq_axis=1, batch_axis=0)"
+        return "reverse_sequence", lambda t: tf.reverse_sequence(t, lens, seq_axis=1, batch_axis=0), [a], desc
+    if k == 3:
+        a = g.pick(NUMS, min_rank=2)
+        lo, hi = int(r.integers(-1, 3)), int(r.integers(-1, 3))
+        return "band_part", lambda t: tf.linalg.band_part(t, lo, hi), [a], f"band_part(a, {lo}, {hi})"
+    if k == 4:
+        m, kk, n = (int(v) for v in r.integers(1, 4, 3))
+        dt = str(r.choice(FLOATS))
+        a, b = g.fresh((2, m, kk), dt), g.fresh((kk, n), dt)
+        eq = str(r.choice(["bij,jk->bik", "bij,jk->bki", "bij,jk->k"]))
+        return "einsum", lambda t, u: tf.einsum(eq, t, u), [a, b], f"einsum('{eq}', a, b)"
+    a = g.pick(("float32",), min_rank=2)
+    x = g.pool[a].reshape(g.pool[a].shape[0], -1) if g.pool[a].ndim == 2 else None
+    if x is None or not x.shape[1]:
+        return None
+    tgt = r.integers(0, x.shape[1], x.shape[0]).astype(np.int32)
+    kk = int(r.integers(0, x.shape[1] + 1))
+    return "in_top_k", lambda t: tf.math.in_top_k(tgt, t, kk), [a], f"in_top_k({tgt.tolist()}, a, {kk})"
+
+
+BUILDERS += [more] * 3 + [reduction] * 6 + [argminmax, cumulative, cumulative, softmax, cast, cast, reshape, transpose,
              slice_, strided_slice, strided_slice, expand_squeeze, concat, split, pad, tile_bcast, reverse_roll,
              gather, gather, matmul, matmul, segments, segments, clip, where, where, misc, misc]

@@ -384,3 +384,5 @@ def _fuzz_found(case):
     nan_inf2 = tf.constant([[0.0, float("nan"), 0.0, float("inf")], [float("nan"), 0.0, float("inf"), float("inf")]])
     case("c5_fz_cumlse_nan_inf", lambda x: tf.math.cumulative_logsumexp(x + nan_inf2, axis=1, reverse=True), (2, 4), grad=False)
     case("c5_fz_elu_selu_neg_zero", lambda x: 1.0 / tf.nn.elu(-tf.abs(x) * 0.0) + 1.0 / tf.nn.selu(-tf.abs(x) * 0.0), (2, 3), grad=False)
+    case("c5_fz_einsum_presum_inf", lambda x, y: tf.einsum("bij,jk->k", tf.sign(x) + 0.5, y * tf.constant([[1.0], [float("inf")]])),
+         (2, 3, 2), (2, 1), grad=False)
