@@ -18,7 +18,8 @@ gradient fails (its ScatterNd reads 1-D indices as a batch of scalar indices); N
 and NaN in softmax (implementation-defined, as tf_graph_parity.py says); Relu(-0.0), -0.0 in TF,
 0.0 here (numpy's maximum; its SIMD loops disagree on the zero's sign); TF's float32 Reciprocal
 1 ulp off (rcp14 + Newton) and grappler's TruncateDiv(ones_like(y), y) -> Reciprocal(y), seen
-through later comparisons; float16 chains and ill-conditioned chains (erf near -1, then log1p)
+through later comparisons; sorted SegmentMax/Min with NaN, which TF folds one way in Eigen's
+vectorized columns and another in the scalar remainder (it depends on the row width); float16 chains and ill-conditioned chains (erf near -1, then log1p)
 past the tolerance."""
 
 import argparse
