@@ -22,6 +22,7 @@ def register(case):
     _conv_pool_resize(case)
     _sort_cumsum_linalg(case)
     _control_flow_and_edges(case)
+    _fuzz_found(case)
     from scripts.tf_graph_parity_keras5 import keras_cases
 
     return keras_cases()
@@ -362,3 +363,26 @@ def _control_flow_and_edges(case):
     case("c5_mod_f64_neg", lambda x, y: tf.math.floormod(x * 5, y) + tf.truncatemod(x * 5, y), (3, 4), (3, 4), dtype="float64", grad=False)
     case("c5_div_int_neg", lambda a, b: tf.math.floordiv(-a * 7, tf.abs(b) + 1) * 10 + tf.math.floormod(-a * 7, -(tf.abs(b) + 1)), (3, 4),
          (3, 4), dtype="int32", grad=False)
+
+
+# --- found by scripts/tf_fuzz_parity.py ----------------------------------------------------------
+
+
+def _fuzz_found(case):
+    case("c5_fz_prod_scalar_grad", lambda x: tf.reduce_prod(x), (), dtype="float16")  # (axes + 0) % 0 of no axes
+    case("c5_fz_gather_nd_scalar", lambda x: tf.gather_nd(tf.cast(x * 3, tf.int32), [2, 0]), (3, 3), grad=False)
+    case("c5_fz_bitcast_scalar", lambda x: tf.bitcast(x[0, 0], tf.int32), (2, 2), grad=False)
+    nan_inf = tf.constant([[float("nan"), -float("inf")], [0.0, 0.0], [0.0, float("nan")], [-float("inf"), 0.0]])
+    case("c5_fz_useg_max_inf_nan", lambda x: tf.math.unsorted_segment_max(x + nan_inf, [0, 0, 1, 2], 3), (4, 2))
+    case("c5_fz_useg_min_inf_nan", lambda x: tf.math.unsorted_segment_min(x - nan_inf, [2, 0, 0, 1], 3), (4, 2))
+    case("c5_fz_floormod_zero_sign", lambda x: (tf.abs(x) + 1) / tf.math.floormod(tf.constant([1.0, -1.0]), tf.constant([-0.5, 0.5])), (2,))
+    case("c5_fz_euclid_no_axes", lambda x: tf.math.reduce_euclidean_norm(x, axis=[]) + tf.math.reduce_euclidean_norm(x[0, 0]), (2, 3))
+    case("c5_fz_gather_empty_slices", lambda x: tf.gather(x[:, :0], [5, 1]) + 1, (3, 2))  # no index checked: nothing copied
+    case("c5_fz_mean_int_empty", lambda x: tf.reduce_mean(tf.cast(x[:0], tf.int64), axis=[0, -1], keepdims=True), (2, 2), grad=False)
+    case("c5_fz_erf_f64_inf", lambda x: tf.math.erf(x / tf.constant([0.0, 0.0, 1.0], tf.float64)), (3,), dtype="float64")
+    case("c5_fz_relu6_grad_inf", lambda x: tf.nn.relu6(x * 4) * tf.constant([[float("inf"), 1.0, -float("inf")]]), (2, 3))
+    nan_inf2 = tf.constant([[0.0, float("nan"), 0.0, float("inf")], [float("nan"), 0.0, float("inf"), float("inf")]])
+    case("c5_fz_cumlse_nan_inf", lambda x: tf.math.cumulative_logsumexp(x + nan_inf2, axis=1, reverse=True), (2, 4), grad=False)
+    case("c5_fz_elu_selu_neg_zero", lambda x: 1.0 / tf.nn.elu(-tf.abs(x) * 0.0) + 1.0 / tf.nn.selu(-tf.abs(x) * 0.0), (2, 3), grad=False)
+    case("c5_fz_einsum_presum_inf", lambda x, y: tf.einsum("bij,jk->k", tf.sign(x) + 0.5, y * tf.constant([[1.0], [float("inf")]])),
+         (2, 3, 2), (2, 1), grad=False)

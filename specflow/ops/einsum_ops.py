@@ -122,7 +122,8 @@ def _einsum(ctx, *xs):
     eq = parse_equation(ctx.fail, ctx.attrs["equation"], len(xs))
     _einsum_shape(ctx.fail, eq, [shape_of(x) for x in xs])
     unique = tuple(dict.fromkeys(eq.output))
-    text = ",".join(Equation.text(t) for t in eq.inputs) + "->" + Equation.text(unique)
+    xs, terms = _presum(xs, eq)
+    text = ",".join(Equation.text(t) for t in terms) + "->" + Equation.text(unique)
     try:
         out = ctx.xp.einsum(text, *xs, optimize=len(xs) > 2)
     except ValueError as e:  # what the shape check cannot see; say it in one line
@@ -130,6 +131,24 @@ def _einsum(ctx, *xs):
     if unique != eq.output:
         out = _inflate(ctx.xp, out, unique, eq.output)
     return out.astype(xs[0].dtype, copy=False)
+
+
+def _presum(xs, eq: Equation):
+    """Each operand summed first over its labels that no other operand nor the output has, as TF
+    does (a ReduceSum before its BatchMatMul): the order decides inf - inf, e.g. 'bij,jk->k' with
+    a column summing to 0 against an inf is inf (0 * x + s * inf) in TF, not NaN."""
+    out, terms = list(xs), []
+    for i, term in enumerate(eq.inputs):
+        others = set(eq.output).union(*(t for j, t in enumerate(eq.inputs) if j != i))
+        if ELLIPSIS in term:
+            terms.append(term)
+            continue
+        drop = tuple(a for a, t in enumerate(term) if t not in others and term.count(t) == 1)
+        if drop:
+            out[i] = out[i].sum(axis=drop, dtype=out[i].dtype)
+            term = tuple(t for a, t in enumerate(term) if a not in drop)
+        terms.append(term)
+    return out, terms
 
 
 def _inflate(xp, u, unique: tuple[str, ...], full: tuple[str, ...]):

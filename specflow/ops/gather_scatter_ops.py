@@ -124,7 +124,7 @@ def _gather_nd(ctx, params, indices):
         picked = xp.broadcast_to(params, (rows.shape[0],) + params.shape)
     else:
         picked = params[tuple(rows[:, j] for j in range(k))]
-    return xp.ascontiguousarray(xp.reshape(picked, out.dims))
+    return xp.reshape(xp.asarray(picked, order="C"), out.dims)  # (ascontiguousarray makes a scalar 1-D)
 
 
 @gradient("GatherNd")

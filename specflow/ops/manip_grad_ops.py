@@ -84,6 +84,9 @@ register_op(
 def _mirror_pad_grad(ctx, g, paddings):
     p, mode = ctx.host(paddings), ctx.attrs["mode"]
     _mirror_pad_grad_shape(ctx.fail, shape_of(g), p, mode)
+    for d, (before, after) in zip(g.shape, p.tolist()):  # TF's kernel: an empty result dim fails too
+        if before + after >= d:
+            raise ctx.fail(f"Total paddings must be less than the input dimension size: {before + after} was not less than {d}")
     for axis, (before, after) in enumerate(p.tolist()):
         g = _fold_axis(ctx.xp, g, axis, before, after, 1 if mode == "REFLECT" else 0)
     return g

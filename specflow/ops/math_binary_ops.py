@@ -28,26 +28,31 @@ from specflow.ops.registry import gradient, kernel, not_differentiable, register
 
 def _div(ctx, x, y):
     if _is_int(x):
-        check_nonzero_divisor(ctx, y)
+        check_nonzero_divisor(ctx, y, x)
         return trunc_div(ctx.xp, x, y)
     return ctx.xp.true_divide(x, y)
 
 
 def _floordiv(ctx, x, y):
     if _is_int(x):
-        check_nonzero_divisor(ctx, y)
+        check_nonzero_divisor(ctx, y, x)
         return ctx.xp.floor_divide(x, y)
     return ctx.xp.floor(x / y)  # TF: floor(x / y), not numpy's fmod-based floor_divide
 
 
 def _floormod(ctx, x, y):
-    # numpy's remainder is TF's FloorMod: the result takes the divisor's sign.
-    check_nonzero_divisor(ctx, y)
-    return ctx.xp.remainder(x, y)
+    # numpy's remainder is TF's FloorMod on integers: the result takes the divisor's sign.
+    check_nonzero_divisor(ctx, y, x)
+    if x.dtype.kind != "f":
+        return ctx.xp.remainder(x, y)
+    # TF's float rule: fmod, moved into the divisor's sign unless it is 0 (so an exact multiple
+    # keeps the dividend's zero: floormod(1, -0.5) is 0.0 where numpy's remainder gives -0.0).
+    r = ctx.xp.fmod(x, y)
+    return ctx.xp.where((r != 0) & ((y < 0) != (r < 0)), r + y, r)
 
 
 def _pow(ctx, x, y):
-    if _is_int(y) and bool(ctx.xp.any(y < 0)):
+    if _is_int(y) and x.size and bool(ctx.xp.any(y < 0)):  # per element computed, as TF
         raise ctx.fail("Integers to negative integer powers are not allowed")
     return ctx.xp.power(x, y)
 
@@ -92,7 +97,7 @@ def _xdivy(ctx, x, y):
 
 
 def _truncate_div(ctx, x, y):
-    check_nonzero_divisor(ctx, y)
+    check_nonzero_divisor(ctx, y, x)
     if x.dtype.kind == "f":  # trunc(x / y): TF's float kernel (inf and nan as the division gives them)
         return ctx.xp.trunc(x / y)
     return trunc_div(ctx.xp, x, y)
@@ -100,7 +105,7 @@ def _truncate_div(ctx, x, y):
 
 def _truncate_mod(ctx, x, y):
     # C's % and fmod: the remainder takes the dividend's sign (numpy's fmod is exactly that).
-    check_nonzero_divisor(ctx, y)
+    check_nonzero_divisor(ctx, y, x)
     return ctx.xp.fmod(x, y)
 
 

@@ -135,8 +135,11 @@ def check_broadcast(ctx, *arrays) -> None:
         raise ctx.fail("Incompatible shapes: " + " vs. ".join(_fmt(a.shape) for a in arrays)) from None
 
 
-def check_nonzero_divisor(ctx, y) -> None:
-    """Integer division by zero is an error in TF (numpy would warn and give 0)."""
+def check_nonzero_divisor(ctx, y, x=None) -> None:
+    """Integer division by zero is an error in TF (numpy would warn and give 0), checked per
+    element computed: an empty dividend ``x`` (an empty result) divides by nothing."""
+    if x is not None and x.size == 0:
+        return
     if _is_int(y) and bool((y == 0).any()):  # the method: np.any's wrapper costs microseconds
         raise ctx.fail("Integer division by zero")
 
@@ -444,10 +447,10 @@ def _bitcast(ctx, x):
     if a < b and (x.ndim == 0 or x.shape[-1] != b // a):
         raise ctx.fail(f"cannot bitcast {ctx.attrs['T'].name} {_fmt(x.shape)} to {ctx.attrs['type'].name}: "
                        f"the last dimension must be {b // a}")  # fmt: skip
-    y = ctx.xp.ascontiguousarray(x).view(dst)
+    y = ctx.xp.asarray(x, order="C").reshape(x.shape or (1,)).view(dst)  # a scalar viewed as a 1-D array
     if a > b:
         return y.reshape((*x.shape, a // b))
-    return y.reshape(x.shape[:-1]) if a < b else y
+    return y.reshape(x.shape[:-1] if a < b else x.shape)
 
 
 not_differentiable("Bitcast")

@@ -73,6 +73,13 @@ def _sp(name):
     return lambda ctx, x: _special(ctx, name)(x)
 
 
+def _erf(ctx, x):
+    # TF's float64 Erf (Eigen's double rational approximation) is NaN at +-inf; its float16 and
+    # float32 kernels give +-1, as scipy does.
+    y = _special(ctx, "erf")(x)
+    return ctx.xp.where(ctx.xp.isinf(x), np.nan, y) if x.dtype == np.float64 else y
+
+
 def _u(name):
     """A unary kernel body that is just ``xp.<name>(x)``."""
     return lambda ctx, x: getattr(ctx.xp, name)(x)
@@ -117,7 +124,7 @@ _UNARY = [
     ("Asinh", _UNARY_FC, _u("arcsinh"), None, None, "Inverse hyperbolic sine elementwise."),
     ("Acosh", _UNARY_FC, _u("arccosh"), None, None, "Inverse hyperbolic cosine elementwise (nan below 1)."),
     ("Atanh", _UNARY_FC, _u("arctanh"), None, None, "Inverse hyperbolic tangent elementwise."),
-    ("Erf", "float", _sp("erf"), None, None, "The Gauss error function elementwise."),
+    ("Erf", "float", _erf, None, None, "The Gauss error function elementwise."),
     ("Erfc", "float", _sp("erfc"), None, None, "1 - erf(x) elementwise, accurate for large x."),
     ("Lgamma", "float", _sp("gammaln"), None, None, "log |Gamma(x)| elementwise."),
     ("Digamma", "float", _sp("digamma"), None, None, "The derivative of Lgamma elementwise (psi)."),

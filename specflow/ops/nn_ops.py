@@ -108,12 +108,13 @@ _ELEMENTWISE: dict[str, _Elementwise] = {
     "Elu": _Elementwise(
         _UNARY, "activations", "float", "features if > 0, else exp(features) - 1.",
         # expm1 sees only non-positive values, so large features cannot overflow.
-        lambda xp, a, x: xp.where(x > 0, x, xp.expm1(xp.minimum(x, 0))),
+        # TF selects on features < 0, so -0.0 stays -0.0.
+        lambda xp, a, x: xp.where(x < 0, xp.expm1(xp.minimum(x, 0)), x),
     ),
     "Selu": _Elementwise(
         _UNARY, "activations", "float",
         "scale * features if > 0, else scale * alpha * (exp(features) - 1) (the SELU constants).",
-        lambda xp, a, x: _SELU_SCALE * xp.where(x > 0, x, _SELU_ALPHA * xp.expm1(xp.minimum(x, 0))),
+        lambda xp, a, x: _SELU_SCALE * xp.where(x < 0, _SELU_ALPHA * xp.expm1(xp.minimum(x, 0)), x),
     ),
     "LeakyRelu": _Elementwise(
         _UNARY, "activations", "float", "features if > 0, else alpha * features.",
@@ -133,8 +134,9 @@ _ELEMENTWISE: dict[str, _Elementwise] = {
     ),
     "Relu6Grad": _Elementwise(
         _GRAD, "backprops", "real",
-        "gradients where 0 < features < 6, else 0; features may be Relu6's input or output.",
-        lambda xp, a, g, f: xp.where((f > 0) & (f < 6), g, 0),
+        "gradients * (0 < features < 6): 0 elsewhere, NaN for a non-finite gradient there (TF's "
+        "product); features may be Relu6's input or output.",
+        lambda xp, a, g, f: g * ((f > 0) & (f < 6)).astype(g.dtype),
     ),
     "EluGrad": _Elementwise(
         _GRAD_OUT, "backprops", "float", "gradients * (outputs + 1) where outputs < 0, else gradients.",

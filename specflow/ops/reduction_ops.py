@@ -134,8 +134,9 @@ def _mean(ctx, x, axes, keep):
     # Integers: TF sums 8-, 16- and 32-bit types in a 64-bit integer of the same signedness (its
     # Mean reducer's casting specializations; 64-bit types in T, wrapping) and divides with
     # integer (truncating) division.
-    if count == 0:
-        raise ctx.fail(f"Mean of integers over an empty reduction (input shape {_fmt(x.shape)}) is undefined")
+    if count == 0:  # TF's integer mean of nothing is 0
+        shape = tuple(1 if i in axes else d for i, d in enumerate(x.shape) if keep or i not in axes)
+        return xp.zeros(shape, x.dtype)
     wide = np.dtype(np.uint64 if x.dtype.kind == "u" else np.int64)
     total = xp.sum(x, axis=axes, keepdims=keep, dtype=wide)
     return xp.asarray(trunc_div(xp, total, xp.asarray(count, dtype=wide))).astype(x.dtype)
@@ -207,8 +208,8 @@ def _register_reduction(name, types, body, doc):
 
     @kernel(name, host_inputs=(1,))
     def run(ctx, x, reduction_indices):
-        if not reduction_indices.size:  # over no axes: x itself (a gradient's Sum over no broadcast axes)
-            return x
+        if not reduction_indices.size and name != "EuclideanNorm":  # over no axes: x itself (a
+            return x  # gradient's Sum over no broadcast axes); EuclideanNorm's is |x|, as TF's
         axes = kernel_axes(ctx, reduction_indices, x.ndim)
         keep = ctx.attrs["keep_dims"]
         # Integer and bool reductions never warn; a quiet step needs no quiet_fp (math_ops.QUIET_FP).

@@ -5,6 +5,9 @@ Segment ids are a prefix of data's shape (``[d0, ..., dk]`` of ``data[d0, ..., d
 unsorted op drops the slices whose id is negative and fails on an id >= num_segments, naming it.
 Empty segments hold the reduction's identity as TF defines it: 0 for sums, 1 for products, the
 lowest finite value for Max and the largest for Min (not -inf/inf: TF's numeric_limits).
+UnsortedSegmentMax/Min fold each row into that start value in row order, as TF's CPU kernel: a
+segment of -inf alone holds the lowest finite value, and a NaN is kept only until a later row of
+its segment replaces it (``cur = x < cur ? cur : x``).
 """
 
 from __future__ import annotations
@@ -181,14 +184,28 @@ def _unsorted_kernel(kind: str):
         xp = ctx.xp
         out_shape, rows, flat, keep = unsorted_segment_args(ctx, data, ids, num_segments)
         out = xp.full(out_shape.dims, _identity(kind, data.dtype), dtype=data.dtype)
+        rows, flat = rows[keep], flat[keep]
+        if kind != "prod" and data.dtype.kind == "f" and bool(xp.isnan(rows).any()):
+            return _fold_in_order(ctx, kind, rows, flat, out)
         combine = {"max": xp.maximum, "min": xp.minimum, "prod": xp.multiply}[kind]
-        return segment_reduce(xp, combine, rows[keep], flat[keep], out)
+        return segment_reduce(xp, combine, rows, flat, out, into_out=True)
 
     return fn
 
 
-def segment_reduce(xp, combine, rows, ids, out):
-    """``out[s] = combine``-reduction of the rows with id s (ids >= 0), leaving other rows of out.
+def _fold_in_order(ctx, kind: str, rows, ids, out):
+    """TF's CPU fold of Max/Min, row by row on the host: ``cur = x < cur ? cur : x`` (Max), so a
+    NaN row wins, and a later row of its segment replaces it (numpy's maximum would keep it)."""
+    keep_old = np.less if kind == "max" else np.greater
+    rows, ids, acc = ctx.host(rows), ctx.host(ids), np.array(ctx.host(out))
+    for x, i in zip(rows, ids):
+        acc[i] = np.where(keep_old(x, acc[i]), acc[i], x)
+    return ctx.xp.asarray(acc)
+
+
+def segment_reduce(xp, combine, rows, ids, out, into_out: bool = False):
+    """``out[s] = combine``-reduction of the rows with id s (ids >= 0), leaving other rows of out;
+    with ``into_out``, combined with out's row s too (the unsorted ops' start value).
 
     A segmented scan (Hillis-Steele: log2(n) vectorized steps) over the rows sorted by id instead
     of ``ufunc.at``, which cupy has only for a few ufuncs (not multiply)."""
@@ -204,7 +221,7 @@ def segment_reduce(xp, combine, rows, ids, out):
         vals = xp.concatenate([vals[:shift], xp.where(same, combine(vals[shift:], vals[:-shift]), vals[shift:])])
         shift *= 2
     last = xp.concatenate([seg[1:] != seg[:-1], xp.ones(1, dtype=bool)])  # each segment's final row
-    out[seg[last]] = vals[last]
+    out[seg[last]] = combine(out[seg[last]], vals[last]) if into_out else vals[last]
     return out
 
 

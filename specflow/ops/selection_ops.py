@@ -175,6 +175,8 @@ register_op(
 
 @kernel("Where")
 def _where(ctx, x):
+    if x.ndim == 0:  # TF's kernel handles ranks 1 and up (its shape function lets a scalar through)
+        raise ctx.fail("WhereOp: Unhandled input dimensions: 0")
     return ctx.xp.argwhere(x).astype(np.int64)
 
 

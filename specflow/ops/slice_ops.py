@@ -307,6 +307,11 @@ register_op(
 )
 
 
+def _slices_copied(params, axis: int) -> bool:
+    """Whether a slice along ``axis`` holds anything (TF checks indices only then)."""
+    return all(d for i, d in enumerate(params.shape) if i != axis)
+
+
 @kernel("GatherV2", host_inputs=(2,))
 def _gather(ctx, params, indices, axis):
     xp = ctx.xp
@@ -316,11 +321,15 @@ def _gather(ctx, params, indices, axis):
         if not a.ndim and -n_dims <= int(a) < n_dims:
             a = int(a) % n_dims
             i, n = int(ctx.host(indices)), params.shape[a]
+            if not _slices_copied(params, a):  # empty, the index unchecked (as TF)
+                return xp.zeros(params.shape[:a] + params.shape[a + 1 :], params.dtype)
             if not 0 <= i < n:
                 raise ctx.fail(f"index = {i} is not in [0, {n})")
             return xp.take(params, indices, axis=a)
     out, axis, b = _gather_shape(ctx.fail, shape_of(params), shape_of(indices),
                                  scalar_arg(ctx.fail, ctx.host(axis), "axis"), ctx.attrs["batch_dims"])  # fmt: skip
+    if not _slices_copied(params, axis):  # TF checks the indices only when it copies something:
+        return xp.zeros(out.dims, params.dtype)  # none before the axis or after it, none checked
     n = params.shape[axis]
     bad = (indices < 0) | (indices >= n)
     if bad.size and bool(bad.any()):
@@ -470,6 +479,8 @@ def unsorted_segment_args(ctx, data, ids, num_segments):
     out_shape = _segment_sum_shape(ctx.fail, shape_of(data), shape_of(ids), n)
     rows = data.reshape((ids.size,) + tuple(data.shape[ids.ndim :]))
     flat = ids.reshape(-1)
+    if not data.size:  # TF checks nothing when there is no data to add: ids out of range drop
+        return out_shape, rows, flat, (flat >= 0) & (flat < n)
     if flat.size and int(flat.max()) >= n:
         bad = int(np.argmax(ctx.host(flat) >= n))
         raise ctx.fail(f"segment_ids[{bad}] = {int(ctx.host(flat)[bad])} is not in [0, {n}) (flattened index)")

@@ -104,9 +104,23 @@ register_op(
 )
 
 
+def _tf_logaddexp(xp, acc, v):
+    """TF's LogSumExp reducer step: hi + log1p(exp(lo - hi)), hi and lo by Eigen's max/min,
+    which keep ``acc`` against a NaN ``v`` (so a NaN input adds log 2, or nothing to -inf), and -inf
+    when hi is -inf; inf + inf is NaN (numpy's logaddexp gives inf)."""
+    lo, hi = xp.where(v < acc, v, acc), xp.where(acc < v, v, acc)
+    return xp.where(hi == -np.inf, hi, hi + xp.log1p(xp.exp(lo - hi)))
+
+
 def _logaddexp_scan(xp, x, axis):
     """The running log(sum(exp)) along ``axis``, one element after another as TF's scan adds."""
     acc = getattr(xp.logaddexp, "accumulate", None)
+    if not bool(xp.isfinite(x).all()):  # TF's NaN and inf rules: its reducer, step by step
+        out = xp.moveaxis(x.copy(), axis, 0)
+        run = xp.full(out.shape[1:], -np.inf, x.dtype)
+        for i in range(out.shape[0]):
+            out[i] = run = _tf_logaddexp(xp, run, out[i])
+        return xp.moveaxis(out, 0, axis)
     if acc is not None:
         try:
             return acc(x, axis=axis, dtype=x.dtype)

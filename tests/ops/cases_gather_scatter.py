@@ -37,6 +37,7 @@ CASES = [
     Case("GatherNd", [_p, _ids], ref=_gather_nd_ref),
     Case("GatherNd", [_p, np.array([[[1], [3]]], np.int64)], ref=_gather_nd_ref, id="GatherNd-slices"),
     Case("GatherNd", [i32(2, 3), np.array([[1, 2], [0, 0], [1, 2]], np.int16)], ref=_gather_nd_ref, id="GatherNd-int"),
+    Case("GatherNd", [i32(3, 3), np.array([2, 0], np.int32)], ref=lambda p, i: p[2, 0], id="GatherNd-one-element-scalar"),
     Case("GatherNd", [f32(2, 3), np.zeros((2, 0), np.int32)], ref=lambda p, i: np.stack([p, p]), id="GatherNd-empty-index"),
     Case("ScatterNd", [np.array([[1], [3], [1]], np.int32), f32(3, 2), np.array([5, 2], np.int32)],
          ref=lambda i, u, s: _scatter_ref(np.zeros((5, 2), np.float32), i, u, True), const_inputs=[2]),

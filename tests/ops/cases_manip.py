@@ -105,6 +105,11 @@ CASES = [
         begin_mask=2, end_mask=3),
     # GatherV2
     Case("GatherV2", [_m, _vec(3, 0, 3), np.int32(0)], ref=lambda p, i, a: p[[3, 0, 3]], const_inputs=[2]),
+    # TF checks indices only when a slice holds something: here none does, so 5 is no error.
+    Case("GatherV2", [np.zeros((3, 0), np.float32), _vec(5, 1), np.int32(0)], ref=lambda p, i, a: np.zeros((2, 0), np.float32),
+         const_inputs=[2], id="GatherV2-empty-slices-unchecked"),
+    Case("GatherV2", [np.zeros((0, 3), np.float32), np.int32(7), np.int32(1)], ref=lambda p, i, a: np.zeros(0, np.float32),
+         const_inputs=[2], id="GatherV2-empty-outer-scalar-index-unchecked"),
     Case("GatherV2", [_x, np.array([[3, 1], [0, 0]], np.int64), np.int64(-1)],
          ref=lambda p, i, a: np.take(p, i, axis=2), const_inputs=[2], id="GatherV2-axis-last"),
     Case("GatherV2", [_x, np.int32(2), np.int32(1)], ref=lambda p, i, a: p[:, 2], const_inputs=[2],

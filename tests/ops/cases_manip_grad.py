@@ -49,6 +49,9 @@ CASES = [
          ref=lambda s, b, e, st, dy: _strided_slice_grad_ref((2, 3, 4), np.s_[..., 2], dy[0]),
          id="StridedSliceGrad-newaxis-shrink"),
     Case("UnsortedSegmentSum", [f32(5, 2), _v(2, 0, -1, 2, 1), np.int32(4)], const_inputs=[2], ref=_segment_sum_ref),
+    # No data: TF checks no id (GatherV2's gradient of an unchecked empty gather).
+    Case("UnsortedSegmentSum", [np.zeros((2, 0), np.float32), _v(5, 1), np.int32(3)], const_inputs=[2],
+         ref=lambda d, i, n: np.zeros((3, 0), np.float32), id="UnsortedSegmentSum-no-data-ids-unchecked"),
     Case("UnsortedSegmentSum", [i32(2, 3), np.array([[0, 2, 2], [1, 0, 1]], np.int64), np.int64(3)],
          const_inputs=[2], ref=_segment_sum_ref, id="UnsortedSegmentSum-2d-ids-int"),
 ]

@@ -54,6 +54,9 @@ _BINARY = [
         ref=np.remainder,
         id="FloorMod-float",
     ),
+    Case("FloorMod", [np.array([1.0, -1.0, 0.0, -0.0, 3.0], np.float32), np.array([-0.5, 0.5, -2.0, 2.0, -np.inf], np.float32)],
+         check=lambda outs, ins: np.testing.assert_array_equal(np.signbit(outs[0]), [False, True, False, True, True]),
+         id="FloorMod-float-exact-multiple-keeps-dividend-zero"),  # TF: fmod, + y only when nonzero
     Case("Pow", [pos32(3, 2), f32(2)], ref=np.power, rtol=1e-5),
     Case("Pow", [i32(4), np.array([0, 1, 2, 3], np.int32)], ref=np.power, id="Pow-int"),
     Case("Maximum", [f32(2, 3), f32(3)], ref=np.maximum),
@@ -180,6 +183,8 @@ _CAST = [
     Case("Cast", [i32(5)], attrs={"DstT": "float64"}, ref=lambda x: x.astype(np.float64)),
     Case("Bitcast", [np.array([1.0, -2.0], np.float32)], attrs={"type": "int32"},
          ref=lambda x: np.array([0x3F800000, -0x40000000], np.int32)),
+    Case("Bitcast", [np.array(1.0, np.float32)], attrs={"type": "int32"}, id="Bitcast-scalar",
+         ref=lambda x: np.array(0x3F800000, np.int32)),
     Case("Bitcast", [np.array([1.0, 0.5])], attrs={"type": "uint32"}, id="Bitcast-wider-to-narrower",
          ref=lambda x: np.array([[0, 0x3FF00000], [0, 0x3FE00000]], np.uint32)),
     Case("Bitcast", [np.array([[0, 0x3FF00000]], np.uint32)], attrs={"type": "float64"}, id="Bitcast-narrower-to-wider",

@@ -69,6 +69,10 @@ _UNARY = [
     Case("Atanh", [_unit(6)], ref=np.arctanh),
     Case("Erf", [f64(3, 2, low=-3, high=3)], ref=_erf, rtol=1e-12),
     Case("Erf", [f32(5)], ref=_as(np.float32, _erf), rtol=1e-6, id="Erf-float32"),
+    Case("Erf", [np.array([-np.inf, np.inf, 0.5])], ref=lambda x: np.array([np.nan, np.nan, _erf(np.array(0.5))]),
+         rtol=1e-12, id="Erf-float64-inf-is-nan"),  # TF's double kernel
+    Case("Erf", [np.array([-np.inf, np.inf], np.float32)], ref=lambda x: np.array([-1.0, 1.0], np.float32),
+         id="Erf-float32-inf"),
     Case("Erfc", [f64(6, low=-3, high=8)], ref=_erfc, rtol=1e-12),
     # math.lgamma is log|Gamma|, as TF's Lgamma; Digamma's reference by the reflection and
     # recurrence from scipy-free literals (psi(1) = -gamma, psi(1/2) = -gamma - 2 ln 2)
@@ -162,6 +166,14 @@ _OTHER = [
          ref=lambda t, a, b: np.array([4, 4, 4, 4], np.int32), id="ClipByValue-min-above-max-literal"),
     Case("CheckNumerics", [f32(2, 3)], attrs={"message": "m"}, ref=lambda x: x),
     Case("CumulativeLogsumexp", [f64(3, 4), np.int32(1)], ref=lambda x, a: _logcumsumexp(x, 1), const_inputs=[1]),
+    # TF's reducer on non-finite values (TF 2.21's results): a NaN keeps the sum and adds log 2
+    # (nothing to -inf), inf + inf (or inf + NaN) is NaN, -inf + -inf stays -inf.
+    Case("CumulativeLogsumexp", [np.array([[1.0, np.nan, np.inf, np.nan], [np.nan, 1.0, np.inf, 2.0],
+                                           [-np.inf, -np.inf, 0.0, np.inf]], np.float32), np.int32(1)], const_inputs=[1],
+         ref=lambda x, a: np.array([[1.0, 1 + np.log(2), np.inf, np.nan], [-np.inf, 1.0, np.inf, np.inf],
+                                    [-np.inf, -np.inf, 0.0, np.inf]], np.float32), id="CumulativeLogsumexp-nan-inf"),
+    Case("CumulativeLogsumexp", [np.array([np.inf, np.inf, 1.0]), np.int32(0)], const_inputs=[1],
+         ref=lambda x, a: np.array([np.inf, np.nan, np.nan]), id="CumulativeLogsumexp-inf-plus-inf-is-nan"),
     Case("CumulativeLogsumexp", [f32(5, 2), np.int32(0)], attrs={"exclusive": True, "reverse": True},
          ref=lambda x, a: _logcumsumexp(x, 0, True, True), rtol=1e-5, const_inputs=[1], id="CumulativeLogsumexp-excl-rev"),
     # No overflow: exp(1000) is inf in float64, the running log-sum is not.

@@ -95,6 +95,10 @@ CASES = [
     Case("Relu6", [_x], ref=lambda x: np.minimum(x * (x > 0), 6)),
     Case("Elu", [_x], ref=_cast_like(lambda x: np.where(x < 0, np.exp(x) - 1, x)), rtol=1e-5),
     Case("Selu", [_x], ref=_cast_like(lambda x: SELU_SCALE * np.where(x < 0, SELU_ALPHA * (np.exp(x) - 1), x)), rtol=1e-5),
+    # TF selects on features < 0: -0.0 passes through as -0.0 (1 / elu(-0.0) is -inf in TF).
+    *(Case(op, [np.array([-0.0, 0.0, -1.0], np.float32)], id=f"{op}-negative-zero",
+           check=lambda outs, ins: np.testing.assert_array_equal(np.signbit(outs[0]), [True, False, True]))
+      for op in ("Elu", "Selu")),
     Case("LeakyRelu", [_x], ref=lambda x: np.where(x < 0, np.float32(0.2) * x, x)),
     Case("LeakyRelu", [f64(3, 4)], attrs={"alpha": 0.5}, ref=lambda x: np.where(x < 0, 0.5 * x, x), id="LeakyRelu-alpha"),
     # TF's alpha attr is a float32: on float64 the slope is float32(0.2), not 0.2 (differs at 3e-9).
@@ -111,6 +115,9 @@ CASES = [
     # gradient kernels
     Case("ReluGrad", [_g, _x], ref=lambda g, x: g * (x > 0)),
     Case("Relu6Grad", [_g, _x], ref=lambda g, x: g * ((x > 0) & (x < 6))),
+    # TF multiplies by the mask: an infinite or NaN gradient outside (0, 6) gives NaN, not 0.
+    Case("Relu6Grad", [np.array([np.inf, -np.inf, np.nan, 2.0, np.inf], np.float32), np.array([-1.0, 7.0, 0.0, 8.0, 3.0], np.float32)],
+         ref=lambda g, x: np.array([np.nan, np.nan, np.nan, 0.0, np.inf], np.float32), id="Relu6Grad-non-finite-gradient"),
     Case("EluGrad", [_g, _elu_out], ref=_cast_like(lambda g, y: np.where(y < 0, g * (y + 1), g)), rtol=1e-5),
     Case("SeluGrad", [_g, _selu_out],
          ref=_cast_like(lambda g, y: np.where(y < 0, g * (y + SELU_SCALE * SELU_ALPHA), g * SELU_SCALE)), rtol=1e-5),

@@ -36,7 +36,23 @@ def _stitch_ref(*args):
     return out
 
 
+def _tf_fold_ref(kind):
+    """TF's CPU rule, element by element: start at the lowest (Max) or largest (Min) finite value,
+    then ``cur = x < cur ? cur : x`` (Max) for each row in order."""
+    def ref(data, ids, n):
+        out = np.full((int(n),) + data.shape[1:], _lowest if kind == "max" else _largest, data.dtype)
+        for x, s in zip(data, ids):
+            for j in np.ndindex(*x.shape):
+                cur = out[(s,) + j]
+                out[(s,) + j] = cur if (x[j] < cur if kind == "max" else x[j] > cur) else x[j]
+        return out
+
+    return ref
+
+
 _lowest, _largest = np.finfo(np.float32).min, np.finfo(np.float32).max
+# -inf (or inf) alone in a segment gives the start value; NaN wins until a later row replaces it.
+_NAN_INF = np.array([[np.nan, -np.inf], [1, 2], [2, np.nan], [np.nan, np.inf], [-np.inf, np.nan]], np.float32)
 _SD = np.array([[1.0, 2], [3, 4], [5, 6], [7, -8]])
 _SIDS = np.array([0, 0, 2, 2], np.int32)
 
@@ -49,6 +65,10 @@ CASES = [
          ref=_unsorted_ref(np.max, np.iinfo(np.int32).min), id="UnsortedSegmentMax-2d-ids-int"),
     Case("UnsortedSegmentMin", [f64(5, 2), _ids, np.int32(5)], const_inputs=[2],
          ref=_unsorted_ref(np.min, np.finfo(np.float64).max)),
+    Case("UnsortedSegmentMax", [_NAN_INF, np.array([0, 0, 1, 1, 2], np.int32), np.int32(4)], const_inputs=[2],
+         ref=_tf_fold_ref("max"), id="UnsortedSegmentMax-nan-inf"),
+    Case("UnsortedSegmentMin", [-_NAN_INF, np.array([0, 0, 1, 1, 2], np.int32), np.int32(4)], const_inputs=[2],
+         ref=_tf_fold_ref("min"), id="UnsortedSegmentMin-nan-inf"),
     Case("UnsortedSegmentProd", [f32(5, 2), _ids, np.int32(5)], const_inputs=[2], ref=_unsorted_ref(np.prod, 1)),
     Case("DynamicPartition", [f32(5, 2), np.array([1, 0, 2, 1, 1], np.int32)], attrs={"num_partitions": 3},
          ref=lambda d, p: [d[p == i] for i in range(3)], exact_shape=False),

@@ -48,12 +48,16 @@ def _static_error(op, inputs, **attrs) -> str:
         ("ReverseSequence", [np.zeros((2, 3)), np.array([1, 4])], "seq_lengths[1] = 4 is not in [0, 3]"),
         ("Bincount", [np.array([1, -1], np.int32), np.int32(3), np.zeros(0, np.int32)], "must be non-negative"),
         ("Cholesky", [-np.eye(2)], "Cholesky decomposition was not successful"),
+        ("Where", [np.float32(1.5)], "WhereOp: Unhandled input dimensions: 0"),
+        ("MirrorPadGrad", [np.zeros((3, 0)), np.array([[1, 1], [0, 0]])],
+         "Total paddings must be less than the input dimension size: 0 was not less than 0"),
         ("StatelessRandomUniformV2", [np.array([2], np.int32), np.array([1], np.uint64), np.zeros(2, np.uint64),
                                       np.int32(2)], "Unsupported algorithm id: 2"),
     ],
 )
 def test_run_time_errors_name_the_bad_value(op, inputs, message):
-    attrs = {"num_partitions": 2} if op == "DynamicPartition" else {"seq_dim": 1} if op == "ReverseSequence" else {}
+    attrs = {"DynamicPartition": {"num_partitions": 2}, "ReverseSequence": {"seq_dim": 1},
+             "MirrorPadGrad": {"mode": "SYMMETRIC"}}.get(op, {})
     assert message in _run_error(op, inputs, **attrs)
 
 

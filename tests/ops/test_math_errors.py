@@ -145,6 +145,15 @@ def test_integer_division_by_zero(op):
         evaluate_op(op, [np.array([1, 2], np.int32), np.array([1, 0], np.int32)])
 
 
+@pytest.mark.parametrize("op", ["Div", "FloorDiv", "FloorMod", "TruncateDiv", "TruncateMod", "Pow"])
+def test_integer_division_of_nothing_is_no_error(op):
+    # TF checks each element it computes: an empty result divides by nothing (the gradient of
+    # a scalar's Prod takes (axes + rank) % rank with rank 0 and no axes).
+    x = np.zeros((0, 2), np.int32)
+    (out,) = evaluate_op(op, [x, np.array([0, -1], np.int32)])
+    assert out.shape == (0, 2) and out.dtype == np.int32
+
+
 def test_float_division_by_zero_is_inf():
     (out,) = evaluate_op("Div", [np.array([1.0, -1.0], np.float32), np.array(0.0, np.float32)])
     np.testing.assert_array_equal(out, [np.inf, -np.inf])
