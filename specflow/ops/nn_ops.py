@@ -55,6 +55,14 @@ def _sigmoid(xp, x):
 # --- elementwise activations and their gradient kernels ----------------------------------------
 
 
+def _relu6_grad(xp, g, f):
+    mask = ((f > 0) & (f < 6)).astype(g.dtype)
+    if xp is not np:
+        return g * mask
+    with np.errstate(invalid="ignore"):  # inf * 0 is TF's NaN, not a mistake to warn about
+        return g * mask
+
+
 def _relu_grad(xp, attrs, g, f):
     """TF's ReluGrad, ``g * (f > 0)``: a product, so a NaN or inf gradient where f <= 0 gives
     NaN as in TF (``where`` would give 0). The mask cast to T and multiplied in place is the
@@ -136,7 +144,7 @@ _ELEMENTWISE: dict[str, _Elementwise] = {
         _GRAD, "backprops", "real",
         "gradients * (0 < features < 6): 0 elsewhere, NaN for a non-finite gradient there (TF's "
         "product); features may be Relu6's input or output.",
-        lambda xp, a, g, f: g * ((f > 0) & (f < 6)).astype(g.dtype),
+        lambda xp, a, g, f: _relu6_grad(xp, g, f),
     ),
     "EluGrad": _Elementwise(
         _GRAD_OUT, "backprops", "float", "gradients * (outputs + 1) where outputs < 0, else gradients.",
