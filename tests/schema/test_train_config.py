@@ -228,3 +228,22 @@ def test_json_schema_has_train_section():
     assert list(validator.iter_errors(tree))
     tree["train"]["optimizer"] = {"adam": {}, "sgd": {}}
     assert list(validator.iter_errors(tree))
+
+
+def test_non_finite_numbers_are_refused():
+    """`learning_rate: .nan` (or a typo like 1e400, read as infinity), an infinite decay rate,
+    momentum or weight decay were accepted: every step then made the weights NaN."""
+    data = "  data: {source: {builtin: digits}, feeds: {x: x, y: y}}\n"
+    assert errors_of("  loss: loss\n  optimizer: {sgd: {learning_rate: .nan}}\n" + data) == [
+        "m.yaml:15:36: train.optimizer.sgd.learning_rate: expected a finite number, got nan"]
+    assert errors_of("  loss: loss\n  optimizer: {adam: {learning_rate: 1e400}}\n" + data) == [
+        "m.yaml:15:37: train.optimizer.adam.learning_rate: expected a finite number, got inf"]
+    assert errors_of("  loss: loss\n  optimizer: {momentum: {momentum: .inf, weight_decay: .inf, learning_rate: "
+                     "{schedule: exponential, initial: 1, decay_steps: 3, decay_rate: .inf}}}\n" + data
+                     + "  clip_global_norm: .inf\n  checkpoints: {every_secs: .inf}\n") == [
+        "m.yaml:15:36: train.optimizer.momentum.momentum: expected a finite number, got inf",
+        "m.yaml:15:56: train.optimizer.momentum.weight_decay: expected a finite number, got inf",
+        "m.yaml:15:141: train.optimizer.momentum.learning_rate.decay_rate: expected a finite number, got inf",
+        "m.yaml:17:21: train.clip_global_norm: expected a finite number, got inf",
+        "m.yaml:18:29: train.checkpoints.every_secs: expected a finite number, got inf",
+    ]
