@@ -132,7 +132,11 @@ def _stratified(arrays, field: str, test_fraction: float, rng) -> tuple[np.ndarr
     if labels.ndim != 1:
         raise SpecError(f"cannot stratify by '{field}': it must hold one class label per example, got shape "
                         f"{list(labels.shape)}", path="train.data.split.stratify")  # fmt: skip
-    classes, inverse = np.unique(labels, return_inverse=True)
+    classes, inverse, counts = np.unique(labels, return_inverse=True, return_counts=True)
+    if counts.min() < 2:  # scikit-learn's rule; a real-valued target makes every value a class
+        raise SpecError(f"cannot stratify by '{field}': of its {len(classes)} classes, {int((counts < 2).sum())} "
+                        f"have only 1 member (a class needs 2 to be split; stratify needs class labels, not a "
+                        f"real-valued target)", path="train.data.split.stratify")  # fmt: skip
     members = [np.flatnonzero(inverse == c) for c in range(len(classes))]
     want = np.array([len(m) * test_fraction for m in members])
     take = np.floor(want).astype(int)

@@ -13,7 +13,7 @@ from specflow.io.checkpoint import CheckpointManager
 from specflow.runtime.session import Session, SessionConfig
 from specflow.train import state
 from specflow.train.data import load_source, split
-from specflow.train.data_fit import check_fixed_batch, fit_to_inputs, located
+from specflow.train.data_fit import check_fixed_batch, errors_located, fit_to_inputs, located
 
 
 def load_split(spec, cfg) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray] | None]:
@@ -22,7 +22,8 @@ def load_split(spec, cfg) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray] 
     if cfg.data.split is None:
         train, test = arrays, None
     else:
-        train, test = split(arrays, cfg.data.split.test, cfg.data.seed, cfg.data.split.stratify)
+        with errors_located(spec):
+            train, test = split(arrays, cfg.data.split.test, cfg.data.seed, cfg.data.split.stratify)
     check_fixed_batch(spec, cfg, train, test)
     return train, test
 

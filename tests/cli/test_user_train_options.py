@@ -1,0 +1,31 @@
+"""What a Keras/Ludwig user met with the train section's options and data: each a regression
+test (held-out splits, their errors at the spec's line)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .cli_helpers import cli, one_error
+from .test_user_specs import SPEC, spec_file
+
+
+def test_split_errors_name_the_spec_line(tmp_path):
+    """A stratify field the source lacks, or a test fraction leaving no training data, was
+    `error: train.data.split.stratify: ...` with no file or line."""
+    spec = spec_file(tmp_path, SPEC.replace("split: {test: 0.2}", "split: {test: 0.2, stratify: label}"))
+    one_error(cli("validate", spec), "tiny.yaml:17:", "train.data.split.stratify: cannot stratify by 'label'")
+    one_error(cli("train", spec, "--logdir", tmp_path / "run"), "tiny.yaml:17:", "cannot stratify by 'label'")
+    np.savez(tmp_path / "d.npz", x=np.zeros((3, 64), np.float32), y=np.arange(3))
+    spec = spec_file(tmp_path, SPEC.replace("{builtin: digits}", "{npz: d.npz}").replace("test: 0.2", "test: 0.9"))
+    one_error(cli("validate", spec), "tiny.yaml:17:", "train.data.split.test: a test fraction of 0.9 leaves no training")
+
+
+def test_stratifying_by_a_continuous_target_is_refused(tmp_path):
+    """`stratify: y` on a real-valued target made every value its own class: the held-out split
+    was the smallest targets, not a random draw. scikit-learn refuses a class of one member."""
+    rng = np.random.default_rng(0)
+    np.savez(tmp_path / "d.npz", x=rng.random((50, 64), np.float32), y=rng.integers(0, 10, 50), t=rng.random(50))
+    spec = spec_file(tmp_path, SPEC.replace("{builtin: digits}", "{npz: d.npz}")
+                     .replace("split: {test: 0.2}", "split: {test: 0.2, stratify: t}"))
+    one_error(cli("validate", spec), "tiny.yaml:17:", "train.data.split.stratify: cannot stratify by 't'",
+              "50 classes", "only 1 member")
