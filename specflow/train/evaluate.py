@@ -68,7 +68,8 @@ def evaluate_checkpoint(spec, logdir, step: int | None = None) -> tuple[str, dic
     if cfg is None:
         raise TrainingError(f"{spec.path} has no train: section (it names the data and metrics)")
     if cfg.data.split is None:
-        raise TrainingError(f"{spec.path}: train.data has no split, so there is no held-out data to evaluate on")
+        msg = "there is no held-out data to evaluate on: add split: {test: 0.2} to it"
+        raise located(spec, TrainingError(msg, path="train.data"))
     graph_def, path, restore = restoring_graph(spec, logdir, step, keep=cfg.checkpoints.keep)
     _, test = load_split(spec, cfg)
     with Session(graph_def, SessionConfig(graph_seed=spec.model.seed)) as sess:

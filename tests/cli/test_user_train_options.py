@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .cli_helpers import cli, one_error
+from .cli_helpers import cli, ok, one_error
 from .test_user_specs import SPEC, spec_file
 
 
@@ -29,3 +29,11 @@ def test_stratifying_by_a_continuous_target_is_refused(tmp_path):
                      .replace("split: {test: 0.2}", "split: {test: 0.2, stratify: t}"))
     one_error(cli("validate", spec), "tiny.yaml:17:", "train.data.split.stratify: cannot stratify by 't'",
               "50 classes", "only 1 member")
+
+
+def test_eval_without_a_split_names_the_data_line(tmp_path):
+    """`eval` of a run whose data has no split said `tiny.yaml: train.data has no split`: no line."""
+    spec = spec_file(tmp_path, SPEC.replace(", split: {test: 0.2}", ""))
+    ok("train", spec, "--logdir", tmp_path / "run")
+    one_error(cli("eval", spec, "--logdir", tmp_path / "run"), "tiny.yaml:17:", "train.data: there is no held-out",
+              "add split: {test: 0.2}")
