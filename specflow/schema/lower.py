@@ -74,6 +74,7 @@ class Lowerer:
     errors: list[SpecflowError] = field(default_factory=list)
     call_stack: list[str] = field(default_factory=list)
     calls: dict[str, str] = field(default_factory=dict)  # a call node's scope -> its function
+    shares: dict[str, str] = field(default_factory=dict)  # a call with share: -> the call owning its variables
     partitioned: dict[str, Any] = field(default_factory=dict)  # a partitioned variable's whole read -> it
 
     def run(self) -> Lowered:
