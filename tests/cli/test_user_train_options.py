@@ -37,3 +37,13 @@ def test_eval_without_a_split_names_the_data_line(tmp_path):
     ok("train", spec, "--logdir", tmp_path / "run")
     one_error(cli("eval", spec, "--logdir", tmp_path / "run"), "tiny.yaml:17:", "train.data: there is no held-out",
               "add split: {test: 0.2}")
+
+
+def test_a_string_field_feeding_an_integer_input_reads_as_one_sentence(tmp_path):
+    """String labels in an npz fed to an int64 input said "... but source field 'y' is <U3 [?]
+    must be int64, got <U3": two sentences run together, numpy's type code for the dtype."""
+    np.savez(tmp_path / "d.npz", x=np.zeros((20, 64), np.float32), y=np.array(["cat", "dog"] * 10))
+    spec = spec_file(tmp_path, SPEC.replace("{builtin: digits}", "{npz: d.npz}"))
+    line = one_error(cli("validate", spec), "tiny.yaml:17:", "train.data.feeds.labels: input 'labels' is int64 [?] but "
+                     "source field 'y' is string [?]: the data must be int64, got <U3")
+    assert "[?] must" not in line
