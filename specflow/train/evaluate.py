@@ -14,6 +14,7 @@ from specflow.runtime.session import Session, SessionConfig
 from specflow.train import state
 from specflow.train.data import load_source, split
 from specflow.train.data_fit import check_fixed_batch, errors_located, fit_to_inputs, located
+from specflow.train.sharding import FILE_INDEX
 
 
 def load_split(spec, cfg) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray] | None]:
@@ -32,11 +33,13 @@ def load_fitted(spec, cfg) -> dict[str, np.ndarray]:
     """The spec's data source, each fed field fitted to its input (``data_fit.py``); errors at
     the spec's line."""
     base = Path(spec.path).parent if spec.path else Path(".")
+    used = {*cfg.data.feeds.values(), *([cfg.data.split.stratify] if cfg.data.split else [])} - {None}
     try:
-        arrays = load_source(cfg.data.source_dict(), base)
+        arrays = load_source(cfg.data.source_dict(), base, used)
     except SpecflowError as e:
         raise located(spec, e) from None
-    return fit_to_inputs(spec, cfg, arrays)
+    arrays = fit_to_inputs(spec, cfg, arrays)
+    return {k: a for k, a in arrays.items() if k in used or k == FILE_INDEX}  # the others are not examples
 
 
 def evaluate(session, cfg, training_flag, arrays, metrics: dict[str, str], batch: int = 1024) -> dict[str, float]:

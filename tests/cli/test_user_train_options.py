@@ -47,3 +47,20 @@ def test_a_string_field_feeding_an_integer_input_reads_as_one_sentence(tmp_path)
     line = one_error(cli("validate", spec), "tiny.yaml:17:", "train.data.feeds.labels: input 'labels' is int64 [?] but "
                      "source field 'y' is string [?]: the data must be int64, got <U3")
     assert "[?] must" not in line
+
+
+def test_arrays_the_feeds_do_not_use_may_be_of_any_shape(tmp_path):
+    """An npz holding, besides the examples, a scalar or a class-name list (`classes`) was
+    refused: "field 'n' is a scalar; every field needs one row per example", though no feed
+    reads them. The fields fed (and the stratify field) are still checked."""
+    x, y = np.random.default_rng(0).random((40, 64), np.float32), np.arange(40) % 4
+    np.savez(tmp_path / "d.npz", x=x, y=y, n=np.array(40), classes=np.array(["a", "b", "c", "d"]))
+    spec = spec_file(tmp_path, SPEC.replace("{builtin: digits}", "{npz: d.npz}"))
+    ok("validate", spec)
+    ok("train", spec, "--logdir", tmp_path / "run", "--steps", 2)
+    ok("eval", spec, "--logdir", tmp_path / "run")
+    np.savez(tmp_path / "d.npz", x=x, y=y[:30], n=np.array(40))
+    one_error(cli("validate", spec), "tiny.yaml:17:", "'x' has 40, 'y' has 30")
+    np.savez(tmp_path / "d.npz", x=x, y=y, c=np.arange(30))
+    spec = spec_file(tmp_path, SPEC.replace("{builtin: digits}", "{npz: d.npz}").replace("test: 0.2", "test: 0.2, stratify: c"))
+    one_error(cli("validate", spec), "tiny.yaml:17:", "'c' has 30")
