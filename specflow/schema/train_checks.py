@@ -115,10 +115,11 @@ class _TrainChecker:
             else:
                 self._field_fits(name, field, base + (name,))
         # Placeholder node -> input name, for inputs that have no default and are not fed.
+        flag = self.spec.lowered.training_flag  # fed by training (true) and evaluation (false)
         unfed = {
             parse_input(self.ns.resolve(name, base, self)).node: name
             for name, spec in inputs.items()
-            if not spec.has_default and name not in data.feeds
+            if not spec.has_default and name not in data.feeds and name != flag
         }
         reported: set[str] = set()
         for what, ref, tensor in needed:

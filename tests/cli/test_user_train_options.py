@@ -64,3 +64,18 @@ def test_arrays_the_feeds_do_not_use_may_be_of_any_shape(tmp_path):
     np.savez(tmp_path / "d.npz", x=x, y=y, c=np.arange(30))
     spec = spec_file(tmp_path, SPEC.replace("{builtin: digits}", "{npz: d.npz}").replace("test: 0.2", "test: 0.2, stratify: c"))
     one_error(cli("validate", spec), "tiny.yaml:17:", "'c' has 30")
+
+
+def test_a_declared_training_flag_without_default_is_fed_by_the_trainer(tmp_path):
+    """`training: {dtype: bool, shape: []}` (no default) beside a dropout layer was refused:
+    "input 'training' is needed by the loss 'loss' but is not fed", though training feeds it
+    true and evaluation false, as the README says of the flag."""
+    text = SPEC.replace("  labels: {dtype: int64, shape: [null]}\n",
+                        "  labels: {dtype: int64, shape: [null]}\n  training: {dtype: bool, shape: []}\n")
+    text = text.replace(
+        "  logits: {layer: dense, inputs: [hidden], units: 10}",
+        "  drop: {layer: dropout, inputs: [hidden], rate: 0.5}\n  logits: {layer: dense, inputs: [drop], units: 10}")
+    spec = spec_file(tmp_path, text)
+    ok("validate", spec)
+    ok("train", spec, "--logdir", tmp_path / "run")
+    ok("eval", spec, "--logdir", tmp_path / "run")
