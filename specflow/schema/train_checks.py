@@ -57,6 +57,8 @@ class _TrainChecker:
             tensor = self._scalar(what, ref, path)
             if tensor is not None:
                 needed.append((what, ref, tensor))
+                if what == "loss":
+                    self._trains_something(ref, tensor, path)
         for i, ref in enumerate(t.summaries.histograms):
             self._variable(ref, ("train", "summaries", "histograms", i))
         self._feeds(needed)
@@ -91,6 +93,14 @@ class _TrainChecker:
             self.errors.append(self.error(msg, path))
             return None
         return tensor
+
+    def _trains_something(self, ref: str, tensor: str, path: tuple) -> None:
+        trainable = {parse_input(v.handle).node for v in self.variables.values() if v.trainable}
+        if not trainable:
+            self.errors.append(self.error("the model has no trainable variables: there is nothing to train", path))
+        elif not trainable & self._upstream(parse_input(tensor).node):
+            msg = f"the loss '{ref}' depends on no trainable variable: training would change nothing"
+            self.errors.append(self.error(msg, path))
 
     def _variable(self, ref: str, path: tuple) -> None:
         if ref in self.variables:

@@ -79,3 +79,13 @@ def test_a_declared_training_flag_without_default_is_fed_by_the_trainer(tmp_path
     ok("validate", spec)
     ok("train", spec, "--logdir", tmp_path / "run")
     ok("eval", spec, "--logdir", tmp_path / "run")
+
+
+def test_a_loss_without_gradients_names_the_loss_line(tmp_path):
+    """A loss through ArgMax (no gradient) failed `train` with "node 'loss': the loss 'loss'
+    does not depend on any trainable variable": no file or line."""
+    spec = spec_file(tmp_path, SPEC.replace(
+        "  loss: {op: Mean, inputs: [{op: SparseSoftmaxCrossEntropyWithLogits, inputs: [logits, labels]}]}",
+        "  loss: {op: Mean, inputs: [{op: Cast, inputs: [{op: ArgMax, inputs: [logits], axis: 1}], DstT: float32}]}"))
+    one_error(cli("train", spec, "--logdir", tmp_path / "run"), "tiny.yaml:15:", "train.loss: the loss 'loss' does "
+              "not depend on any trainable variable")

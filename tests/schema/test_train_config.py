@@ -247,3 +247,13 @@ def test_non_finite_numbers_are_refused():
         "m.yaml:17:21: train.clip_global_norm: expected a finite number, got inf",
         "m.yaml:18:29: train.checkpoints.every_secs: expected a finite number, got inf",
     ]
+
+
+def test_a_loss_no_trainable_variable_reaches_is_refused_by_validate():
+    """`loss` computed from the labels alone validated; `train` then failed with
+    "node 'loss': the loss 'loss' does not depend on any trainable variable", no line."""
+    data = "  data: {source: {builtin: digits}, feeds: {x: x, y: y}}\n"
+    text = MODEL.replace("  correct:", "  label_mean: {op: Mean, inputs: [{op: Cast, inputs: [y], DstT: float32}]}\n"
+                         "  correct:") + "  loss: label_mean\n  optimizer: {sgd: }\n" + data
+    assert error_lines(load_spec_text, text, "m.yaml") == [
+        "m.yaml:15:9: train.loss: the loss 'label_mean' depends on no trainable variable: training would change nothing"]
