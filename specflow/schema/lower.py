@@ -36,6 +36,7 @@ from specflow.schema.layers import (
 from specflow.schema.layers.common import ensure_training_flag
 from specflow.schema.layers.partitioned import gathers_rows, lookup_rows, partitioned_variable_value
 from specflow.schema.namespace import Namespace, Skip, split_ref
+from specflow.schema.signature_checks import missing_inputs
 from specflow.schema.source import SourceMap, dotted
 
 COMMON_FIELDS = ("inputs", "device", "colocate_with", "after", "doc", "transfer")
@@ -120,8 +121,20 @@ class Lowerer:
                         entry[part][alias] = (t, self.builder.spec(t))
                     except SpecflowError as e:
                         self.record(e, path)
+            self._signature_connected(sig_name, sig, entry)
             out[sig_name] = entry
         return out
+
+    def _signature_connected(self, sig_name: str, sig, entry: dict) -> None:
+        """Each output needs only the signature's inputs (the training flag is folded away)."""
+        fed = [t for t, _ in entry["inputs"].values()]
+        exempt = set(self.builder.collections.get("training_flag", []))
+        for alias, (tensor, _) in entry["outputs"].items():
+            for name in missing_inputs(self.builder.graph_def, tensor, fed, exempt)[:1]:
+                path = ("signatures", sig_name, "outputs", alias)
+                self.record(self.error(f"signature '{sig_name}' output '{alias}' needs input '{name}', which the "
+                                       f"signature does not take (its inputs: {', '.join(sig.inputs) or 'none'})",
+                                       path), path)  # fmt: skip
 
     # --- errors -----------------------------------------------------------------------------
 

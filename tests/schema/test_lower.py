@@ -253,3 +253,22 @@ def test_const_whose_value_does_not_match_its_dtype_fails_in_the_builder():
     b = GraphBuilder()
     with pytest.raises(Err, match="value has dtype int64, but dtype is int32"):
         b.add_op("Const", [], {"value": np.array(32, np.int64), "dtype": "int32"}, name="k")
+
+
+def test_a_signature_output_needing_an_input_it_does_not_take_is_refused():
+    """`outputs: {y: pred, mae: mae}` beside `inputs: {x: x}`, where `mae` needs the labels,
+    validated; `export` then failed with "node 'y': Placeholder ... must be fed", no line."""
+    body = """\
+        nodes:
+          y: {op: Relu, inputs: [x]}
+          err: {op: Mean, inputs: [{op: Cast, inputs: [labels], DstT: float32}]}
+          both: {op: AddV2, inputs: [{op: Mean, inputs: [y]}, err]}
+        signatures:
+          s: {inputs: {x: x}, outputs: {y: y, e: both}}
+          whole: {inputs: {x: x, labels: labels}, outputs: {e: both}}
+          cut: {inputs: {err: err, x: x}, outputs: {e: both}}
+        """
+    assert errors_of(body) == [
+        "m.yaml:11:42: signatures.s.outputs.e: signature 's' output 'e' needs input 'labels', which the signature "
+        "does not take (its inputs: x)"]
+    assert lower(body.replace(", e: both}", "}")).signatures["cut"]["inputs"]["err"][0] == "err:0"
