@@ -78,6 +78,8 @@ def _fit(spec, name: str, field: str, a: np.ndarray, want) -> np.ndarray:
         target = dtypes.as_dtype(want.dtype).numpy
     except (TypeError, ValueError, SpecflowError):
         return a
+    if a.dtype.kind == "b" and np.dtype(target).kind in "iuf":
+        return a.astype(target)  # False, True -> 0, 1: no value changes (binary labels saved as bool)
     if a.dtype.kind == "f" and np.dtype(target).kind == "f" and a.dtype != target:
         with np.errstate(over="ignore"):
             cast = a.astype(target)

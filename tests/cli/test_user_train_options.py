@@ -89,3 +89,24 @@ def test_a_loss_without_gradients_names_the_loss_line(tmp_path):
         "  loss: {op: Mean, inputs: [{op: Cast, inputs: [{op: ArgMax, inputs: [logits], axis: 1}], DstT: float32}]}"))
     one_error(cli("train", spec, "--logdir", tmp_path / "run"), "tiny.yaml:15:", "train.loss: the loss 'loss' does "
               "not depend on any trainable variable")
+
+
+def test_bool_labels_feed_a_float_input(tmp_path):
+    """Binary labels saved as bool (`y > 0`) feeding a float32 target were refused ("the data
+    must be float32, got bool") though no value changes, the README's rule for converting data
+    (Keras casts them too). A float field feeding a bool input is still refused."""
+    rng = np.random.default_rng(0)
+    x = rng.random((40, 64), np.float32)
+    np.savez(tmp_path / "d.npz", x=x, y=x[:, 0] > 0.5)
+    text = SPEC.replace("{builtin: digits}", "{npz: d.npz}").replace("labels: {dtype: int64", "labels: {dtype: float32")
+    text = text.replace("  logits: {layer: dense, inputs: [hidden], units: 10}",
+                        "  out: {layer: dense, inputs: [hidden], units: 1}\n"
+                        "  logits: {op: Squeeze, inputs: [out], squeeze_dims: [1]}")
+    text = text.replace("{op: SparseSoftmaxCrossEntropyWithLogits, inputs: [logits, labels]}",
+                        "{op: Square, inputs: [{op: Sub, inputs: [logits, labels]}]}")
+    spec = spec_file(tmp_path, text)
+    ok("train", spec, "--logdir", tmp_path / "run")
+    np.savez(tmp_path / "d.npz", x=x, y=x[:, 0])
+    spec = spec_file(tmp_path, text.replace("labels: {dtype: float32", "labels: {dtype: bool").replace(
+        "{op: Sub, inputs: [logits, labels]}", "{op: Sub, inputs: [logits, {op: Cast, inputs: [labels], DstT: float32}]}"))
+    one_error(cli("validate", spec), "tiny.yaml:18:", "the data must be bool, got float32")
