@@ -54,6 +54,11 @@ class _TrainChecker:
             targets += [("metric", ref, ("train", "eval", "metrics", i)) for i, ref in enumerate(t.eval.metrics)]
         needed = []
         for what, ref, path in targets:
+            if what == "scalar summary" and ref == "learning_rate":  # hooks.py's tag for the rate
+                msg = ("the scalar summary 'learning_rate' would be written under the tag of training's own "
+                       "learning-rate summary; name the node otherwise")
+                self.errors.append(self.error(msg, path))
+                continue
             tensor = self._scalar(what, ref, path)
             if tensor is not None:
                 needed.append((what, ref, tensor))
@@ -62,7 +67,17 @@ class _TrainChecker:
         for i, ref in enumerate(t.summaries.histograms):
             self._variable(ref, ("train", "summaries", "histograms", i))
         self._feeds(needed)
+        self._reserved_names()
         return self.errors
+
+    def _reserved_names(self) -> None:
+        """Names the training graph gives its own nodes (train/graph.py, optimizers.py)."""
+        model = self.spec.model
+        for name, what in (("global_step", "training's step counter"), ("train_init", "training's initializer op")):
+            for section, kind in (("nodes", "node"), ("inputs", "input"), ("variables", "variable")):
+                if name in (getattr(model, section) or {}):
+                    msg = f"'{name}' is the name of {what}; name the {kind} otherwise"
+                    self.errors.append(self.error(msg, (section, name), key=True))
 
     # --- tensors ------------------------------------------------------------------------------
 

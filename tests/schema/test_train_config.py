@@ -257,3 +257,28 @@ def test_a_loss_no_trainable_variable_reaches_is_refused_by_validate():
                          "  correct:") + "  loss: label_mean\n  optimizer: {sgd: }\n" + data
     assert error_lines(load_spec_text, text, "m.yaml") == [
         "m.yaml:15:9: train.loss: the loss 'label_mean' depends on no trainable variable: training would change nothing"]
+
+
+def test_names_the_training_graph_takes_are_reserved():
+    """A node (or variable) named `global_step` or `train_init` validated; `train` then failed
+    with "node 'global_step': duplicate node name 'global_step'", no line."""
+    train = "  loss: loss\n  optimizer: {sgd: }\n  data: {source: {builtin: digits}, feeds: {x: x, y: y}}\n"
+    text = MODEL.replace("  correct:", "  global_step: {op: Size, inputs: [x]}\n  train_init: {op: Size, inputs: [x]}\n"
+                         "  correct:") + train
+    assert error_lines(load_spec_text, text, "m.yaml") == [
+        "m.yaml:12:3: nodes.global_step: 'global_step' is the name of training's step counter; name the node "
+        "otherwise",
+        "m.yaml:13:3: nodes.train_init: 'train_init' is the name of training's initializer op; name the node otherwise",
+    ]
+    load_spec_text(text.split("train:\n")[0], "m.yaml")  # without a train: section the names are free
+
+
+def test_a_scalar_summary_tagged_learning_rate_is_refused():
+    """`summaries: {scalars: [learning_rate]}` naming a node of the model was written under the
+    tag of training's own learning-rate summary, which replaced it: the node's value was lost."""
+    train = ("  loss: loss\n  optimizer: {sgd: }\n  data: {source: {builtin: digits}, feeds: {x: x, y: y}}\n"
+             "  summaries: {scalars: [loss, learning_rate]}\n")
+    text = MODEL.replace("  correct:", "  learning_rate: {op: Mean, inputs: [x]}\n  correct:") + train
+    assert error_lines(load_spec_text, text, "m.yaml") == [
+        "m.yaml:18:31: train.summaries.scalars.1: the scalar summary 'learning_rate' would be written under the tag "
+        "of training's own learning-rate summary; name the node otherwise"]
