@@ -110,3 +110,11 @@ def test_bool_labels_feed_a_float_input(tmp_path):
     spec = spec_file(tmp_path, text.replace("labels: {dtype: float32", "labels: {dtype: bool").replace(
         "{op: Sub, inputs: [logits, labels]}", "{op: Sub, inputs: [logits, {op: Cast, inputs: [labels], DstT: float32}]}"))
     one_error(cli("validate", spec), "tiny.yaml:18:", "the data must be bool, got float32")
+
+
+def test_a_negative_train_seed_is_a_usage_error_naming_seed(tmp_path):
+    """`train --seed -1` said "error: --set train.data.seed=-1: train.data.seed: must be >= 0",
+    naming a --set the user never gave."""
+    r = cli("train", spec_file(tmp_path), "--logdir", tmp_path / "run", "--seed", "-1")
+    assert r.exit_code == 2 and "--seed" in r.output and "--set" not in r.output, r.output
+    assert not (tmp_path / "run").exists()
