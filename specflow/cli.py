@@ -333,7 +333,8 @@ def train(
     steps: int | None = typer.Option(None, "--steps", min=1, help="Train up to this global step (default: train.steps)."),
     resume: bool = typer.Option(False, "--resume", help="Continue the run in --logdir from its latest checkpoint, "
                                 "with the run's own --seed and --set (remembered in LOGDIR/run.json)."),
-    seed: int | None = typer.Option(None, "--seed", min=0, help="Seed for initializers, data order and random ops."),
+    seed: int | None = typer.Option(None, "--seed", min=0, max=2**63 - 1,
+                                     help="Seed for initializers, data order and random ops."),
     devices: str | None = DevicesOpt,
     force: bool = typer.Option(False, "--force", help="With --resume: use a --seed/--set that differs from the "
                                "run's (a warning instead of an error)."),

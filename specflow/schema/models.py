@@ -408,7 +408,7 @@ class ModelSpec(StrictModel):
     specflow: int
     name: Ident
     description: str | None = None
-    seed: int | None = None
+    seed: Annotated[int, Field(ge=-(2**63), le=2**63 - 1)] | None = None  # an int64, as TF's graph seed
     inputs: dict[Name, InputSpec] = {}
     variables: dict[Name, VariableSpec] = {}
     nodes: dict[Name, Node] = {}

@@ -115,6 +115,7 @@ def test_bool_labels_feed_a_float_input(tmp_path):
 def test_a_negative_train_seed_is_a_usage_error_naming_seed(tmp_path):
     """`train --seed -1` said "error: --set train.data.seed=-1: train.data.seed: must be >= 0",
     naming a --set the user never gave."""
-    r = cli("train", spec_file(tmp_path), "--logdir", tmp_path / "run", "--seed", "-1")
-    assert r.exit_code == 2 and "--seed" in r.output and "--set" not in r.output, r.output
+    for seed in ("-1", str(2**64)):  # the largest is an int64's, as a graph seed is
+        r = cli("train", spec_file(tmp_path), "--logdir", tmp_path / "run", "--seed", seed)
+        assert r.exit_code == 2 and "--seed" in r.output and "--set" not in r.output, r.output
     assert not (tmp_path / "run").exists()
