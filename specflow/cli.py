@@ -407,7 +407,9 @@ def eval_(
     s = _load_with_run_flags(spec, logdir, set_)
     path, metrics = evaluate_checkpoint(s, logdir, checkpoint)
     if fmt == "json":
-        print(json.dumps({"checkpoint": path, "metrics": metrics}, indent=2))
+        from specflow.views.json_values import dumps
+
+        print(dumps({"checkpoint": path, "metrics": metrics}))
     else:
         out.print(metrics_table(metrics, path))
 
