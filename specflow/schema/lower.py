@@ -480,6 +480,11 @@ class Lowerer:
 
     def _literal(self, opdef: OpDef, arg: ArgDef, value, attrs: dict, tensors: dict, path: tuple) -> str:
         dt = self._literal_dtype(opdef, arg, value, attrs, tensors)
+        if dt is not None and dt.name != "string" and not isinstance(value, str):
+            try:  # as a Const's value: `y: 1.5` beside int64 labels is not truncated to 1
+                return self.builder.const(const_value(value, dt), dt, name=arg.name)
+            except ValueError as e:
+                raise self.error(f"input '{arg.name}' of {opdef.name}: {e}", path) from None
         try:
             arr = np.asarray(value, dtype=dt.numpy if dt is not None else None)
         except OverflowError:
