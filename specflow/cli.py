@@ -333,7 +333,8 @@ def train(
     steps: int | None = typer.Option(None, "--steps", min=1, help="Train up to this global step (default: train.steps)."),
     resume: bool = typer.Option(False, "--resume", help="Continue the run in --logdir from its latest checkpoint, "
                                 "with the run's own --seed and --set (remembered in LOGDIR/run.json)."),
-    seed: int | None = typer.Option(None, "--seed", help="Seed for initializers, data order and random ops."),
+    seed: int | None = typer.Option(None, "--seed", min=0, max=2**63 - 1,
+                                     help="Seed for initializers, data order and random ops."),
     devices: str | None = DevicesOpt,
     force: bool = typer.Option(False, "--force", help="With --resume: use a --seed/--set that differs from the "
                                "run's (a warning instead of an error)."),
@@ -406,7 +407,9 @@ def eval_(
     s = _load_with_run_flags(spec, logdir, set_)
     path, metrics = evaluate_checkpoint(s, logdir, checkpoint)
     if fmt == "json":
-        print(json.dumps({"checkpoint": path, "metrics": metrics}, indent=2))
+        from specflow.views.json_values import dumps
+
+        print(dumps({"checkpoint": path, "metrics": metrics}))
     else:
         out.print(metrics_table(metrics, path))
 

@@ -90,7 +90,9 @@ def _share_rule(lw: Lowerer, ns: Namespace, spec, name: str, path: tuple) -> tup
     if called != spec.call:
         raise lw.error(f"share: '{other}' calls '{called}', not '{spec.call}'; only calls of one function share "
                        "variables", path + ("share",))
-    return b.scoped(name) + "/", target + "/"
+    owner = lw.shares.get(target, target)  # `c` shares `b`, which shares `a`: `a`'s variables
+    lw.shares[b.scoped(name)] = owner
+    return b.scoped(name) + "/", owner + "/"
 
 
 def _create_variables(lw: Lowerer, body: Namespace, fn, values: dict, fpath: tuple) -> None:

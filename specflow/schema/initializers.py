@@ -277,7 +277,12 @@ def _read_cached(prefix: str, read) -> dict:
 
 
 def _fill(builder, value, dims: list[int], dtype: DType) -> str:
-    arr = np.asarray(value, dtype=dtype.numpy)
+    from specflow.ops.array_ops import const_value
+
+    try:  # as a Const's value: whole numbers in range for an integer dtype (no truncation)
+        arr = const_value(value, dtype)
+    except ValueError as e:
+        raise SpecError(f"constant initializer: {e}") from None
     if arr.ndim == 0 and dims:
         # A scalar fills the shape at run time: the graph stays small for big variables.
         shape = _shape_const(builder, dims)

@@ -36,6 +36,7 @@ from specflow.schema.layers import (
 from specflow.schema.layers.common import ensure_training_flag
 from specflow.schema.layers.partitioned import gathers_rows, lookup_rows, partitioned_variable_value
 from specflow.schema.namespace import Namespace, Skip, split_ref
+from specflow.schema.signature_checks import missing_inputs
 from specflow.schema.source import SourceMap, dotted
 
 COMMON_FIELDS = ("inputs", "device", "colocate_with", "after", "doc", "transfer")
@@ -74,6 +75,7 @@ class Lowerer:
     errors: list[SpecflowError] = field(default_factory=list)
     call_stack: list[str] = field(default_factory=list)
     calls: dict[str, str] = field(default_factory=dict)  # a call node's scope -> its function
+    shares: dict[str, str] = field(default_factory=dict)  # a call with share: -> the call owning its variables
     partitioned: dict[str, Any] = field(default_factory=dict)  # a partitioned variable's whole read -> it
 
     def run(self) -> Lowered:
@@ -119,8 +121,20 @@ class Lowerer:
                         entry[part][alias] = (t, self.builder.spec(t))
                     except SpecflowError as e:
                         self.record(e, path)
+            self._signature_connected(sig_name, sig, entry)
             out[sig_name] = entry
         return out
+
+    def _signature_connected(self, sig_name: str, sig, entry: dict) -> None:
+        """Each output needs only the signature's inputs (the training flag is folded away)."""
+        fed = [t for t, _ in entry["inputs"].values()]
+        exempt = set(self.builder.collections.get("training_flag", []))
+        for alias, (tensor, _) in entry["outputs"].items():
+            for name in missing_inputs(self.builder.graph_def, tensor, fed, exempt)[:1]:
+                path = ("signatures", sig_name, "outputs", alias)
+                self.record(self.error(f"signature '{sig_name}' output '{alias}' needs input '{name}', which the "
+                                       f"signature does not take (its inputs: {', '.join(sig.inputs) or 'none'})",
+                                       path), path)  # fmt: skip
 
     # --- errors -----------------------------------------------------------------------------
 
@@ -466,6 +480,11 @@ class Lowerer:
 
     def _literal(self, opdef: OpDef, arg: ArgDef, value, attrs: dict, tensors: dict, path: tuple) -> str:
         dt = self._literal_dtype(opdef, arg, value, attrs, tensors)
+        if dt is not None and dt.name != "string" and not isinstance(value, str):
+            try:  # as a Const's value: `y: 1.5` beside int64 labels is not truncated to 1
+                return self.builder.const(const_value(value, dt), dt, name=arg.name)
+            except ValueError as e:
+                raise self.error(f"input '{arg.name}' of {opdef.name}: {e}", path) from None
         try:
             arr = np.asarray(value, dtype=dt.numpy if dt is not None else None)
         except OverflowError:

@@ -29,6 +29,7 @@ from pydantic_core import PydanticCustomError
 
 from specflow.errors import OpError, SpecError, did_you_mean
 from specflow.graph import dtypes
+from specflow.ops.array_ops import const_value
 from specflow.ops.registry import all_ops, get_op
 from specflow.schema.initializers import InitializerSpec
 from specflow.schema.layers import LAYERS
@@ -82,12 +83,12 @@ class InputSpec(_OptionalDefault):
     @model_validator(mode="after")
     def _default_fits_dtype(self):
         if self.has_default:
-            try:
-                arr = np.asarray(self.default, dtype=dtypes.as_dtype(self.dtype).numpy)
-            except (TypeError, ValueError):
-                raise _fail("bad_default", f"default {self.default!r} is not a valid {self.dtype} value") from None
             if self.dtype == "bool" and not np.asarray(self.default).dtype == np.bool_:
                 raise _fail("bad_default", f"default of a bool input must be true or false, got {self.default!r}")
+            try:  # as a Const's value: whole numbers in range for an integer dtype (no truncation)
+                arr = const_value(self.default, dtypes.as_dtype(self.dtype))
+            except (TypeError, ValueError) as e:
+                raise _fail("bad_default", f"default: {e}") from None
             if self.shape is not None and len(arr.shape) != len(self.shape):
                 raise _fail("bad_default", f"default has rank {arr.ndim} but shape is {self.shape}")
         return self
@@ -408,7 +409,7 @@ class ModelSpec(StrictModel):
     specflow: int
     name: Ident
     description: str | None = None
-    seed: int | None = None
+    seed: Annotated[int, Field(ge=-(2**63), le=2**63 - 1)] | None = None  # an int64, as TF's graph seed
     inputs: dict[Name, InputSpec] = {}
     variables: dict[Name, VariableSpec] = {}
     nodes: dict[Name, Node] = {}

@@ -60,12 +60,17 @@ def apply_overrides(tree: Any, source: SourceMap, overrides: Iterable[str] | Map
 
 def _set(tree: Any, path: tuple, value: Any, loc: Location) -> tuple:
     """Set the value; returns the path with negative list indices made positive."""
-    cur, done = tree, []
-    for i, part in enumerate(path):
-        last = i == len(path) - 1
+    cur, done, i = tree, [], -1
+    while i + 1 < len(path):
+        i += 1
+        part = path[i]
         here = dotted(path[:i]) or "the spec"
         if isinstance(cur, dict):
             key = str(part)
+            dotted_name = _dotted_key(cur, path, i)
+            if dotted_name is not None:  # a name holding dots (`h.1`): the longest that is a key
+                key, i = dotted_name
+            last = i == len(path) - 1
             done.append(key)
             if last:
                 cur[key] = value
@@ -77,6 +82,7 @@ def _set(tree: Any, path: tuple, value: Any, loc: Location) -> tuple:
                                     location=loc, path=dotted(path))  # fmt: skip
                 cur = cur.setdefault(key, {})
         elif isinstance(cur, list):
+            last = i == len(path) - 1
             if not isinstance(part, int):
                 raise SpecError(f"'{here}' is a list: '{part}' is not an index", location=loc, path=dotted(path))
             if not -len(cur) <= part < len(cur):
@@ -90,6 +96,15 @@ def _set(tree: Any, path: tuple, value: Any, loc: Location) -> tuple:
         else:
             raise SpecError(f"cannot set '{dotted(path)}': '{here}' is a {_kind(cur)}, not a mapping or list", location=loc, path=dotted(path))
     return tuple(done)
+
+
+def _dotted_key(cur: dict, path: tuple, i: int) -> tuple[str, int] | None:
+    """(key, index of its last part) when parts ``i``.. joined by '.' name a key of ``cur``."""
+    for j in range(len(path), i + 1, -1):
+        key = ".".join(str(p) for p in path[i:j])
+        if key in cur:
+            return key, j - 1
+    return None
 
 
 def _kind(v: Any) -> str:

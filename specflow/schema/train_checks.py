@@ -54,13 +54,30 @@ class _TrainChecker:
             targets += [("metric", ref, ("train", "eval", "metrics", i)) for i, ref in enumerate(t.eval.metrics)]
         needed = []
         for what, ref, path in targets:
+            if what == "scalar summary" and ref == "learning_rate":  # hooks.py's tag for the rate
+                msg = ("the scalar summary 'learning_rate' would be written under the tag of training's own "
+                       "learning-rate summary; name the node otherwise")
+                self.errors.append(self.error(msg, path))
+                continue
             tensor = self._scalar(what, ref, path)
             if tensor is not None:
                 needed.append((what, ref, tensor))
+                if what == "loss":
+                    self._trains_something(ref, tensor, path)
         for i, ref in enumerate(t.summaries.histograms):
             self._variable(ref, ("train", "summaries", "histograms", i))
         self._feeds(needed)
+        self._reserved_names()
         return self.errors
+
+    def _reserved_names(self) -> None:
+        """Names the training graph gives its own nodes (train/graph.py, optimizers.py)."""
+        model = self.spec.model
+        for name, what in (("global_step", "training's step counter"), ("train_init", "training's initializer op")):
+            for section, kind in (("nodes", "node"), ("inputs", "input"), ("variables", "variable")):
+                if name in (getattr(model, section) or {}):
+                    msg = f"'{name}' is the name of {what}; name the {kind} otherwise"
+                    self.errors.append(self.error(msg, (section, name), key=True))
 
     # --- tensors ------------------------------------------------------------------------------
 
@@ -92,6 +109,14 @@ class _TrainChecker:
             return None
         return tensor
 
+    def _trains_something(self, ref: str, tensor: str, path: tuple) -> None:
+        trainable = {parse_input(v.handle).node for v in self.variables.values() if v.trainable}
+        if not trainable:
+            self.errors.append(self.error("the model has no trainable variables: there is nothing to train", path))
+        elif not trainable & self._upstream(parse_input(tensor).node):
+            msg = f"the loss '{ref}' depends on no trainable variable: training would change nothing"
+            self.errors.append(self.error(msg, path))
+
     def _variable(self, ref: str, path: tuple) -> None:
         if ref in self.variables:
             return
@@ -115,10 +140,11 @@ class _TrainChecker:
             else:
                 self._field_fits(name, field, base + (name,))
         # Placeholder node -> input name, for inputs that have no default and are not fed.
+        flag = self.spec.lowered.training_flag  # fed by training (true) and evaluation (false)
         unfed = {
             parse_input(self.ns.resolve(name, base, self)).node: name
             for name, spec in inputs.items()
-            if not spec.has_default and name not in data.feeds
+            if not spec.has_default and name not in data.feeds and name != flag
         }
         reported: set[str] = set()
         for what, ref, tensor in needed:

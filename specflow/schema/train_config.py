@@ -12,6 +12,7 @@ a schedule model (``model_dump()`` gives the mapping), ``DataConfig.source_dict(
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Annotated, Any, Literal
 
@@ -42,7 +43,8 @@ def _yaml12_float(v: Any) -> Any:
     return float(v) if isinstance(v, str) and _EXP_FLOAT.fullmatch(v) else v
 
 
-Float = Annotated[float, BeforeValidator(_yaml12_float)]
+# NaN and infinity (`.nan`, or a typo like `1e400`) are refused: no option means them.
+Float = Annotated[float, BeforeValidator(_yaml12_float), Field(allow_inf_nan=False)]
 Positive = Annotated[Float, Field(gt=0)]
 NonNegative = Annotated[Float, Field(ge=0)]
 Beta = Annotated[Float, Field(ge=0, lt=1)]  # a decay rate of a moving average
@@ -132,6 +134,8 @@ ScheduleConfig = Annotated[
 def _parse_learning_rate(v: Any) -> float | _Schedule:
     v = _yaml12_float(v)
     if isinstance(v, (int, float)) and not isinstance(v, bool):
+        if not math.isfinite(v):
+            raise _fail("not_finite", f"expected a finite number, got {show(v)}")
         if v <= 0:
             raise _fail("not_positive", f"must be > 0, got {show(v)}")
         return float(v)

@@ -23,6 +23,7 @@ _EXPECTED = {
     "int_from_float": "an integer",
     "float_type": "a number",
     "float_parsing": "a number",
+    "finite_number": "a finite number",
     "bool_type": "true or false",
     "bool_parsing": "true or false",
     "string_type": "a string",

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import csv
 import math
+from collections.abc import Collection
 from pathlib import Path
 
 import numpy as np
@@ -36,8 +37,9 @@ _OPTIONS = {"csv": ("label_column", "header", "label_dtype"), "tfrecord": ("feat
 _SPLIT_STREAM = 0x53504C4954  # "SPLIT"
 
 
-def load_source(source: dict, base_dir: str | Path = ".") -> dict[str, np.ndarray]:
-    """The arrays of a data source, by field name; every field has the same number of rows."""
+def load_source(source: dict, base_dir: str | Path = ".", used: Collection[str] | None = None) -> dict[str, np.ndarray]:
+    """The arrays of a data source, by field name; every field (of ``used``, when given: the
+    others, say a list of class names, may be of any shape) has the same number of rows."""
     if not isinstance(source, dict):
         raise SpecError(f"a data source is a mapping with one of {', '.join(_KINDS)}, got {source!r}", path=SOURCE_PATH)
     kinds = [k for k in source if k in _KINDS]
@@ -67,7 +69,9 @@ def load_source(source: dict, base_dir: str | Path = ".") -> dict[str, np.ndarra
             source.get("header", True),
             source.get("label_dtype", "int64"),
         )
-    check_lengths(arrays, SOURCE_PATH)
+    checked = arrays if used is None else {k: a for k, a in arrays.items() if k in used or k == FILE_INDEX}
+    if checked or not arrays:  # none of `used` present: the feeds' check names what is missing
+        check_lengths(checked, SOURCE_PATH)
     return arrays
 
 
@@ -132,7 +136,11 @@ def _stratified(arrays, field: str, test_fraction: float, rng) -> tuple[np.ndarr
     if labels.ndim != 1:
         raise SpecError(f"cannot stratify by '{field}': it must hold one class label per example, got shape "
                         f"{list(labels.shape)}", path="train.data.split.stratify")  # fmt: skip
-    classes, inverse = np.unique(labels, return_inverse=True)
+    classes, inverse, counts = np.unique(labels, return_inverse=True, return_counts=True)
+    if counts.min() < 2:  # scikit-learn's rule; a real-valued target makes every value a class
+        raise SpecError(f"cannot stratify by '{field}': of its {len(classes)} classes, {int((counts < 2).sum())} "
+                        f"have only 1 member (a class needs 2 to be split; stratify needs class labels, not a "
+                        f"real-valued target)", path="train.data.split.stratify")  # fmt: skip
     members = [np.flatnonzero(inverse == c) for c in range(len(classes))]
     want = np.array([len(m) * test_fraction for m in members])
     take = np.floor(want).astype(int)

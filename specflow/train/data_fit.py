@@ -62,7 +62,8 @@ def fit_to_inputs(spec, cfg, arrays: dict[str, np.ndarray]) -> dict[str, np.ndar
 def _fit(spec, name: str, field: str, a: np.ndarray, want) -> np.ndarray:
     path = f"train.data.feeds.{name}"
     have = f"input '{name}' is {want.dtype} {Shape(want.shape)}"
-    got = f"source field '{field}' is {a.dtype} [?{''.join(f', {d}' for d in a.shape[1:])}]"
+    kind = "string" if a.dtype.kind in "SU" else a.dtype
+    got = f"source field '{field}' is {kind} [?{''.join(f', {d}' for d in a.shape[1:])}]"
     if want.shape is not None:
         dims = list(want.shape)
         if a.ndim != len(dims) or any(d is not None and d != n for d, n in zip(dims[1:], a.shape[1:])):
@@ -77,13 +78,15 @@ def _fit(spec, name: str, field: str, a: np.ndarray, want) -> np.ndarray:
         target = dtypes.as_dtype(want.dtype).numpy
     except (TypeError, ValueError, SpecflowError):
         return a
+    if a.dtype.kind == "b" and np.dtype(target).kind in "iuf":
+        return a.astype(target)  # False, True -> 0, 1: no value changes (binary labels saved as bool)
     if a.dtype.kind == "f" and np.dtype(target).kind == "f" and a.dtype != target:
         with np.errstate(over="ignore"):
             cast = a.astype(target)
         if np.all(np.isfinite(cast) | ~np.isfinite(a)):
             return cast
     try:
-        return cast_exactly(a, target, f"{have} but {got}", SpecError)
+        return cast_exactly(a, target, f"{have} but {got}: the data", SpecError)
     except SpecError as e:
         e.path = path
         raise located(spec, e) from None

@@ -13,7 +13,8 @@ from specflow.io.checkpoint import CheckpointManager
 from specflow.runtime.session import Session, SessionConfig
 from specflow.train import state
 from specflow.train.data import load_source, split
-from specflow.train.data_fit import check_fixed_batch, fit_to_inputs, located
+from specflow.train.data_fit import check_fixed_batch, errors_located, fit_to_inputs, located
+from specflow.train.sharding import FILE_INDEX
 
 
 def load_split(spec, cfg) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray] | None]:
@@ -22,7 +23,8 @@ def load_split(spec, cfg) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray] 
     if cfg.data.split is None:
         train, test = arrays, None
     else:
-        train, test = split(arrays, cfg.data.split.test, cfg.data.seed, cfg.data.split.stratify)
+        with errors_located(spec):
+            train, test = split(arrays, cfg.data.split.test, cfg.data.seed, cfg.data.split.stratify)
     check_fixed_batch(spec, cfg, train, test)
     return train, test
 
@@ -31,11 +33,13 @@ def load_fitted(spec, cfg) -> dict[str, np.ndarray]:
     """The spec's data source, each fed field fitted to its input (``data_fit.py``); errors at
     the spec's line."""
     base = Path(spec.path).parent if spec.path else Path(".")
+    used = {*cfg.data.feeds.values(), *([cfg.data.split.stratify] if cfg.data.split else [])} - {None}
     try:
-        arrays = load_source(cfg.data.source_dict(), base)
+        arrays = load_source(cfg.data.source_dict(), base, used)
     except SpecflowError as e:
         raise located(spec, e) from None
-    return fit_to_inputs(spec, cfg, arrays)
+    arrays = fit_to_inputs(spec, cfg, arrays)
+    return {k: a for k, a in arrays.items() if k in used or k == FILE_INDEX}  # the others are not examples
 
 
 def evaluate(session, cfg, training_flag, arrays, metrics: dict[str, str], batch: int = 1024) -> dict[str, float]:
@@ -67,7 +71,8 @@ def evaluate_checkpoint(spec, logdir, step: int | None = None) -> tuple[str, dic
     if cfg is None:
         raise TrainingError(f"{spec.path} has no train: section (it names the data and metrics)")
     if cfg.data.split is None:
-        raise TrainingError(f"{spec.path}: train.data has no split, so there is no held-out data to evaluate on")
+        msg = "there is no held-out data to evaluate on: add split: {test: 0.2} to it"
+        raise located(spec, TrainingError(msg, path="train.data"))
     graph_def, path, restore = restoring_graph(spec, logdir, step, keep=cfg.checkpoints.keep)
     _, test = load_split(spec, cfg)
     with Session(graph_def, SessionConfig(graph_seed=spec.model.seed)) as sess:

@@ -80,7 +80,8 @@ def build_training_graph(spec, cfg, train_arrays: dict[str, np.ndarray] | None, 
     loss = spec.resolve(cfg.loss)
     trainable = [v for v in lowered.variables if v.trainable]
     if not trainable:
-        raise GraphError("the model has no trainable variables: there is nothing to train", node=cfg.loss)
+        raise GraphError("the model has no trainable variables: there is nothing to train", node=cfg.loss,
+                         path="train.loss")
     global_step = optimizers.create_global_step(b)
     opt_name, opt_params = optimizer_choice(cfg)
     lr = schedules.learning_rate(b, opt_params.get("learning_rate"), global_step.read)
@@ -88,7 +89,8 @@ def build_training_graph(spec, cfg, train_arrays: dict[str, np.ndarray] | None, 
     grads = gradients(b, [loss], [v.handle for v in trainable], sparse=sparse_gradients)
     missing = [v.name for v, g in zip(trainable, grads) if g is None]
     if len(missing) == len(trainable):
-        raise GraphError(f"the loss '{cfg.loss}' does not depend on any trainable variable", node=cfg.loss)
+        raise GraphError(f"the loss '{cfg.loss}' does not depend on any trainable variable (no gradient reaches "
+                         "one)", node=cfg.loss, path="train.loss")
     global_norm = None
     if cfg.clip_global_norm is not None:
         present = [g for g in grads if g is not None]

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 
 from rich.table import Table
 from rich.text import Text
 
 from specflow.graph.graph_def import GraphDef, NodeDef, parse_input
+from specflow.views import json_values
 
 # spec_of(node_name) -> list of "dtype[shape]" strings for the node's outputs (or None if unknown)
 OutputsFn = Callable[[str], list[str] | None]
@@ -63,7 +63,7 @@ def graph_json(graph_def: GraphDef, spec_of: OutputsFn | None = None, extra: dic
                 nd["outputs"] = outs
     if extra:
         d.update(extra)
-    return json.dumps(d, indent=2)
+    return json_values.dumps(d)
 
 
 def _q(s: str) -> str:

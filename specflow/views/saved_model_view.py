@@ -26,6 +26,7 @@ from specflow.graph.graph_def import GraphDef, NodeDef
 from specflow.graph.names import check_graph_proto_names, check_library_names, check_reference
 from specflow.io.graph_loader import graph_io, is_graph_def_file, read_graph_def, read_graph_def_proto
 from specflow.io.tensor_bundle import index_filename, read_bundle_index
+from specflow.views import json_values
 from specflow.views.graph_view import graph_table
 
 
@@ -166,8 +167,8 @@ def predictions_json(outputs: dict[str, np.ndarray]) -> str:
             return np.array(text, dtype=object).reshape(v.shape).tolist()
         return v.tolist()
 
-    return json.dumps({alias: {"dtype": str(v.dtype), "shape": list(v.shape), "value": plain(v)}
-                       for alias, v in outputs.items()}, indent=2)
+    return json_values.dumps({alias: {"dtype": str(v.dtype), "shape": list(v.shape), "value": plain(v)}
+                              for alias, v in outputs.items()})
 
 
 def import_summary(result, diffs: dict[str, float]) -> Table:

@@ -104,6 +104,18 @@ def test_attr_sized_variables():
     assert {v.name: v.shape.as_list() for v in spec.variables}["a/gamma"] == [3]
 
 
+def test_share_of_a_call_that_shares_ties_to_the_first():
+    """One encoder on three inputs written as a chain (`c` shares `b`, which shares `a`) failed:
+    "variable 'c/h/kernel' shares with 'b', which has no variable 'b/h/kernel'"."""
+    spec = lower("""\
+        a: {call: norm, inputs: [x]}
+        b: {call: norm, inputs: [x], share: a}
+        c: {call: norm, inputs: [x], share: b}
+    """)
+    assert [v.name for v in spec.variables] == ["a/gamma", "a/beta", "a/h/kernel", "a/h/bias"]
+    assert spec.graph_def.node("c/h/MatMul").inputs[1] == "a/h/kernel/Read/ReadVariableOp"
+
+
 def test_share_errors():
     assert errors_of("""\
         a: {call: norm, inputs: [x]}

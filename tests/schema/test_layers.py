@@ -187,3 +187,21 @@ def test_layer_input_errors():
         expand("conv2d", [None, 8, 8], filters=2, kernel_size=3)
     with pytest.raises(SpecError, match="flatten needs the input's dimensions after the first known"):
         expand("flatten", [None, None, 4])
+
+
+@pytest.mark.parametrize(
+    "kind, shape, config, message",
+    [
+        ("conv2d", [None, 8, 8, 1], {"filters": 2, "kernel_size": 9}, "conv2d's output [?, 0, 0, 2] has a dimension of 0"),
+        ("conv1d", [None, 12, 3], {"filters": 2, "kernel_size": 13}, "conv1d's output [?, 0, 2] has a dimension of 0"),
+        ("max_pool2d", [None, 1, 8, 3], {"pool_size": 2}, "max_pool2d's output [?, 0, 4, 3] has a dimension of 0"),
+        ("depthwise_conv2d", [None, 4, 4, 3], {"kernel_size": 5}, "output [?, 0, 0, 3] has a dimension of 0"),
+    ],
+)
+def test_a_window_larger_than_the_input_is_refused(kind, shape, config, message):
+    """A valid-padded window one wider than the input (Keras: "One of the dimensions in the
+    output is <= 0") gave an empty output silently: a conv1d of kernel 13 on 12 steps validated,
+    its model trained on nothing."""
+    with pytest.raises(SpecError, match=message.replace("[", r"\[").replace("?", r"\?")):
+        expand(kind, shape, **config)
+    expand(kind, shape, **{**config, "padding": "same"})  # same padding fits any window

@@ -253,3 +253,48 @@ def test_const_whose_value_does_not_match_its_dtype_fails_in_the_builder():
     b = GraphBuilder()
     with pytest.raises(Err, match="value has dtype int64, but dtype is int32"):
         b.add_op("Const", [], {"value": np.array(32, np.int64), "dtype": "int32"}, name="k")
+
+
+def test_a_signature_output_needing_an_input_it_does_not_take_is_refused():
+    """`outputs: {y: pred, mae: mae}` beside `inputs: {x: x}`, where `mae` needs the labels,
+    validated; `export` then failed with "node 'y': Placeholder ... must be fed", no line."""
+    body = """\
+        nodes:
+          y: {op: Relu, inputs: [x]}
+          err: {op: Mean, inputs: [{op: Cast, inputs: [labels], DstT: float32}]}
+          both: {op: AddV2, inputs: [{op: Mean, inputs: [y]}, err]}
+        signatures:
+          s: {inputs: {x: x}, outputs: {y: y, e: both}}
+          whole: {inputs: {x: x, labels: labels}, outputs: {e: both}}
+          cut: {inputs: {err: err, x: x}, outputs: {e: both}}
+        """
+    assert errors_of(body) == [
+        "m.yaml:11:42: signatures.s.outputs.e: signature 's' output 'e' needs input 'labels', which the signature "
+        "does not take (its inputs: x)"]
+    assert lower(body.replace(", e: both}", "}")).signatures["cut"]["inputs"]["err"][0] == "err:0"
+
+
+@pytest.mark.parametrize(
+    "body, expected",
+    [
+        ("nodes:\n  y: {op: Relu, inputs: [x]}\n", None),  # the head below adds the input
+        ("variables:\n  v: {shape: [2], dtype: uint8, initializer: {constant: 300}}\nnodes: {}\n",
+         "m.yaml:7:3: variables.v: constant initializer: 300 is out of range for uint8 [0, 255]"),
+        ("variables:\n  v: {shape: [2], dtype: int32, initializer: {constant: 1.5}}\nnodes: {}\n",
+         "m.yaml:7:3: variables.v: constant initializer: expected integers for dtype int32, got 1.5"),
+        ("nodes:\n  c: {op: AddV2, inputs: [labels], y: 1.5}\n",
+         "m.yaml:7:39: nodes.c.y: input 'y' of AddV2: expected integers for dtype int64, got 1.5"),
+    ],
+)
+def test_a_value_that_does_not_fit_its_dtype_is_refused(body, expected):
+    """`default: 300` on a uint8 input and `{constant: 300}` on a uint8 variable were internal
+    errors (OverflowError); `default: 1.5` on an int32 input, `{constant: 1.5}` on an int32
+    variable and a literal `y: 1.5` added to int64 labels were truncated to 1, silently. A Const
+    node already said what was wrong; these say it the same way."""
+    if expected is None:
+        for default, message in (("300", "default: 300 is out of range for uint8 [0, 255]"),
+                                 ("1.5", "default: expected integers for dtype uint8, got 1.5")):
+            head = HEAD + f"  k: {{dtype: uint8, shape: [], default: {default}}}\n"
+            assert errors_of(body, head) == [f"m.yaml:6:6: inputs.k: {message}"]
+        return
+    assert errors_of(body) == [expected]

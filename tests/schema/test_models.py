@@ -112,6 +112,8 @@ def test_function_body_checked_with_defaults():
     [
         (("name: digits_mlp", "name: 3"), "m.yaml:2:7: name: expected a string, got 3"),
         (("seed: 0", "seed: 1.5"), "m.yaml:3:7: seed: expected an integer, got 1.5"),
+        (("seed: 0", "seed: 99999999999999999999"), "m.yaml:3:7: seed: must be <= 9223372036854775807, got "
+         "99999999999999999999"),  # an int64, as TF's; it failed at the first random op, its line
         (("dtype: float32, shape: [null, 64]", "dtype: float32, shape: 64"), "m.yaml:5:35: inputs.images.shape: expected a list, got 64"),
         (("shape: [64, 10]", "shape: [64, null]"), "m.yaml:8:19: variables.w.shape.1: a dimension must be an integer >= 0, got null"),
         (("inputs: [images, w]", "inputs: [images, 'w x']"), "m.yaml:11:36: nodes.z.inputs.1: bad tensor reference 'w x' (expected 'name' or 'name:k')"),

@@ -72,3 +72,16 @@ def test_errors(override, message):
     with pytest.raises(SpecError) as e:
         load([override])
     assert e.value.format() == message
+
+
+def test_names_holding_dots_can_be_set():
+    """Names may hold '.' (`h.1`, and `import` writes TF's `/` as `.`), but `--set
+    nodes.h.1.units=4` said "no node 'h' to set '1.units' on"."""
+    tree, src = load_yaml(TEXT.replace("hidden:", "h.1:") + "  h.1.b: {layer: dense, inputs: [h.1], units: 2}\n",
+                          "m.yaml")
+    apply_overrides(tree, src, ["nodes.h.1.units=4", "nodes.h.1.b.units=3", "nodes.h.1.inputs.0=x"])
+    assert tree["nodes"]["h.1"] == {"layer": "dense", "inputs": ["x"], "units": 4}
+    assert tree["nodes"]["h.1.b"] == {"layer": "dense", "inputs": ["h.1"], "units": 3}
+    assert src.location(("nodes", "h.1", "units")) == Location("--set nodes.h.1.units=4")
+    with pytest.raises(SpecError, match="no node 'h' to set '2.units' on"):
+        apply_overrides(tree, src, ["nodes.h.2.units=4"])

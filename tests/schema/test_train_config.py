@@ -228,3 +228,57 @@ def test_json_schema_has_train_section():
     assert list(validator.iter_errors(tree))
     tree["train"]["optimizer"] = {"adam": {}, "sgd": {}}
     assert list(validator.iter_errors(tree))
+
+
+def test_non_finite_numbers_are_refused():
+    """`learning_rate: .nan` (or a typo like 1e400, read as infinity), an infinite decay rate,
+    momentum or weight decay were accepted: every step then made the weights NaN."""
+    data = "  data: {source: {builtin: digits}, feeds: {x: x, y: y}}\n"
+    assert errors_of("  loss: loss\n  optimizer: {sgd: {learning_rate: .nan}}\n" + data) == [
+        "m.yaml:15:36: train.optimizer.sgd.learning_rate: expected a finite number, got nan"]
+    assert errors_of("  loss: loss\n  optimizer: {adam: {learning_rate: 1e400}}\n" + data) == [
+        "m.yaml:15:37: train.optimizer.adam.learning_rate: expected a finite number, got inf"]
+    assert errors_of("  loss: loss\n  optimizer: {momentum: {momentum: .inf, weight_decay: .inf, learning_rate: "
+                     "{schedule: exponential, initial: 1, decay_steps: 3, decay_rate: .inf}}}\n" + data
+                     + "  clip_global_norm: .inf\n  checkpoints: {every_secs: .inf}\n") == [
+        "m.yaml:15:36: train.optimizer.momentum.momentum: expected a finite number, got inf",
+        "m.yaml:15:56: train.optimizer.momentum.weight_decay: expected a finite number, got inf",
+        "m.yaml:15:141: train.optimizer.momentum.learning_rate.decay_rate: expected a finite number, got inf",
+        "m.yaml:17:21: train.clip_global_norm: expected a finite number, got inf",
+        "m.yaml:18:29: train.checkpoints.every_secs: expected a finite number, got inf",
+    ]
+
+
+def test_a_loss_no_trainable_variable_reaches_is_refused_by_validate():
+    """`loss` computed from the labels alone validated; `train` then failed with
+    "node 'loss': the loss 'loss' does not depend on any trainable variable", no line."""
+    data = "  data: {source: {builtin: digits}, feeds: {x: x, y: y}}\n"
+    text = MODEL.replace("  correct:", "  label_mean: {op: Mean, inputs: [{op: Cast, inputs: [y], DstT: float32}]}\n"
+                         "  correct:") + "  loss: label_mean\n  optimizer: {sgd: }\n" + data
+    assert error_lines(load_spec_text, text, "m.yaml") == [
+        "m.yaml:15:9: train.loss: the loss 'label_mean' depends on no trainable variable: training would change nothing"]
+
+
+def test_names_the_training_graph_takes_are_reserved():
+    """A node (or variable) named `global_step` or `train_init` validated; `train` then failed
+    with "node 'global_step': duplicate node name 'global_step'", no line."""
+    train = "  loss: loss\n  optimizer: {sgd: }\n  data: {source: {builtin: digits}, feeds: {x: x, y: y}}\n"
+    text = MODEL.replace("  correct:", "  global_step: {op: Size, inputs: [x]}\n  train_init: {op: Size, inputs: [x]}\n"
+                         "  correct:") + train
+    assert error_lines(load_spec_text, text, "m.yaml") == [
+        "m.yaml:12:3: nodes.global_step: 'global_step' is the name of training's step counter; name the node "
+        "otherwise",
+        "m.yaml:13:3: nodes.train_init: 'train_init' is the name of training's initializer op; name the node otherwise",
+    ]
+    load_spec_text(text.split("train:\n")[0], "m.yaml")  # without a train: section the names are free
+
+
+def test_a_scalar_summary_tagged_learning_rate_is_refused():
+    """`summaries: {scalars: [learning_rate]}` naming a node of the model was written under the
+    tag of training's own learning-rate summary, which replaced it: the node's value was lost."""
+    train = ("  loss: loss\n  optimizer: {sgd: }\n  data: {source: {builtin: digits}, feeds: {x: x, y: y}}\n"
+             "  summaries: {scalars: [loss, learning_rate]}\n")
+    text = MODEL.replace("  correct:", "  learning_rate: {op: Mean, inputs: [x]}\n  correct:") + train
+    assert error_lines(load_spec_text, text, "m.yaml") == [
+        "m.yaml:18:31: train.summaries.scalars.1: the scalar summary 'learning_rate' would be written under the tag "
+        "of training's own learning-rate summary; name the node otherwise"]

@@ -15,6 +15,16 @@ def _nhwc_channels(e: Emitter, x: str, what: str) -> int | None:
     return None if shape.rank is None else shape.dims[3]
 
 
+def _fits(e: Emitter, x: str, y: str, what: str) -> str:
+    """``y``, a window's output; an error when a valid-padded window left a dimension of 0 (Keras:
+    "One of the dimensions in the output is <= 0"), which would run on empty tensors."""
+    shape = e.shape(y)
+    if shape.rank is not None and 0 in shape.dims[1:-1]:
+        raise SpecError(f"{what}'s output {shape} has a dimension of 0: its window does not fit the input "
+                        f"{e.shape(x)}; use padding: same, a smaller window or fewer strides", node=e.ctx.name)
+    return y
+
+
 def conv2d(e: Emitter, x: str, cfg) -> str:
     """Conv2D(x, kernel[kh, kw, in, filters]) (+ BiasAdd) (+ activation)."""
     channels = _nhwc_channels(e, x, "conv2d")
@@ -35,7 +45,7 @@ def conv2d(e: Emitter, x: str, cfg) -> str:
         "dilations": [1, *pair(cfg.dilation_rate), 1],
         "data_format": "NHWC",
     }
-    y = e.op("Conv2D", [x, kernel.read], attrs, name="Conv2D", final=bias is None and linear)
+    y = _fits(e, x, e.op("Conv2D", [x, kernel.read], attrs, name="Conv2D", final=bias is None and linear), "conv2d")
     if bias is not None:
         y = e.op("BiasAdd", [y, bias.read], final=linear)
     return y if linear else e.activation(y, cfg.activation)
@@ -52,7 +62,7 @@ def _pool(op: str):
             "padding": cfg.padding.upper(),
             "data_format": "NHWC",
         }
-        return e.op(op, [x], attrs, final=True)
+        return _fits(e, x, e.op(op, [x], attrs, final=True), {"MaxPool": "max_pool2d", "AvgPool": "avg_pool2d"}[op])
 
     layer.__doc__ = f"{op} with ksize [1, pool_size, 1] and strides defaulting to pool_size."
     return layer
@@ -85,7 +95,7 @@ def conv1d(e: Emitter, x: str, cfg) -> str:
              "dilations": [1, 1, cfg.dilation_rate, 1], "data_format": "NHWC"}  # fmt: skip
     y = e.op("Conv2D", [x4, k4], attrs)
     linear = is_linear(cfg.activation)
-    y = e.op("Squeeze", [y], {"squeeze_dims": [1]}, final=not cfg.use_bias and linear)
+    y = _fits(e, x, e.op("Squeeze", [y], {"squeeze_dims": [1]}, final=not cfg.use_bias and linear), "conv1d")
     if cfg.use_bias:
         bias = create_variable(e.b, "bias", [cfg.filters], dt, cfg.bias_initializer, True, e.ctx.graph_seed)
         y = e.op("BiasAdd", [y, bias.read], final=linear)
@@ -136,7 +146,8 @@ def _depthwise(e: Emitter, x: str, cfg, what: str) -> tuple[str, int]:
                              cfg.depthwise_initializer, True, e.ctx.graph_seed)  # fmt: skip
     attrs = {"strides": [1, *pair(cfg.strides), 1], "padding": cfg.padding.upper(),
              "dilations": [1, *pair(cfg.dilation_rate), 1], "data_format": "NHWC"}  # fmt: skip
-    return e.op("DepthwiseConv2dNative", [x, kernel.read], attrs, name="depthwise"), channels * cfg.depth_multiplier
+    y = _fits(e, x, e.op("DepthwiseConv2dNative", [x, kernel.read], attrs, name="depthwise"), what)
+    return y, channels * cfg.depth_multiplier
 
 
 def _bias_activation(e: Emitter, y: str, cfg, width: int) -> str:
