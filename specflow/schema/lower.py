@@ -85,6 +85,10 @@ class Lowerer:
         self._lower_variables(ns)
         self.lower_body(ns, self.model.nodes, ("nodes",))
         signatures = self._signatures(ns)
+        for section in ("inputs", "variables", "nodes"):  # `init` runs the initializers (README)
+            if "init" in (getattr(self.model, section) or {}):
+                self.errors.append(self.error("'init' is the name of the op that runs every initializer; name "
+                                              f"the {section[:-1]} otherwise", (section, "init"), key=True))
         self._raise_errors()
         init_name = b.unique_name("init")
         b.add_op("NoOp", [], name=init_name, exact_name=True, location=Location(self.filename),

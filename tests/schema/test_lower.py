@@ -298,3 +298,13 @@ def test_a_value_that_does_not_fit_its_dtype_is_refused(body, expected):
             assert errors_of(body, head) == [f"m.yaml:6:6: inputs.k: {message}"]
         return
     assert errors_of(body) == [expected]
+
+
+def test_a_node_named_init_is_refused():
+    """`init` is the NoOp running every initializer (`targets=["init"]`): a user's node of that
+    name took it silently (the NoOp became init_1, and running "init" ran the user's node)."""
+    assert errors_of("""\
+        nodes:
+          init: {op: Identity, inputs: [x]}
+        """) == ["m.yaml:7:3: nodes.init: 'init' is the name of the op that runs every initializer; "
+                 "name the node otherwise"]
