@@ -31,6 +31,14 @@ class RunConfig:
     spec_sha256: str
     seed: int | None = None
     set: list[str] = field(default_factory=list)
+    # The hash of what the YAML says (its parsed tree): an edit of comments or layout alone
+    # leaves it as it was. Empty in a run.json written before it existed.
+    spec_content_sha256: str = ""
+
+    def same_spec(self, other: RunConfig) -> bool:
+        if not (self.spec_sha256 and other.spec_sha256) or self.spec_sha256 == other.spec_sha256:
+            return True
+        return bool(self.spec_content_sha256) and self.spec_content_sha256 == other.spec_content_sha256
 
     def flags(self) -> str:
         parts = ([f"--seed {self.seed}"] if self.seed is not None else []) + [f"--set {s}" for s in self.set]
@@ -44,8 +52,22 @@ def spec_hash(path: Path) -> str:
         return ""  # load_spec reports the unreadable spec
 
 
+def content_hash(path: Path) -> str:
+    """sha256 of the spec's parsed YAML tree as canonical JSON ("" when it does not parse: the
+    spec's own loading reports that)."""
+    import yaml
+
+    try:
+        tree = yaml.safe_load(Path(path).read_text())
+        text = json.dumps(tree, sort_keys=True, default=repr)
+    except (OSError, UnicodeDecodeError, yaml.YAMLError, TypeError, ValueError, RecursionError):
+        return ""
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
 def current(spec: Path, seed: int | None, sets: list[str] | None) -> RunConfig:
-    return RunConfig(spec=str(spec), spec_sha256=spec_hash(spec), seed=seed, set=list(sets or []))
+    return RunConfig(spec=str(spec), spec_sha256=spec_hash(spec), seed=seed, set=list(sets or []),
+                     spec_content_sha256=content_hash(spec))
 
 
 def read(logdir: Path) -> RunConfig | None:
@@ -54,7 +76,8 @@ def read(logdir: Path) -> RunConfig | None:
         data = json.loads(p.read_text())
         return RunConfig(spec=str(data["spec"]), spec_sha256=str(data["spec_sha256"]),
                          seed=None if data.get("seed") is None else int(data["seed"]),
-                         set=[str(s) for s in data.get("set") or []])
+                         set=[str(s) for s in data.get("set") or []],
+                         spec_content_sha256=str(data.get("spec_content_sha256") or ""))
     except FileNotFoundError:
         return None
     except (OSError, ValueError, KeyError, TypeError) as e:
@@ -74,7 +97,7 @@ def differences(stored: RunConfig, given: RunConfig, *, inherit: bool) -> list[s
     """What differs, one phrase each. With ``inherit`` (``--resume``, ``eval``) a flag not given
     again is the stored one, so only flags given with another value differ."""
     diffs = []
-    if stored.spec_sha256 and given.spec_sha256 and stored.spec_sha256 != given.spec_sha256:
+    if not stored.same_spec(given):
         same_path = os.path.abspath(stored.spec) == os.path.abspath(given.spec)
         diffs.append(f"the spec {given.spec} {'has changed since' if same_path else 'is not the spec of'} "
                      f"the run (which began with {stored.spec})")
@@ -89,7 +112,7 @@ def merged(stored: RunConfig, given: RunConfig) -> RunConfig:
     """The stored run's flags where ``given`` leaves them out."""
     return RunConfig(spec=given.spec, spec_sha256=given.spec_sha256,
                      seed=given.seed if given.seed is not None else stored.seed,
-                     set=given.set or list(stored.set))
+                     set=given.set or list(stored.set), spec_content_sha256=given.spec_content_sha256)
 
 
 def _show(seed: int | None) -> str:
@@ -164,7 +187,7 @@ def plan_train(spec: Path, logdir: Path, seed: int | None, sets: list[str] | Non
     warnings = []
     if diffs:
         if not (resume and force):
-            spec_changed = stored.spec_sha256 and given.spec_sha256 and stored.spec_sha256 != given.spec_sha256
+            spec_changed = not stored.same_spec(given)
             if resume:
                 fix = "pass --force to resume with the new value"
             elif spec_changed:  # --resume alone would refuse the changed spec too

@@ -215,6 +215,17 @@ def test_an_edited_spec_is_refused_with_a_hint_that_works(tmp_path):
     assert "4 → 6" in ok("train", spec, "--logdir", logdir, "--resume", "--force")
 
 
+
+def test_a_comment_or_layout_edit_is_not_a_changed_spec(tmp_path):
+    """A comment added to a trained spec made `train` refuse the run as "changed" (the run kept a
+    hash of the file's bytes); what the YAML says is compared now, so the run goes on."""
+    spec, logdir = spec_file(tmp_path), tmp_path / "run"
+    ok("train", spec, "--logdir", logdir, "--steps", 2)
+    spec.write_text("# a note for the team\n" + SPEC.replace("\n", "  \n"))
+    assert "model.ckpt-4" in ok("train", spec, "--logdir", logdir, "--steps", 4)
+    spec.write_text(SPEC.replace("steps: 4", "steps: 6"))  # what it says changed: still refused
+    one_error(cli("train", spec, "--logdir", logdir), "has changed since the run")
+
 def test_a_node_that_fails_is_one_error_not_one_more_per_signature_using_it(tmp_path):
     """A typo in one call's input name also printed "signature 'serving_default' names a missing
     tensor" for every signature output downstream of it: one problem, several lines."""
