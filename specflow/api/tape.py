@@ -105,7 +105,7 @@ class GradientTape:
         flat, structure = flatten(sources)
         targets, _ = flatten(target)
         seeds = None if output_gradients is None else flatten(output_gradients)[0]
-        grads = self._gradients(targets, flat, seeds)
+        grads = self._with_variable_targets(targets, flat, seeds)
         if zero:
             grads = [_zeros_like(s) if g is None else g for g, s in zip(grads, flat)]
         self._release()
@@ -152,6 +152,23 @@ class GradientTape:
     def _release(self) -> None:
         if not self.persistent:
             self._records, self._keep, self._live, self._reads = [], [], set(), {}
+
+    def _with_variable_targets(self, targets, sources, seeds) -> list:
+        """The gradients, where a variable as a target stands for itself, as TF's handle does:
+        d(w)/d(w) is the seed (ones), recorded or not; d(w)/d(anything else) adds nothing."""
+        from specflow.api.op_functions import call
+        from specflow.api.variables import Variable
+
+        if not any(isinstance(t, Variable) for t in targets):
+            return self._gradients(targets, sources, seeds)
+        keep = [i for i, t in enumerate(targets) if not isinstance(t, Variable)]
+        grads = self._gradients([targets[i] for i in keep], sources, None if seeds is None else [seeds[i] for i in keep]) \
+            if keep else [None] * len(sources)  # fmt: skip
+        for i, t in enumerate(targets):
+            if isinstance(t, Variable):
+                seed = call("OnesLike", t._read()) if seeds is None else seeds[i]
+                grads = [(seed if g is None else g + seed) if s is t else g for g, s in zip(grads, sources)]
+        return grads
 
     def _gradients(self, targets, sources, seeds) -> list:
         if any(isinstance(t, GraphTensor) for t in targets):

@@ -285,3 +285,23 @@ def test_inside_a_function_values_computed_before_the_tape_are_constants_to_it()
 
     g, ga = reopened(np.float32(5.0))
     assert (float(g), float(ga)) == (5.0, 5.0)  # c = 2b + a: b is a constant to the tape, a = w x
+
+
+def test_a_variable_as_the_target_is_its_own_gradient_source():
+    """As TF (whose tape sees the variable's handle): d(w)/d(w) is ones, recorded or not, and
+    adds to what the other targets give; it was None."""
+    w, v = sf.Variable(np.float32(2.0)), sf.Variable(np.ones(3, np.float32))
+    with sf.GradientTape(persistent=True) as tape:
+        y = w * 3.0
+    assert float(tape.gradient(w, w)) == 1.0 and tape.gradient(w, v) is None
+    np.testing.assert_array_equal(tape.gradient(v, v).numpy(), np.ones(3))
+    assert float(tape.gradient([y, w], w)) == 4.0
+    assert float(tape.gradient(w, w, output_gradients=np.float32(5.0))) == 5.0
+
+    @sf.function
+    def f(x):
+        with sf.GradientTape() as t:
+            y = w * x
+        return t.gradient([w, y], w)
+
+    assert float(f(np.float32(1.5))) == 2.5
