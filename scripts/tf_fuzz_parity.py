@@ -35,12 +35,16 @@ import tensorflow as tf
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from scripts.tf_fuzz_ops import BUILDERS, NUMS, Gen
+from scripts.tf_fuzz_ops2 import BUILDERS2
 from scripts.tf_parity_common import compare, run_in_specflow, tmp_path
 
 tf.get_logger().setLevel("ERROR")
 
 
-def grow(seed, n_ops, special=True):
+FAMILIES = {"1": BUILDERS, "2": BUILDERS2, "all": BUILDERS + BUILDERS2}
+
+
+def grow(seed, n_ops, special=True, builders=BUILDERS):
     """A random graph: the Gen (its pool values, TF's eager results) and its steps
     ``(name, fn, args, desc, outs)``; the last step may be one TF refuses (``outs`` empty)."""
     g = Gen(seed, special)
@@ -51,7 +55,7 @@ def grow(seed, n_ops, special=True):
             break
         pool_n, in_n = len(g.pool), len(g.inputs)
         try:
-            spec = BUILDERS[int(g.r.integers(len(BUILDERS)))](g)
+            spec = builders[int(g.r.integers(len(builders)))](g)
         except (ValueError, IndexError):
             spec = None
         if spec is not None:
@@ -131,11 +135,19 @@ def run(values, inputs, steps, tmp, name, wmode=0):
     if tf_err is not None and sf_err is not None:
         return None
     if tf_err is not None:
-        return [f"TF refuses ({type(tf_err).__name__}: {tf_err.message.splitlines()[0][:120]}), specflow runs"]
+        return [f"TF refuses ({type(tf_err).__name__}: {_last_line(tf_err.message)}), specflow runs"]
     if sf_err is not None:
         return [f"specflow error ({type(sf_err).__name__}: {str(sf_err).splitlines()[0][:160]})"]
     bad = compare(dict(enumerate(got)), dict(enumerate(want)), check_dtype=True)
     return [("fwd " if int(b.split()[1]) < n_fwd else "grad ") + b for b in bad] or None
+
+
+def _last_line(message):
+    """The line of a TF error that says why (a graph error's first line is "Graph execution
+    error:", its reason further down)."""
+    lines = [ln.strip() for ln in message.splitlines() if ln.strip() and not ln.startswith(" ")]
+    why = [ln for ln in lines if not ln.startswith(("Graph execution error", "Detected at node", "[["))]
+    return (why[0] if why else lines[0] if lines else "")[:120]
 
 
 def _kind(problem):
@@ -181,6 +193,8 @@ def main():
     ap.add_argument("--show", type=int, default=2, help="repros printed per (op, kind)")
     ap.add_argument("--no-special", action="store_true", help="no inf/NaN/signed zero in inputs")
     ap.add_argument("--timeout", type=int, default=30, help="seconds per graph (its shrinking included)")
+    ap.add_argument("--family", choices=sorted(FAMILIES), default="1",
+                    help="op builders: 1 (scripts/tf_fuzz_ops.py), 2 (scripts/tf_fuzz_ops2.py) or all")
     ap.add_argument("--verbose", action="store_true", help="each graph's seed on stderr before it runs")
     a = ap.parse_args()
     signal.signal(signal.SIGALRM, _on_alarm)
@@ -193,7 +207,7 @@ def main():
         rs = np.random.default_rng(seed)
         if a.verbose:
             print(f"seed {seed}", file=sys.stderr, flush=True)
-        g, steps = grow(seed, int(rs.integers(a.min_ops, a.max_ops + 1)), not a.no_special)
+        g, steps = grow(seed, int(rs.integers(a.min_ops, a.max_ops + 1)), not a.no_special, FAMILIES[a.family])
         if not steps:
             skipped += 1
             continue
