@@ -1,0 +1,47 @@
+"""MaxPoolGrad and MaxPool3DGrad at their edges, as TensorFlow's CPU kernels (TF 2.21, found by
+scripts/tf_fuzz_parity.py --family 2): the upstream gradient is routed to the maxima, never
+multiplied by a mask (an inf or NaN dy reaches its maximum only); a 2-D window with no element
+equal to its output (all -inf or NaN: MaxPool gives the lowest float) gives its dy to its first
+element; MaxPool3DGrad selects every element within 1e-5 of its window's maximum (Eigen's
+|x - y| < 1e-5: near-ties too, an infinite maximum never)."""
+
+import numpy as np
+
+from specflow.ops.eval import evaluate_op
+
+inf, nan = np.inf, np.nan
+_POOL2 = {"ksize": [1, 1, 2, 1], "strides": [1, 1, 2, 1], "padding": "VALID"}
+
+
+def _pool2(x, dy):
+    x = np.array(x, np.float32).reshape(1, 1, -1, 1)
+    y = evaluate_op("MaxPool", [x], **_POOL2)[0]
+    return y.ravel(), evaluate_op("MaxPoolGrad", [x, y, np.array(dy, np.float32).reshape(y.shape)], **_POOL2)[0].ravel()
+
+
+def test_max_pool_grad_routes_non_finite_dy():
+    _, dx = _pool2([nan, 1, 1, nan, 5, 4, 0, 0], [nan, inf, -inf, 2])
+    np.testing.assert_array_equal(dx, [0, nan, inf, 0, -inf, 0, 2, 0])
+
+
+def test_max_pool_grad_window_without_maximum_gives_first():
+    y, dx = _pool2([-inf, -inf, nan, nan, -inf, nan, nan, -inf], [1, 2, 3, 4])
+    np.testing.assert_array_equal(y, np.full(4, np.finfo(np.float32).min))
+    np.testing.assert_array_equal(dx, [1, 0, 2, 0, 3, 0, 4, 0])
+
+
+def test_max_pool_grad_window_without_maximum_overlapping():
+    attrs = {"ksize": [1, 1, 2, 1], "strides": [1, 1, 1, 1], "padding": "SAME"}
+    x = np.array([3, -inf, -inf, nan], np.float32).reshape(1, 1, 4, 1)
+    y = evaluate_op("MaxPool", [x], **attrs)[0]
+    dx = evaluate_op("MaxPoolGrad", [x, y, np.array([1, 2, 4, 8], np.float32).reshape(y.shape)], **attrs)[0]
+    np.testing.assert_array_equal(dx.ravel(), [1, 2, 4, 8])  # windows [3,-inf] [-inf,-inf] [-inf,nan] [nan]
+
+
+def test_max_pool3d_grad_near_ties_and_non_finite():
+    attrs = {"ksize": [1, 1, 1, 2, 1], "strides": [1, 1, 1, 2, 1], "padding": "VALID"}
+    x = np.array([1, 1 + 3e-6, inf, inf, 7, 7, -inf, -inf], np.float32).reshape(1, 1, 1, 8, 1)
+    y = evaluate_op("MaxPool3D", [x], **attrs)[0]
+    dy = np.array([1, 2, inf, 3], np.float32).reshape(y.shape)
+    dx = evaluate_op("MaxPool3DGrad", [x, y, dy], **attrs)[0]
+    np.testing.assert_array_equal(dx.ravel(), [1, 1, 0, 0, inf, inf, 0, 0])
