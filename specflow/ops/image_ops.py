@@ -124,6 +124,22 @@ def _one_hot(xp, index, in_size: int, dtype):
     return xp.asarray(m)
 
 
+def _scatter_taps(grads, taps, size: int, axis: int):
+    """TF's CPU resize gradients along one spatial axis of ``grads``: each position's value, times
+    each tap's weight (None: 1), added at that tap's source index (an inf or NaN grad reaches its
+    own taps only, zero-weight ones included, as TF's loops; a matrix product would spread it
+    over the whole axis)."""
+    shape = list(grads.shape)
+    shape[axis] = size
+    out = np.zeros(shape, grads.dtype)
+    bcast = (slice(None),) + (None,) * (grads.ndim - 1 - axis)
+    at = (slice(None),) * axis
+    with np.errstate(invalid="ignore"):
+        for index, weight in taps:
+            np.add.at(out, (*at, index), grads if weight is None else grads * weight.astype(grads.dtype)[bcast])
+    return out
+
+
 def _transposed_sampling(xp, rows, cols, grads):
     """sum over (oh, ow) of rows[oh, h] * grads[n, oh, ow, c] * cols[ow, w]: [N, H, W, C]."""
     # Two tensordots: each one large matrix product (a batched matmul of small ones is slow).
@@ -210,6 +226,11 @@ def _grad_args(ctx, grads, image):
 def _resize_bilinear_grad(ctx, grads, image):
     xp = ctx.xp
     (h, w), (oh, ow), align, half = _grad_args(ctx, grads, image)
+    if xp is np:
+        g = grads.astype(np.float32, copy=False)
+        for axis, size, (lo, hi, lerp) in ((1, h, _bilinear_taps(h, oh, align, half)), (2, w, _bilinear_taps(w, ow, align, half))):
+            g = _scatter_taps(g, [(lo, 1 - lerp), (hi, lerp)], size, axis)
+        return g.astype(image.dtype)
     rows = _tap_matrix(xp, *_bilinear_taps(h, oh, align, half), h, np.float32)
     cols = _tap_matrix(xp, *_bilinear_taps(w, ow, align, half), w, np.float32)
     return _transposed_sampling(xp, rows, cols, grads.astype(np.float32, copy=False)).astype(image.dtype)
@@ -269,6 +290,11 @@ def _resize_nearest_grad(ctx, grads, size):
     _, oh, ow, _ = grads.shape
     dt = grads.dtype
     acc = np.float64 if dt.kind == "f" else np.int64  # exact sums, then TF's dtype
+    if xp is np:
+        g = grads.astype(acc)
+        for axis, size, index in ((1, h, _nearest_index(h, oh, align, half)), (2, w, _nearest_index(w, ow, align, half))):
+            g = _scatter_taps(g, [(index, None)], size, axis)
+        return g.astype(dt)
     rows = _one_hot(xp, _nearest_index(h, oh, align, half), h, acc)
     cols = _one_hot(xp, _nearest_index(w, ow, align, half), w, acc)
     return _transposed_sampling(xp, rows, cols, grads.astype(acc)).astype(dt)
