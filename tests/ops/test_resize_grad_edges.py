@@ -29,3 +29,15 @@ def test_resize_bilinear_grad_nan_reaches_its_taps_only():
     grads = np.array([1, nan, 4], np.float32).reshape(1, 1, 3, 1)  # source 1.5: pixels 1 and 2
     out = evaluate_op("ResizeBilinearGrad", [grads, np.zeros((1, 1, 4, 1), np.float32)], align_corners=True)[0]
     np.testing.assert_array_equal(out.ravel(), [1, nan, nan, 4])
+
+
+def test_resize_bicubic_nan_reaches_its_taps_only():
+    # width 8 -> 4, no flags: sources 0, 2, 4, 6; taps -1..2 around each (clamped): a NaN at
+    # pixel 7 is read by the last output only (by TF's 4-tap loop; a matrix product spread it)
+    x = np.arange(8, dtype=np.float32).reshape(1, 1, 8, 1)
+    x[0, 0, 7, 0] = nan
+    out = evaluate_op("ResizeBicubic", [x, np.array([1, 4], np.int32)])[0].ravel()
+    assert np.isfinite(out[:3]).all() and np.isnan(out[3])
+    grads = np.array([1, 1, 1, inf], np.float32).reshape(1, 1, 4, 1)
+    dx = evaluate_op("ResizeBicubicGrad", [grads, np.zeros((1, 1, 8, 1), np.float32)])[0].ravel()
+    assert np.isfinite(dx[:4]).all() and not np.isfinite(dx[5:]).any()
