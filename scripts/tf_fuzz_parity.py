@@ -20,7 +20,19 @@ and NaN in softmax (implementation-defined, as tf_graph_parity.py says); Relu(-0
 1 ulp off (rcp14 + Newton) and grappler's TruncateDiv(ones_like(y), y) -> Reciprocal(y), seen
 through later comparisons; sorted SegmentMax/Min with NaN, which TF folds one way in Eigen's
 vectorized columns and another in the scalar remainder (it depends on the row width); float16 chains and ill-conditioned chains (erf near -1, then log1p)
-past the tolerance."""
+past the tolerance.
+
+Known, and left, in ``--family 2`` (scripts/tf_fuzz_ops2.py), the same TF: TF's CPU Conv2D
+gradients refuse dilations > 1 where oneDNN does not take the convolution (float64, EXPLICIT
+padding), specflow computes them; convolutions (Conv2D/3D, depthwise, transposed, and their
+gradients) with an inf or NaN in the filter or dy, where TF never multiplies the padding (0 * inf
+is NaN here; fixing it touches every conv path); MaxPool3D/MaxPool3DGrad in graphs, which oneDNN
+runs as 2-D pooling's rules (NaN never wins, first maximum takes a tie's gradient) while specflow
+follows TF's own Eigen kernels (eager TF, TF_ENABLE_ONEDNN_OPTS=0: NaN propagates, every element
+within 1e-5 of the maximum gets the gradient); ResizeBilinearGrad of a 1x1 image with an infinite
+grad (inf in TF, inf + inf * 0 = NaN here); float-to-int casts of NaN, infinities and values out
+of range (undefined in C++; TF's result depends on the element's position, vector packets
+saturating and the scalar tail wrapping), left out of the builder."""
 
 import argparse
 import os
