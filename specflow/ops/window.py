@@ -451,8 +451,31 @@ def max_pool_grad(xp, x, y, dy, win: _Window, empty=None, state=None):
             xp.multiply(src, hit, out=dst)
         else:
             dst += src * hit
+    if host and x.dtype in (np.float64, np.float16) and np.isnan(x).any():
+        return _eigen_argmax_grad(x, dy, win)
     if host and y.min() <= np.finfo(y.dtype).min:
         _unmatched_to_first(x, y, dy, grad, win)
+    return grad
+
+
+def _eigen_argmax_grad(x, dy, win: _Window):
+    """TF's Eigen MaxPoolGrad (float64, float16: oneDNN takes float32), for inputs with a NaN: each
+    window's argmax starts at its first real element and moves only to a strictly greater one,
+    so a leading NaN keeps the window's dy (oneDNN's rule, the first element equal to the output,
+    gives it to a later finite maximum)."""
+    ts = [t for t in taps(win, x.shape[1:-1]) if not t.empty]
+    best = np.zeros(dy.shape, x.dtype)
+    arg = np.full(dy.shape, -1, np.int64)
+    for k, t in enumerate(ts):
+        xv, b, a = x[(_ALL, *t.inp)], best[(_ALL, *t.out)], arg[(_ALL, *t.out)]
+        with np.errstate(invalid="ignore"):
+            take = (a < 0) | (b < xv)
+        np.copyto(b, xv, where=take)
+        np.copyto(a, k, where=take)
+    grad = np.zeros(x.shape, dy.dtype)
+    for k, t in enumerate(ts):
+        dst = grad[(_ALL, *t.inp)]
+        np.add(dst, dy[(_ALL, *t.out)], out=dst, where=arg[(_ALL, *t.out)] == k)
     return grad
 
 

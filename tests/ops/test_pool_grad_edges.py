@@ -45,3 +45,13 @@ def test_max_pool3d_grad_near_ties_and_non_finite():
     dy = np.array([1, 2, inf, 3], np.float32).reshape(y.shape)
     dx = evaluate_op("MaxPool3DGrad", [x, y, dy], **attrs)[0]
     np.testing.assert_array_equal(dx.ravel(), [1, 1, 0, 0, inf, inf, 0, 0])
+
+
+def test_max_pool_grad_leading_nan_keeps_dy_in_float64():
+    # TF's Eigen kernel (float64, float16): the argmax starts at the window's first element and
+    # moves only to a strictly greater one; float32 (oneDNN) gives it to the finite maximum
+    for dt, want in ((np.float64, [1, 0, 2, 0, 3, 0]), (np.float16, [1, 0, 2, 0, 3, 0]), (np.float32, [0, 1, 2, 0, 3, 0])):
+        x = np.array([nan, 1, 1, nan, -inf, nan], dt).reshape(1, 1, 6, 1)
+        y = evaluate_op("MaxPool", [x], **_POOL2)[0]
+        dx = evaluate_op("MaxPoolGrad", [x, y, np.array([1, 2, 3], dt).reshape(y.shape)], **_POOL2)[0]
+        np.testing.assert_array_equal(dx.ravel(), want, err_msg=str(dt))
