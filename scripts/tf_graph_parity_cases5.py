@@ -408,4 +408,6 @@ def _fuzz2_found(case):
     case("c5_fz2_lrn_inf", lambda x: tf.nn.local_response_normalization(x + tf.constant([inf, 0.0, 0.0, 0.0]), 1, 1.0, 0.1, 0.5), (1, 2, 2, 4),
          grad=False)
     case("c5_fz2_lrn_grad_inf", lambda x: tf.nn.local_response_normalization(x, 0, 1.0, 0.1, 0.5) * tf.constant([inf, 1.0, 1.0]), (1, 1, 2, 3))
+    case("c5_fz2_tensor_scatter_min_nan", lambda x: tf.tensor_scatter_nd_min(x * tf.constant([1.0, nan, 1.0]), [[0], [1], [2]], tf.constant([nan, 0.0, -9.0])),
+         (3,), grad=False)
     case("c5_fz2_square_uint8", lambda x: tf.square(tf.cast(tf.abs(x) * 40, tf.uint8)), (3, 4), grad=False)
