@@ -92,6 +92,8 @@ def pool(g):
     ks = [int(r.integers(1, 4)) for _ in range(nd)]
     s = [int(r.integers(1, 4)) for _ in range(nd)]
     pad = str(r.choice(["SAME", "VALID"]))
+    if pad == "VALID":  # an empty VALID pooling kills TF 2.21 (SIGFPE)
+        ks = [min(k, d) for k, d in zip(ks, g.pool[a].shape[1:4])]
     kind = str(r.choice(["max", "avg"]))
     f = {(2, "max"): tf.nn.max_pool2d, (2, "avg"): tf.nn.avg_pool2d, (3, "max"): tf.nn.max_pool3d, (3, "avg"): tf.nn.avg_pool3d}[nd, kind]
     name = f"{kind}_pool{nd}d"
@@ -312,10 +314,12 @@ def integers(g):
         name = str(r.choice(["floordiv", "floormod", "truncatediv", "truncatemod", "div"]))
         f = {"floordiv": tf.math.floordiv, "floormod": tf.math.floormod, "truncatediv": tf.truncatediv,
              "truncatemod": tf.truncatemod, "div": lambda a, b: tf.raw_ops.Div(x=a, y=b)}[name]
-        b = ints()
+        a, b = ints(), ints()
         if r.random() < 0.8:
             g.pool[b] = np.where(g.pool[b] == 0, np.array(-1 if info.min else 1, dt), g.pool[b]).astype(dt)
-        return f"int_{name}", f, [ints(), b], f"{name}(a, b)"
+        if info.min:  # INT_MIN / -1 kills TF with SIGFPE (x86's idiv): nothing to compare
+            g.pool[b] = np.where((g.pool[a] == info.min) & (g.pool[b] == -1), np.array(1, dt), g.pool[b]).astype(dt)
+        return f"int_{name}", f, [a, b], f"{name}(a, b)"
     if k == 3:
         name = str(r.choice(["abs", "neg", "invert", "population_count", "sign", "square"]))
         if name in ("abs", "neg", "sign") and not info.min:

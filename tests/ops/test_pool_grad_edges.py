@@ -55,3 +55,12 @@ def test_max_pool_grad_leading_nan_keeps_dy_in_float64():
         y = evaluate_op("MaxPool", [x], **_POOL2)[0]
         dx = evaluate_op("MaxPoolGrad", [x, y, np.array([1, 2, 3], dt).reshape(y.shape)], **_POOL2)[0]
         np.testing.assert_array_equal(dx.ravel(), want, err_msg=str(dt))
+
+
+def test_avg_pool_grad_window_longer_than_input_keeps_inf_in_its_span():
+    # ksize 3 over a height of 1 with SAME padding: TF's broadcast spans (tf_cpu_pooling); an
+    # infinite grad reaches its own span only
+    attrs = {"ksize": [1, 3, 1, 1], "strides": [1, 2, 3, 1], "padding": "SAME"}
+    dy = np.array([1.0, inf], np.float32).reshape(1, 1, 2, 1)
+    dx = evaluate_op("AvgPoolGrad", [np.array([1, 1, 5, 1], np.int32), dy], **attrs)[0]
+    np.testing.assert_array_equal(dx.ravel(), [1, 0, 0, inf, 0])
