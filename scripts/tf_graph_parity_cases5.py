@@ -410,4 +410,8 @@ def _fuzz2_found(case):
     case("c5_fz2_lrn_grad_inf", lambda x: tf.nn.local_response_normalization(x, 0, 1.0, 0.1, 0.5) * tf.constant([inf, 1.0, 1.0]), (1, 1, 2, 3))
     case("c5_fz2_tensor_scatter_min_nan", lambda x: tf.tensor_scatter_nd_min(x * tf.constant([1.0, nan, 1.0]), [[0], [1], [2]], tf.constant([nan, 0.0, -9.0])),
          (3,), grad=False)
+    case("c5_fz2_maxpool3d_ties", lambda x: tf.nn.max_pool3d(x + tf.stop_gradient(tf.round(x) - x), [2, 2, 2], [1, 1, 1], "SAME"),
+         (1, 3, 3, 3, 2))  # oneDNN in graphs: a tie's gradient to the first maximum
+    case("c5_fz2_maxpool3d_nan", lambda x: tf.nn.max_pool3d(x * tf.constant([1.0, nan]), [1, 1, 2], [1, 1, 2], "VALID"), (1, 1, 2, 2, 2),
+         grad=False)
     case("c5_fz2_square_uint8", lambda x: tf.square(tf.cast(tf.abs(x) * 40, tf.uint8)), (3, 4), grad=False)

@@ -496,23 +496,6 @@ def _unmatched_to_first(x, y, dy, grad, win: _Window) -> None:
         sel[...] = False
 
 
-def max_pool_grad_all_maxima(xp, x, y, dy, win: _Window):
-    """TF's CPU MaxPool3DGrad: every element within 1e-5 of its window's maximum (|x - y| <
-    1e-5: all of a tie and near-ties, unlike MaxPoolGrad's first maximum; never an infinite
-    one, whose difference is NaN) gets the window's dy, selected, not multiplied (an inf or NaN
-    dy reaches those elements only); overlapping windows add up."""
-    grad = xp.zeros(x.shape, dtype=dy.dtype)
-    near = x.dtype.type(1e-5)
-    for t in taps(win, x.shape[1:-1]):
-        if not t.empty:
-            yo = y[(_ALL, *t.out)]
-            with np.errstate(invalid="ignore"):
-                hit = xp.abs(x[(_ALL, *t.inp)] - yo) < near
-            dst = grad[(_ALL, *t.inp)]
-            dst += xp.where(hit, dy[(_ALL, *t.out)], dy.dtype.type(0))
-    return grad
-
-
 def max_pool_grad_grad(xp, x, y, g, win: _Window):
     """g read at each window's first maximum, shaped like y."""
     out = xp.zeros(y.shape, dtype=g.dtype)

@@ -2,8 +2,7 @@
 scripts/tf_fuzz_parity.py --family 2): the upstream gradient is routed to the maxima, never
 multiplied by a mask (an inf or NaN dy reaches its maximum only); a 2-D window with no element
 equal to its output (all -inf or NaN: MaxPool gives the lowest float) gives its dy to its first
-element; MaxPool3DGrad selects every element within 1e-5 of its window's maximum (Eigen's
-|x - y| < 1e-5: near-ties too, an infinite maximum never)."""
+element; MaxPool3D and MaxPool3DGrad follow the same rules (oneDNN runs both in TF's graphs)."""
 
 import numpy as np
 
@@ -38,13 +37,17 @@ def test_max_pool_grad_window_without_maximum_overlapping():
     np.testing.assert_array_equal(dx.ravel(), [1, 2, 4, 8])  # windows [3,-inf] [-inf,-inf] [-inf,nan] [nan]
 
 
-def test_max_pool3d_grad_near_ties_and_non_finite():
+def test_max_pool3d_as_tf_graphs_run_it():
+    # TF 2.21's graphs run MaxPool3D by oneDNN (float32 and bfloat16, its only CPU types): a NaN
+    # never wins, the output is at least the lowest float, and the gradient goes to the first
+    # maximum as MaxPoolGrad's (not to every element within 1e-5, TF's eager Eigen kernel)
     attrs = {"ksize": [1, 1, 1, 2, 1], "strides": [1, 1, 1, 2, 1], "padding": "VALID"}
-    x = np.array([1, 1 + 3e-6, inf, inf, 7, 7, -inf, -inf], np.float32).reshape(1, 1, 1, 8, 1)
+    x = np.array([1, 1 + 3e-6, inf, inf, 7, 7, -inf, -inf, 2, nan], np.float32).reshape(1, 1, 1, 10, 1)
     y = evaluate_op("MaxPool3D", [x], **attrs)[0]
-    dy = np.array([1, 2, inf, 3], np.float32).reshape(y.shape)
+    np.testing.assert_array_equal(y.ravel(), np.array([1 + 3e-6, inf, 7, np.finfo(np.float32).min, 2], np.float32))
+    dy = np.array([1, 2, inf, 3, 5], np.float32).reshape(y.shape)
     dx = evaluate_op("MaxPool3DGrad", [x, y, dy], **attrs)[0]
-    np.testing.assert_array_equal(dx.ravel(), [1, 1, 0, 0, inf, inf, 0, 0])
+    np.testing.assert_array_equal(dx.ravel(), [0, 1, 2, 0, inf, 0, 3, 0, 5, 0])
 
 
 def test_max_pool_grad_leading_nan_keeps_dy_in_float64():
