@@ -23,6 +23,7 @@ def register(case):
     _sort_cumsum_linalg(case)
     _control_flow_and_edges(case)
     _fuzz_found(case)
+    _fuzz2_found(case)
     from scripts.tf_graph_parity_keras5 import keras_cases
 
     return keras_cases()
@@ -386,3 +387,31 @@ def _fuzz_found(case):
     case("c5_fz_elu_selu_neg_zero", lambda x: 1.0 / tf.nn.elu(-tf.abs(x) * 0.0) + 1.0 / tf.nn.selu(-tf.abs(x) * 0.0), (2, 3), grad=False)
     case("c5_fz_einsum_presum_inf", lambda x, y: tf.einsum("bij,jk->k", tf.sign(x) + 0.5, y * tf.constant([[1.0], [float("inf")]])),
          (2, 3, 2), (2, 1), grad=False)
+
+
+# --- found by scripts/tf_fuzz_parity.py --family 2 -----------------------------------------------
+
+
+def _fuzz2_found(case):
+    inf, nan = float("inf"), float("nan")
+    w_inf = tf.constant([inf, 1.0, -inf, 2.0])[None, None, :, None]
+    case("c5_fz2_maxpool_grad_inf_dy", lambda x: tf.nn.max_pool2d(x, [1, 2], [1, 2], "VALID") * w_inf[:, :, :2], (1, 1, 4, 1))
+    neg = tf.constant([-inf, -inf, nan, -inf, 0.0, 0.0])[None, None, :, None]
+    case("c5_fz2_maxpool_grad_no_max", lambda x: tf.nn.max_pool2d(x + neg, [1, 2], [1, 2], "VALID") * tf.constant([1.0, 2.0, 3.0])[None, None, :, None],
+         (1, 1, 6, 1))
+    case("c5_fz2_resize_nearest_grad_inf", lambda x: tf.compat.v1.image.resize_nearest_neighbor(x, [1, 4]) * w_inf, (1, 1, 2, 1))
+    case("c5_fz2_resize_bilinear_grad_nan", lambda x: tf.compat.v1.image.resize_bilinear(x, [1, 4], align_corners=True) * tf.constant([nan, 1.0, 1.0, 2.0])[None, None, :, None],
+         (1, 1, 3, 1))
+    case("c5_fz2_resize_bicubic_nan", lambda x: tf.compat.v1.image.resize_bicubic(x * tf.constant([1.0] * 7 + [nan])[None, None, :, None], [1, 4]),
+         (1, 1, 8, 1), grad=False)
+    case("c5_fz2_resize_bicubic_grad_inf", lambda x: tf.compat.v1.image.resize_bicubic(x, [1, 4]) * w_inf, (1, 1, 8, 1))
+    case("c5_fz2_lrn_inf", lambda x: tf.nn.local_response_normalization(x + tf.constant([inf, 0.0, 0.0, 0.0]), 1, 1.0, 0.1, 0.5), (1, 2, 2, 4),
+         grad=False)
+    case("c5_fz2_lrn_grad_inf", lambda x: tf.nn.local_response_normalization(x, 0, 1.0, 0.1, 0.5) * tf.constant([inf, 1.0, 1.0]), (1, 1, 2, 3))
+    case("c5_fz2_tensor_scatter_min_nan", lambda x: tf.tensor_scatter_nd_min(x * tf.constant([1.0, nan, 1.0]), [[0], [1], [2]], tf.constant([nan, 0.0, -9.0])),
+         (3,), grad=False)
+    case("c5_fz2_maxpool3d_ties", lambda x: tf.nn.max_pool3d(x + tf.stop_gradient(tf.round(x) - x), [2, 2, 2], [1, 1, 1], "SAME"),
+         (1, 3, 3, 3, 2))  # oneDNN in graphs: a tie's gradient to the first maximum
+    case("c5_fz2_maxpool3d_nan", lambda x: tf.nn.max_pool3d(x * tf.constant([1.0, nan]), [1, 1, 2], [1, 1, 2], "VALID"), (1, 1, 2, 2, 2),
+         grad=False)
+    case("c5_fz2_square_uint8", lambda x: tf.square(tf.cast(tf.abs(x) * 40, tf.uint8)), (3, 4), grad=False)

@@ -6,8 +6,11 @@ Names, inputs, attrs and semantics are TensorFlow's (nn_ops.cc). Inputs are
 window machinery is conv_ops' own, over three spatial dims: TF's output sizes and SAME padding
 (conv_ops._out_size), one strided slice of the unpadded input per window offset (window.py), im2col and one
 matmul for the convolution, sums or maxima of the slices for the pools, scatter-adds for the gradients (MaxPool3DGrad's to
-every maximum of a window, MaxPool3DGradGrad's from the first: TF's CPU kernels, ties included).
-"""
+the first maximum of a window, MaxPool3DGradGrad's from it). MaxPool3D and MaxPool3DGrad follow
+TF's graphs, which oneDNN runs (its only CPU types, float32 and bfloat16): a NaN never wins, no
+output is below the lowest float, ties' gradient to the first (tf_cpu_pooling, window.max_pool_grad);
+eager TF's Eigen kernels differ there (NaN propagates, every element within 1e-5 of the maximum
+gets the gradient)."""
 
 from __future__ import annotations
 
@@ -19,6 +22,7 @@ from specflow.ops import grad_util as gu
 from specflow.ops import window as wn
 from specflow.ops.inference import InferenceContext
 from specflow.ops.registry import gradient, kernel, register_op
+from specflow.ops.tf_cpu_pooling import tf_cpu_max_pool
 
 _FORMAT = "data_format: {'NDHWC', 'NCDHW'} = 'NDHWC'"
 _PADDING = "padding: {'SAME', 'VALID'}"
@@ -264,7 +268,8 @@ register_op(
     outputs=["output: T"],
     attrs=[*_POOL_ATTRS[:-1], f"T: {_MAX_TYPES}"],
     shape=lambda ic: [Shape(_pool_window(ic, ic.shape(0), "input")[1])],
-    doc="The maximum of each ksize window of a 5-D input (padding never wins).",
+    doc="The maximum of each ksize window of a 5-D input (padding and NaN never win; at least the "
+    "lowest float).",
 )
 
 
@@ -272,7 +277,8 @@ register_op(
 def _max_pool3d(ctx, x):
     fmt = ctx.attrs["data_format"]
     win, _ = _pool_window(ctx, x.shape, "input")
-    return _from_last(wn.max_pool(ctx.xp, _to_last(x, fmt), win), fmt)
+    xp = ctx.xp
+    return _from_last(tf_cpu_max_pool(xp, _to_last(x, fmt), lambda v: wn.max_pool(xp, v, win)), fmt)
 
 
 @gradient("MaxPool3D")
@@ -293,8 +299,8 @@ register_op(
     outputs=["output: T"],
     attrs=[*_POOL_ATTRS[:-1], f"T: {_MAX_TYPES} = float32", f"TInput: {_MAX_TYPES} = float32"],
     shape=_max_pool3d_grad_shape,
-    doc="The gradient of MaxPool3D: each window's grad goes to every element equal to its maximum "
-    "(all of a tie, as TF's CPU kernel does, unlike MaxPoolGrad); overlapping windows add up.",
+    doc="The gradient of MaxPool3D: each window's grad goes to its first maximum (as TF's graphs "
+    "run it, by oneDNN); overlapping windows add up.",
 )
 
 
@@ -311,7 +317,7 @@ def _max_grad_kernel(ctx, x, y, g, like, like_what: str, fn):
 @kernel("MaxPool3DGrad")
 def _max_pool3d_grad(ctx, x, y, dy):
     dy = dy.astype(ctx.attrs["T"].numpy, copy=False)
-    return _max_grad_kernel(ctx, x, y, dy, y, "orig_output", wn.max_pool_grad_all_maxima)
+    return _max_grad_kernel(ctx, x, y, dy, y, "orig_output", wn.max_pool_grad)
 
 
 @gradient("MaxPool3DGrad")

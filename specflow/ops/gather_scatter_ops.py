@@ -175,11 +175,16 @@ def _scatter(ctx, out, indices, updates, add):
     vals = xp.reshape(updates, (rows.shape[0],) + out.shape[k:])
     if add in ("max", "min"):
         ufunc = xp.maximum if add == "max" else xp.minimum
+        if vals.dtype.kind == "f":
+            # TF's Eigen min/max (y < x ? y : x) keeps the tensor's value against a NaN update,
+            # and a NaN already there: a NaN update is one that never wins
+            vals = xp.where(xp.isnan(vals), vals.dtype.type(-np.inf if add == "max" else np.inf), vals)
         if k == 0:
             if rows.shape[0]:
                 out[...] = ufunc(out, (xp.max if add == "max" else xp.min)(vals, axis=0))
         else:
-            ufunc.at(out, tuple(rows[:, j] for j in range(k)), vals)
+            with np.errstate(invalid="ignore"):  # a NaN already in the tensor stays
+                ufunc.at(out, tuple(rows[:, j] for j in range(k)), vals)
         return out
     if add == "sub":
         vals = -vals

@@ -124,6 +124,22 @@ def _one_hot(xp, index, in_size: int, dtype):
     return xp.asarray(m)
 
 
+def _scatter_taps(grads, taps, size: int, axis: int):
+    """TF's CPU resize gradients along one spatial axis of ``grads``: each position's value, times
+    each tap's weight (None: 1), added at that tap's source index (an inf or NaN grad reaches its
+    own taps only, zero-weight ones included, as TF's loops; a matrix product would spread it
+    over the whole axis)."""
+    shape = list(grads.shape)
+    shape[axis] = size
+    out = np.zeros(shape, grads.dtype)
+    bcast = (slice(None),) + (None,) * (grads.ndim - 1 - axis)
+    at = (slice(None),) * axis
+    with np.errstate(invalid="ignore"):
+        for index, weight in taps:
+            np.add.at(out, (*at, index), grads if weight is None else grads * weight.astype(grads.dtype)[bcast])
+    return out
+
+
 def _transposed_sampling(xp, rows, cols, grads):
     """sum over (oh, ow) of rows[oh, h] * grads[n, oh, ow, c] * cols[ow, w]: [N, H, W, C]."""
     # Two tensordots: each one large matrix product (a batched matmul of small ones is slow).
@@ -210,6 +226,11 @@ def _grad_args(ctx, grads, image):
 def _resize_bilinear_grad(ctx, grads, image):
     xp = ctx.xp
     (h, w), (oh, ow), align, half = _grad_args(ctx, grads, image)
+    if xp is np:
+        g = grads.astype(np.float32, copy=False)
+        for axis, size, (lo, hi, lerp) in ((1, h, _bilinear_taps(h, oh, align, half)), (2, w, _bilinear_taps(w, ow, align, half))):
+            g = _scatter_taps(g, [(lo, 1 - lerp), (hi, lerp)], size, axis)
+        return g.astype(image.dtype)
     rows = _tap_matrix(xp, *_bilinear_taps(h, oh, align, half), h, np.float32)
     cols = _tap_matrix(xp, *_bilinear_taps(w, ow, align, half), w, np.float32)
     return _transposed_sampling(xp, rows, cols, grads.astype(np.float32, copy=False)).astype(image.dtype)
@@ -269,6 +290,11 @@ def _resize_nearest_grad(ctx, grads, size):
     _, oh, ow, _ = grads.shape
     dt = grads.dtype
     acc = np.float64 if dt.kind == "f" else np.int64  # exact sums, then TF's dtype
+    if xp is np:
+        g = grads.astype(acc)
+        for axis, size, index in ((1, h, _nearest_index(h, oh, align, half)), (2, w, _nearest_index(w, ow, align, half))):
+            g = _scatter_taps(g, [(index, None)], size, axis)
+        return g.astype(dt)
     rows = _one_hot(xp, _nearest_index(h, oh, align, half), h, acc)
     cols = _one_hot(xp, _nearest_index(w, ow, align, half), w, acc)
     return _transposed_sampling(xp, rows, cols, grads.astype(acc)).astype(dt)
@@ -281,10 +307,11 @@ def _resize_nearest_grad(ctx, grads, size):
 _CUBIC_STEPS = 1024  # TF samples its cubic kernel at multiples of 1/1024 of a pixel
 
 
-def _cubic_matrix(in_size: int, out_size: int, align: bool, half: bool) -> np.ndarray:
-    """Bicubic weights [out, in] as TF's resize_bicubic_op: Keys' kernel with a = -0.5 and taps
-    outside the image dropped and the rest renormalized (half_pixel_centers), else a = -0.75
-    with taps clamped to the edge; the fractional position rounded to 1/1024."""
+def _cubic_taps(in_size: int, out_size: int, align: bool, half: bool) -> list:
+    """Bicubic taps as TF's resize_bicubic_op: per output position, four (source index, weight)
+    columns: Keys' kernel with a = -0.5 and taps outside the image dropped and the rest
+    renormalized (half_pixel_centers), else a = -0.75 with taps clamped to the edge; the
+    fractional position rounded to 1/1024."""
     scale = _scale(in_size, out_size, align)
     o = np.arange(out_size, dtype=np.float32)
     src = (o + np.float32(0.5)) * scale - np.float32(0.5) if half else o * scale
@@ -305,9 +332,27 @@ def _cubic_matrix(in_size: int, out_size: int, align: bool, half: bool) -> np.nd
         weights = np.where(clamped == taps, weights, np.float32(0))
         total = weights.sum(axis=1, keepdims=True)
         weights = np.where(np.abs(total) >= 1000 * np.finfo(np.float32).tiny, weights / total, weights)
+    return [(clamped[:, i], weights[:, i]) for i in range(4)]
+
+
+def _cubic_matrix(in_size: int, out_size: int, align: bool, half: bool) -> np.ndarray:
+    """The bicubic taps as a weight matrix [out, in] (the GPU's two tensordots)."""
     m = np.zeros((out_size, in_size), np.float64)
-    np.add.at(m, (np.repeat(np.arange(out_size), 4), clamped.ravel()), weights.astype(np.float64).ravel())
+    for index, weight in _cubic_taps(in_size, out_size, align, half):
+        np.add.at(m, (np.arange(out_size), index), weight.astype(np.float64))
     return m
+
+
+def _gather_taps(x, taps, axis: int):
+    """sum over the taps of x read at each tap's index along ``axis`` times its weight: TF's CPU
+    loops (a NaN or inf pixel reaches the outputs whose taps read it, zero-weight ones too)."""
+    bcast = (slice(None),) + (None,) * (x.ndim - 1 - axis)
+    out = None
+    with np.errstate(invalid="ignore"):
+        for index, weight in taps:
+            term = np.take(x, index, axis=axis) * weight[bcast]
+            out = term if out is None else out + term
+    return out
 
 
 def _area_matrix(in_size: int, out_size: int, align: bool) -> np.ndarray:
@@ -350,6 +395,10 @@ def _resize_bicubic(ctx, images, size):
     (n, h, w, c), (oh, ow), align, half = _resize_args(ctx, images, size)
     if oh * ow == 0 or n * c == 0:
         return ctx.xp.zeros((n, oh, ow, c), dtype=np.float32)
+    if ctx.xp is np:
+        x = images.astype(np.float32, copy=False)
+        x = _gather_taps(x, _cubic_taps(h, oh, align, half), 1)
+        return _gather_taps(x, _cubic_taps(w, ow, align, half), 2)
     return _separable(ctx.xp, images, _cubic_matrix(h, oh, align, half), _cubic_matrix(w, ow, align, half))
 
 
@@ -382,6 +431,10 @@ not_differentiable("ResizeArea")
 def _resize_bicubic_grad(ctx, grads, image):
     xp = ctx.xp
     (h, w), (oh, ow), align, half = _grad_args(ctx, grads, image)
+    if xp is np:
+        g = grads.astype(np.float32, copy=False)
+        g = _scatter_taps(g, _cubic_taps(h, oh, align, half), h, 1)
+        return _scatter_taps(g, _cubic_taps(w, ow, align, half), w, 2).astype(image.dtype)
     rows = xp.asarray(_cubic_matrix(h, oh, align, half).astype(np.float32))
     cols = xp.asarray(_cubic_matrix(w, ow, align, half).astype(np.float32))
     return _transposed_sampling(xp, rows, cols, grads.astype(np.float32, copy=False)).astype(image.dtype)

@@ -71,8 +71,18 @@ register_op(
 def _lrn(ctx, x):
     xp = ctx.xp
     _rank4(ctx, x.shape, "input")
-    norm, _, beta, _ = _norm(ctx, xp, x)
-    return x / norm**beta
+    r, bias, alpha, beta = _params(ctx, x.dtype)
+    sq = x * x
+    sums = _window_sum(xp, sq, r)
+    if r < x.shape[-1] - 1:
+        # TF's CPU kernel sums by a contraction with a 0/1 band matrix: an inf or NaN square
+        # times a 0 outside a depth's window makes that depth's sum NaN (every depth of the
+        # pixel but those within depth_radius of an infinite square). One isfinite pass.
+        bad = ~xp.isfinite(sq)
+        if bad.any():
+            outside = bad.sum(axis=-1, keepdims=True) - _window_sum(xp, bad.astype(np.int32), r)
+            sums = xp.where(outside > 0, sq.dtype.type(np.nan), sums)
+    return x / (bias + alpha * sums) ** beta
 
 
 @gradient("LRN")
@@ -110,6 +120,17 @@ def _lrn_grad(ctx, dy, x, y):
             f"{list(dy.shape)}, {list(x.shape)} and {list(y.shape)}"
         )
     norm, alpha, beta, r = _norm(ctx, xp, x)
-    # d out_j / d in_k = [j == k] norm_j^-beta - 2 alpha beta in_k out_j / norm_j, for |j - k| <= r.
-    spread = _window_sum(xp, dy * y / norm, r)
-    return dy * norm**-beta - 2 * alpha * beta * x * spread
+    # d out_j / d in_k = [j == k] norm_j^-beta - 2 alpha beta in_k out_j / norm_j, for |j - k| <= r,
+    # each pair's factor times dy_j as TF's loops (lrn_op.cc) compute it: an infinite dy_j gives
+    # +-inf, not the inf - inf of dy_j * norm_j^-beta - (... dy_j ...) summed apart. One pass per
+    # depth offset, as the window sum.
+    depth = x.shape[-1]
+    out = xp.zeros(dy.shape, dtype=dy.dtype)
+    coef = dy.dtype.type(-2) * alpha * beta
+    for o in range(-min(r, depth), min(r, depth) + 1):
+        ks, js = slice(max(0, -o), min(depth, depth - o)), slice(max(0, o), min(depth, depth + o))
+        term = coef * x[..., ks] * y[..., js] / norm[..., js]
+        if o == 0:
+            term += norm**-beta
+        out[..., ks] += term * dy[..., js]
+    return out

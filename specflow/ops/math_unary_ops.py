@@ -94,7 +94,7 @@ _REAL_ROUNDABLE = dtypes.FLOATING | dtypes.SIGNED_INTEGER
 _UNARY = [
     ("Neg", _UNARY_ALL, _u("negative"), None, None, "-x elementwise."),
     ("Abs", "float, signed", _u("abs"), None, None, "|x| elementwise."),
-    ("Square", _UNARY_ALL, lambda ctx, x: x * x, None, None, "x * x elementwise."),
+    ("Square", "float, int, complex", lambda ctx, x: x * x, None, None, "x * x elementwise (unsigned too, wrapping)."),
     ("Sqrt", _UNARY_FC, _u("sqrt"), None, None, "sqrt(x) elementwise."),
     ("Rsqrt", _UNARY_FC, lambda ctx, x: 1 / ctx.xp.sqrt(x), None, None, "1 / sqrt(x) elementwise."),
     ("Exp", _UNARY_FC, _u("exp"), None, None, "e ** x elementwise."),

@@ -43,13 +43,15 @@ def tf_cpu_avg_pool_grad(dy, hw, win):
     """AvgPoolGrad as TF's CPU kernel computes it (each grad divided by its span's size and added
     over the span), for the windows longer than the input where that differs from the transposed
     AvgPool (the ordinary path)."""
-    mats, sizes = [], []
+    spans, sizes = [], []
     for d, (in_size, k, stride, pad) in enumerate(zip(hw, win.ksize, win.strides, win.pads)):
-        spans = broadcast_spans(dy.shape[1 + d], in_size, k, stride, pad[0])
-        m = np.zeros((len(spans), in_size), dy.dtype)
-        for o, (start, size) in enumerate(spans):
-            m[o, start:start + size] = 1
-        mats.append(m)
-        sizes.append(np.array([size for _, size in spans], dy.dtype))
+        spans.append(broadcast_spans(dy.shape[1 + d], in_size, k, stride, pad[0]))
+        sizes.append(np.array([size for _, size in spans[-1]], dy.dtype))
     share = dy * (dy.dtype.type(1) / (sizes[0][:, None] * sizes[1][None, :]))[None, :, :, None]
-    return np.einsum("rh,cw,nrcx->nhwx", mats[0], mats[1], share).astype(dy.dtype, copy=False)
+    # added span by span, as TF's loops: an inf or NaN grad reaches its own span only (a product
+    # by 0/1 span matrices would add inf * 0 = NaN everywhere else)
+    out = np.zeros((dy.shape[0], *hw, dy.shape[3]), dy.dtype)
+    for r, (rs, rn) in enumerate(spans[0]):
+        for q, (cs, cn) in enumerate(spans[1]):
+            out[:, rs:rs + rn, cs:cs + cn] += share[:, r, q][:, None, None]
+    return out

@@ -427,29 +427,73 @@ def tiles(win: _Window, spatial: Dims) -> bool:
 
 def max_pool_grad(xp, x, y, dy, win: _Window, empty=None, state=None):
     """Each window's dy added at its first maximum (written, not added, when windows are
-    disjoint: no read-modify-write; nor zeroed first when they tile the input)."""
+    disjoint: no read-modify-write; nor zeroed first when they tile the input). On the host as
+    TF's CPU kernel: dy is routed, never multiplied by a mask (an inf or NaN dy reaches its
+    maximum only), and a window with no element equal to its output (all -inf or NaN: TF's
+    output is the dtype's lowest) gives its dy to its first element."""
+    tiled = tiles(win, x.shape[1:-1])
     write = disjoint(win)
-    if write and tiles(win, x.shape[1:-1]):
+    if write and tiled:
         grad = empty(x.shape, dy.dtype) if empty is not None else xp.empty(x.shape, dtype=dy.dtype)
     else:
         grad = _zeros(xp, x.shape, dy.dtype, empty)
+    host = xp is np and dy.dtype.kind == "f" and dy.size
+    # masked routing (slower than a product by the mask) only where a product would differ:
+    # a non-finite dy on the host (a GPU keeps the product, cuDNN's rules)
+    route = host and not np.isfinite(dy).all()
     for t, hit in first_max(xp, x, y, win, state):
-        dst = grad[(_ALL, *t.inp)]
-        if write:
-            xp.multiply(dy[(_ALL, *t.out)], hit, out=dst)
+        dst, src = grad[(_ALL, *t.inp)], dy[(_ALL, *t.out)]
+        if route:
+            if write and tiled:
+                dst.fill(0)
+            np.add(dst, src, out=dst, where=hit)
+        elif write:
+            xp.multiply(src, hit, out=dst)
         else:
-            dst += dy[(_ALL, *t.out)] * hit
+            dst += src * hit
+    if host and x.dtype in (np.float64, np.float16) and np.isnan(x).any():
+        return _eigen_argmax_grad(x, dy, win)
+    if host and y.min() <= np.finfo(y.dtype).min:
+        _unmatched_to_first(x, y, dy, grad, win)
     return grad
 
 
-def max_pool_grad_all_maxima(xp, x, y, dy, win: _Window):
-    """TF's CPU MaxPool3DGrad: every element equal to its window's maximum gets the window's dy
-    (all of a tie, unlike MaxPoolGrad's first maximum); overlapping windows add up."""
-    grad = xp.zeros(x.shape, dtype=dy.dtype)
-    for t in taps(win, x.shape[1:-1]):
-        if not t.empty:
-            grad[(_ALL, *t.inp)] += dy[(_ALL, *t.out)] * (x[(_ALL, *t.inp)] == y[(_ALL, *t.out)])
+def _eigen_argmax_grad(x, dy, win: _Window):
+    """TF's Eigen MaxPoolGrad (float64, float16: oneDNN takes float32), for inputs with a NaN: each
+    window's argmax starts at its first real element and moves only to a strictly greater one,
+    so a leading NaN keeps the window's dy (oneDNN's rule, the first element equal to the output,
+    gives it to a later finite maximum)."""
+    ts = [t for t in taps(win, x.shape[1:-1]) if not t.empty]
+    best = np.zeros(dy.shape, x.dtype)
+    arg = np.full(dy.shape, -1, np.int64)
+    for k, t in enumerate(ts):
+        xv, b, a = x[(_ALL, *t.inp)], best[(_ALL, *t.out)], arg[(_ALL, *t.out)]
+        with np.errstate(invalid="ignore"):
+            take = (a < 0) | (b < xv)
+        np.copyto(b, xv, where=take)
+        np.copyto(a, k, where=take)
+    grad = np.zeros(x.shape, dy.dtype)
+    for k, t in enumerate(ts):
+        dst = grad[(_ALL, *t.inp)]
+        np.add(dst, dy[(_ALL, *t.out)], out=dst, where=arg[(_ALL, *t.out)] == k)
     return grad
+
+
+def _unmatched_to_first(x, y, dy, grad, win: _Window) -> None:
+    """TF's MaxPoolGrad for windows none of whose elements equals their output (a window of -inf
+    and NaN pools to the lowest finite value): the window's first real element gets its dy."""
+    ts = [t for t in taps(win, x.shape[1:-1]) if not t.empty]
+    matched = np.zeros(y.shape, bool)
+    for t in ts:
+        matched[(_ALL, *t.out)] |= x[(_ALL, *t.inp)] == y[(_ALL, *t.out)]
+    if matched.all():
+        return
+    todo = ~matched
+    for t in ts:
+        sel = todo[(_ALL, *t.out)]
+        dst = grad[(_ALL, *t.inp)]
+        np.add(dst, dy[(_ALL, *t.out)], out=dst, where=sel)
+        sel[...] = False
 
 
 def max_pool_grad_grad(xp, x, y, g, win: _Window):

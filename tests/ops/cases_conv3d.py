@@ -117,18 +117,18 @@ def max_pool3d_ref(x, k, strides, padding):
     return out
 
 
-def max_pool3d_grad_ref(x, dy, k, strides, padding, first=False):
-    """Each window's dy to every element equal to its maximum (TF's CPU MaxPool3DGrad), or with
-    ``first`` to its first one (cells come in depth, row, column order)."""
+def max_pool3d_grad_ref(x, dy, k, strides, padding):
+    """Each window's dy to its first maximum (cells come in depth, row, column order): TF's
+    MaxPool3DGrad as its graphs run it, by oneDNN (eager TF's Eigen kernel gives it to every
+    element within 1e-5 of the maximum)."""
     y = max_pool3d_ref(x, k, strides, padding)
     _, cells = _walk(x.shape[1:4], k, strides, padding)
     dx = np.zeros(x.shape, dy.dtype)
     done = np.zeros(y.shape, bool)
     for o, _, i in cells:
         hit = x[(slice(None), *i)] == y[(slice(None), *o)]
-        if first:
-            hit &= ~done[(slice(None), *o)]
-            done[(slice(None), *o)] |= hit
+        hit &= ~done[(slice(None), *o)]
+        done[(slice(None), *o)] |= hit
         dx[(slice(None), *i)] += np.where(hit, dy[(slice(None), *o)], 0)
     return dx
 
@@ -144,7 +144,7 @@ def _max_pool_cases(x, k, s, padding, ident):
         # grad read at each window's first maximum: the adjoint of the first-maximum gradient
         Case("MaxPool3DGradGrad", [x, y, g], attrs=attrs, id=f"MaxPool3DGradGrad-{ident}", **_TOL,
              ref=lambda xx, yy, gg: np.array([[np.vdot(max_pool3d_grad_ref(xx, np.eye(yy.size, dtype=np.float32)[j].reshape(yy.shape),
-                                                                          k, s, padding, first=True), gg) for j in range(yy.size)]],
+                                                                          k, s, padding), gg) for j in range(yy.size)]],
                                             np.float32).reshape(yy.shape)),
     ]  # fmt: skip
 

@@ -51,6 +51,11 @@ CASES = [
          ref=lambda t, i, u: _scatter_ref(t, i, u, "min")),
     Case("TensorScatterMin", [np.array([3.0, -1.0, 2.0], np.float32), np.array([[0], [2]], np.int32), np.array([1.0, 5.0], np.float32)],
          ref=lambda t, i, u: np.array([1.0, -1.0, 2.0], np.float32), id="TensorScatterMin-literal"),
+    # TF's Eigen min/max: a NaN update never wins, a NaN in the tensor stays (TF 2.21)
+    Case("TensorScatterMin", [np.array([1.0, np.nan, 3.0, -1.0]), np.array([[0], [1], [3], [3]], np.int32), np.array([np.nan, 2.0, np.nan, -2.0])],
+         ref=lambda t, i, u: np.array([1.0, np.nan, 3.0, -2.0]), id="TensorScatterMin-nan"),
+    Case("TensorScatterMax", [np.array([1.0, np.nan, 3.0, -1.0]), np.array([[0], [1], [2], [2]], np.int32), np.array([np.nan, 2.0, 5.0, np.nan])],
+         ref=lambda t, i, u: np.array([1.0, np.nan, 5.0, -1.0]), id="TensorScatterMax-nan"),
     Case("TensorScatterAdd", [_p, _ids[:, :1], f32(3, 3, 2)], ref=lambda t, i, u: _scatter_ref(t, i, u, True)),
     Case("TensorScatterAdd", [i32(3), np.array([[1], [1]], np.int32), i32(2)], ref=lambda t, i, u: _scatter_ref(t, i, u, True),
          id="TensorScatterAdd-duplicates"),

@@ -80,6 +80,7 @@ _UNARY = [
     Case("Abs", [i64(4)], ref=np.abs, id="Abs-int"),
     Case("Square", [f32(2, 2)], ref=np.square),
     Case("Square", [i32(5)], ref=np.square, id="Square-int"),
+    Case("Square", [np.array([3, 200, 255], np.uint8)], ref=np.square, id="Square-uint8"),  # TF's op takes unsigned (wraps)
     Case("Sqrt", [pos32(3)], ref=np.sqrt),
     Case("Rsqrt", [pos32(3)], ref=lambda x: 1 / np.sqrt(x), rtol=1e-5),
     Case("Exp", [f64(3)], ref=np.exp),
