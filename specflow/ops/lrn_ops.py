@@ -82,10 +82,10 @@ def _lrn(ctx, x):
         if bad.any():
             outside = bad.sum(axis=-1, keepdims=True) - _window_sum(xp, bad.astype(np.int32), r)
             sums = xp.where(outside > 0, sq.dtype.type(np.nan), sums)
-            if xp is np:
-                with np.errstate(invalid="ignore"):  # inf / inf is TF's NaN, not a mistake to warn about
-                    return x / (bias + alpha * sums) ** beta
-    return x / (bias + alpha * sums) ** beta
+    if xp is not np:
+        return x / (bias + alpha * sums) ** beta
+    with np.errstate(invalid="ignore"):  # an infinite input's inf / inf is TF's NaN, not a mistake to warn about
+        return x / (bias + alpha * sums) ** beta
 
 
 @gradient("LRN")
