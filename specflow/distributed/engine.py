@@ -75,6 +75,24 @@ def _check_reachable(address: str, timeout_s: float = 5.0) -> None:
         why = "timed out" if isinstance(e, TimeoutError) else (e.strerror or str(e))
         raise SpecflowError(f"cannot reach the Ray cluster at {address}: {why} (is `ray start --head "
                             f"--port={port}` running there, and the port open?)") from None
+    _check_speaks_grpc(address, port, timeout_s)
+
+
+def _check_speaks_grpc(address: str, port: int, timeout_s: float) -> None:
+    """Something listens at ``address``; a Ray head's GCS there answers gRPC's HTTP/2 handshake.
+    A port that does not (a web server, the dashboard's 8265 given by mistake) would have
+    ``ray.init`` retry for minutes: an error here instead. (grpc comes with Ray.)"""
+    import grpc
+
+    channel = grpc.insecure_channel(address)
+    try:
+        grpc.channel_ready_future(channel).result(timeout=timeout_s)
+    except grpc.FutureTimeoutError:
+        raise SpecflowError(f"cannot reach the Ray cluster at {address}: something listens there but it is not a "
+                            f"Ray head (no gRPC answer in {timeout_s:g} s; `ray start --head` prints the address "
+                            "to use, port 6379 by default)") from None
+    finally:
+        channel.close()
 
 
 # What BLAS libraries (OpenBLAS, MKL, OpenMP ones) read for their thread count at load time.

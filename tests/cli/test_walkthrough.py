@@ -81,6 +81,32 @@ def test_an_unreachable_ray_address_is_a_one_line_error_at_once(tmp_path):
     assert not (tmp_path / "run").exists()
 
 
+def test_an_address_where_something_else_listens_is_a_one_line_error_at_once(tmp_path):
+    """A port that accepts connections but speaks no gRPC (a web server, the dashboard's port
+    8265 given by mistake): Ray would retry it for minutes, printing its own warnings."""
+    pytest.importorskip("ray")
+    import http.server
+    import threading
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), http.server.SimpleHTTPRequestHandler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    port = server.server_address[1]
+    try:
+        t0 = time.monotonic()
+        r = subprocess.run([sys.executable, "-m", "specflow", "train", str(ROOT / "models" / "digits_mlp.yaml"),
+                            "--logdir", str(tmp_path / "run"), "--steps", "2", "--cluster", "local:ps=1,worker=1",
+                            "--address", f"127.0.0.1:{port}"], env=_env(), capture_output=True, text=True, timeout=90)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert time.monotonic() - t0 < 30
+    assert r.returncode == 1, r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"error: cannot reach the Ray cluster at 127.0.0.1:{port}"), lines
+    assert "not a Ray head" in lines[0], lines
+    assert not (tmp_path / "run").exists()
+
+
 @pytest.mark.parametrize("argv, named", [
     (["--fetch", "probs"], "--fetch only shapes the placed graph: add --placed"),
     (["--devices", "cpu:2", "--batch-size", "8"], "--devices, --batch-size only shape the placed graph"),
