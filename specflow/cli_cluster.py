@@ -51,9 +51,11 @@ def inspect_training(s, cspec, fmt: str, lossy: bool, out) -> None:
     """``inspect --cluster --placed`` of a spec with ``train:``: the step ``train --cluster``
     runs on every worker (variables and slots per ps, bytes pulled and pushed), without Ray."""
     from specflow.distributed.training_plan import training_plan
+    from specflow.train.data_fit import errors_located
     from specflow.views.cluster_view import cluster_dot, training_json, training_renderable
 
-    plan = training_plan(s, cspec, lossy)
+    with errors_located(s):
+        plan = training_plan(s, cspec, lossy)
     if fmt == "json":
         print(training_json(plan))
     elif fmt == "dot":

@@ -13,7 +13,7 @@ import dataclasses
 
 import numpy as np
 
-from specflow.errors import SpecflowError
+from specflow.errors import SpecflowError, did_you_mean
 
 from .cluster_spec import ClusterSpec
 from .placement import TaskAssignment
@@ -33,8 +33,24 @@ class ReplicaAssignment(TaskAssignment):
         return self.worker
 
 
-def replica_tasks(spec: ClusterSpec) -> list[str]:
-    """The tasks that run a replica, the chief first: a ``chief`` job's task, then the workers."""
+TRAINING_JOBS = ("ps", "worker", "chief")
+
+
+def replica_tasks(spec: ClusterSpec, model_spec=None) -> list[str]:
+    """The tasks that run a replica, the chief first: a ``chief`` job's task, then the workers.
+    A job no part of training runs on (a typo of ``worker``, TF's separate ``evaluator``) is an
+    error, at its line when ``model_spec``'s ``cluster:`` section names it, not idle tasks."""
+    for job in spec.jobs:
+        if job in TRAINING_JOBS:
+            continue
+        key = ("cluster", "jobs", job)
+        source = getattr(model_spec, "source", None)
+        if source is not None and source.has(key):
+            raise SpecflowError("a job no part of training runs on: training uses the jobs ps, worker and chief"
+                                + did_you_mean(job, TRAINING_JOBS), path=".".join(key),
+                                location=source.key_location(key))  # fmt: skip
+        raise SpecflowError(f"--cluster: job '{job}' runs no part of training: training uses the jobs ps, worker "
+                            "and chief" + did_you_mean(job, TRAINING_JOBS))  # fmt: skip
     if not spec.jobs.get("ps"):
         raise SpecflowError(f"training on a cluster needs a ps job for the variables, got {spec.describe()} "
                             "(e.g. --cluster local:ps=1,worker=2)")  # fmt: skip
@@ -43,6 +59,16 @@ def replica_tasks(spec: ClusterSpec) -> list[str]:
     if not tasks:
         raise SpecflowError(f"training on a cluster needs a worker job, got {spec.describe()}")
     return tasks
+
+
+def replicas_to_aggregate(dist, n: int) -> int:
+    """Sync: how many of the ``n`` replicas' gradients each step averages (``train.distributed``'s
+    ``replicas_to_aggregate``, default all); more than ``n`` is an error at the setting."""
+    wanted = (dist.replicas_to_aggregate if dist else None) or n
+    if wanted > n:
+        raise SpecflowError(f"{wanted}, but the cluster has {n} worker replica{'s' if n > 1 else ''}",
+                            path="train.distributed.replicas_to_aggregate")
+    return wanted
 
 
 def training_cluster(spec: ClusterSpec) -> ClusterSpec:

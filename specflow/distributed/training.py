@@ -48,6 +48,7 @@ from .replicas import (
     replica_random_streams,
     replica_sessions,
     replica_tasks,
+    replicas_to_aggregate,
     training_cluster,
 )
 from .sharded_checkpoint import STATE_PREFIX, ShardedSaver
@@ -69,12 +70,9 @@ class DistributedTrainer(Recovery, Trainer):
             self.cluster, self._owns_cluster = cluster, False
         else:
             self.cluster, self._owns_cluster = Cluster(training_cluster(cluster), address=address), True
-        self.tasks = replica_tasks(self.cluster.spec)
+        self.tasks = replica_tasks(self.cluster.spec, spec)
         n = len(self.tasks)
-        self.replicas_to_aggregate = (dist.replicas_to_aggregate if dist else None) or n
-        if self.replicas_to_aggregate > n:
-            raise TrainingError(f"train.distributed.replicas_to_aggregate is {self.replicas_to_aggregate} but the "
-                             f"cluster has {n} worker replica{'s' if n > 1 else ''}")  # fmt: skip
+        self.replicas_to_aggregate = replicas_to_aggregate(dist, n)
         self.worker_steps = [0] * n
         self.group_targets = False  # True: replicas target the train op's group itself (benchmarks A/B)
         # async: each worker runs its replica's steps itself (replica_loop.py); False: the driver

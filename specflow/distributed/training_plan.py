@@ -16,7 +16,7 @@ from specflow.graph.shapes import Shape
 
 from .cluster_spec import ClusterSpec
 from .placement import ClusterStep, compile_cluster_step, task_of
-from .replicas import DRIVER_TASK, ReplicaAssignment, replica_tasks, training_cluster
+from .replicas import DRIVER_TASK, ReplicaAssignment, replica_tasks, replicas_to_aggregate, training_cluster
 from .sync_replicas import SyncReplicas
 
 
@@ -45,7 +45,8 @@ def training_plan(s, cluster: ClusterSpec, lossy_transfers: bool = False) -> Tra
     dist = cfg.distributed
     mode, strategy = (dist.mode, dist.placement) if dist else ("async", "greedy")
     cluster = training_cluster(cluster)
-    tasks = replica_tasks(cluster)
+    tasks = replica_tasks(cluster, s)
+    replicas_to_aggregate(dist, len(tasks))
     sync = SyncReplicas(len(tasks)) if mode == "sync" else None
     g = build_training_graph(s, cfg, None, replicas=sync)
     graph = _batched(cluster.constrained(g.graph_def), list(cfg.data.feeds), cfg.data.batch_size)

@@ -158,6 +158,33 @@ def test_cli_train_on_a_cluster(tasks, tmp_path):
     assert r.exit_code != 0 and "needs a ps job" in r.output
 
 
+@pytest.mark.parametrize("edit, flag, expected", [
+    # more replicas to aggregate than workers: at the spec line of the setting
+    (("  steps: 2000", "  steps: 8\n  distributed: {mode: sync, replicas_to_aggregate: 3}"), "local:ps=1,worker=2",
+     r"^error: digits\.yaml:\d+:\d+: train\.distributed\.replicas_to_aggregate: 3, but the cluster has 2 worker "),
+    # a job no training task runs (a typo of worker) in the spec's cluster section: at its line
+    (("train:", "cluster:\n  jobs: {ps: 1, worker: 1, wrker: 1}\ntrain:"), "local",
+     r"^error: digits\.yaml:\d+:\d+: cluster\.jobs\.wrker: .*ps, worker and chief.*did you mean 'worker'"),
+    # ... or in --cluster (no spec line to name)
+    (("  steps: 2000", "  steps: 8"), "local:ps=1,worker=1,evaluator=1",
+     r"^error: --cluster: job 'evaluator' runs no part of training"),
+])
+def test_cli_train_refuses_a_cluster_it_cannot_use_in_one_located_line(tasks, tmp_path, edit, flag, expected):
+    import re
+
+    from typer.testing import CliRunner
+
+    from specflow.cli import app
+
+    spec = tmp_path / "digits.yaml"
+    spec.write_text(DIGITS.replace(*edit))
+    r = CliRunner().invoke(app, ["train", str(spec), "--cluster", flag, "--logdir", str(tmp_path / "run")],
+                           env={"COLUMNS": "300"})
+    lines = r.output.strip().splitlines()
+    assert r.exit_code == 1 and len(lines) == 1 and re.search(expected, lines[0].replace(str(tmp_path) + "/", "")), r.output
+    assert not (tmp_path / "run" / "checkpoint").exists()
+
+
 def test_restore_checks_still_apply(tasks, tmp_path):
     """Resuming on a cluster a run of another model fails with the one-line checkpoint error."""
     _train(_spec(steps=2), tmp_path, tasks)

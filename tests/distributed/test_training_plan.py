@@ -57,3 +57,25 @@ def test_inspect_shows_the_training_steps_placement_and_traffic(tmp_path):
 
     table = _inspect(str(DIGITS), "--cluster", "local:ps=1,worker=2")
     assert "worker 0's training step" in table and "pulled/step" in table and "hidden/kernel/Adam" in table
+
+
+def test_inspect_refuses_what_train_refuses_at_the_spec_line(tmp_path):
+    """More replicas to aggregate than workers, or a job no training task runs: the error train
+    --cluster gives, at the setting's line, rather than a plan of a run that cannot start."""
+    from typer.testing import CliRunner
+
+    from specflow.cli import app
+
+    text = DIGITS.read_text()
+    cases = {
+        "rta.yaml": (text.replace("  steps: 2000", "  steps: 2000\n  distributed: {mode: sync, replicas_to_aggregate: 3}"),
+                     "local:ps=1,worker=2", "train.distributed.replicas_to_aggregate: 3, but the cluster has 2 worker"),
+        "jobs.yaml": (text.replace("train:", "cluster:\n  jobs: {ps: 1, worker: 1, wrker: 1}\ntrain:"), "local",
+                      "cluster.jobs.wrker: a job no part of training runs on"),
+    }
+    for name, (body, flag, message) in cases.items():
+        (tmp_path / name).write_text(body)
+        r = CliRunner().invoke(app, ["inspect", str(tmp_path / name), "--cluster", flag], env={"COLUMNS": "300"})
+        line = (body.split(message.split(":")[0].rsplit(".", 1)[-1])[0].count("\n")) + 1
+        assert r.exit_code == 1 and r.output.startswith(f"error: {tmp_path / name}:{line}:"), r.output
+        assert message in r.output and len(r.output.strip().splitlines()) == 1, r.output
