@@ -55,6 +55,10 @@ from .sharded_checkpoint import STATE_PREFIX, ShardedSaver
 from .sync_replicas import SyncReplicas
 from .training_plan import step_ends
 
+# The steps/s shown and logged span at least this long: async workers report chunks of steps
+# (about CHUNK_S each, replica_loop.py), so a shorter window reads one chunk's arrival.
+RATE_WINDOW_S = 1.0
+
 
 class DistributedTrainer(Recovery, Trainer):
     """A Trainer whose steps run on ``cluster`` (a ClusterSpec, or a connected Cluster to share)."""
@@ -125,6 +129,7 @@ class DistributedTrainer(Recovery, Trainer):
         self.writer = SummaryWriter(self.logdir)
         self.eval_writer = SummaryWriter(self.logdir / "eval")
         self.hooks = self._hooks()
+        self.step_counter.min_secs = RATE_WINDOW_S
 
     def prepare(self, latest: str | None) -> None:
         """Initialize, or restore ``latest`` (on the ps tasks, shard by shard, after each

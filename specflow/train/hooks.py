@@ -32,10 +32,13 @@ class Hook:
 
 
 class StepCounterHook(Hook):
-    """Steps per second over the last ``every_steps`` steps (TensorBoard's ``global_step/sec``)."""
+    """Steps per second over the last ``every_steps`` steps (TensorBoard's ``global_step/sec``),
+    and over at least ``min_secs``: async cluster workers report their steps in chunks, so a
+    window of a few steps could span one chunk's arrival and read as thousands of steps/s."""
 
-    def __init__(self, every_steps: int):
+    def __init__(self, every_steps: int, min_secs: float = 0.0):
         self.every = max(1, every_steps)
+        self.min_secs = min_secs
         self.rate: float | None = None
 
     def begin(self, run) -> None:
@@ -44,6 +47,8 @@ class StepCounterHook(Hook):
     def after_step(self, run, step: int, values: dict) -> None:
         if step - self._step >= self.every or step == 1:
             now = time.perf_counter()
+            if now - self._t < self.min_secs:
+                return
             if step > self._step and now > self._t:
                 self.rate = (step - self._step) / (now - self._t)
                 run.writer.add_scalar("global_step/sec", self.rate, step)

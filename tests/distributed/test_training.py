@@ -185,6 +185,29 @@ def test_cli_train_refuses_a_cluster_it_cannot_use_in_one_located_line(tasks, tm
     assert not (tmp_path / "run" / "checkpoint").exists()
 
 
+def test_async_steps_per_sec_is_the_runs_pace_not_a_burst_of_reports(tasks, tmp_path, monkeypatch):
+    """Async workers report their steps in chunks (up to 32 at once when steps are fast, as
+    here forced): the rate the progress bar shows (and TensorBoard's global_step/sec) spans
+    enough of them to be the run's pace, not 20 steps arriving within a millisecond (tens of
+    thousands of steps/s)."""
+    from specflow.distributed import training
+    from specflow.distributed.training import DistributedTrainer
+
+    monkeypatch.setattr(training, "chunk_size", lambda seconds, done: 32)
+    from specflow.train.loop import Listener
+
+    rates = []
+
+    class Rates(Listener):
+        def on_step(self, step, loss, steps_per_sec):
+            if steps_per_sec:
+                rates.append(steps_per_sec)
+
+    result = DistributedTrainer(_spec(steps=800), TrainOptions(logdir=tmp_path), Rates(), cluster=tasks).run()
+    assert result.step == 800 and rates
+    assert max(rates) < 3 * result.steps_per_sec, (max(rates), result.steps_per_sec)
+
+
 def test_restore_checks_still_apply(tasks, tmp_path):
     """Resuming on a cluster a run of another model fails with the one-line checkpoint error."""
     _train(_spec(steps=2), tmp_path, tasks)
