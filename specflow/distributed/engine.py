@@ -9,6 +9,7 @@ tasks then land wherever Ray schedules them, or where a job's ``resources`` ask.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import logging
 import os
 import re
@@ -34,7 +35,6 @@ def require_ray():
 
 def ensure_ray(address: str | None = None):
     """Ray, initialized: attached to ``address``, or a private local instance started now."""
-    global _started_here
     ray = require_ray()
     if ray.is_initialized():
         return ray
@@ -42,6 +42,39 @@ def ensure_ray(address: str | None = None):
              "runtime_env": _driver_code_env()}
     if address:
         _check_reachable(address)
+    with _signals_after_init():
+        _init(ray, address, quiet)
+    return ray
+
+
+@contextlib.contextmanager
+def _signals_after_init():
+    """Ctrl-C (or SIGTERM) while ``ray.init`` runs (seconds) waits for it to finish and is then
+    a KeyboardInterrupt: interrupted late in its start, Ray's half-connected core worker made
+    the process crash (SIGSEGV) on its way out, its processes left behind."""
+    import signal
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    got: list[int] = []
+
+    def defer(signum, _frame):
+        got.append(signum)
+
+    previous = {s: signal.signal(s, defer) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for s, h in previous.items():
+            if signal.getsignal(s) is defer:  # ray.init may install its own (SIGTERM): keep that
+                signal.signal(s, h)
+    if got:
+        raise KeyboardInterrupt
+
+
+def _init(ray, address: str | None, quiet: dict) -> None:
+    global _started_here
     try:
         if address:
             ray.init(address=address, **quiet)
@@ -54,7 +87,6 @@ def ensure_ray(address: str | None = None):
     except (ConnectionError, RuntimeError, ValueError) as e:
         where = f"the Ray cluster at {address}" if address else "a local Ray instance"
         raise SpecflowError(f"cannot start or reach {where}: {str(e).splitlines()[0]}") from None
-    return ray
 
 
 _HOST_PORT = re.compile(r"^\[?([^\[\]/]+?)\]?:(\d+)$")

@@ -107,6 +107,46 @@ def test_an_address_where_something_else_listens_is_a_one_line_error_at_once(tmp
     assert not (tmp_path / "run").exists()
 
 
+CTRL_C_IN_RAY_INIT = """
+import os, signal, sys, threading, time
+import ray
+real_init = ray.init
+def init(*a, **kw):  # Ctrl-C while Ray starts (it takes seconds): the signal lands mid-init
+    after = os.environ.get("CTRL_C_AFTER")
+    if after:
+        threading.Timer(float(after), os.kill, (os.getpid(), signal.SIGINT)).start()
+    t0 = time.monotonic()
+    real_init(*a, **kw)
+    print(f"init took {time.monotonic() - t0}", file=sys.stderr)
+ray.init = init
+sys.argv = ["specflow", *sys.argv[1:]]
+from specflow.cli import app
+app()
+"""
+
+
+def test_ctrl_c_late_in_ray_init_is_interrupted_not_a_crash(tmp_path):
+    """Ctrl-C late in ray.init (Ray's start takes seconds) printed 'interrupted', then the
+    process died of SIGSEGV (exit 139) on its way out: the signal now waits for the init."""
+    pytest.importorskip("ray")
+
+    def train(after: str | None):
+        shutil.rmtree(tmp_path / "run", ignore_errors=True)
+        env = {**_env(), **({"CTRL_C_AFTER": after} if after else {})}
+        return subprocess.run([sys.executable, "-c", CTRL_C_IN_RAY_INIT, "train", str(ROOT / "models" / "digits_mlp.yaml"),
+                               "--cluster", "local:ps=1,worker=1", "--steps", "2", "--logdir", str(tmp_path / "run")],
+                              env=env, capture_output=True, text=True, timeout=120)
+
+    r = train(None)
+    assert r.returncode == 0, r.stderr[-2000:]
+    took = float(re.search(r"init took ([\d.]+)", r.stderr).group(1))
+    for share in (0.8, 0.9, 0.95):
+        r = train(f"{share * took:.2f}")
+        err = [ln for ln in r.stderr.strip().splitlines() if not ln.startswith("init took")]
+        # interrupted in the init, or (the init done first) a clean stop at step 0
+        assert (r.returncode, err) in ((130, ["interrupted"]), (0, [])), (share * took, r.returncode, r.stderr[-2000:])
+
+
 @pytest.mark.parametrize("argv, named", [
     (["--fetch", "probs"], "--fetch only shapes the placed graph: add --placed"),
     (["--devices", "cpu:2", "--batch-size", "8"], "--devices, --batch-size only shape the placed graph"),
