@@ -45,16 +45,18 @@ import time
 os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
 import numpy as np
 import tensorflow as tf
+from tensorflow.python.framework.convert_to_constants import convert_variables_to_constants_v2
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from scripts.tf_fuzz_ops import BUILDERS, NUMS, Gen
 from scripts.tf_fuzz_ops2 import BUILDERS2
+from scripts.tf_fuzz_ops3 import BUILDERS3
 from scripts.tf_parity_common import compare, run_in_specflow, tmp_path
 
 tf.get_logger().setLevel("ERROR")
 
 
-FAMILIES = {"1": BUILDERS, "2": BUILDERS2, "all": BUILDERS + BUILDERS2}
+FAMILIES = {"1": BUILDERS, "2": BUILDERS2, "3": BUILDERS3, "all": BUILDERS + BUILDERS2}
 
 
 def grow(seed, n_ops, special=True, builders=BUILDERS):
@@ -126,12 +128,16 @@ def run(values, inputs, steps, tmp, name, wmode=0):
             for t in outs:
                 if t.dtype.is_floating:
                     loss += tf.reduce_sum(tf.cast(t, tf.float64) * _weight(t, wmode))
+        # captured variables (--family 3's) are read under the tape: their gradients too
+        watched += [v for v in tape.watched_variables() if v.dtype.is_floating]
         gs = tape.gradient(loss, watched) if watched else []
         n_fwd.append(len(outs))
         return outs + [tf.zeros_like(a) if gr is None else tf.convert_to_tensor(gr) for gr, a in zip(gs, watched)]
 
     try:
         cf = f.get_concrete_function()
+        if cf.variables:  # frozen, as tf_graph_parity.py's Keras graphs
+            cf = convert_variables_to_constants_v2(cf)
     except Exception:
         return None  # TF refuses to trace it (a static shape error): nothing to compare
     n_fwd = n_fwd[0]
@@ -207,7 +213,8 @@ def main():
     ap.add_argument("--no-special", action="store_true", help="no inf/NaN/signed zero in inputs")
     ap.add_argument("--timeout", type=int, default=30, help="seconds per graph (its shrinking included)")
     ap.add_argument("--family", choices=sorted(FAMILIES), default="1",
-                    help="op builders: 1 (scripts/tf_fuzz_ops.py), 2 (scripts/tf_fuzz_ops2.py) or all")
+                    help="op builders: 1 (scripts/tf_fuzz_ops.py), 2 (scripts/tf_fuzz_ops2.py), "
+                    "3 (scripts/tf_fuzz_ops3.py: control flow, TensorLists) or all")
     ap.add_argument("--verbose", action="store_true", help="each graph's seed on stderr before it runs")
     a = ap.parse_args()
     signal.signal(signal.SIGALRM, _on_alarm)
