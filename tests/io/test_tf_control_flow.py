@@ -236,3 +236,18 @@ def test_case_is_lowered_and_out_of_range_runs_the_last_branch(op):
 def test_case_gradient_flows_through_the_branch_taken(index):
     g = case_graph()
     _check_gradient(g, X, {"index": np.int32(index), "x": X.copy(), "y": Y.copy()}, "x")
+
+
+def test_a_top_level_node_named_like_a_lowered_one_keeps_its_value():
+    # TF's freezing names the constant a frozen variable captured by an If becomes "cond/input_1",
+    # the name the If's lowering gives its Switch of input 1: both must survive, each with its value
+    c = np.array([[3.0, -2.0, 0.5], [1.0, 4.0, -1.0]])
+    g = from_tf_graph_def(graph([
+        placeholder("flag", dtypes.bool_), placeholder("x", dtypes.float64), scalar("cond/input_1", c, np.float64),
+        if_node("cond", "If", ["flag", "x", "cond/input_1"], [F64, F64], [F64]),
+        node("out", "Identity", ["cond"], T=dtypes.float64),
+    ], [THEN, ELSE]))
+    with Session(g) as s:
+        want = X * c + 2.0
+        np.testing.assert_allclose(s.run("out", {"flag": True, "x": X}), want, rtol=1e-12)
+        np.testing.assert_allclose(s.run("out", {"flag": False, "x": X}), np.sin(X), rtol=1e-12)
