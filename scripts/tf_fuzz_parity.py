@@ -104,6 +104,9 @@ def _weight(t, wmode):
     return tf.gather(tf.constant(WEIGHTS[wmode], tf.float64), tf.reshape(tf.range(n) % 5, tf.shape(t)))
 
 
+LOWER = []  # --lowered: every graph frozen with its control flow lowered (TF's default for frozen graphs)
+
+
 def run(values, inputs, steps, tmp, name, wmode=0):
     """Run the steps in TF and in specflow: ``None`` if they agree, else a list of problems (the
     number of forward outputs is prefixed so callers can tell forward from gradient)."""
@@ -136,8 +139,8 @@ def run(values, inputs, steps, tmp, name, wmode=0):
 
     try:
         cf = f.get_concrete_function()
-        if cf.variables:  # frozen, as tf_graph_parity.py's Keras graphs
-            cf = convert_variables_to_constants_v2(cf)
+        if cf.variables or LOWER:  # frozen, as tf_graph_parity.py's Keras graphs (If/While kept unless --lowered)
+            cf = convert_variables_to_constants_v2(cf, lower_control_flow=bool(LOWER))
     except Exception:
         return None  # TF refuses to trace it (a static shape error): nothing to compare
     n_fwd = n_fwd[0]
@@ -215,8 +218,11 @@ def main():
     ap.add_argument("--family", choices=sorted(FAMILIES), default="1",
                     help="op builders: 1 (scripts/tf_fuzz_ops.py), 2 (scripts/tf_fuzz_ops2.py), "
                     "3 (scripts/tf_fuzz_ops3.py: control flow, TensorLists) or all")
+    ap.add_argument("--lowered", action="store_true",
+                    help="freeze every graph with TF's control-flow lowering (Switch/Merge, _SwitchN for Case)")
     ap.add_argument("--verbose", action="store_true", help="each graph's seed on stderr before it runs")
     a = ap.parse_args()
+    LOWER[:] = [True] if a.lowered else []
     signal.signal(signal.SIGALRM, _on_alarm)
     tmp = tempfile.mkdtemp()
     groups: dict = {}
