@@ -251,3 +251,23 @@ def test_a_top_level_node_named_like_a_lowered_one_keeps_its_value():
         want = X * c + 2.0
         np.testing.assert_allclose(s.run("out", {"flag": True, "x": X}), want, rtol=1e-12)
         np.testing.assert_allclose(s.run("out", {"flag": False, "x": X}), np.sin(X), rtol=1e-12)
+
+
+@pytest.mark.parametrize("index, scale", [(0, 1.0), (1, 2.0), (2, 3.0), (-1, 3.0), (7, 3.0)])
+def test_switch_n_of_a_frozen_lowered_case_routes_to_one_output(index, scale):
+    # convert_variables_to_constants_v2 lowers Case to _SwitchN (out of range: the last output)
+    g = from_tf_graph_def(graph([
+        placeholder("x", dtypes.float64), placeholder("i", dtypes.int32),
+        node("sw", "_SwitchN", ["x", "i"], T=dtypes.float64, num_outs=3),
+        node("b0", "Identity", ["sw"], T=dtypes.float64),
+        scalar("two", 2.0, np.float64), scalar("three", 3.0, np.float64),
+        node("b1", "Mul", ["sw:1", "two"], T=dtypes.float64),
+        node("b2", "Mul", ["sw:2", "three"], T=dtypes.float64),
+        node("out", "Merge", ["b0", "b1", "b2"], T=dtypes.float64, N=3),
+        node("done", "Identity", ["out"], T=dtypes.float64),
+    ], []))
+    assert "_SwitchN" not in {n.op for n in g.nodes}
+    with Session(g) as s:
+        got, which = s.run(["done", "out:1"], {"x": X, "i": np.int32(index)})
+    np.testing.assert_allclose(got, X * scale, rtol=1e-12)
+    assert which == (index if 0 <= index < 3 else 2)
