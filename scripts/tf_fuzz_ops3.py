@@ -188,7 +188,8 @@ def while_loop(g):
 
 
 def while_grow(g):
-    """A vector growing each iteration (shape_invariants), an int var and a float scalar beside it."""
+    """A vector growing each iteration (shape_invariants), an int var and a float scalar beside it;
+    forward only (TF's gradient of such a loop fails)."""
     r = g.r
     a = _fl(g, 1, 1)
     f1, d1 = chain(g, risky=0.1)
@@ -200,7 +201,8 @@ def while_grow(g):
             t2 = tf.concat([t, f1(t[-1:])], 0)
             return i + 1, t2, s + tf.reduce_sum(t2)
         i0 = tf.constant(0)
-        return list(tf.while_loop(lambda i, t, s: i < n, body, [i0, x, tf.zeros([], x.dtype)], maximum_iterations=mi,
+        # no gradient: TF 2.21's refuses a loop var whose shape changes ("Incompatible shapes: [5] vs. [3]")
+        return list(tf.while_loop(lambda i, t, s: i < n, body, [i0, tf.stop_gradient(x), tf.zeros([], x.dtype)], maximum_iterations=mi,
                                   shape_invariants=[i0.shape, tf.TensorShape([None]), tf.TensorShape([])]))
     return "while_grow", fn, [a], f"while(i < {n}, max_it={mi}): t = concat(t, {d1.replace('.', 't[-1:]')}); s += sum(t)"
 
