@@ -33,7 +33,16 @@ padding, wrong in some shapes (x [2, 4, 4, 1], filter [2, 2, 1, 3], strides [1, 
 [1, 0]: off by up to 28 from the direct sum, which specflow and TF_ENABLE_ONEDNN_OPTS=0 give,
 seed 7000551 of --family 2 --seed 7 --no-special); float-to-int casts of NaN, infinities and values out
 of range (undefined in C++; TF's result depends on the element's position, vector packets
-saturating and the scalar tail wrapping), left out of the builder."""
+saturating and the scalar tail wrapping), left out of the builder.
+
+``--family 3`` (scripts/tf_fuzz_ops3.py): tf.cond/switch_case/while_loop/TensorArray/scan/foldl/
+map_fn graphs, variables captured (frozen keeping If/While functional; ``--lowered`` freezes with
+TF's lowering: Switch/Merge, _SwitchN). It found (fixed) TensorListConcatV2/TensorListSplit
+missing, a frozen If's captured constant ``cond/input_2`` shadowed by the lowering's Switch of the
+same name, _SwitchN unknown, and Sqrt/Rsqrt/ReciprocalGrad NaN where dy is 0. Known, and left:
+TF 2.21's gradient of a loop var whose shape changes (shape_invariants) fails ("Incompatible
+shapes"), so the growing-vector loop is checked forward only; Relu(-0.0) above shows through
+loops (reciprocal(relu(-0.0)))."""
 
 import argparse
 import os
