@@ -434,3 +434,10 @@ def _fuzz3_found(case):
                            [0, ta])[1]
         return ta.concat()
     case("c5_fz3_ta_concat_loop", ta_concat, (3, 2))
+
+    def grown(x):  # a loop var growing under shape_invariants: its static shape must not stay [3]
+        i0 = tf.constant(0)
+        t = tf.while_loop(lambda i, t: i < 1, lambda i, t: (i + 1, tf.concat([t, t * 0.5], 0)), [i0, x],
+                          shape_invariants=[i0.shape, tf.TensorShape([None])])[1]
+        return tf.maximum(t, tf.range(6, dtype=x.dtype) * 0.1)
+    case("c5_fz3_while_shape_invariant", grown, (3,), grad=False)  # (TF's gradient of such a loop fails)
