@@ -39,7 +39,8 @@ saturating and the scalar tail wrapping), left out of the builder.
 map_fn graphs, variables captured (frozen keeping If/While functional; ``--lowered`` freezes with
 TF's lowering: Switch/Merge, _SwitchN). It found (fixed) TensorListConcatV2/TensorListSplit
 missing, a frozen If's captured constant ``cond/input_2`` shadowed by the lowering's Switch of the
-same name, _SwitchN unknown, and Sqrt/Rsqrt/ReciprocalGrad NaN where dy is 0. Known, and left:
+same name, _SwitchN unknown, Sqrt/Rsqrt/ReciprocalGrad NaN where dy is 0, and a While var under
+shape_invariants inferred as its initial shape (a static shape error downstream). Known, and left:
 TF 2.21's gradient of a loop var whose shape changes (shape_invariants) fails ("Incompatible
 shapes"), so the growing-vector loop is checked forward only; Relu(-0.0) above shows through
 loops (reciprocal(relu(-0.0)))."""

@@ -271,3 +271,27 @@ def test_switch_n_of_a_frozen_lowered_case_routes_to_one_output(index, scale):
         got, which = s.run(["done", "out:1"], {"x": X, "i": np.int32(index)})
     np.testing.assert_allclose(got, X * scale, rtol=1e-12)
     assert which == (index if 0 <= index < 3 else 2)
+
+
+def test_a_loop_var_under_shape_invariants_is_not_inferred_as_its_initial_shape():
+    # while i < 1: x = concat(x, x): x starts [3], ends [6]; TF's output_shapes says [?]
+    cond = function("grow_cond", [("i", I32), ("x", F64)], [("go", B)],
+                    [scalar("one", 1, np.int32), node("less", "Less", ["i", "one:output:0"], T=dtypes.int32)],
+                    {"go": "less:z:0"})
+    body = function("grow_body", [("i", I32), ("x", F64)], [("i2", I32), ("x2", F64)],
+                    [scalar("one", 1, np.int32), scalar("axis", 0, np.int32),
+                     node("inc", "AddV2", ["i", "one:output:0"], T=dtypes.int32),
+                     node("cat", "ConcatV2", ["x", "x", "axis:output:0"], T=dtypes.float64, N=2, Tidx=dtypes.int32)],
+                    {"i2": "inc:z:0", "x2": "cat:output:0"})
+    x = placeholder("x", dtypes.float64)
+    x.attr["shape"].shape.dim.add(size=3)
+    loop = while_node("loop", "StatelessWhile", ["start", "x"], [I32, F64], cond="grow_cond", body="grow_body")
+    loop.attr["output_shapes"].list.shape.add()
+    loop.attr["output_shapes"].list.shape.add().dim.add(size=-1)
+    g = from_tf_graph_def(graph([
+        scalar("start", 0, np.int32), x, loop, scalar("floor", np.zeros(6), np.float64),
+        node("out", "Maximum", ["loop:1", "floor"], T=dtypes.float64),
+    ], [cond, body]))
+    with Session(g) as s:
+        v = np.array([1.0, -2.0, 3.0])
+        np.testing.assert_array_equal(s.run("out", {"x": v}), np.maximum(np.concatenate([v, v]), 0.0))
