@@ -24,6 +24,7 @@ def register(case):
     _control_flow_and_edges(case)
     _fuzz_found(case)
     _fuzz2_found(case)
+    _fuzz3_found(case)
     from scripts.tf_graph_parity_keras5 import keras_cases
 
     return keras_cases()
@@ -415,3 +416,28 @@ def _fuzz2_found(case):
     case("c5_fz2_maxpool3d_nan", lambda x: tf.nn.max_pool3d(x * tf.constant([1.0, nan]), [1, 1, 2], [1, 1, 2], "VALID"), (1, 1, 2, 2, 2),
          grad=False)
     case("c5_fz2_square_uint8", lambda x: tf.square(tf.cast(tf.abs(x) * 40, tf.uint8)), (3, 4), grad=False)
+
+
+# --- found by scripts/tf_fuzz_parity.py --family 3 -----------------------------------------------
+
+
+def _fuzz3_found(case):
+    # RsqrtGrad/SqrtGrad/ReciprocalGrad give 0 where dy is 0, even for a NaN y (Maximum passed none
+    # of the gradient to its NaN side), in the branch taken
+    case("c5_fz3_cond_rsqrt_grad_nan_y", lambda x: tf.cond(tf.reduce_max(x) > -100.0,
+                                                           lambda: tf.maximum(tf.math.rsqrt(tf.sqrt(x)), x * 0.5), lambda: x), (3, 4))
+    case("c5_fz3_reciprocal_sqrt_grad_inf_y", lambda x: tf.nn.relu(-tf.math.reciprocal(tf.sqrt(tf.abs(x) * 0.0))) + x, (2, 3))
+
+    def ta_concat(x):  # TensorListConcatV2, TensorListSplit its gradient
+        ta = tf.TensorArray(x.dtype, size=3, infer_shape=False, element_shape=tf.TensorShape(None))
+        ta = tf.while_loop(lambda i, ta: i < 3, lambda i, ta: (i + 1, ta.write(i, tf.sin(x[: i + 1]) * tf.cast(i + 1, x.dtype))),
+                           [0, ta])[1]
+        return ta.concat()
+    case("c5_fz3_ta_concat_loop", ta_concat, (3, 2))
+
+    def grown(x):  # a loop var growing under shape_invariants: its static shape must not stay [3]
+        i0 = tf.constant(0)
+        t = tf.while_loop(lambda i, t: i < 1, lambda i, t: (i + 1, tf.concat([t, t * 0.5], 0)), [i0, x],
+                          shape_invariants=[i0.shape, tf.TensorShape([None])])[1]
+        return tf.maximum(t, tf.range(6, dtype=x.dtype) * 0.1)
+    case("c5_fz3_while_shape_invariant", grown, (3,), grad=False)  # (TF's gradient of such a loop fails)

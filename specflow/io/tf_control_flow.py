@@ -211,7 +211,16 @@ def _lower_while(inliner, node, path, data, controls, device, caller, stack) -> 
         inliner.emit(proto, caller, None)
 
     n = len(data)
+    shapes = list(node.attr["output_shapes"].list.shape) if "output_shapes" in node.attr else []
     for i, (v, t) in enumerate(zip(data, types)):
+        if len(shapes) == n and (shapes[i].unknown_rank or any(d.size < 0 for d in shapes[i].dim)):
+            # a var whose shape may change (shape_invariants): its static shape relaxed to TF's before
+            # the frame, so the loop's Merge is not inferred as the initial value's shape
+            relax = _node(f"{path}/relax_{i}", "PlaceholderWithDefault", [v], device)
+            relax.attr["dtype"].type = t
+            relax.attr["shape"].shape.CopyFrom(shapes[i])
+            emit(relax)
+            v = relax.name
         enter = _node(f"{path}/enter_{i}", "Enter", [v, *(f"^{c}" for c in controls)], device, T=t)
         enter.attr["frame_name"].s = path.encode()
         enter.attr["is_constant"].b = False

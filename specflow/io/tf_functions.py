@@ -58,9 +58,43 @@ class InlinedNode:
 
 
 def inline_functions(graph: graph_pb2.GraphDef) -> list[InlinedNode]:
-    """The graph's nodes with every function call inlined (see the module docstring)."""
+    """The graph's nodes with every function call inlined (see the module docstring). A top-level
+    node whose name an inlined or lowered node takes too (TF's freezing names a constant captured
+    by an If ``cond/input_2``, and the If's lowering makes its input Switches ``cond/input_i``) is
+    renamed, its readers with it: otherwise one of the two would silently stand for the other."""
     check_library_names(graph.library)  # before any of its names is used
     lib = {f.signature.name: f for f in graph.library.function}
+    for _ in range(4):
+        out = _inline_all(graph, lib)
+        plain = {n.name for n in graph.node if n.op not in LOWERED_OPS and _callee(n, lib, None) is None}
+        seen: set[str] = set()
+        clash = {x.proto.name for x in out if x.proto.name in seen or seen.add(x.proto.name)} & plain
+        if not clash:
+            return out
+        taken = seen | {n.name for n in graph.node}
+        rename = {}
+        for name in sorted(clash):
+            rename[name] = _unique(f"{name}_", taken)
+            taken.add(rename[name])
+        graph = _renamed(graph, rename)
+    return out
+
+
+def _renamed(graph: graph_pb2.GraphDef, rename: dict[str, str]) -> graph_pb2.GraphDef:
+    """A copy of ``graph`` with top-level nodes renamed, and the top-level inputs naming them."""
+    new = graph_pb2.GraphDef()
+    new.CopyFrom(graph)
+    for node in new.node:
+        node.name = rename.get(node.name, node.name)
+        for k, ref in enumerate(node.input):
+            ctl, base = ref.startswith("^"), ref.lstrip("^")
+            src, colon, port = base.partition(":")
+            if src in rename:
+                node.input[k] = ("^" if ctl else "") + rename[src] + colon + port
+    return new
+
+
+def _inline_all(graph: graph_pb2.GraphDef, lib) -> list[InlinedNode]:
     out: list[InlinedNode] = []
     for node in graph.node:
         lowered = node.op in LOWERED_OPS

@@ -37,6 +37,7 @@ from specflow.graph.graph_def import FuncRef, GraphDef, NodeDef
 from specflow.graph.names import check_graph_proto_names
 from specflow.graph.shapes import Shape
 from specflow.io.tf_functions import CALL_ATTR, FUNCTION_ATTR, inline_functions
+from specflow.io.tf_switch_n import expand_switch_n
 from specflow.ops.registry import get_op, has_op
 
 # AttrValue.ListValue's repeated fields, one per element kind.
@@ -106,6 +107,7 @@ def from_tf_graph_def(proto: graph_pb2.GraphDef | bytes) -> GraphDef:
             raise GraphError(f"not a TensorFlow GraphDef: {e}") from None
         proto = parsed
     check_graph_proto_names(proto)  # before any name is used (the library: inline_functions)
+    proto = expand_switch_n(proto)  # a frozen graph's lowered Case
     versions = {"producer": proto.versions.producer, "min_consumer": proto.versions.min_consumer}
     if proto.versions.bad_consumers:
         versions["bad_consumers"] = list(proto.versions.bad_consumers)

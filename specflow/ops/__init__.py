@@ -29,6 +29,7 @@ from specflow.ops import (  # noqa: F401,E402  (importing registers the ops)
     linalg_extra_ops,
     linalg_ops,
     linalg_solve_ops,
+    list_concat_ops,
     list_ops,
     lrn_ops,
     manip_ops,

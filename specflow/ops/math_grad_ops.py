@@ -2,13 +2,14 @@
 (``SqrtGrad``, ``RsqrtGrad``, ``ReciprocalGrad`` and its older name ``InvGrad``): a training
 graph written by TF carries them. specflow's gradients of those functions build the same values
 from plain ops (math_unary_ops). Each is ``z = dy * conj(f(y))`` for y the forward op's output,
-and its own gradient follows TF's (conjugating as TF's does for complex types)."""
+and its own gradient follows TF's (conjugating as TF's does for complex types). Where ``dy`` is 0
+the result is 0, as TF's kernels give it, even for a NaN or infinite ``y``."""
 
 from __future__ import annotations
 
 from specflow.ops import grad_util as gu
 from specflow.ops.inference import same_shape_inputs
-from specflow.ops.math_ops import scalar
+from specflow.ops.math_ops import FP_STATE, QUIET_FP, quiet_fp, scalar
 from specflow.ops.registry import gradient, kernel, register_op
 
 _FORMULAS = {
@@ -33,8 +34,17 @@ def _register(name: str, doc: str, slope) -> None:
     def _run(ctx, y, dy):
         if y.shape != dy.shape:
             raise ctx.fail(f"y and dy must have the same shape, got {list(y.shape)} and {list(dy.shape)}")
+        if FP_STATE.get() is QUIET_FP:
+            return _z(ctx, y, dy)
+        with quiet_fp():  # (called outside a step: 0.5 / 0 is inf silently, as in TF)
+            return _z(ctx, y, dy)
+
+    def _z(ctx, y, dy):
         s = slope(y)
-        return (dy * (ctx.xp.conj(s) if s.dtype.kind == "c" else s)).astype(y.dtype, copy=False)
+        z = (dy * (ctx.xp.conj(s) if s.dtype.kind == "c" else s)).astype(y.dtype, copy=False)
+        # TF's kernels (cwise_ops.h) return 0 where dy is 0, whatever y is: no NaN from a NaN or
+        # infinite y (an input where the function is undefined or infinite) that got no gradient
+        return ctx.xp.where(dy == 0, ctx.xp.zeros((), y.dtype), z).astype(y.dtype, copy=False)
 
 
 for _name, (_doc, _slope) in _FORMULAS.items():

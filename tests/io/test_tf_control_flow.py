@@ -236,3 +236,62 @@ def test_case_is_lowered_and_out_of_range_runs_the_last_branch(op):
 def test_case_gradient_flows_through_the_branch_taken(index):
     g = case_graph()
     _check_gradient(g, X, {"index": np.int32(index), "x": X.copy(), "y": Y.copy()}, "x")
+
+
+def test_a_top_level_node_named_like_a_lowered_one_keeps_its_value():
+    # TF's freezing names the constant a frozen variable captured by an If becomes "cond/input_1",
+    # the name the If's lowering gives its Switch of input 1: both must survive, each with its value
+    c = np.array([[3.0, -2.0, 0.5], [1.0, 4.0, -1.0]])
+    g = from_tf_graph_def(graph([
+        placeholder("flag", dtypes.bool_), placeholder("x", dtypes.float64), scalar("cond/input_1", c, np.float64),
+        if_node("cond", "If", ["flag", "x", "cond/input_1"], [F64, F64], [F64]),
+        node("out", "Identity", ["cond"], T=dtypes.float64),
+    ], [THEN, ELSE]))
+    with Session(g) as s:
+        want = X * c + 2.0
+        np.testing.assert_allclose(s.run("out", {"flag": True, "x": X}), want, rtol=1e-12)
+        np.testing.assert_allclose(s.run("out", {"flag": False, "x": X}), np.sin(X), rtol=1e-12)
+
+
+@pytest.mark.parametrize("index, scale", [(0, 1.0), (1, 2.0), (2, 3.0), (-1, 3.0), (7, 3.0)])
+def test_switch_n_of_a_frozen_lowered_case_routes_to_one_output(index, scale):
+    # convert_variables_to_constants_v2 lowers Case to _SwitchN (out of range: the last output)
+    g = from_tf_graph_def(graph([
+        placeholder("x", dtypes.float64), placeholder("i", dtypes.int32),
+        node("sw", "_SwitchN", ["x", "i"], T=dtypes.float64, num_outs=3),
+        node("b0", "Identity", ["sw"], T=dtypes.float64),
+        scalar("two", 2.0, np.float64), scalar("three", 3.0, np.float64),
+        node("b1", "Mul", ["sw:1", "two"], T=dtypes.float64),
+        node("b2", "Mul", ["sw:2", "three"], T=dtypes.float64),
+        node("out", "Merge", ["b0", "b1", "b2"], T=dtypes.float64, N=3),
+        node("done", "Identity", ["out"], T=dtypes.float64),
+    ], []))
+    assert "_SwitchN" not in {n.op for n in g.nodes}
+    with Session(g) as s:
+        got, which = s.run(["done", "out:1"], {"x": X, "i": np.int32(index)})
+    np.testing.assert_allclose(got, X * scale, rtol=1e-12)
+    assert which == (index if 0 <= index < 3 else 2)
+
+
+def test_a_loop_var_under_shape_invariants_is_not_inferred_as_its_initial_shape():
+    # while i < 1: x = concat(x, x): x starts [3], ends [6]; TF's output_shapes says [?]
+    cond = function("grow_cond", [("i", I32), ("x", F64)], [("go", B)],
+                    [scalar("one", 1, np.int32), node("less", "Less", ["i", "one:output:0"], T=dtypes.int32)],
+                    {"go": "less:z:0"})
+    body = function("grow_body", [("i", I32), ("x", F64)], [("i2", I32), ("x2", F64)],
+                    [scalar("one", 1, np.int32), scalar("axis", 0, np.int32),
+                     node("inc", "AddV2", ["i", "one:output:0"], T=dtypes.int32),
+                     node("cat", "ConcatV2", ["x", "x", "axis:output:0"], T=dtypes.float64, N=2, Tidx=dtypes.int32)],
+                    {"i2": "inc:z:0", "x2": "cat:output:0"})
+    x = placeholder("x", dtypes.float64)
+    x.attr["shape"].shape.dim.add(size=3)
+    loop = while_node("loop", "StatelessWhile", ["start", "x"], [I32, F64], cond="grow_cond", body="grow_body")
+    loop.attr["output_shapes"].list.shape.add()
+    loop.attr["output_shapes"].list.shape.add().dim.add(size=-1)
+    g = from_tf_graph_def(graph([
+        scalar("start", 0, np.int32), x, loop, scalar("floor", np.zeros(6), np.float64),
+        node("out", "Maximum", ["loop:1", "floor"], T=dtypes.float64),
+    ], [cond, body]))
+    with Session(g) as s:
+        v = np.array([1.0, -2.0, 3.0])
+        np.testing.assert_array_equal(s.run("out", {"x": v}), np.maximum(np.concatenate([v, v]), 0.0))

@@ -38,6 +38,11 @@ _elu_out = np.where(_x < 0, np.exp(_x) - 1, _x).astype(np.float32)
 _selu_out = (SELU_SCALE * np.where(_x < 0, SELU_ALPHA * (np.exp(_x) - 1), _x)).astype(np.float32)
 
 
+def _zero_where_no_dy(f, y, dy):
+    with np.errstate(all="ignore"):
+        return np.where(dy == 0, np.float32(0), f(y, dy)).astype(np.float32)
+
+
 def _in_top_k_ref(pred, targets, k):
     out = []
     for row, t in zip(pred, targets, strict=True):
@@ -130,6 +135,12 @@ CASES = [
     Case("RsqrtGrad", [_y_pos, _g], ref=_cast_like(lambda y, dy: dy * -0.5 * y**3), rtol=1e-5),
     Case("ReciprocalGrad", [_y_pos, _g], ref=_cast_like(lambda y, dy: -dy * y * y), rtol=1e-5),
     Case("InvGrad", [_y_pos.astype(np.float64), _g.astype(np.float64)], ref=lambda y, dy: -dy * y * y),
+    # TF's kernels give 0 where dy is 0, whatever y (a NaN or infinite forward value with no gradient)
+    *[Case(op, [np.array([np.nan, np.inf, -np.inf, 0.0, np.nan, 2.0], np.float32),
+                np.array([0.0, 0.0, -0.0, 0.0, 1.0, 0.0], np.float32)],
+           ref=lambda y, dy, f=f: _zero_where_no_dy(f, y, dy), id=f"{op}-zero-dy")
+      for op, f in (("SqrtGrad", lambda y, dy: dy * 0.5 / y), ("RsqrtGrad", lambda y, dy: dy * -0.5 * y**3),
+                    ("ReciprocalGrad", lambda y, dy: -dy * y * y))],
     Case("SqrtGrad", [np.array([1 + 2j, -0.5j], np.complex128), np.array([1 - 1j, 2], np.complex128)],
          ref=lambda y, dy: dy * np.conj(0.5 / y), id="SqrtGrad-complex-conjugates"),
     # softmax

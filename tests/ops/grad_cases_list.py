@@ -6,4 +6,5 @@ CASES: list = []
 _WHERE = "finite differences through list-op chains in tests/ops/test_list_grads.py"
 TESTED_ELSEWHERE = {op: _WHERE for op in ("TensorListFromTensor", "TensorListGetItem", "TensorListSetItem",
                                           "TensorListStack", "TensorListPushBack", "TensorListPopBack",
-                                          "TensorListResize", "TensorListGather", "TensorListScatterIntoExistingList")}
+                                          "TensorListResize", "TensorListGather", "TensorListScatterIntoExistingList",
+                                          "TensorListConcatV2", "TensorListSplit")}

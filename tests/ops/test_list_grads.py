@@ -76,8 +76,22 @@ def scatter_gather(b, x, y):  # x's rows scattered to [2, 0, 1], rows 1 and 2 ga
     return b.add_op("TensorListGather", [lst, b.const(np.array([1, 2, 0], np.int32)), _shape(b, [2])], {"element_dtype": F64}).name
 
 
+def split_concat(b, x, y):  # x's rows split 1, 0, 2; y one more row; an unset piece of 2 rows; joined (6 rows)
+    rows = b.add_op("Reshape", [x, b.const(np.array([3, 2], np.int32))]).name
+    lst = b.add_op("TensorListSplit", [rows, _shape(b, [-1, 2]), b.const(np.array([1, 0, 2], np.int64))],
+                   {"element_dtype": F64}).name
+    lst = b.add_op("TensorListResize", [lst, b.const(np.int32(5))]).name
+    lst = b.add_op("TensorListSetItem", [lst, b.const(np.int32(3)), b.add_op("ExpandDims", [y, b.const(np.int32(0))]).name],
+                   {"element_dtype": F64}).name
+    joined = b.add_op("TensorListConcatV2", [lst, _shape(b, [-1, 2]), b.const(np.array([0, 0, 0, 0, 2], np.int64))],
+                      {"element_dtype": F64})
+    weighted = b.add_op("Mul", [joined.name, b.add_op("Sin", [joined.name]).name]).name
+    return b.add_op("Sum", [b.add_op("Mul", [weighted, b.const(np.arange(1.0, 7.0).reshape(6, 1), F64)]).name,
+                            b.const(np.int32(0))]).name
+
+
 @pytest.mark.parametrize("build", [from_tensor_get_item, from_tensor_stack, reserve_set_stack, push_pop, popped_only,
-                                   resize_stack, scatter_gather])
+                                   resize_stack, scatter_gather, split_concat])
 def test_list_gradients_match_finite_differences(build):
     b = GraphBuilder()
     x = b.add_op("Placeholder", attrs={"dtype": F64, "shape": list(X.shape)}, name="x").name
