@@ -205,7 +205,7 @@ def _scope_of(writer, nodes: list[NodeDef], prefix: str, inner: dict[str, str], 
     from specflow.export.importer import _sanitize
 
     names: dict[str, str] = {}
-    outer_names = getattr(writer, "visible", set())  # an enclosing scope's names: never shadowed here
+    outer_names = writer.visible  # an enclosing scope's names: never shadowed here
     taken = set(reserved) | outer_names
     for n in nodes:
         local = _sanitize(n.name[len(prefix):] if n.name.startswith(prefix) else n.name)

@@ -153,7 +153,7 @@ def tf1_while_node(writer, c: Tf1Loop, outer_ref, scope, block) -> dict:
     for e in c.enters:
         if e.attrs.get("T") == resource:
             raise ExportError(f"loop '{c.frame}': a resource loop var ('{e.name}') cannot be written as a spec")
-    depth = getattr(writer, "tf1_depth", 0)  # a nested loop's vars must not shadow the outer's
+    depth = writer.tf1_depth  # a nested loop's vars must not shadow the outer's
     var = [f"lv{k}" if depth == 0 else f"lv{depth}_{k}" for k in range(len(c.enters))]
     inner: dict[str, str] = {}
     for k, (merge, switch) in enumerate(zip(c.merges, c.switches)):

@@ -194,6 +194,7 @@ class _SpecWriter:
         self.loop_refs: dict = {}  # a While's/If's node -> index -> reference to its spec node's output
         self.in_construct: dict[str, str] = {}  # a While's/If's part -> its spec node's name
         self.visible: set[str] = set(names.values())  # names a loop's or branch's nodes must not shadow
+        self.tf1_depth = 0  # how deep in TF1 loops the node being written is (their vars' names)
 
     def ref(self, tensor: str) -> str:
         """A top-level tensor as a spec reference (a loop's results are its while node's outputs)."""

@@ -94,3 +94,12 @@ def check_library_names(library) -> None:
     for grad in library.gradient:
         check_function_name(grad.function_name)
         check_function_name(grad.gradient_func)
+
+
+def unique_name(base: str, taken: set[str]) -> str:
+    """``base``, or ``base_1``, ``base_2``, ... : the first not in ``taken``, which it joins."""
+    name, k = base, 1
+    while name in taken:
+        name, k = f"{base}_{k}", k + 1
+    taken.add(name)
+    return name

@@ -36,7 +36,7 @@ from tensorboard.compat.proto import attr_value_pb2, function_pb2, graph_pb2, no
 import specflow.ops  # noqa: F401  (registers every op: has_op must see them all)
 from specflow.errors import GraphError, OpError
 from specflow.graph.graph_def import GraphDef, NodeDef, canonical_tensor, parse_input
-from specflow.graph.names import check_library_names
+from specflow.graph.names import check_library_names, unique_name
 from specflow.io.tf_control_flow import LOWERED_OPS, lower
 from specflow.ops.registry import get_op, has_op
 
@@ -74,8 +74,7 @@ def inline_functions(graph: graph_pb2.GraphDef) -> list[InlinedNode]:
         taken = seen | {n.name for n in graph.node}
         rename = {}
         for name in sorted(clash):
-            rename[name] = _unique(f"{name}_", taken)
-            taken.add(rename[name])
+            rename[name] = unique_name(f"{name}_", taken)
         graph = _renamed(graph, rename)
     return out
 
@@ -159,7 +158,7 @@ class _Inliner:
         scope = _Scope(fname, path, dict(zip((a.name for a in sig.input_arg), data)), body, self.lib)
         gate = None
         if controls:  # the body must not start before the call's control inputs
-            gate = _unique(f"{path}/input_control_node", {f"{path}/{n}" for n in body})
+            gate = unique_name(f"{path}/input_control_node", {f"{path}/{n}" for n in body})
             self.emit(node_def_pb2.NodeDef(name=gate, op="NoOp", input=[f"^{c}" for c in controls],
                                            device=device), caller, None)
         for name, n in body.items():
@@ -330,13 +329,6 @@ def _rename_colocation(node: node_def_pb2.NodeDef, path: str, body) -> None:
     del node.attr["_class"]
     if kept:
         node.attr["_class"].list.s.extend(g.encode() for g in kept)
-
-
-def _unique(base: str, taken: set[str]) -> str:
-    name, k = base, 1
-    while name in taken:
-        name, k = f"{base}_{k}", k + 1
-    return name
 
 
 # --- what a run needs ----------------------------------------------------------------------

@@ -18,6 +18,7 @@ import numpy as np
 from tensorboard.compat.proto import graph_pb2, node_def_pb2, types_pb2
 
 from specflow.errors import GraphError
+from specflow.graph.names import unique_name
 
 
 def expand_switch_n(proto: graph_pb2.GraphDef) -> graph_pb2.GraphDef:
@@ -43,7 +44,7 @@ def expand_switch_n(proto: graph_pb2.GraphDef) -> graph_pb2.GraphDef:
         value, index = data
 
         def add(base, op, inputs, node=node, **attrs):
-            name = _unique(f"{node.name}/{base}", taken)
+            name = unique_name(f"{node.name}/{base}", taken)
             new = node_def_pb2.NodeDef(name=name, op=op, input=inputs, device=node.device)
             for key, v in attrs.items():
                 new.attr[key].CopyFrom(v)
@@ -82,11 +83,3 @@ def expand_switch_n(proto: graph_pb2.GraphDef) -> graph_pb2.GraphDef:
                     raise GraphError(f"'{node.name}' reads output {port} of _SwitchN '{src}', which has {len(ports[src])}")
                 node.input[k] = ports[src][int(port or 0)]
     return out
-
-
-def _unique(base: str, taken: set[str]) -> str:
-    name, k = base, 1
-    while name in taken:
-        name, k = f"{base}_{k}", k + 1
-    taken.add(name)
-    return name

@@ -203,9 +203,8 @@ def fuse_conv_pool(g: _Graph, result: OptimizeResult) -> None:
     the pool alone reads the convolution (inference: training's MaxPoolGrad reads it too)."""
     consumers = g.consumers()
     for pool in [n for n in g.live() if n.op == "MaxPool" and str(n.attrs.get("T")) in _FUSABLE_T]:
-        src = parse_input(pool.data_inputs[0])
-        conv = g.nodes.get(src.node)
-        if conv is None or conv.op != "_FusedConv2D" or src.index or conv.device != pool.device:
+        conv = fuse_train.producer(g, pool, 0, "_FusedConv2D")
+        if conv is None:
             continue
         ops = list(conv.attrs.get("fused_ops") or [])
         if _sole_consumer(consumers, conv.name) is not pool or ops not in (["BiasAdd"], ["BiasAdd", "Relu"]):
@@ -242,9 +241,8 @@ def _consumers_of(consumers, name: str) -> list[tuple[NodeDef, int]]:
 def _training_pool_group(g: _Graph, consumers, specs, pool: NodeDef):
     """(conv, MaxPoolGrad, BiasAddGrad, Conv2DBackpropFilter) that ``fuse_conv_pool_training``
     fuses with ``pool``, or None."""
-    src = parse_input(pool.data_inputs[0])
-    conv = g.nodes.get(src.node)
-    if conv is None or conv.op != "_FusedConv2D" or src.index or conv.device != pool.device:
+    conv = fuse_train.producer(g, pool, 0, "_FusedConv2D")
+    if conv is None:
         return None
     if list(conv.attrs.get("fused_ops") or []) not in (["BiasAdd"], ["BiasAdd", "Relu"]):
         return None
@@ -385,9 +383,8 @@ def _swap(g: _Graph, consumers, outer: NodeDef, inner: NodeDef, inner_ins: list[
 def divide_before_broadcast(g: _Graph, specs, result: OptimizeResult) -> None:
     consumers = g.consumers()
     for node in [n for n in g.live() if n.op == "RealDiv" and str(n.attrs.get("T")) in _FUSABLE_T]:
-        src = parse_input(node.data_inputs[0])
-        inner = g.nodes.get(src.node)
-        if inner is None or inner.op != "BroadcastTo" or src.index or inner.device != node.device:
+        inner = fuse_train.producer(g, node, 0, "BroadcastTo")
+        if inner is None:
             continue
         divisor = node.data_inputs[1]
         if not _known(specs, divisor, inner.data_inputs[0]):
@@ -447,9 +444,8 @@ def broadcast_in_consumer(g: _Graph, specs, result: OptimizeResult) -> None:
 def negate_after_sum(g: _Graph, result: OptimizeResult) -> None:
     consumers = g.consumers()
     for node in [n for n in g.live() if n.op == "Sum" and str(n.attrs.get("T")) in _FUSABLE_T]:
-        src = parse_input(node.data_inputs[0])
-        neg = g.nodes.get(src.node)
-        if neg is None or neg.op != "Neg" or src.index or neg.device != node.device:
+        neg = fuse_train.producer(g, node, 0, "Neg")
+        if neg is None:
             continue
         users = consumers.get(neg.name, [])
         data = [(c, i) for c, i in users if not c.inputs[i].startswith("^")]

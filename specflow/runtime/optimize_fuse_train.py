@@ -23,6 +23,16 @@ import numpy as np
 from specflow.graph.graph_def import NodeDef, parse_input
 from specflow.runtime.optimize import _FUSABLE_T, OptimizeResult, _dedupe, _Graph, _rewire, _sole_consumer
 
+
+def producer(g: _Graph, node: NodeDef, k: int, op: str) -> NodeDef | None:
+    """The node whose output 0 is ``node``'s data input ``k`` when it is an ``op`` on ``node``'s
+    device (what a rewrite may fuse into ``node``), else None."""
+    src = parse_input(node.data_inputs[k])
+    found = g.nodes.get(src.node)
+    if found is None or found.op != op or src.index or found.device != node.device:
+        return None
+    return found
+
 _MASK_DRAWS = frozenset({"float32", "float64"})
 _MASK_OUT = frozenset({"float16", "float32", "float64"})
 
@@ -155,9 +165,8 @@ def _scaled_addend(g: _Graph, consumers, specs, rest: NodeDef):
     if rest.op != "AddN" or len(rest.data_inputs) != 2:
         return None
     for k in (0, 1):
-        src = parse_input(rest.data_inputs[k])
-        mul = g.nodes.get(src.node)
-        if mul is None or mul.op != "Mul" or src.index or mul.device != rest.device:
+        mul = producer(g, rest, k, "Mul")
+        if mul is None:
             continue
         if _sole_consumer(consumers, mul.name) is not rest:
             continue

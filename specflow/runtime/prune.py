@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from specflow.errors import GraphError, did_you_mean
 from specflow.graph.dtypes import as_dtype
 from specflow.graph.graph_def import GraphDef, NodeDef, TensorRef, parse_input, tensor_name
+from specflow.graph.names import unique_name
 from specflow.graph.shape_inference import ShapeInferencer
 from specflow.graph.shapes import Shape, as_shape
 from specflow.graph.topo import LOOP_BACK_EDGES, forward_view, topological_order
@@ -89,14 +90,6 @@ def _ancestors(nodes: dict[str, NodeDef], roots: list[str]) -> set[str]:
     return seen
 
 
-def _unique(base: str, taken: set[str]) -> str:
-    name, i = base, 1
-    while name in taken:
-        name, i = f"{base}_{i}", i + 1
-    taken.add(name)
-    return name
-
-
 def _check_tensor(text: str, what: str, nodes: dict[str, NodeDef]) -> tuple[str, int]:
     ref = parse_input(text)
     if ref.is_control:
@@ -157,7 +150,7 @@ def prune(graph_def: GraphDef, opts: PruneOptions) -> PruneResult:
         if spec.shape.rank is not None:  # TF's convention for a statically known output shape
             attrs["_output_shapes"] = [spec.shape]
         arg = NodeDef(
-            _unique(f"_arg_{node}_{index}_{i}", taken), "_Arg", attrs=attrs, location=nodes[node].location
+            unique_name(f"_arg_{node}_{index}_{i}", taken), "_Arg", attrs=attrs, location=nodes[node].location
         )
         fed[t] = arg.name
         args.append(arg)
@@ -171,7 +164,7 @@ def prune(graph_def: GraphDef, opts: PruneOptions) -> PruneResult:
         dtype = spec_of(node, index, "fetch").dtype
         retvals.append(
             NodeDef(
-                _unique(f"_retval_{node}_{index}_{i}", taken),
+                unique_name(f"_retval_{node}_{index}_{i}", taken),
                 "_Retval",
                 inputs=[rewire(str(TensorRef(node, index)))],
                 attrs={"T": dtype, "index": i},
