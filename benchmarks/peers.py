@@ -12,6 +12,7 @@ specflow's rows alone; run it in a venv with the peers, specflow from the checko
     PYTHONPATH=$PWD /path/to/venv/bin/python -m benchmarks.peers [--rounds 11] [--rows cnn]
     ... -m benchmarks.peers --spread            # the CNN step's median in 3 processes: max/min
     ... -m benchmarks.peers --spread --sides specflow tf    # the same for TF, in the same processes
+    ... -m benchmarks.peers --spread --alternate  # the 3 processes alive at once, taking turns
     ... -m benchmarks.peers --baseline TREE     # specflow from TREE vs this tree, A/B
 
 Every side gets the same weights (specflow's initial values) and batches, and one thread: the
@@ -383,9 +384,17 @@ def main(argv=None) -> None:
     ap.add_argument("--rows", nargs="+", choices=ROWS, default=list(ROWS))
     ap.add_argument("--sides", nargs="+", choices=SIDES, default=list(SIDES))
     ap.add_argument("--spread", action="store_true", help="the CNN step in 3 processes: max/min of medians (every side in --sides)")
+    ap.add_argument("--alternate", action="store_true",
+                    help="with --spread: the 3 processes alive at once, taking turns round by round (benchmarks/peers_spread.py)")
     ap.add_argument("--baseline", metavar="TREE", help="another specflow checkout to compare with, A/B")
     ap.add_argument("--json", action="store_true", help="print the results as JSON (for --spread/--baseline)")
     args = ap.parse_args(argv)
+    if args.spread and args.alternate:
+        from benchmarks import peers_spread
+
+        result = peers_spread.spread_alternating(args.rounds, args.sides)
+        print(json.dumps(result)) if args.json else peers_spread.print_spread(result, _load())
+        return
     if args.spread:
         spread(args.rounds, args.sides)
         return

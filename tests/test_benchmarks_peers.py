@@ -36,3 +36,12 @@ def test_the_loop_rows_time_on_specflow_alone():
     results, _ = peers.measure(["loop"], {"specflow"}, rounds=1)
     assert list(results) == ["RNN step (8 steps, trip count fed), batch 64", "Fixed point while loop (8 trips), 64x16"]
     assert all(r["specflow"][0] > 0 for r in results.values())
+
+
+def test_spread_alternating_times_every_process_on_every_row():
+    from benchmarks import peers_spread
+
+    result = peers_spread.spread_alternating(rounds=2, sides=["specflow"], processes=2, batches=(4,))
+    assert list(result) == ["CNN step, batch 4"]
+    medians = result["CNN step, batch 4"]["specflow"]
+    assert len(medians) == 2 and all(m > 0 for m in medians)
