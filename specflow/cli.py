@@ -378,13 +378,24 @@ def train(
             trainer = distributed_trainer(s, options, listener, cspec, address, devices)
         else:
             trainer = Trainer(s, options, listener)
-        with run_config.begun(logdir, plan), _stop_on_signals(trainer.request_stop):
+        with run_config.begun(logdir, plan), _stop_on_signals(trainer.request_stop) as signals:
             result = trainer.run()
     if result.stopped_by == "end_of_data" and result.step == result.start_step:
         out.print(f"{_escape(str(logdir))}: already at the end of its data (train.data.epochs) at step {result.step}; "
                   "nothing to do")
         return
     out.print(result_table(result, logdir))
+    if signals and result.stopped_by == "interrupt":
+        _exit_interrupted(signals[0], result.step)
+
+
+def _exit_interrupted(signum: int, step: int) -> None:
+    """A run a signal stopped ends non-zero (128 + signum, as a shell reports it) after its save."""
+    import signal
+
+    name = signal.Signals(signum).name
+    err.print(f"stopped by {name} at step {step} (saved); train again to continue", soft_wrap=True, highlight=False)
+    raise typer.Exit(128 + signum)
 
 
 @app.command("eval")

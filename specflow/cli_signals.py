@@ -12,7 +12,10 @@ from collections.abc import Callable
 def _stop_on_signals(stop: Callable[[], None]):
     """SIGINT (Ctrl-C) and SIGTERM (docker stop, Kubernetes, Ray) alike: the first calls ``stop``
     (the trainer finishes its step and saves); a second exits at once, with no save (saves are
-    atomic: the last complete checkpoint stays readable, and the kernel drops the logdir lock)."""
+    atomic: the last complete checkpoint stays readable, and the kernel drops the logdir lock).
+    Left installed when the block ends (the CLI then exits): a signal during the exit is dropped.
+    Yields the signals seen: a run they stopped exits 128 + the signal's number once it has saved
+    (130, 143), so a scheduler that sent SIGTERM (preemption) sees an unfinished run, not a success."""
     import signal
 
     seen: list[int] = []
@@ -24,9 +27,18 @@ def _stop_on_signals(stop: Callable[[], None]):
         seen.append(signum)
         stop()
 
-    previous = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+    def finishing(signum, _frame):
+        # The run is over; the process is on its way out (the result, Ray's shutdown at exit): a
+        # first signal is dropped, not a KeyboardInterrupt traceback from an atexit hook; a
+        # second exits at once.
+        if seen:
+            os._exit(128 + signum)
+        seen.append(signum)
+
+    for s in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(s, handler)
     try:
-        yield
+        yield seen
     finally:
-        for s, h in previous.items():
-            signal.signal(s, h)
+        for s in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(s, finishing)

@@ -77,7 +77,8 @@ def _short(task: str) -> str:
 
 
 def result_table(result, logdir) -> Table:
-    t = Table(title="training finished", header_style="bold", show_header=False)
+    title = "training stopped" if result.stopped_by == "interrupt" else "training finished"
+    t = Table(title=title, header_style="bold", show_header=False)
     t.add_column("what")
     t.add_column("value")
     t.add_row("steps", f"{result.start_step} → {result.step} ({result.stopped_by.replace('_', ' ')})")

@@ -143,8 +143,12 @@ def test_ctrl_c_late_in_ray_init_is_interrupted_not_a_crash(tmp_path):
     for share in (0.8, 0.9, 0.95):
         r = train(f"{share * took:.2f}")
         err = [ln for ln in r.stderr.strip().splitlines() if not ln.startswith("init took")]
-        # interrupted in the init, or (the init done first) a clean stop at step 0
-        assert (r.returncode, err) in ((130, ["interrupted"]), (0, [])), (share * took, r.returncode, r.stderr[-2000:])
+        # interrupted in the init; or (the init done first) a clean stop at step 0, saved; or (the
+        # init faster than when timed) the run done first and the signal dropped on the way out,
+        # not a KeyboardInterrupt traceback from Ray's shutdown at exit
+        stopped = ["stopped by SIGINT at step 0 (saved); train again to continue"]
+        assert (r.returncode, err) in ((130, ["interrupted"]), (130, stopped), (0, [])), (share * took, r.returncode,
+                                                                                     r.stderr[-2000:])
 
 
 @pytest.mark.parametrize("argv, named", [

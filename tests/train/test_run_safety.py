@@ -51,7 +51,7 @@ def test_concurrent_trainers_then_sigterm_saves_and_frees_the_logdir(tmp_path):
     assert f"in use by pid {first.pid}" in second.stderr and "Traceback" not in second.stderr
     first.send_signal(signal.SIGTERM)  # saves a final checkpoint at the step it stopped on
     out, err = first.communicate(timeout=60)
-    assert first.returncode == 0, err
+    assert first.returncode == 143, err
     stopped = int(re.search(r"steps\s+│?\s*0 → (\d+) \(interrupt\)", out).group(1))
     step = _latest_step(logdir)
     assert step == stopped and step >= 25
@@ -82,6 +82,29 @@ def test_a_second_signal_exits_at_once(signals):
     assert time.monotonic() - t0 < 5
     assert proc.returncode == 128 + signals[1]
     assert "again: exiting without saving" in err
+
+
+_EXITING = textwrap.dedent(
+    """
+    import atexit, os, signal, time
+    from specflow.cli import _stop_on_signals
+    with _stop_on_signals(lambda: print("stopping", flush=True)):
+        pass  # the run ended
+    atexit.register(lambda: (print("exiting", flush=True), time.sleep(60)))  # a slow shutdown (Ray's)
+    """
+)
+
+
+def test_a_signal_after_the_run_is_dropped_on_the_way_out_and_a_second_exits():
+    """Ctrl-C just as a finished run exits gave a KeyboardInterrupt traceback from an atexit hook."""
+    proc = subprocess.Popen([sys.executable, "-c", _EXITING], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout.readline() == "exiting\n"
+    proc.send_signal(signal.SIGINT)
+    time.sleep(0.5)
+    assert proc.poll() is None  # dropped: no stop to ask for, no traceback
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=10)
+    assert proc.returncode == 130 and "stopping" not in out and "Traceback" not in err, err
 
 
 def test_kill_9_loop_during_training(tmp_path):
