@@ -17,7 +17,7 @@ import numpy as np
 
 from specflow.errors import CheckpointError
 from specflow.graph.shapes import Shape
-from specflow.io.tensor_bundle import index_filename, merge_bundles, read_bundle, write_bundle
+from specflow.io.tensor_bundle import index_filename, merge_bundles, read_bundle_each, write_bundle
 from specflow.io.tensor_slices import SliceSpec
 from specflow.ops.inference import InferenceContext, no_outputs
 from specflow.ops.registry import KernelContext, kernel, not_differentiable, register_op
@@ -130,14 +130,13 @@ def _restore_v2(ctx, prefix, tensor_names, shape_and_slices):
     names = _strings(ctx, tensor_names, "tensor_names", len(want))
     specs = _slice_specs(ctx, names, shape_and_slices)
     try:  # only these (a ps task's shard reads its own tensors), each read once per slice asked for
-        stored = [read_bundle(path, [n], {n: specs[i]} if i in specs else None) for i, n in enumerate(names)]
+        stored = read_bundle_each(path, [(n, specs.get(i)) for i, n in enumerate(names)])
     except CheckpointError as e:
         raise ctx.fail(e.format()) from None  # names the file and what is wrong with it
     out = []
-    for got, name, dtype in zip(stored, names, want):
-        if name not in got:
+    for value, name, dtype in zip(stored, names, want):
+        if value is None:
             raise ctx.fail(f"checkpoint {path} has no tensor '{name}'")
-        value = got[name]
         if value.dtype != dtype.numpy:
             raise ctx.fail(f"checkpoint {path} holds '{name}' as {value.dtype}, expected {dtype.name}")
         out.append(value)
