@@ -65,7 +65,7 @@ class SignatureFunction:
             feeds[k] = v
         if self._taped is not None and self._taped.applies(feeds):
             _check_aliases(self.name, self.inputs, feeds)
-            out = self._taped(feeds)
+            out = self._taped(feeds, self._run)
         else:
             feeds = {k: v.numpy() if isinstance(v, Tensor) else v for k, v in feeds.items()}
             values = self._run(feeds)

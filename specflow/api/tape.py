@@ -13,6 +13,7 @@ graph is the trace itself, and the gradient nodes join it.
 from __future__ import annotations
 
 from specflow.api.context import STATE
+from specflow.api.graph_call import RECORD_OP
 from specflow.api.tensor import EagerTensor, GraphTensor, Tensor
 from specflow.errors import GraphError
 from specflow.graph import dtypes
@@ -265,8 +266,16 @@ class GradientTape:
                 tensors[n] = t
             return n
 
+        framed = False  # a loaded signature's loop was copied in: the gradient runs in a Session
         for op, attrs, inputs, outputs in self._records:
             ins = [name_of(t) for t in inputs]
+            if op == RECORD_OP:
+                k = len(attrs["inputs"])
+                outs = attrs["call"].inline(b, dict(zip(attrs["inputs"], ins[:k])), reads=dict(zip(attrs["reads"], ins[k:])))
+                for alias, t in zip(attrs["outputs"], outputs):
+                    names[id(t)] = outs[alias]
+                framed = True
+                continue
             node = b.add_op(op, ins, dict(attrs), name=b.unique_name(op), exact_name=True)
             for k, t in enumerate(outputs):
                 n = node.name if k == 0 else f"{node.name}:{k}"
@@ -295,7 +304,11 @@ class GradientTape:
             return [None] * len(sources)
         first_new = len(b.graph_def.nodes)
         grads = gradients(b, connected, xs, grad_ys=grad_ys)
-        _run_nodes(b.graph_def.nodes[first_new:], tensors, [t for t in STATE.tapes if t is not self])
+        outer = [t for t in STATE.tapes if t is not self]
+        if framed:
+            _run_session(b, [g for g in grads if g is not None], tensors, outer)
+        else:
+            _run_nodes(b.graph_def.nodes[first_new:], tensors, outer)
         out = []
         for lo, hi in spans:
             parts = [tensors[_canon(g)] for g in grads[lo:hi] if g is not None]
@@ -367,3 +380,20 @@ def _run_nodes(nodes: list, tensors: dict, tapes: list) -> None:
                 tensors[node.name if k == 0 else f"{node.name}:{k}"] = t
     finally:
         STATE.tapes = saved
+
+
+def _run_session(b, fetches: list[str], tensors: dict, tapes: list) -> None:
+    """Run the gradient ``fetches`` of replay graph ``b`` (holding a loaded signature's loop)
+    through a Session, putting them in ``tensors``. The forward runs again there (its backward
+    loop pops what its forward loop pushed); tapes recording around this one cannot see inside."""
+    from specflow.api.function import devices_needed
+    from specflow.runtime.session import Session, SessionConfig
+
+    if any(t._recording for t in tapes):
+        raise GraphError("a gradient through a loaded signature's loop cannot itself be differentiated (an outer "
+                         "GradientTape is recording): take the second derivative inside an sf.function instead")
+    fetches = list(dict.fromkeys(_canon(f) for f in fetches))
+    with Session(b.graph_def, SessionConfig(devices=devices_needed(b.graph_def))) as sess:
+        values = sess.run(fetches, {})
+    for name, value in zip(fetches, values):
+        tensors[name] = EagerTensor(value, b.spec(name).dtype, _CPU0)
