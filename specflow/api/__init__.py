@@ -37,7 +37,7 @@ TF_NAMES = (
     "divide_no_nan einsum equal erf exp expand_dims expm1 fill floor floordiv floormod gather greater "
     "greater_equal identity is_finite is_nan less less_equal log log1p logical_and logical_not logical_or "
     "matmul maximum minimum multiply negative not_equal one_hot ones ones_like pad pow range rank reciprocal "
-    "reduce_all reduce_any reduce_logsumexp reduce_max reduce_mean reduce_min reduce_prod reduce_sum reshape "
+    "reduce_all reduce_any reduce_logsumexp reduce_max reduce_mean reduce_min reduce_prod reduce_sum reshape reverse "
     "round rsqrt sequence_mask shape sigmoid sign sin size softplus split sqrt square squared_difference "
     "squeeze stack stop_gradient subtract tanh tile top_k transpose unstack where zeros zeros_like"
 ).split()

@@ -254,6 +254,10 @@ def pad(tensor, paddings, mode: str = "CONSTANT", constant_values=0, name: str |
     return call("MirrorPad", x, p, mode=mode, name=name)
 
 
+def reverse(tensor, axis, name: str | None = None):
+    return call("ReverseV2", _t(tensor), np.asarray(axis, np.int32), name=name)
+
+
 def broadcast_to(input, shape, name: str | None = None):  # noqa: A002
     return call("BroadcastTo", _t(input), _shape_arg(shape), name=name)
 

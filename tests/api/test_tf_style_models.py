@@ -1,0 +1,52 @@
+"""Real models written as a TF2 user writes them (tests/api/tf_style_models.py: a CNN and a
+transformer block trained by custom loops with Adam, a bidirectional LSTM + GRU tagger with
+masking, tf.cond/tf.while_loop inside tf.function, variables made on the first call, retracing,
+every Keras optimizer), run on specflow and compared with what TensorFlow 2.21 computed for the
+same code (data/tf_style_models.npz): losses per step, gradients, final weights, trace counts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import specflow as sf
+
+from . import tf_style_models as models
+
+REFERENCE = np.load(Path(__file__).parent / "data" / "tf_style_models.npz")
+
+
+def _compare(name: str, got: dict) -> None:
+    want = {k.split("/", 1)[1]: REFERENCE[k] for k in REFERENCE.files if k.startswith(name + "/")}
+    assert set(got) == set(want)
+    for key, value in got.items():
+        np.testing.assert_allclose(np.asarray(value), want[key], rtol=1e-5, atol=1e-6, err_msg=f"{name}/{key}")
+
+
+@pytest.mark.parametrize("name", list(models.MODELS))
+def test_model_matches_tensorflow(name):
+    got = models.MODELS[name](sf, sf.optimizers)
+    _compare(name, got)
+    if "losses" in got and name != "control_flow":
+        assert got["losses"][-1] < got["losses"][0]
+    if "masked_out" in got:  # what padded steps hold changes nothing
+        np.testing.assert_allclose(got["masked_out"], got["out0"], rtol=1e-6, atol=1e-6)
+
+
+def test_retracing_matches_tensorflow():
+    _compare("retracing", models.retracing(sf, lambda f: len(f.concrete_functions)))
+
+
+def test_the_names_a_tf_user_reaches_for_are_exported():
+    from specflow.api import TF_NAMES
+    from specflow.api.tf_names import NAMES
+
+    assert sorted(TF_NAMES) == NAMES
+    for name in ("relu", "softmax", "conv2d", "max_pool2d", "dropout", "moments", "gelu",
+                 "sparse_softmax_cross_entropy_with_logits", "sigmoid_cross_entropy_with_logits"):
+        assert callable(getattr(sf.nn, name))
+    for name in ("SGD", "Adam", "AdamW", "RMSprop", "Adagrad"):
+        assert issubclass(getattr(sf.optimizers, name), sf.optimizers.Optimizer)
+    assert callable(sf.saved_model.save) and callable(sf.math.exp) and callable(sf.random.normal)
