@@ -30,6 +30,7 @@ class Optimizer(Module):
         self.iterations = Variable(np.int64(0), trainable=False, name="iteration")
         self.slots: dict[str, list[Variable]] = {}
         self._index: dict[str, int] = {}  # variable uid -> its slots' position
+        self._deferred: dict = {}  # slot path -> a checkpoint's value, for a slot not made yet
 
     # --- the Keras interface ----------------------------------------------------------------
 
@@ -76,9 +77,14 @@ class Optimizer(Module):
                 continue
             self._index[v._uid] = len(self._index)
             for slot in self._slot_names:
-                self.slots.setdefault(slot, []).append(
-                    Variable(np.zeros(v.shape.as_list(), v.dtype.numpy) + self._slot_init(slot), trainable=False,
-                             name=f"{v.name}/{slot}"))
+                path = f"slots/{slot}/{len(self.slots.get(slot, []))}"  # its checkpoint name
+                value = self._deferred.pop(path, None)  # restored before the slot existed
+                if value is None:
+                    value = np.zeros(v.shape.as_list(), v.dtype.numpy) + self._slot_init(slot)
+                elif value.shape != tuple(v.shape.as_list()) or value.dtype != v.dtype.numpy:
+                    raise GraphError(f"the checkpoint's optimizer slot '{path}' is {value.dtype}{list(value.shape)}, "
+                                     f"its variable '{v.name}' {v.dtype.name}{v.shape}: restored into another model?")
+                self.slots.setdefault(slot, []).append(Variable(value, trainable=False, name=f"{v.name}/{slot}"))
 
     def _slot_init(self, slot: str) -> float:
         return 0.0

@@ -190,5 +190,8 @@ class Variable(Tensor):
     def __float__(self) -> float:
         return float(self.numpy())
 
+    def __int__(self) -> int:
+        return int(self.numpy())
+
     def __len__(self) -> int:
         return len(self.numpy())
