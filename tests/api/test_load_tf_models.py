@@ -189,3 +189,34 @@ def test_a_tf_module_loads_with_its_paths_and_fine_tunes_as_in_tensorflow(tmp_pa
         np.testing.assert_allclose(float(sf_loss), float(tf_loss), rtol=1e-5)
     for a, b in zip(sf_vars, tf_vars):
         np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_a_transformer_saved_by_specflow_runs_in_tensorflow_and_back(tmp_path):
+    """The TF-style transformer encoder (tests/api/tf_style_models.py: einsum attention, a padding
+    mask, layer norm, gelu) saved by sf.saved_model.save runs in TensorFlow with the same outputs;
+    TensorFlow's own copy of the model, saved by TensorFlow, loads in specflow, is called as
+    ``m(x=..., mask=...)`` and takes one Adam step as TensorFlow's does."""
+    tf = pytest.importorskip("tensorflow")
+    from . import tf_style_models as models
+
+    x = np.random.default_rng(3).normal(size=(4, models.STEPS, models.D_MODEL)).astype(np.float32)
+    ours = models.make_encoder(sf)
+    sf.saved_model.save(ours, tmp_path / "sf")
+    in_tf = tf.saved_model.load(str(tmp_path / "sf")).signatures["serving_default"]
+    (out,) = in_tf(x=tf.constant(x), mask=tf.constant(models.MASK)).values()
+    np.testing.assert_allclose(out.numpy(), ours(x, models.MASK).numpy(), rtol=1e-5, atol=1e-6)
+
+    theirs = models.make_encoder(tf)
+    tf.saved_model.save(theirs, str(tmp_path / "tf"))
+    m = sf.load(tmp_path / "tf")
+    np.testing.assert_allclose(m(x=x, mask=models.MASK).numpy(), theirs(x, models.MASK).numpy(), rtol=1e-5, atol=1e-6)
+    y = np.array([0, 1, 2, 1])
+    with tf.GradientTape() as tape:
+        tf_loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=theirs(x, models.MASK)))
+    tf.keras.optimizers.Adam(0.01).apply_gradients(zip(tape.gradient(tf_loss, theirs.trainable_variables),
+                                                       theirs.trainable_variables))
+    with sf.GradientTape() as tape:
+        sf_loss = sf.reduce_mean(sf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=m(x=x, mask=models.MASK)))
+    sf.optimizers.Adam(0.01).apply_gradients(zip(tape.gradient(sf_loss, m.trainable_variables), m.trainable_variables))
+    np.testing.assert_allclose(float(sf_loss), float(tf_loss), rtol=1e-5)
+    np.testing.assert_allclose(m(x=x, mask=models.MASK).numpy(), theirs(x, models.MASK).numpy(), rtol=1e-5, atol=1e-6)

@@ -99,9 +99,14 @@ def convnet_training(tf, opts, steps: int = 12):
 # --- 2. a transformer encoder block (multi-head attention, layer norm, residuals, a mask) ----------
 
 
-def transformer_block(tf, opts, steps: int = 6):
+D_MODEL, HEADS, STEPS = 8, 2, 5
+MASK = np.array([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0], [1, 1, 0, 0, 0], [1, 1, 1, 1, 0]], np.float32)
+
+
+def make_encoder(tf):
+    """A transformer encoder classifier; ``__call__(x, mask)`` has an input_signature (None batch)."""
     Dense, _, LayerNorm, rng = _layers(tf)
-    d, heads, t = 8, 2, 5
+    d, heads, t = D_MODEL, HEADS, STEPS
 
     class MultiHeadAttention(tf.Module):
         def __init__(self):
@@ -138,9 +143,13 @@ def transformer_block(tf, opts, steps: int = 6):
             pooled = tf.reduce_sum(h * mask[:, :, None], axis=1) / tf.reduce_sum(mask, axis=1, keepdims=True)
             return self.head(pooled)
 
-    model = Encoder()
-    x, y = _data(3, 4, t, d)
-    mask = np.array([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0], [1, 1, 0, 0, 0], [1, 1, 1, 1, 0]], np.float32)
+    return Encoder()
+
+
+def transformer_block(tf, opts, steps: int = 6):
+    model = make_encoder(tf)
+    x, y = _data(3, 4, STEPS, D_MODEL)
+    mask = MASK
     out0 = model(x, mask).numpy()
     x_noisy = x.copy()
     x_noisy[mask == 0] = 100.0  # padded positions must not change the outputs
