@@ -364,3 +364,35 @@ def test_input_signature_converts_when_the_python_runs_eagerly():
             scaled(np.ones((2, 2)))
     finally:
         sf.config.run_functions_eagerly(False)
+
+
+def test_a_variable_with_a_random_initializer_made_on_the_first_trace():
+    """``sf.Variable(sf.random.normal(shape))`` inside the function (Keras's build-on-first-call):
+    the initializer depends on no input, so it is computed once at trace time, as TensorFlow lifts
+    it out of the function. Before: 'depends on the function's inputs'."""
+
+    class Lazy(sf.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = None
+
+        @sf.function
+        def __call__(self, x):
+            if self.w is None:
+                self.w = sf.Variable(sf.random.normal([x.shape[-1], 2], stddev=0.1, seed=3))
+            return sf.matmul(x, self.w)
+
+    layer = Lazy()
+    x = np.ones((1, 3), np.float32)
+    first = layer(x).numpy()
+    w = layer.w.numpy()
+    assert w.shape == (3, 2) and 0 < np.abs(w).max() < 1
+    np.testing.assert_allclose(first, x @ w, rtol=1e-6)
+    np.testing.assert_array_equal(layer(x).numpy(), first)  # the same variable, not a new draw
+
+    @sf.function
+    def from_input(x):
+        return sf.Variable(x * 2)
+
+    with pytest.raises(GraphError, match="depends on the function's inputs"):
+        from_input(x)
