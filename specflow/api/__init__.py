@@ -25,6 +25,7 @@ EXPORTS = {
     # namespaces (attr None: the module itself)
     "nn": ("specflow.api.nn", None),
     "optimizers": ("specflow.api.optimizers", None),
+    "keras": ("specflow.api.keras", None),
     "saved_model": ("specflow.api.saved_model", None),
     "math": ("specflow.api.tf_names", "math"),
     "random": ("specflow.api.tf_names", "random"),

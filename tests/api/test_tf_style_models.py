@@ -76,3 +76,32 @@ def test_a_spec_loaded_as_a_module_fine_tunes_with_an_optimizer_eagerly_and_in_a
         m.close()
     assert curves[0][-1] < 0.5 * curves[0][0]
     np.testing.assert_allclose(curves[1], curves[0], rtol=1e-5)
+
+
+def test_keras_layers_in_sequential_models_match_keras():
+    """sf.keras layers given Keras's initial weights (set_weights) train as Keras's do: losses per
+    Adam step, outputs and the Keras losses (from logits and from probabilities)."""
+    weights = {name: [REFERENCE[f"keras/{name}_weight{i}"] for i in range(count)]
+               for name, count in (("cnn", 8), ("text", 7))}
+    got = models.keras_models(sf, sf.keras, weights)
+    _compare("keras", got)
+    assert got["cnn_losses"][-1] < got["cnn_losses"][0] and got["text_losses"][-1] < got["text_losses"][0]
+
+
+def test_keras_layers_build_on_first_call_and_explain_misuse():
+    sf.keras.utils.set_random_seed(0)
+    dense = sf.keras.layers.Dense(3, activation="relu")
+    assert dense.weights == []
+    y = dense(np.ones((2, 5), np.float32))
+    assert y.shape.as_list() == [2, 3] and [w.shape.as_list() for w in dense.weights] == [[5, 3], [3]]
+    limit = np.sqrt(6 / 8)  # Glorot uniform
+    assert 0 < np.abs(dense.kernel.numpy()).max() <= limit
+    with pytest.raises(sf.SpecflowError, match="unknown activation 'rleu'"):
+        sf.keras.layers.Dense(2, activation="rleu")
+    with pytest.raises(sf.SpecflowError, match="has 2 weight"):
+        dense.set_weights([np.zeros((5, 3), np.float32)])
+    drop = sf.keras.layers.Dropout(0.5, seed=1)
+    x = np.ones((100,), np.float32)
+    np.testing.assert_array_equal(drop(x).numpy(), x)  # inference: identity
+    kept = drop(x, training=True).numpy()
+    assert set(np.unique(kept)) <= {0.0, 2.0} and 20 < np.count_nonzero(kept) < 80

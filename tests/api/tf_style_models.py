@@ -404,3 +404,53 @@ MODELS = {
     "lazy": lazy_variables,
     "optimizers": optimizer_zoo,
 }
+
+
+# --- 8. Keras layers in Sequential models, trained by a custom loop -------------------------------
+
+
+def keras_models(tf, keras, weights: dict | None = None, steps: int = 5):
+    """A CNN (Conv2D, MaxPooling2D, Flatten, Dropout, gelu Dense) and a text model (Embedding, a
+    Dense on 3-D input, LayerNormalization, GlobalAveragePooling1D) as ``keras.Sequential``s,
+    trained with Adam on SparseCategoricalCrossentropy(from_logits=True). ``weights`` (name ->
+    list of arrays) replaces the initial weights (Keras's random draws are its own); the result
+    holds the initial weights used. Gradients are made dense before the update: Keras's Adam
+    treats TensorFlow's sparse embedding gradient (IndexedSlices) differently where ids repeat."""
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(8, 8, 8, 1)).astype(np.float32)
+    y = rng.integers(0, 3, 8)
+    ids = rng.integers(0, 20, (4, 6))
+    y_text = rng.integers(0, 2, 4)
+    L = keras.layers
+    cnn = keras.Sequential([L.Conv2D(4, 3, padding="same", activation="relu"), L.MaxPooling2D(2),
+                            L.Conv2D(6, 3, strides=2, activation="relu"), L.Flatten(), L.Dropout(0.5),
+                            L.Dense(16, activation="gelu"), L.Dense(3)])
+    text = keras.Sequential([L.Embedding(20, 8), L.Dense(8, activation="tanh"), L.LayerNormalization(),
+                             L.GlobalAveragePooling1D(), L.Dense(2)])
+    out = {}
+    for name, model, inputs, labels in (("cnn", cnn, x, y), ("text", text, ids, y_text)):
+        model(inputs)
+        if weights is not None:
+            model.set_weights(weights[name])
+        for i, w in enumerate(model.get_weights()):
+            out[f"{name}_weight{i}"] = np.asarray(w)
+        opt = keras.optimizers.Adam(0.01)
+        loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+
+        @tf.function
+        def step(inputs, labels, model=model, opt=opt, loss_fn=loss_fn):
+            with tf.GradientTape() as tape:
+                loss = loss_fn(labels, model(inputs, training=False))
+            grads = [tf.convert_to_tensor(g) for g in tape.gradient(loss, model.trainable_variables)]
+            opt.apply_gradients(zip(grads, model.trainable_variables))
+            return loss
+
+        out[f"{name}_losses"] = np.array([float(step(inputs, labels)) for _ in range(steps)])
+        probs = tf.nn.softmax(model(inputs))
+        onehot = tf.one_hot(labels, probs.shape[-1])
+        out[f"{name}_out"] = np.asarray(model(inputs))
+        out[f"{name}_prob_loss"] = np.asarray(keras.losses.SparseCategoricalCrossentropy()(labels, probs))
+        out[f"{name}_cce"] = np.asarray(keras.losses.CategoricalCrossentropy()(onehot, probs))
+        out[f"{name}_mse"] = np.asarray(keras.losses.MeanSquaredError()(onehot, probs))
+        out[f"{name}_bce"] = np.asarray(keras.losses.BinaryCrossentropy()(onehot, probs))
+    return out

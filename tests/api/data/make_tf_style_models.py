@@ -24,6 +24,10 @@ def main() -> None:
             out[f"{name}/{k}"] = np.asarray(v)
     for k, v in models.retracing(tf, lambda f: f.experimental_get_tracing_count()).items():
         out[f"retracing/{k}"] = np.asarray(v)
+    import keras
+
+    for k, v in models.keras_models(tf, keras).items():
+        out[f"keras/{k}"] = np.asarray(v)
     np.savez_compressed(HERE / "tf_style_models.npz", tf_version=np.array(tf.__version__), **out)
 
 
