@@ -109,6 +109,11 @@ class TapedSignature:
             handles = {node: trace.variable_handle(var).name for node, var in gc.handles.items()}
             outs = gc.inline(trace.builder, {k: t.name for k, t in ins.items()}, handles=handles,
                              control=trace.last_effect)
+            # Later effects (an optimizer's assigns) wait for the outputs, so for every read the
+            # loops made (their reads are inside frames, which a control edge cannot name).
+            done = trace.builder.add_op("NoOp", [], name=trace.builder.unique_name(f"{self.name}_done"),
+                                        exact_name=True, control_inputs=sorted(set(outs.values())))
+            trace.last_effect = done.name
             return {a: trace._tensor(t) for a, t in outs.items()}
         reads = {node: var._read() for node, var in gc.handles.items()}  # the tape sees these reads
         values = run({a: ins[a].numpy() for a in self.inputs})

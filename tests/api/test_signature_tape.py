@@ -245,3 +245,23 @@ def test_eager_fine_tuning_through_a_loaded_loop_reuses_its_session_and_matches_
             assert list(tape_module._SESSIONS.values())[-1] is sessions[-1]
     np.testing.assert_allclose(curves[0], curves[1], rtol=1e-5)
     assert curves[0][-1] < curves[0][0]
+
+
+def test_an_assign_after_a_loaded_loop_in_a_function_waits_for_its_reads():
+    """Inside sf.function the loop's reads sit in frames; an assign after the call must still
+    come after them (it did not wait: the loop could read the new value)."""
+    saved = np.load(TF2 / "cond_loop.npz")
+    m = sf.load(TF2 / "cond_loop")
+    (w,) = m.trainable_variables
+    base = w.numpy()
+
+    @sf.function
+    def call_then_zero(x):
+        y = m.signatures["serving_default"](x=x, flag=np.array(True))["y"]
+        w.assign(sf.zeros_like(w))
+        return y
+
+    for _ in range(5):
+        w.assign(base)
+        np.testing.assert_allclose(call_then_zero(saved["in_x"]).numpy(), saved["out_y_True"], rtol=0, atol=1e-5)
+        assert not w.numpy().any()
