@@ -396,3 +396,18 @@ def test_a_variable_with_a_random_initializer_made_on_the_first_trace():
 
     with pytest.raises(GraphError, match="depends on the function's inputs"):
         from_input(x)
+
+
+def test_function_takes_tensorflows_parameters():
+    """``tf.function(fn, input_signature)`` positionally, and jit_compile / autograph /
+    experimental_relax_shapes as TF code passes them (a TypeError before)."""
+    g = sf.function(lambda x: x + 1, [sf.TensorSpec([None], sf.float32)])
+    np.testing.assert_array_equal(g(np.ones(3, np.float32)).numpy(), [2, 2, 2])
+
+    @sf.function(jit_compile=True, autograph=False, experimental_relax_shapes=True)
+    def f(x):
+        return x * 2
+
+    for n in (1, 2, 3):
+        f(np.ones(n, np.float32))
+    assert len(f.concrete_functions) == 2  # relaxed to an unknown dim on the second shape
