@@ -411,3 +411,13 @@ def test_function_takes_tensorflows_parameters():
     for n in (1, 2, 3):
         f(np.ones(n, np.float32))
     assert len(f.concrete_functions) == 2  # relaxed to an unknown dim on the second shape
+
+
+def test_while_loop_gives_back_the_structure_it_was_given():
+    """As TensorFlow's: a tuple of loop variables comes back a tuple (it was always a list)."""
+    body = lambda i, x: (i + 1, x * 2)  # noqa: E731
+    assert isinstance(sf.while_loop(lambda i, x: i < 3, body, (0, sf.constant(1.0))), tuple)
+    assert isinstance(sf.while_loop(lambda i, x: i < 3, body, [0, sf.constant(1.0)]), list)
+    traced = sf.function(lambda x: sf.while_loop(lambda i, x: i < 3, body, (0, x), maximum_iterations=2))
+    out = traced(sf.constant(1.0))
+    assert isinstance(out, tuple) and float(out[1]) == 4.0
