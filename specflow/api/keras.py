@@ -164,8 +164,14 @@ class Flatten(Layer):
 
 
 class GlobalAveragePooling1D(Layer):
-    def call(self, x, training=None):
-        return tf_names.reduce_mean(x, axis=1)
+    """The mean over time; with a mask, over the unmasked steps only (Keras's)."""
+
+    def __call__(self, x, mask=None, training=None):
+        x = tf_names._t(x)
+        if mask is None:
+            return tf_names.reduce_mean(x, axis=1)
+        m = tf_names.expand_dims(tf_names.cast(mask, x.dtype), -1)
+        return tf_names.reduce_sum(x * m, axis=1) / tf_names.reduce_sum(m, axis=1)
 
 
 class GlobalAveragePooling2D(Layer):
@@ -185,9 +191,12 @@ class Dropout(Layer):
 
 
 class Embedding(Layer):
-    def __init__(self, input_dim: int, output_dim: int, name: str | None = None):
+    """``mask_zero=True``: id 0 is padding; ``Sequential`` hands the mask (ids != 0) to the
+    layers after it that take one (LSTM, GRU, Bidirectional, GlobalAveragePooling1D), as Keras."""
+
+    def __init__(self, input_dim: int, output_dim: int, mask_zero: bool = False, name: str | None = None):
         super().__init__(name)
-        self.input_dim, self.output_dim = int(input_dim), int(output_dim)
+        self.input_dim, self.output_dim, self.mask_zero = int(input_dim), int(output_dim), mask_zero
         self.add_weight("embeddings", _RNG[0].uniform(-0.05, 0.05, (self.input_dim, self.output_dim)).astype(np.float32))
         self.built = True
 
@@ -229,9 +238,18 @@ class Sequential(Layer):
     def add(self, layer) -> None:
         self.layers.append(layer)
 
-    def __call__(self, x, training: bool | None = None):
+    def __call__(self, x, training: bool | None = None, mask=None):
         for layer in self.layers:
-            x = layer(x, training=training)
+            takes_mask = isinstance(layer, GlobalAveragePooling1D) or type(layer).__name__ in _MASKED
+            if takes_mask:
+                out = layer(x, mask=mask, training=training)
+                if not getattr(layer, "return_sequences", False):
+                    mask = None  # the time axis is gone
+            else:
+                out = layer(x, training=training)
+            if isinstance(layer, Embedding) and layer.mask_zero:
+                mask = tf_names.not_equal(x, 0)
+            x = out
         return x
 
     @property
@@ -246,6 +264,9 @@ class Sequential(Layer):
             values = values[n:]
         if values:
             raise GraphError(f"Sequential.set_weights: {len(values)} value(s) left over")
+
+
+_MASKED = ("LSTM", "GRU", "Bidirectional")
 
 
 # --- losses --------------------------------------------------------------------------------------
@@ -304,4 +325,8 @@ for _cls in (SparseCategoricalCrossentropy, CategoricalCrossentropy, MeanSquared
     setattr(losses, _cls.__name__, _cls)
 utils = types.ModuleType("specflow.keras.utils")
 utils.set_random_seed = set_random_seed
+from specflow.api import keras_rnn  # noqa: E402 (its layers subclass Layer, above)
+
+for _cls in (keras_rnn.LSTM, keras_rnn.GRU, keras_rnn.Bidirectional):
+    setattr(layers, _cls.__name__, _cls)
 __all__ = ["layers", "losses", "optimizers", "utils", "Sequential"]

@@ -80,12 +80,17 @@ def test_a_spec_loaded_as_a_module_fine_tunes_with_an_optimizer_eagerly_and_in_a
 
 def test_keras_layers_in_sequential_models_match_keras():
     """sf.keras layers given Keras's initial weights (set_weights) train as Keras's do: losses per
-    Adam step, outputs and the Keras losses (from logits and from probabilities)."""
-    weights = {name: [REFERENCE[f"keras/{name}_weight{i}"] for i in range(count)]
-               for name, count in (("cnn", 8), ("text", 7))}
+    Adam step, outputs and the Keras losses (from logits and from probabilities); among them a
+    masked (Embedding mask_zero) bidirectional LSTM feeding a GRU and a masked pooling, and a
+    go_backwards LSTM."""
+    weights = {}
+    for name in ("cnn", "text", "rnn", "rnn_last"):
+        count = sum(1 for k in REFERENCE.files if k.startswith(f"keras/{name}_weight"))
+        weights[name] = [REFERENCE[f"keras/{name}_weight{i}"] for i in range(count)]
     got = models.keras_models(sf, sf.keras, weights)
     _compare("keras", got)
-    assert got["cnn_losses"][-1] < got["cnn_losses"][0] and got["text_losses"][-1] < got["text_losses"][0]
+    for name in weights:
+        assert got[f"{name}_losses"][-1] < got[f"{name}_losses"][0]
 
 
 def test_keras_layers_build_on_first_call_and_explain_misuse():

@@ -427,8 +427,14 @@ def keras_models(tf, keras, weights: dict | None = None, steps: int = 5):
                             L.Dense(16, activation="gelu"), L.Dense(3)])
     text = keras.Sequential([L.Embedding(20, 8), L.Dense(8, activation="tanh"), L.LayerNormalization(),
                              L.GlobalAveragePooling1D(), L.Dense(2)])
+    # id 0 pads: the mask reaches the bidirectional LSTM, the GRU and the pooling
+    padded = ids * (np.arange(6)[None, :] < np.array([6, 4, 2, 5])[:, None])
+    rnn = keras.Sequential([L.Embedding(20, 6, mask_zero=True), L.Bidirectional(L.LSTM(5, return_sequences=True)),
+                            L.GRU(4, return_sequences=True), L.GlobalAveragePooling1D(), L.Dense(2)])
+    rnn_last = keras.Sequential([L.Embedding(20, 6, mask_zero=True), L.LSTM(3, go_backwards=True), L.Dense(2)])
     out = {}
-    for name, model, inputs, labels in (("cnn", cnn, x, y), ("text", text, ids, y_text)):
+    for name, model, inputs, labels in (("cnn", cnn, x, y), ("text", text, ids, y_text), ("rnn", rnn, padded, y_text),
+                                        ("rnn_last", rnn_last, padded, y_text)):
         model(inputs)
         if weights is not None:
             model.set_weights(weights[name])
