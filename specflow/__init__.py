@@ -32,7 +32,7 @@ def __getattr__(name):
         import importlib
 
         module, attr = EXPORTS[name]
-        value = getattr(importlib.import_module(module), attr)
+        value = importlib.import_module(module) if attr is None else getattr(importlib.import_module(module), attr)
         globals()[name] = value
         return value
     if name in _DTYPE_NAMES:  # sf.float32, sf.int64, sf.bool, ... (TensorFlow's tf.float32)

@@ -72,6 +72,7 @@ class Checkpoint:
             manager = CheckpointManager(str(Path(path).parent))
             prefix = path
         tensors = manager.restore(prefix)
+        self._defer(tensors)
         for name, var in self.variables().items():
             if name not in tensors:
                 raise CheckpointError(f"checkpoint {prefix} has no value for '{name}'")
@@ -81,6 +82,26 @@ class Checkpoint:
                                       f"the variable is {var.dtype.name}{var.shape}")
             var.assign(value)
         return prefix
+
+
+    def _defer(self, tensors: dict) -> None:
+        """Values for variables a tracked object makes later (an optimizer's slots, made on its
+        first ``apply_gradients``): handed to it, to assign when it makes them, as TensorFlow's
+        deferred restoration does. Without this a fresh optimizer restarted from zero moments."""
+        from specflow.api.optimizers import Optimizer
+
+        existing = self.variables()
+        for key, obj in self._objects.items():
+            if isinstance(obj, Optimizer):
+                obj._deferred = {name[len(key) + 1:]: np.asarray(value) for name, value in tensors.items()
+                                 if name.startswith(key + "/") and name not in existing}
+
+
+def latest_checkpoint(directory) -> str | None:
+    """``sf.train.latest_checkpoint(dir)``: the newest checkpoint prefix in ``dir`` (None if none)."""
+    from specflow.io.checkpoint import CheckpointManager
+
+    return CheckpointManager(str(directory)).latest() if os.path.isdir(directory) else None
 
 
 def _shape(value):

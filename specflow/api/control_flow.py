@@ -113,7 +113,8 @@ def while_loop(cond_fn, body_fn, loop_vars, *, max_iterations: int | None = None
                 raise GraphError(f"while loop '{name}' ran more than max_iterations={max_iterations} times")
             out = body_fn(*vals)
             vals = list(out) if isinstance(out, (list, tuple)) else [out]
-        return [v if isinstance(v, Tensor) else to_tensor(v) for v in vals]
+        out = [v if isinstance(v, Tensor) else to_tensor(v) for v in vals]
+        return tuple(out) if isinstance(loop_vars, tuple) else out
     with trace.active():
         start = [_as_graph(trace, v) for v in leaves]
         before = trace.last_effect
@@ -139,8 +140,8 @@ def while_loop(cond_fn, body_fn, loop_vars, *, max_iterations: int | None = None
                                     shape_invariants=shape_invariants,
                                     control_inputs=[before] if before else [])
         trace.last_effect = parse_node(result.outputs[0]) if any(had_effects) else before
-        outs = [trace._tensor(t) for t in result.outputs]
-        return unflatten(structure, outs)
+        outs = unflatten(structure, [trace._tensor(t) for t in result.outputs])
+        return tuple(outs) if isinstance(loop_vars, tuple) else outs  # TF gives back the structure given
 
 
 def _capped_while_loop(cond_fn, body_fn, loop_vars, cap, **kwargs):
@@ -163,7 +164,8 @@ def _capped_while_loop(cond_fn, body_fn, loop_vars, cap, **kwargs):
         return [i + 1, *(out if isinstance(out, (list, tuple)) else [out])]
 
     counter = np.asarray(0, cap.dtype.numpy if isinstance(cap, Tensor) else cap.dtype)
-    return list(while_loop(cond, body, [counter, *loop_vars], shape_invariants=invariants, **kwargs))[1:]
+    out = list(while_loop(cond, body, [counter, *loop_vars], shape_invariants=invariants, **kwargs))[1:]
+    return tuple(out) if isinstance(loop_vars, tuple) else out
 
 
 def parse_node(tensor: str) -> str:

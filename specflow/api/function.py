@@ -477,8 +477,14 @@ def _relax(specs: list, prev: ConcreteFunction) -> list:
     return out
 
 
-def function(fn=None, *, input_signature=None, reduce_retracing: bool = False, name: str | None = None):
-    """``@sf.function`` (or ``sf.function(fn, input_signature=[...])``)."""
+def function(fn=None, input_signature=None, autograph: bool = True, jit_compile=None, reduce_retracing: bool = False,
+             experimental_relax_shapes: bool | None = None, name: str | None = None):
+    """``@sf.function`` (or ``sf.function(fn, input_signature=[...])``), with TensorFlow's
+    parameters: ``jit_compile`` and ``autograph`` are accepted as hints (there is no XLA here,
+    and no AutoGraph: Python control flow on tensors is written with sf.cond/sf.while_loop);
+    ``experimental_relax_shapes`` is the old name of ``reduce_retracing``."""
+    if experimental_relax_shapes is not None:
+        reduce_retracing = reduce_retracing or bool(experimental_relax_shapes)
     if fn is None:
         return lambda f: Function(f, input_signature, reduce_retracing, name)
     return Function(fn, input_signature, reduce_retracing, name)

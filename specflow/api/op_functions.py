@@ -230,7 +230,7 @@ def to_tensor(value: Any, dtype: DType | None = None, what: str = "value", node:
                 raise ShapeError(f"{what} must be {dtype.name}, got a complex value", node=node)
             arr = arr.astype(dtype.numpy)
     else:
-        if not isinstance(value, np.ndarray):
+        if not isinstance(value, (np.ndarray, np.generic)):  # a numpy scalar keeps its dtype, as in TF
             arr = arr.astype(dtypes.python_number_dtype(arr), copy=False)
         try:
             dt = dtype_of(arr)

@@ -23,6 +23,7 @@ from typing import Any
 from specflow.api.function import ConcreteFunction, Function
 from specflow.api.module import Module
 from specflow.api.op_functions import to_tensor
+from specflow.api.saved_objects import object_attributes
 from specflow.api.signature_tape import TapedSignature
 from specflow.api.tensor import EagerTensor, Tensor
 from specflow.errors import ExportError
@@ -65,7 +66,7 @@ class SignatureFunction:
             feeds[k] = v
         if self._taped is not None and self._taped.applies(feeds):
             _check_aliases(self.name, self.inputs, feeds)
-            out = self._taped(feeds)
+            out = self._taped(feeds, self._run)
         else:
             feeds = {k: v.numpy() if isinstance(v, Tensor) else v for k, v in feeds.items()}
             values = self._run(feeds)
@@ -122,11 +123,21 @@ class LoadedModule(Module):
         return dict(self._named)
 
     def __getattr__(self, name: str):
-        for table in ("signatures", "functions"):  # m.serving_default(images=x), m.block1(x)
+        for table in ("signatures", "functions", "_objects"):  # m.serving_default(images=x), m.block1(x), m.l1.kernel
             fns = self.__dict__.get(table, {})
             if name in fns:
                 return fns[name]
         raise AttributeError(f"{type(self).__name__} has no attribute '{name}'")
+
+    def __call__(self, *args, **kwargs):
+        """A SavedModel whose root was saved with a ``__call__`` (a tf.Module's, a Keras model's):
+        its serving signature, its one output itself (as ``tf.saved_model.load(...)(x)``)."""
+        sig = self.signatures.get("serving_default") if self.__dict__.get("_callable") else None
+        if sig is None:
+            raise TypeError(f"the loaded model '{self.name}' is not callable (its root was saved without a "
+                            f"__call__); call a signature: {', '.join(self.signatures) or 'it has none'}")
+        out = sig(*args, **kwargs)
+        return next(iter(out.values())) if isinstance(out, dict) and len(out) == 1 else out
 
     def close(self) -> None:
         if self._session is not None:
@@ -262,6 +273,7 @@ def _load_saved_model(path: Path, tags) -> LoadedModule:
                                        keywords_only=True)
     module = LoadedModule(str(path), model.session, variables, sigs)
     module._saved = model  # sf.save writes it again
+    module._objects, module._callable = object_attributes(model.meta_graph, model.graph_def, every)
     return module
 
 

@@ -7,8 +7,10 @@ The graph is the signature's closure, in dependency order: Placeholders take the
 (the tape's own objects, so a watched input stays watched), a VarHandleOp the model's
 sf.Variable (its ReadVariableOps are the variable's reads, which the tape records), every other
 op its eager kernel (or a node of the trace). Loops and conds lowered to frames (Enter, Switch,
-Merge, ...) cannot run this way: a signature holding them is refused inside sf.function and when
-a tape watches one of its inputs, and runs unrecorded otherwise (its variables get no gradient).
+Merge, ...) cannot run op by op: such a signature is differentiated as a whole
+(``api/graph_call.py``): its nodes join an sf.function's trace, or, eagerly, the call runs
+through the Session and the tape records it as one entry whose gradient is the loop's backward
+loop, as ``train/gradients`` builds it for any graph.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from specflow.errors import ExportError
 from specflow.graph.graph_def import GraphDef, parse_input
 from specflow.graph.topo import needed
 
+_CPU0 = "/job:localhost/replica:0/task:0/device:CPU:0"  # where a Session's fetched values are
 FRAME_OPS = {"Enter", "RefEnter", "Exit", "RefExit", "Merge", "RefMerge", "Switch", "RefSwitch",
              "NextIteration", "RefNextIteration", "LoopCond"}
 
@@ -38,6 +41,7 @@ class TapedSignature:
         self.extra = {parse_input(k).node: v for k, v in (extra_feeds or {}).items()}
         self._graph = graph
         self._nodes: list | None = None  # found on first use: loading pays nothing for it
+        self._graph_call = None
 
     @property
     def nodes(self) -> list:
@@ -49,55 +53,94 @@ class TapedSignature:
         return self._nodes
 
     def applies(self, feeds: dict) -> bool:
-        """Whether to run this way: a tape is recording (and, for a graph with loops, refuse when
-        it watches an input)."""
+        """Whether to run this way: a tape is recording, or the call is inside sf.function."""
         from specflow.api.context import STATE
 
         if STATE.trace is None and not any(t._recording for t in STATE.tapes):
             return False
         self.nodes  # noqa: B018 (sets self.loops)
-        if STATE.trace is not None:  # called inside sf.function: the ops join its trace
-            if self.loops:
-                raise ExportError(f"signature '{self.name}' holds loops or conds ({self.loops[0]}), which "
-                                  "cannot join an sf.function's trace yet; call it outside the function")
-            return True
-        tapes = [t for t in STATE.tapes if t._recording]
-        if not tapes:
-            return False
-        if not self.loops:
-            return True
-        if any(id(v) in t._live for t in tapes for v in feeds.values()):
-            raise ExportError(f"signature '{self.name}' holds loops or conds ({self.loops[0]}), which a "
-                              "GradientTape cannot record op by op yet: no gradient for its inputs")
-        return False
+        if STATE.trace is not None and self.loops and STATE.trace.depth:
+            raise ExportError(f"signature '{self.name}' holds loops or conds ({self.loops[0]}), which cannot be "
+                              "called inside an sf.cond branch or sf.while_loop body; call it outside them")
+        return True
 
-    def __call__(self, feeds: dict) -> dict:
+    @property
+    def graph_call(self):
+        from specflow.api.graph_call import GraphCall
+
+        if self._graph_call is None:
+            fed = {parse_input(t).node for t, _ in self.inputs.values()} | set(self.extra)
+            closure = _closure(self._graph, [t for t, _ in self.outputs.values()], fed)
+            self._graph_call = GraphCall(
+                self.name, closure.nodes, {a: parse_input(t).node for a, (t, _) in self.inputs.items()},
+                {a: t for a, (t, _) in self.outputs.items()}, self.extra, self.variables)
+        return self._graph_call
+
+    def _input(self, alias: str, v, spec, trace):
+        """Fed value ``v`` as a tensor (of the trace, or eager), checked against its spec."""
+        from specflow.api.op_functions import to_tensor
+        from specflow.export.loader import check_input
+
+        if _is_variable(v):
+            v = v._read()
+        if not isinstance(v, Tensor):
+            v = to_tensor(check_input(alias, np.asarray(v), spec))
+            v = trace.capture(v) if trace is not None else v
+        elif isinstance(v, GraphTensor) and trace is not None and v.trace is not trace:
+            v = trace.capture_outer(v)
+        elif isinstance(v, EagerTensor) and trace is not None:
+            v = trace.capture(v)
+        if v.dtype != spec.dtype or not spec.shape.is_compatible_with(v.shape):
+            raise ExportError(f"input '{alias}' must be {spec.dtype.name}{spec.shape}, got {v.dtype.name}{v.shape}")
+        return v
+
+    def _call_graph(self, feeds: dict, run) -> dict:
+        """A signature with loops, as a whole (see ``api/graph_call.py``)."""
+        from specflow.api.context import STATE
+        from specflow.api.graph_call import RECORD_OP
+        from specflow.api.op_functions import to_tensor
+
+        gc, trace = self.graph_call, STATE.trace
+        ins = {a: self._input(a, feeds[a], spec, trace) for a, (_, spec) in self.inputs.items()}
+        for node, value in self.extra.items():
+            t = to_tensor(np.asarray(value))
+            ins[node] = trace.capture(t) if trace is not None else t
+        if trace is not None:
+            handles = {node: trace.variable_handle(var).name for node, var in gc.handles.items()}
+            outs = gc.inline(trace.builder, {k: t.name for k, t in ins.items()}, handles=handles,
+                             control=trace.last_effect)
+            # Later effects (an optimizer's assigns) wait for the outputs, so for every read the
+            # loops made (their reads are inside frames, which a control edge cannot name).
+            done = trace.builder.add_op("NoOp", [], name=trace.builder.unique_name(f"{self.name}_done"),
+                                        exact_name=True, control_inputs=sorted(set(outs.values())))
+            trace.last_effect = done.name
+            return {a: trace._tensor(t) for a, t in outs.items()}
+        reads = {node: var._read() for node, var in gc.handles.items()}  # the tape sees these reads
+        values = run({a: ins[a].numpy() for a in self.inputs})
+        out = {a: EagerTensor(np.asarray(v), self.outputs[a][1].dtype, _CPU0) for a, v in values.items()}
+        attrs = {"call": gc, "inputs": list(ins), "reads": list(reads), "outputs": list(out)}
+        for tape in STATE.tapes:
+            if tape._recording:
+                tape._record(RECORD_OP, attrs, list(ins.values()) + list(reads.values()), list(out.values()))
+        return out
+
+    def __call__(self, feeds: dict, run=None) -> dict:
+        """The outputs by alias; ``run`` (feeds of numpy arrays -> output arrays) is the
+        Session's run, for a signature with loops called eagerly."""
         from specflow.api import eager
         from specflow.api.context import STATE
         from specflow.api.op_functions import call, to_tensor
-        from specflow.export.loader import check_input
         from specflow.ops.registry import get_op
 
+        if self.loops:
+            return self._call_graph(feeds, run)
         trace = STATE.trace
         values: dict[str, Tensor] = {}
         by_node = {parse_input(t).node: (alias, spec) for alias, (t, spec) in self.inputs.items()}
         for node in self.nodes:
             if node.name in by_node:
                 alias, spec = by_node[node.name]
-                v = feeds[alias]
-                if _is_variable(v):
-                    v = v._read()
-                if not isinstance(v, Tensor):
-                    v = to_tensor(check_input(alias, np.asarray(v), spec))
-                    v = trace.capture(v) if trace is not None else v
-                elif isinstance(v, GraphTensor) and trace is not None and v.trace is not trace:
-                    v = trace.capture_outer(v)
-                elif isinstance(v, EagerTensor) and trace is not None:
-                    v = trace.capture(v)
-                if v.dtype != spec.dtype or not spec.shape.is_compatible_with(v.shape):
-                    raise ExportError(f"input '{alias}' must be {spec.dtype.name}{spec.shape}, "
-                                      f"got {v.dtype.name}{v.shape}")
-                values[node.name] = v
+                values[node.name] = self._input(alias, feeds[alias], spec, trace)
                 continue
             if node.name in self.extra:
                 v = to_tensor(np.asarray(self.extra[node.name]))

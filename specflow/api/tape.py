@@ -12,7 +12,11 @@ graph is the trace itself, and the gradient nodes join it.
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
+
 from specflow.api.context import STATE
+from specflow.api.graph_call import RECORD_OP
 from specflow.api.tensor import EagerTensor, GraphTensor, Tensor
 from specflow.errors import GraphError
 from specflow.graph import dtypes
@@ -254,19 +258,36 @@ class GradientTape:
         # one sees the gradient ops read its forward tensors (nested tapes: second derivatives)
         tensors: dict[str, EagerTensor] = {}
 
+        # A loaded signature's loop copied in: the gradient runs in a Session, whose plan is cached
+        # per graph structure, so the values that change from step to step are fed (Placeholders)
+        # and only small integer ones (axes, shapes) stay constants of the graph.
+        framed = any(r[0] == RECORD_OP for r in self._records)
+        feeds: dict[str, object] = {}
+
         def name_of(t) -> str:
             n = names.get(id(t))
             if n is None:
                 if not isinstance(t, EagerTensor):
                     raise GraphError(f"cannot differentiate through a {type(t).__name__}")
-                node = b.add_op("Const", [], {"value": t.numpy(), "dtype": t.dtype}, name=b.unique_name("c"),
-                                exact_name=True)
+                if framed and (t.dtype.is_floating or t.dtype.is_complex or t.value.size > 8):
+                    node = b.add_op("Placeholder", [], {"dtype": t.dtype, "shape": t.shape}, name=b.unique_name("fed"),
+                                    exact_name=True)
+                    feeds[node.name] = t.value
+                else:
+                    node = b.add_op("Const", [], {"value": t.numpy(), "dtype": t.dtype}, name=b.unique_name("c"),
+                                    exact_name=True)
                 n = names[id(t)] = node.name
                 tensors[n] = t
             return n
 
         for op, attrs, inputs, outputs in self._records:
             ins = [name_of(t) for t in inputs]
+            if op == RECORD_OP:
+                k = len(attrs["inputs"])
+                outs = attrs["call"].inline(b, dict(zip(attrs["inputs"], ins[:k])), reads=dict(zip(attrs["reads"], ins[k:])))
+                for alias, t in zip(attrs["outputs"], outputs):
+                    names[id(t)] = outs[alias]
+                continue
             node = b.add_op(op, ins, dict(attrs), name=b.unique_name(op), exact_name=True)
             for k, t in enumerate(outputs):
                 n = node.name if k == 0 else f"{node.name}:{k}"
@@ -295,7 +316,11 @@ class GradientTape:
             return [None] * len(sources)
         first_new = len(b.graph_def.nodes)
         grads = gradients(b, connected, xs, grad_ys=grad_ys)
-        _run_nodes(b.graph_def.nodes[first_new:], tensors, [t for t in STATE.tapes if t is not self])
+        outer = [t for t in STATE.tapes if t is not self]
+        if framed:
+            _run_session(b, [g for g in grads if g is not None], feeds, tensors, outer)
+        else:
+            _run_nodes(b.graph_def.nodes[first_new:], tensors, outer)
         out = []
         for lo, hi in spans:
             parts = [tensors[_canon(g)] for g in grads[lo:hi] if g is not None]
@@ -367,3 +392,48 @@ def _run_nodes(nodes: list, tensors: dict, tapes: list) -> None:
                 tensors[node.name if k == 0 else f"{node.name}:{k}"] = t
     finally:
         STATE.tapes = saved
+
+
+_SESSIONS: OrderedDict = OrderedDict()  # graph structure -> Session (the last few gradient graphs)
+_SESSIONS_KEPT = 4
+_SESSIONS_LOCK = threading.Lock()
+
+
+def _run_session(b, fetches: list[str], feeds: dict, tensors: dict, tapes: list) -> None:
+    """Run the gradient ``fetches`` of replay graph ``b`` (holding a loaded signature's loop)
+    through a Session, putting them in ``tensors``. The forward runs again there (its backward
+    loop pops what its forward loop pushed); tapes recording around this one cannot see inside.
+    The Session is kept per graph structure: the next step's identical graph reuses its plan."""
+    from specflow.api.function import devices_needed
+    from specflow.runtime.session import Session, SessionConfig
+
+    if any(t._recording for t in tapes):
+        raise GraphError("a gradient through a loaded signature's loop cannot itself be differentiated (an outer "
+                         "GradientTape is recording): take the second derivative inside an sf.function instead")
+    fetches = list(dict.fromkeys(_canon(f) for f in fetches))
+    key = (_structure(b.graph_def), tuple(fetches))
+    with _SESSIONS_LOCK:
+        session = _SESSIONS.pop(key, None)
+        if session is None:
+            session = Session(b.graph_def, SessionConfig(devices=devices_needed(b.graph_def)))
+        _SESSIONS[key] = session
+        while len(_SESSIONS) > _SESSIONS_KEPT:
+            _SESSIONS.popitem(last=False)[1].close()
+    values = session.run(fetches, feeds)
+    for name, value in zip(fetches, values):
+        tensors[name] = EagerTensor(value, b.spec(name).dtype, _CPU0)
+
+
+def _structure(graph) -> tuple:
+    """What makes two graphs run alike: every node's name, op, inputs and attrs (constants by value)."""
+    import numpy as np
+
+    def attr(v):
+        if isinstance(v, np.ndarray):
+            return (str(v.dtype), v.shape, v.tobytes() if v.dtype != object else repr(v.tolist()))
+        if isinstance(v, (list, tuple)):
+            return tuple(attr(x) for x in v)
+        return repr(v)
+
+    return tuple((n.name, n.op, tuple(n.inputs), n.device, tuple(sorted((k, attr(v)) for k, v in n.attrs.items())))
+                 for n in graph.nodes)

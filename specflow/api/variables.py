@@ -32,6 +32,32 @@ def _release(managers: list, uid: str) -> None:
         mgr.delete(CONTAINER, uid)
 
 
+def _lift(t: GraphTensor):
+    """The value of trace tensor ``t`` computed now, once, when it depends on no input and no
+    variable (``sf.Variable(sf.random.normal(shape))`` on a function's first trace: TensorFlow
+    lifts such an initializer out of the function); None otherwise. Only data inputs count: a
+    random op's ordering after earlier effects is the function's, not the initializer's."""
+    from specflow.graph.graph_def import GraphDef, parse_input
+    from specflow.runtime.session import Session
+
+    nodes = t.trace.builder.graph_def.node_map()
+    keep, todo = {}, [parse_input(t.name).node]
+    while todo:
+        name = todo.pop()
+        if name in keep:
+            continue
+        node = nodes[name]
+        if node.op in ("Placeholder", "VarHandleOp", "Enter", "Merge", "Switch"):
+            return None
+        keep[name] = node
+        todo.extend(parse_input(i).node for i in node.data_inputs)
+    order = [n.copy() for n in t.trace.builder.graph_def.nodes if n.name in keep]
+    for n in order:
+        n.inputs = n.data_inputs
+    with Session(GraphDef(order)) as session:
+        return session.run(t.name, {})
+
+
 class Variable(Tensor):
     """``sf.Variable(initial_value, trainable=True, name=None, dtype=None, shape=None)``.
 
@@ -53,6 +79,8 @@ class Variable(Tensor):
             initial_value = initial_value.numpy()
         if isinstance(initial_value, GraphTensor):
             value = initial_value.trace.constant_value(initial_value)
+            if value is None:
+                value = _lift(initial_value)
             if value is None:
                 raise GraphError(f"variable '{name or 'Variable'}': its initial value '{initial_value.name}' "
                                  "depends on the function's inputs; give a value computable at trace time")
@@ -189,6 +217,9 @@ class Variable(Tensor):
 
     def __float__(self) -> float:
         return float(self.numpy())
+
+    def __int__(self) -> int:
+        return int(self.numpy())
 
     def __len__(self) -> int:
         return len(self.numpy())

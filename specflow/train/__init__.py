@@ -4,8 +4,8 @@ the training loop, all built as graph ops on top of :mod:`specflow.graph` and ru
 
 def __getattr__(name):
     # sf.train.Checkpoint: the Python face's object-based checkpoints (specflow/api/checkpoint.py).
-    if name == "Checkpoint":
-        from specflow.api.checkpoint import Checkpoint
+    if name in ("Checkpoint", "latest_checkpoint"):
+        from specflow.api import checkpoint
 
-        return Checkpoint
+        return getattr(checkpoint, name)
     raise AttributeError(f"module 'specflow.train' has no attribute {name!r}")

@@ -56,3 +56,47 @@ def test_cli_checkpoints_restore_into_a_loaded_spec_and_back(tmp_path):
     resumed = CliRunner().invoke(app, cmd[:-1] + ["5", "--resume"])
     assert resumed.exit_code == 0, resumed.output
     assert int(CheckpointManager(str(logdir)).restore()["global_step"]) == 5
+
+
+def _adam_model():
+    rng = np.random.default_rng(0)
+
+    class Net(sf.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = sf.Variable(rng.normal(size=(3, 2)).astype(np.float32))
+            self.b = sf.Variable(np.zeros(2, np.float32))
+
+        def __call__(self, x):
+            return sf.tanh(sf.matmul(x, self.w) + self.b)
+
+    net, opt = Net(), sf.optimizers.Adam(0.1)
+
+    @sf.function
+    def step(x, y):
+        with sf.GradientTape() as tape:
+            loss = sf.reduce_mean(sf.square(net(x) - y))
+        opt.apply_gradients(zip(tape.gradient(loss, net.trainable_variables), net.trainable_variables))
+        return loss
+
+    return net, opt, step
+
+
+def test_a_fresh_model_and_optimizer_restored_continue_as_if_never_stopped(tmp_path):
+    """The optimizer's slots are made on its first step, after the restore: they take the
+    checkpoint's moments then (TF's deferred restoration). Before, they restarted from zero and
+    the resumed curve drifted (0.0348 for 0.0384 at the second step)."""
+    x = np.random.default_rng(1).normal(size=(8, 3)).astype(np.float32)
+    y = np.full((8, 2), 0.5, np.float32)
+    net, opt, step = _adam_model()
+    for _ in range(3):
+        step(x, y)
+    sf.train.Checkpoint(model=net, optimizer=opt).save(tmp_path)
+    uninterrupted = [float(step(x, y)) for _ in range(3)]
+    net2, opt2, step2 = _adam_model()
+    sf.train.Checkpoint(model=net2, optimizer=opt2).restore(sf.train.latest_checkpoint(tmp_path))
+    assert int(opt2.iterations) == 3
+    resumed = [float(step2(x, y)) for _ in range(3)]
+    assert resumed == uninterrupted
+    np.testing.assert_array_equal(net2.w.numpy(), net.w.numpy())
+    assert sf.train.latest_checkpoint(tmp_path / "none") is None

@@ -364,3 +364,60 @@ def test_input_signature_converts_when_the_python_runs_eagerly():
             scaled(np.ones((2, 2)))
     finally:
         sf.config.run_functions_eagerly(False)
+
+
+def test_a_variable_with_a_random_initializer_made_on_the_first_trace():
+    """``sf.Variable(sf.random.normal(shape))`` inside the function (Keras's build-on-first-call):
+    the initializer depends on no input, so it is computed once at trace time, as TensorFlow lifts
+    it out of the function. Before: 'depends on the function's inputs'."""
+
+    class Lazy(sf.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = None
+
+        @sf.function
+        def __call__(self, x):
+            if self.w is None:
+                self.w = sf.Variable(sf.random.normal([x.shape[-1], 2], stddev=0.1, seed=3))
+            return sf.matmul(x, self.w)
+
+    layer = Lazy()
+    x = np.ones((1, 3), np.float32)
+    first = layer(x).numpy()
+    w = layer.w.numpy()
+    assert w.shape == (3, 2) and 0 < np.abs(w).max() < 1
+    np.testing.assert_allclose(first, x @ w, rtol=1e-6)
+    np.testing.assert_array_equal(layer(x).numpy(), first)  # the same variable, not a new draw
+
+    @sf.function
+    def from_input(x):
+        return sf.Variable(x * 2)
+
+    with pytest.raises(GraphError, match="depends on the function's inputs"):
+        from_input(x)
+
+
+def test_function_takes_tensorflows_parameters():
+    """``tf.function(fn, input_signature)`` positionally, and jit_compile / autograph /
+    experimental_relax_shapes as TF code passes them (a TypeError before)."""
+    g = sf.function(lambda x: x + 1, [sf.TensorSpec([None], sf.float32)])
+    np.testing.assert_array_equal(g(np.ones(3, np.float32)).numpy(), [2, 2, 2])
+
+    @sf.function(jit_compile=True, autograph=False, experimental_relax_shapes=True)
+    def f(x):
+        return x * 2
+
+    for n in (1, 2, 3):
+        f(np.ones(n, np.float32))
+    assert len(f.concrete_functions) == 2  # relaxed to an unknown dim on the second shape
+
+
+def test_while_loop_gives_back_the_structure_it_was_given():
+    """As TensorFlow's: a tuple of loop variables comes back a tuple (it was always a list)."""
+    body = lambda i, x: (i + 1, x * 2)  # noqa: E731
+    assert isinstance(sf.while_loop(lambda i, x: i < 3, body, (0, sf.constant(1.0))), tuple)
+    assert isinstance(sf.while_loop(lambda i, x: i < 3, body, [0, sf.constant(1.0)]), list)
+    traced = sf.function(lambda x: sf.while_loop(lambda i, x: i < 3, body, (0, x), maximum_iterations=2))
+    out = traced(sf.constant(1.0))
+    assert isinstance(out, tuple) and float(out[1]) == 4.0

@@ -117,3 +117,106 @@ def test_a_savedmodel_signature_with_several_inputs_takes_keywords_only(tmp_path
     (alias,) = [k[3:] for k in rec if k.startswith("in_")]
     out = sf.load(TF2 / "gru").signatures["serving_default"](rec[f"in_{alias}"])
     np.testing.assert_allclose(out["output_0"].numpy(), rec["out_output_0"], rtol=1e-5, atol=1e-6)
+
+
+def test_a_tf_module_savedmodel_has_its_attributes_and_is_callable():
+    """cond_loop was saved from a tf.Module with a __call__: ``m(x)`` and ``m.w`` as in TF."""
+    saved = np.load(TF2 / "cond_loop.npz")
+    m = sf.load(TF2 / "cond_loop")
+    assert m.w is m.trainable_variables[0]
+    np.testing.assert_allclose(m(x=saved["in_x"], flag=np.array(True)).numpy(), saved["out_y_True"],
+                               rtol=1e-5, atol=1e-6)
+    with pytest.raises(TypeError, match="not callable .*signature: serving_default"):
+        sf.load(TF2 / "conv_swish")(np.zeros((1, 8, 8, 3), np.float32))
+
+
+def _tf_module(tf, rng):
+    class Dense(tf.Module):
+        def __init__(self, n_in, n_out, name=None):
+            super().__init__(name=name)
+            self.kernel = tf.Variable(rng.normal(size=(n_in, n_out)).astype(np.float32), name="kernel")
+            self.bias = tf.Variable(rng.normal(size=n_out).astype(np.float32), name="bias")
+
+        def __call__(self, x):
+            return tf.matmul(x, self.kernel) + self.bias
+
+    class Model(tf.Module):
+        def __init__(self):
+            super().__init__()
+            self.a, self.b, self.c = Dense(3, 3), Dense(3, 3), Dense(3, 2)
+            self.scale = tf.Variable(2, trainable=False, name="scale")
+
+        @tf.function(input_signature=[tf.TensorSpec([None, 3], tf.float32)])
+        def __call__(self, x):
+            def body(i, h):
+                return i + 1, tf.tanh(self.b(h))
+
+            _, h = tf.while_loop(lambda i, h: i < 3, body, (tf.constant(0), self.a(x)))
+            return self.c(h) * tf.cast(self.scale, tf.float32)
+
+    return Model()
+
+
+def test_a_tf_module_loads_with_its_paths_and_fine_tunes_as_in_tensorflow(tmp_path):
+    """Three Dense layers whose variables are all named kernel/bias: each attribute path is the
+    right variable (TF names their handles in an order of its own), ``m(x)`` is TF's output, and
+    fine-tuning through the while loop under a tape follows TensorFlow's loss curve."""
+    tf = pytest.importorskip("tensorflow")
+    rng = np.random.default_rng(0)
+    module = _tf_module(tf, rng)
+    tf.saved_model.save(module, str(tmp_path / "m"))
+    m = sf.load(tmp_path / "m")
+    for name in "abc":
+        for attr in ("kernel", "bias"):
+            np.testing.assert_array_equal(getattr(getattr(m, name), attr).numpy(),
+                                          getattr(getattr(module, name), attr).numpy())
+    assert int(m.scale.numpy()) == 2 and not m.scale.trainable
+    x = rng.normal(size=(4, 3)).astype(np.float32)
+    y = rng.normal(size=(4, 2)).astype(np.float32)
+    np.testing.assert_allclose(m(x).numpy(), module(x).numpy(), rtol=1e-5, atol=1e-6)
+
+    loaded = tf.saved_model.load(str(tmp_path / "m"))
+    tf_vars = [getattr(getattr(loaded, n), a) for n in "abc" for a in ("kernel", "bias")]
+    sf_vars = [getattr(getattr(m, n), a) for n in "abc" for a in ("kernel", "bias")]
+    tf_opt, sf_opt = tf.keras.optimizers.Adam(0.05), sf.optimizers.Adam(0.05)
+    for _ in range(4):
+        with tf.GradientTape() as tape:
+            tf_loss = tf.reduce_mean(tf.square(loaded(x) - y))
+        tf_opt.apply_gradients(zip(tape.gradient(tf_loss, tf_vars), tf_vars))
+        with sf.GradientTape() as tape:
+            sf_loss = sf.reduce_mean(sf.square(m(x) - y))
+        sf_opt.apply_gradients(zip(tape.gradient(sf_loss, sf_vars), sf_vars))
+        np.testing.assert_allclose(float(sf_loss), float(tf_loss), rtol=1e-5)
+    for a, b in zip(sf_vars, tf_vars):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_a_transformer_saved_by_specflow_runs_in_tensorflow_and_back(tmp_path):
+    """The TF-style transformer encoder (tests/api/tf_style_models.py: einsum attention, a padding
+    mask, layer norm, gelu) saved by sf.saved_model.save runs in TensorFlow with the same outputs;
+    TensorFlow's own copy of the model, saved by TensorFlow, loads in specflow, is called as
+    ``m(x=..., mask=...)`` and takes one Adam step as TensorFlow's does."""
+    tf = pytest.importorskip("tensorflow")
+    from . import tf_style_models as models
+
+    x = np.random.default_rng(3).normal(size=(4, models.STEPS, models.D_MODEL)).astype(np.float32)
+    ours = models.make_encoder(sf)
+    sf.saved_model.save(ours, tmp_path / "sf")
+    in_tf = tf.saved_model.load(str(tmp_path / "sf")).signatures["serving_default"]
+    (out,) = in_tf(x=tf.constant(x), mask=tf.constant(models.MASK)).values()
+    np.testing.assert_allclose(out.numpy(), ours(x, models.MASK).numpy(), rtol=1e-5, atol=1e-6)
+
+    theirs = models.make_encoder(tf)
+    tf.saved_model.save(theirs, str(tmp_path / "tf"))
+    m = sf.load(tmp_path / "tf")
+    np.testing.assert_allclose(m(x=x, mask=models.MASK).numpy(), theirs(x, models.MASK).numpy(), rtol=1e-5, atol=1e-6)
+    y = np.array([0, 1, 2, 1])
+    with tf.GradientTape() as tape:
+        tf_loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=theirs(x, models.MASK)))
+    tf.keras.optimizers.Adam(0.01).apply_gradients(zip(tape.gradient(tf_loss, theirs.trainable_variables),
+                                                       theirs.trainable_variables))
+    with sf.GradientTape() as tape:
+        sf_loss = sf.reduce_mean(sf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=m(x=x, mask=models.MASK)))
+    sf.optimizers.Adam(0.01).apply_gradients(zip(tape.gradient(sf_loss, m.trainable_variables), m.trainable_variables))
+    np.testing.assert_allclose(float(sf_loss), float(tf_loss), rtol=1e-5)
+    np.testing.assert_allclose(m(x=x, mask=models.MASK).numpy(), theirs(x, models.MASK).numpy(), rtol=1e-5, atol=1e-6)

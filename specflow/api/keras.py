@@ -1,0 +1,332 @@
+"""``sf.keras``: the Keras layers a first model reaches for, as sf.Modules built on their first
+call (``Dense``, ``Conv2D``, ``MaxPooling2D``, ``AveragePooling2D``, ``Flatten``, ``Dropout``,
+``Embedding``, ``LayerNormalization``, ``GlobalAveragePooling1D/2D``), ``Sequential``, the common
+losses and ``sf.keras.optimizers`` (= sf.optimizers). No ``fit``: a custom loop trains them.
+
+The math is Keras 3's (layer norm's arrangement, the losses' clipping of probabilities, the
+weight layouts), so weights copied from a Keras model with ``set_weights(model.get_weights())``
+give Keras's outputs and gradients. Initial values come from numpy (Glorot uniform kernels, zero
+biases, uniform(-0.05, 0.05) embeddings), seeded by ``sf.keras.utils.set_random_seed``; they are
+not TensorFlow's draws."""
+
+from __future__ import annotations
+
+import types
+
+import numpy as np
+
+from specflow.api import nn, optimizers, tf_names
+from specflow.api.module import Module
+from specflow.api.op_functions import call
+from specflow.api.variables import Variable
+from specflow.errors import GraphError
+
+_RNG = [np.random.default_rng()]
+
+
+def set_random_seed(seed: int) -> None:
+    """Seed the initial values of layers built from now on."""
+    _RNG[0] = np.random.default_rng(seed)
+
+
+def _activation(name):
+    if name is None or callable(name):
+        return name
+    table = {"linear": None, "relu": nn.relu, "sigmoid": nn.sigmoid, "tanh": nn.tanh, "softmax": nn.softmax,
+             "gelu": nn.gelu, "elu": nn.elu, "selu": nn.selu, "swish": nn.silu, "silu": nn.silu,
+             "softplus": nn.softplus, "relu6": nn.relu6, "leaky_relu": nn.leaky_relu, "log_softmax": nn.log_softmax}
+    if name not in table:
+        raise GraphError(f"unknown activation '{name}'; known: {', '.join(sorted(table))}")
+    return table[name]
+
+
+def _glorot(shape, fan_in: int, fan_out: int) -> np.ndarray:
+    limit = np.sqrt(6.0 / (fan_in + fan_out))
+    return _RNG[0].uniform(-limit, limit, shape).astype(np.float32)
+
+
+class Layer(Module):
+    """Built on the first call from the input's shape (``build``); ``weights`` in Keras's order."""
+
+    def __init__(self, name: str | None = None):
+        super().__init__(name)
+        self.built = False
+        self._weight_order: list[str] = []
+
+    def add_weight(self, attr: str, value: np.ndarray, trainable: bool = True) -> Variable:
+        var = Variable(value, trainable=trainable, name=f"{self.name}/{attr}")
+        setattr(self, attr, var)
+        self._weight_order.append(attr)
+        return var
+
+    def build(self, input_shape) -> None:
+        pass
+
+    def __call__(self, x, training: bool | None = None):
+        x = x if isinstance(x, Variable) else tf_names._t(x)
+        if not self.built:
+            self.build(x.shape.as_list() if x.shape.rank is not None else None)
+            self.built = True
+        return self.call(x, training=training)
+
+    def call(self, x, training=None):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    @property
+    def weights(self) -> list:
+        return [getattr(self, a) for a in self._weight_order]
+
+    def get_weights(self) -> list[np.ndarray]:
+        return [w.numpy() for w in self.weights]
+
+    def set_weights(self, values) -> None:
+        values = list(values)
+        if len(values) != len(self.weights):
+            raise GraphError(f"layer '{self.name}' has {len(self.weights)} weight(s), got {len(values)} "
+                             "(is it built? call it once first)")
+        for w, v in zip(self.weights, values):
+            w.assign(np.asarray(v))
+
+
+def _known(shape, what: str, layer: str) -> int:
+    if shape is None or shape[-1] is None:
+        raise GraphError(f"layer '{layer}' needs the last dimension of its input ({what}) to be known, got {shape}")
+    return int(shape[-1])
+
+
+class Dense(Layer):
+    def __init__(self, units: int, activation=None, use_bias: bool = True, name: str | None = None):
+        super().__init__(name)
+        self.units, self.activation, self.use_bias = int(units), _activation(activation), use_bias
+
+    def build(self, input_shape):
+        n = _known(input_shape, "features", self.name)
+        self.add_weight("kernel", _glorot((n, self.units), n, self.units))
+        if self.use_bias:
+            self.add_weight("bias", np.zeros(self.units, np.float32))
+
+    def call(self, x, training=None):
+        y = tf_names.matmul(x, self.kernel)
+        if self.use_bias:
+            y = y + self.bias
+        return self.activation(y) if self.activation else y
+
+
+class Conv2D(Layer):
+    def __init__(self, filters: int, kernel_size, strides=1, padding: str = "valid", activation=None,
+                 use_bias: bool = True, dilation_rate=1, name: str | None = None):
+        super().__init__(name)
+        self.filters = int(filters)
+        self.kernel_size = tuple(np.broadcast_to(np.atleast_1d(kernel_size), 2).tolist())
+        self.strides, self.padding, self.dilation_rate = strides, padding.upper(), dilation_rate
+        self.activation, self.use_bias = _activation(activation), use_bias
+
+    def build(self, input_shape):
+        c = _known(input_shape, "channels", self.name)
+        kh, kw = self.kernel_size
+        self.add_weight("kernel", _glorot((kh, kw, c, self.filters), kh * kw * c, kh * kw * self.filters))
+        if self.use_bias:
+            self.add_weight("bias", np.zeros(self.filters, np.float32))
+
+    def call(self, x, training=None):
+        y = nn.conv2d(x, self.kernel, self.strides, self.padding, dilations=self.dilation_rate)
+        if self.use_bias:
+            y = nn.bias_add(y, self.bias)
+        return self.activation(y) if self.activation else y
+
+
+class _Pool2D(Layer):
+    op = ""
+
+    def __init__(self, pool_size=2, strides=None, padding: str = "valid", name: str | None = None):
+        super().__init__(name)
+        self.pool_size, self.strides, self.padding = pool_size, pool_size if strides is None else strides, padding.upper()
+
+    def call(self, x, training=None):
+        fn = nn.max_pool2d if self.op == "max" else nn.avg_pool2d
+        return fn(x, self.pool_size, self.strides, self.padding)
+
+
+class MaxPooling2D(_Pool2D):
+    op = "max"
+
+
+class AveragePooling2D(_Pool2D):
+    op = "avg"
+
+
+class Flatten(Layer):
+    def call(self, x, training=None):
+        dims = x.shape.as_list()[1:]
+        if None in dims:
+            return tf_names.reshape(x, [tf_names.shape(x)[0], -1])
+        return tf_names.reshape(x, [-1, int(np.prod(dims))])
+
+
+class GlobalAveragePooling1D(Layer):
+    """The mean over time; with a mask, over the unmasked steps only (Keras's)."""
+
+    def __call__(self, x, mask=None, training=None):
+        x = tf_names._t(x)
+        if mask is None:
+            return tf_names.reduce_mean(x, axis=1)
+        m = tf_names.expand_dims(tf_names.cast(mask, x.dtype), -1)
+        return tf_names.reduce_sum(x * m, axis=1) / tf_names.reduce_sum(m, axis=1)
+
+
+class GlobalAveragePooling2D(Layer):
+    def call(self, x, training=None):
+        return tf_names.reduce_mean(x, axis=[1, 2])
+
+
+class Dropout(Layer):
+    """Active only with ``training=True`` (a Python bool: each value is its own trace)."""
+
+    def __init__(self, rate: float, seed: int | None = None, name: str | None = None):
+        super().__init__(name)
+        self.rate, self.seed = float(rate), seed
+
+    def call(self, x, training=None):
+        return nn.dropout(x, self.rate, seed=self.seed) if training and self.rate > 0 else x
+
+
+class Embedding(Layer):
+    """``mask_zero=True``: id 0 is padding; ``Sequential`` hands the mask (ids != 0) to the
+    layers after it that take one (LSTM, GRU, Bidirectional, GlobalAveragePooling1D), as Keras."""
+
+    def __init__(self, input_dim: int, output_dim: int, mask_zero: bool = False, name: str | None = None):
+        super().__init__(name)
+        self.input_dim, self.output_dim, self.mask_zero = int(input_dim), int(output_dim), mask_zero
+        self.add_weight("embeddings", _RNG[0].uniform(-0.05, 0.05, (self.input_dim, self.output_dim)).astype(np.float32))
+        self.built = True
+
+    def __call__(self, ids, training=None):
+        return call("GatherV2", self.embeddings, ids, np.int32(0))
+
+
+class LayerNormalization(Layer):
+    """Keras 3's arithmetic: inv = rsqrt(var + epsilon) * gamma; x * inv + (beta - mean * inv)."""
+
+    def __init__(self, axis: int = -1, epsilon: float = 1e-3, center: bool = True, scale: bool = True,
+                 name: str | None = None):
+        super().__init__(name)
+        self.axis, self.epsilon, self.center, self.scale = axis, float(epsilon), center, scale
+
+    def build(self, input_shape):
+        n = int(input_shape[self.axis])
+        if self.scale:
+            self.add_weight("gamma", np.ones(n, np.float32))
+        if self.center:
+            self.add_weight("beta", np.zeros(n, np.float32))
+
+    def call(self, x, training=None):
+        mean, variance = nn.moments(x, axes=[self.axis], keepdims=True)
+        inv = call("Rsqrt", variance + np.float32(self.epsilon))
+        if self.scale:
+            inv = inv * self.gamma
+        res = -mean * inv
+        if self.center:
+            res = res + self.beta
+        return x * inv + res
+
+
+class Sequential(Layer):
+    def __init__(self, layers=None, name: str | None = None):
+        super().__init__(name)
+        self.layers = list(layers or [])
+
+    def add(self, layer) -> None:
+        self.layers.append(layer)
+
+    def __call__(self, x, training: bool | None = None, mask=None):
+        for layer in self.layers:
+            takes_mask = isinstance(layer, GlobalAveragePooling1D) or type(layer).__name__ in _MASKED
+            if takes_mask:
+                out = layer(x, mask=mask, training=training)
+                if not getattr(layer, "return_sequences", False):
+                    mask = None  # the time axis is gone
+            else:
+                out = layer(x, training=training)
+            if isinstance(layer, Embedding) and layer.mask_zero:
+                mask = tf_names.not_equal(x, 0)
+            x = out
+        return x
+
+    @property
+    def weights(self) -> list:
+        return [w for layer in self.layers if isinstance(layer, Layer) for w in layer.weights]
+
+    def set_weights(self, values) -> None:
+        values = list(values)
+        for layer in self.layers:
+            n = len(layer.weights)
+            layer.set_weights(values[:n])
+            values = values[n:]
+        if values:
+            raise GraphError(f"Sequential.set_weights: {len(values)} value(s) left over")
+
+
+_MASKED = ("LSTM", "GRU", "Bidirectional")
+
+
+# --- losses --------------------------------------------------------------------------------------
+
+_EPSILON = 1e-7  # Keras's backend epsilon: probabilities are clipped to [eps, 1 - eps]
+
+
+class SparseCategoricalCrossentropy:
+    def __init__(self, from_logits: bool = False):
+        self.from_logits = from_logits
+
+    def __call__(self, y_true, y_pred):
+        labels = tf_names.cast(y_true, "int64")
+        if self.from_logits:
+            return tf_names.reduce_mean(nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=y_pred))
+        p = y_pred / tf_names.reduce_sum(y_pred, axis=-1, keepdims=True)
+        logp = tf_names.log(tf_names.clip_by_value(p, _EPSILON, 1 - _EPSILON))
+        picked = tf_names.gather(logp, labels, axis=-1, batch_dims=labels.shape.rank)
+        return -tf_names.reduce_mean(picked)
+
+
+class CategoricalCrossentropy:
+    def __init__(self, from_logits: bool = False):
+        self.from_logits = from_logits
+
+    def __call__(self, y_true, y_pred):
+        if self.from_logits:
+            return tf_names.reduce_mean(nn.softmax_cross_entropy_with_logits(labels=y_true, logits=y_pred))
+        p = y_pred / tf_names.reduce_sum(y_pred, axis=-1, keepdims=True)
+        logp = tf_names.log(tf_names.clip_by_value(p, _EPSILON, 1 - _EPSILON))
+        return tf_names.reduce_mean(-tf_names.reduce_sum(y_true * logp, axis=-1))
+
+
+class MeanSquaredError:
+    def __call__(self, y_true, y_pred):
+        return tf_names.reduce_mean(tf_names.square(y_pred - y_true))
+
+
+class BinaryCrossentropy:
+    def __init__(self, from_logits: bool = False):
+        self.from_logits = from_logits
+
+    def __call__(self, y_true, y_pred):
+        if self.from_logits:
+            return tf_names.reduce_mean(nn.sigmoid_cross_entropy_with_logits(labels=y_true, logits=y_pred))
+        p = tf_names.clip_by_value(y_pred, _EPSILON, 1 - _EPSILON)
+        return tf_names.reduce_mean(-(y_true * tf_names.log(p) + (1 - y_true) * tf_names.log(1 - p)))
+
+
+layers = types.ModuleType("specflow.keras.layers", "Keras layers on specflow (sf.keras.layers.Dense, ...).")
+for _cls in (Layer, Dense, Conv2D, MaxPooling2D, AveragePooling2D, Flatten, GlobalAveragePooling1D,
+             GlobalAveragePooling2D, Dropout, Embedding, LayerNormalization):
+    setattr(layers, _cls.__name__, _cls)
+losses = types.ModuleType("specflow.keras.losses", "Keras losses (mean over the batch).")
+for _cls in (SparseCategoricalCrossentropy, CategoricalCrossentropy, MeanSquaredError, BinaryCrossentropy):
+    setattr(losses, _cls.__name__, _cls)
+utils = types.ModuleType("specflow.keras.utils")
+utils.set_random_seed = set_random_seed
+from specflow.api import keras_rnn  # noqa: E402 (its layers subclass Layer, above)
+
+for _cls in (keras_rnn.LSTM, keras_rnn.GRU, keras_rnn.Bidirectional):
+    setattr(layers, _cls.__name__, _cls)
+__all__ = ["layers", "losses", "optimizers", "utils", "Sequential"]
