@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import functools
 import logging
 import os
 import re
@@ -19,10 +20,12 @@ from typing import Any
 
 from specflow.errors import SpecflowError
 
-from .cluster_spec import ClusterSpec, as_cluster_spec
+from .cluster_spec import ClusterSpec, as_cluster_spec, check_task_count
+from .reaper import release, start_watcher
 
 INSTALL_HINT = "running on a cluster needs Ray: pip install 'specflow[distributed]' (or pip install 'ray>=2.40')"
 _started_here = False
+_watchers: list = []  # reaper.py's watcher of each private Ray this process started
 
 
 def require_ray():
@@ -83,10 +86,46 @@ def _init(ray, address: str | None, quiet: dict) -> None:
             # address="local": a new private instance, never one found running on this machine.
             ray.init(address="local", num_cpus=max(2, os.cpu_count() or 2), **quiet)
             _started_here = True
+            _watchers.append(start_watcher())  # Ray's processes go with this one, even on kill -9
             atexit.register(shutdown_ray)
     except (ConnectionError, RuntimeError, ValueError) as e:
         where = f"the Ray cluster at {address}" if address else "a local Ray instance"
         raise SpecflowError(f"cannot start or reach {where}: {str(e).splitlines()[0]}") from None
+    _quiet_task_deaths()
+
+
+# What Ray's driver prints, as a "(raylet) ..." paragraph, when an actor's process dies (a task
+# killed, OOM) or a node's raylet does: the health checks notice the loss and the trainer says
+# it in one line (recovery.py), so these would only add a scary paragraph per lost task.
+_TASK_DEATH = re.compile(r"worker died or was killed|Worker unexpectedly exits|Raylet is terminated|"
+                         r"actor died unexpectedly|node .* (?:has been marked dead|died)", re.IGNORECASE)
+
+
+def _quiet_task_deaths() -> None:
+    """Drop Ray's own reports of dead task processes from the terminal (``SPECFLOW_DEBUG=1``
+    keeps them). They come from the driver's error-listener thread through
+    ``ray._private.worker.print_to_stdstream``, which Ray offers no option to silence; other
+    messages pass through unchanged. Skipped where a Ray version lacks that function."""
+    if os.environ.get("SPECFLOW_DEBUG"):
+        return
+    try:
+        from ray._private import worker as ray_worker
+    except ImportError:
+        return
+    original = getattr(ray_worker, "print_to_stdstream", None)
+    if original is None or getattr(original, "specflow_filter", False):
+        return
+
+    def filtered(data, *args, **kwargs):
+        if isinstance(data, dict) and data.get("pid") == "raylet":
+            lines = [line for line in data.get("lines", []) if not _TASK_DEATH.search(str(line))]
+            if not lines:
+                return None
+            data = dict(data, lines=lines)
+        return original(data, *args, **kwargs)
+
+    filtered.specflow_filter = True  # type: ignore[attr-defined]
+    ray_worker.print_to_stdstream = filtered
 
 
 _HOST_PORT = re.compile(r"^\[?([^\[\]/]+?)\]?:(\d+)$")
@@ -149,6 +188,8 @@ def shutdown_ray() -> None:
 
         ray.shutdown()
         _started_here = False
+        while _watchers:
+            release(_watchers.pop())
 
 
 def _check_resources(spec: ClusterSpec, nodes: list[dict]) -> None:
@@ -196,6 +237,8 @@ class Cluster:
         self.actors: dict[str, Any] = {}
         self.infos: dict[str, dict] = {}
         self.write_epochs = WriteEpochs()
+        if address is None:  # a private Ray on this machine: too many tasks fail here, before it starts
+            check_task_count(self.spec)
 
     @property
     def connected(self) -> bool:
@@ -205,7 +248,10 @@ class Cluster:
         if self.actors:
             return self
         ray = ensure_ray(self.address)
-        _check_resources(self.spec, [n for n in ray.nodes() if n.get("Alive")])
+        nodes = [n for n in ray.nodes() if n.get("Alive")]
+        if self.address is not None:
+            check_task_count(self.spec, len(nodes), f"the Ray cluster at {self.address} ({len(nodes)} nodes)")
+        _check_resources(self.spec, nodes)
         actors = {f"/job:{job}/replica:0/task:{t}": self._start(job, t) for job, t in self.spec.tasks}
         try:
             ray.get([a.connect.remote(actors) for a in actors.values()])
@@ -221,10 +267,6 @@ class Cluster:
 
     def _start(self, job: str, t: int):
         """A new actor for task ``t`` of ``job`` (not yet connected to its peers)."""
-        import ray
-
-        from .worker import TaskWorker
-
         opts: dict[str, Any] = {"num_cpus": 0, "max_concurrency": 32, "num_gpus": _gpus(self.spec, job)}
         if job in self.spec.resources:
             opts["resources"] = dict(self.spec.resources[job])
@@ -234,7 +276,7 @@ class Cluster:
         if threads:  # read by BLAS when numpy loads in the task's fresh process
             opts["runtime_env"] = {"env_vars": {v: str(threads) for v in BLAS_THREAD_VARS}}
         task = f"/job:{job}/replica:0/task:{t}"
-        return ray.remote(TaskWorker).options(**opts).remote(task, self.spec.task_devices.get(job), self.threads)
+        return _task_worker_class().options(**opts).remote(task, self.spec.task_devices.get(job), self.threads)
 
     def _share_of_cores(self) -> int | None:
         """A task's BLAS threads when the spec does not say: its share of this machine's cores
@@ -330,6 +372,18 @@ class WriteEpochs:
         """The count of writes to ``task`` other than async replicas' (restores, resets, a
         chief's apply, a checkpoint): a prefetched read is good while it is unchanged."""
         return self._other.get(task, 0)
+
+
+@functools.cache
+def _task_worker_class():
+    """``TaskWorker`` as a Ray actor class, made once: each ``ray.remote`` of the class exports
+    it anew (pickling and hashing its code, about 50 ms), which every task started and every
+    recreated one paid."""
+    import ray
+
+    from .worker import TaskWorker
+
+    return ray.remote(TaskWorker)
 
 
 def _gpus(spec: ClusterSpec, job: str) -> int:
