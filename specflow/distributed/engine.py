@@ -250,7 +250,8 @@ class Cluster:
         ray = ensure_ray(self.address)
         nodes = [n for n in ray.nodes() if n.get("Alive")]
         if self.address is not None:
-            check_task_count(self.spec, len(nodes), f"the Ray cluster at {self.address} ({len(nodes)} nodes)")
+            where = f"the Ray cluster at {self.address} ({len(nodes)} node{'' if len(nodes) == 1 else 's'})"
+            check_task_count(self.spec, len(nodes), where)
         _check_resources(self.spec, nodes)
         actors = {f"/job:{job}/replica:0/task:{t}": self._start(job, t) for job, t in self.spec.tasks}
         try:

@@ -230,6 +230,11 @@ class DistributedTrainer(Recovery, Trainer):
             loss = self._train_sync() if self.sync is not None else self._train_async()
             for h in self.hooks:
                 h.end(self)
+            if self.stopped_by == "interrupt" and self.last_checkpoint is None:
+                # Stopped before its first step (Ctrl-C while the tasks started): the hooks saw no
+                # step to save, yet the run promised a final checkpoint; TF's saver hook writes
+                # step 0 as the session starts.
+                self.save(self.step)
         finally:
             self._close()
         return TrainResult(start_step=start_step, step=self.step, seconds=time.perf_counter() - t0,

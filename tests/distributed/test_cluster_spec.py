@@ -140,3 +140,22 @@ def test_cli_cluster_errors():
     assert r.exit_code == 1 and "--task-devices" in r.output
     r = runner.invoke(app, ["inspect", str(MODELS / "digits_mlp.yaml"), "--placed", "--placement", "round_robin"])
     assert r.exit_code == 1 and "need --cluster" in r.output
+
+
+def test_more_tasks_than_a_machine_runs_is_a_clear_error_before_ray_starts():
+    """worker=99999 hung (Ray never finished starting 100,000 processes): now one line naming
+    the limit, raised before any Ray is started."""
+    import time
+
+    from specflow.distributed import Cluster
+    from specflow.distributed.cluster_spec import TASKS_PER_MACHINE, check_task_count
+
+    t0 = time.monotonic()
+    with pytest.raises(SpecError, match=r"ps=1, worker=99999 has 100,000 tasks, but a local cluster \(this "
+                                        r"machine\) runs at most 64 .*--address"):
+        Cluster(ClusterSpec({"ps": 1, "worker": 99999}))
+    assert time.monotonic() - t0 < 1.0
+    check_task_count(ClusterSpec({"ps": 1, "worker": TASKS_PER_MACHINE - 1}))  # at the limit: fine
+    check_task_count(ClusterSpec({"ps": 2, "worker": 100}), machines=2, where="the Ray cluster at auto (2 nodes)")
+    with pytest.raises(SpecError, match=r"the Ray cluster at auto \(1 node\) runs at most 64 \(64 per machine"):
+        check_task_count(ClusterSpec({"ps": 1, "worker": 64}), machines=1, where="the Ray cluster at auto (1 node)")

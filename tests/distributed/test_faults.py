@@ -228,3 +228,34 @@ def test_a_hung_worker_is_fenced_off_and_replaced(cluster, tmp_path, undisturbed
     (r,) = trainer.recoveries
     assert r["tasks"] == [WORKER1] and r["seconds"] < 10
     _check_finished(spec, tmp_path, result, undisturbed)
+
+
+def test_a_stop_before_the_first_step_still_saves_a_checkpoint(cluster, tmp_path):
+    """Ctrl-C while the tasks start (step 0): a final checkpoint, model.ckpt-0, that a local run
+    restores; before, the run ended with none."""
+
+    class StopAtStart(Listener):
+        def on_start(self, step, total):
+            self.trainer.request_stop()
+
+    spec = _spec("async", steps=2000)
+    trainer, result = _run(spec, tmp_path, cluster, StopAtStart())
+    assert result.stopped_by == "interrupt" and result.step == 0
+    assert result.checkpoint.endswith("model.ckpt-0")
+    path, metrics = evaluate_checkpoint(spec, tmp_path)
+    assert path.endswith("model.ckpt-0") and 0 <= metrics["accuracy"] <= 1
+
+
+def test_ray_reports_of_a_killed_task_stay_off_the_terminal(cluster, capsys):
+    """Ray's driver prints each dead task process as a '(raylet) A worker died...' paragraph;
+    the trainer says what was lost in one line of its own, so those are dropped; Ray's other
+    messages still print."""
+    from ray._private import worker as ray_worker
+
+    death = ("A worker died or was killed while executing a task by an unexpected system error. To "
+             "troubleshoot the problem, check the logs for the dead worker. Worker PID: 123")
+    ray_worker.print_to_stdstream({"lines": [death], "pid": "raylet", "is_err": False}, ignore_prefix=False)
+    ray_worker.print_to_stdstream({"lines": ["the object store is full"], "pid": "raylet", "is_err": False},
+                                  ignore_prefix=False)  # fmt: skip
+    out = capsys.readouterr().out
+    assert "worker died" not in out and "the object store is full" in out
