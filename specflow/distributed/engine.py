@@ -286,24 +286,27 @@ class Cluster:
             return None
         return max(1, (os.cpu_count() or 1) // max(1, len(self.spec.tasks)))
 
-    def restart(self, task: str) -> None:
-        """Replace ``task``'s actor (dead or hung) with a fresh one and tell every task the new
-        peer. The task's resources (variables) and registered graphs are gone."""
+    def restart(self, *tasks: str) -> None:
+        """Replace the actors of ``tasks`` (dead or hung) with fresh ones, then tell every task
+        its new peers: all at once, as telling a task of one new peer while another is still
+        the dead one fails. The tasks' resources (variables) and registered graphs are gone."""
         import ray
 
         from .cluster_spec import DeviceSpec
 
-        spec = DeviceSpec.parse(task)
-        old = self.actors.get(task)
-        if old is not None:
-            try:
-                ray.kill(old)
-            except Exception:  # already gone
-                pass
-        self.actors[task] = self._start(spec.job, spec.task)
-        self.write_epochs.bump([task])
+        for task in tasks:
+            spec = DeviceSpec.parse(task)
+            old = self.actors.get(task)
+            if old is not None:
+                try:
+                    ray.kill(old)
+                except Exception:  # already gone
+                    pass
+            self.actors[task] = self._start(spec.job, spec.task)
+        self.write_epochs.bump(tasks)
         ray.get([a.connect.remote(self.actors) for a in self.actors.values()])
-        self.infos[task] = ray.get(self.actors[task].info.remote())
+        for task, info in zip(tasks, ray.get([self.actors[t].info.remote() for t in tasks])):
+            self.infos[task] = info
 
     def sharing(self, spec: Any) -> Cluster:
         """A Cluster over these same tasks placing by another spec (its placement and ``place:``

@@ -40,7 +40,7 @@ from specflow.train.sharding import FILE_INDEX, ShardBatches
 
 from .engine import Cluster
 from .readiness import Readiness
-from .recovery import Recovery
+from .recovery import Recovery, _first_line
 from .remote_rendezvous import unpack_error
 from .replica_loop import NEED_RECIPE, LoopRecipe, chunk_size, replica_feeds
 from .replicas import (
@@ -151,7 +151,7 @@ class DistributedTrainer(Recovery, Trainer):
         try:
             out = {key: v for got in ray.get(refs) for key, v in got.items()}
         except ray.exceptions.RayError as e:
-            raise RuntimeFailure(f"a worker was lost while its state was read: {e}") from None
+            raise RuntimeFailure(f"a worker was lost while its state was read: {_first_line(e)}") from None
         return out
 
     def _set_replica_state(self, tensors: dict) -> None:
@@ -167,7 +167,7 @@ class DistributedTrainer(Recovery, Trainer):
         try:
             ray.get(refs)
         except ray.exceptions.RayError as e:
-            raise RuntimeFailure(f"a worker was lost while its state was restored: {e}") from None
+            raise RuntimeFailure(f"a worker was lost while its state was restored: {_first_line(e)}") from None
 
     def _wait_ready(self, k: int) -> bool:
         """Replica ``k`` waits (once per recovery generation) until the chief's model is ready;
