@@ -18,6 +18,7 @@ from specflow.train.loop import Listener, Trainer, TrainOptions
 DIGITS = (Path(__file__).resolve().parents[2] / "models" / "digits_mlp.yaml").read_text()
 STEPS = 80
 PS, WORKER1 = "/job:ps/replica:0/task:0", "/job:worker/replica:0/task:1"
+WORKER0 = "/job:worker/replica:0/task:0"
 
 
 def _spec(mode: str, steps: int = STEPS):
@@ -259,3 +260,51 @@ def test_ray_reports_of_a_killed_task_stay_off_the_terminal(cluster, capsys):
                                   ignore_prefix=False)  # fmt: skip
     out = capsys.readouterr().out
     assert "worker died" not in out and "the object store is full" in out
+
+
+class KillBoth(KillAt):
+    """Kills every task of ``tasks`` at once (two tasks killed together)."""
+
+    def __init__(self, step: int, tasks: list[str]):
+        super().__init__(step, tasks[0])
+        self.tasks = tasks
+
+    def on_step(self, step, loss, rate):
+        if self.killed is None and step >= self.step:
+            self.killed, self.steps_then = step, list(self.trainer.worker_steps)
+            for t in self.tasks:
+                os.kill(self.trainer.cluster.infos[t]["pid"], signal.SIGKILL)
+
+
+def test_a_ps_and_a_worker_killed_together_are_recovered_together(cluster, tmp_path, undisturbed):
+    """Before: restarting the ps told every task of it, the dead worker too, which failed the
+    run with an internal error."""
+    spec = _spec("async")
+    trainer, result = _run(spec, tmp_path, cluster, KillBoth(30, [PS, WORKER1]))
+    assert sorted(t for r in trainer.recoveries for t in r["tasks"]) == [PS, WORKER1]
+    assert all(r["seconds"] < 10 for r in trainer.recoveries)
+    _check_finished(spec, tmp_path, result, undisturbed, extra=CHUNK_MAX)
+
+
+def test_a_task_lost_while_a_lost_ps_is_restored_is_recovered_too(cluster, tmp_path, undisturbed, monkeypatch):
+    """Worker 0 dies while the variables of a recreated ps are restored: the recovery starts
+    over with it (before: 'error: a worker was lost while its state was restored')."""
+    from specflow.distributed.recovery import Recovery
+
+    original = Recovery._restore_after_ps_loss
+    killed = []
+
+    def restore(self):
+        if not killed:
+            killed.append(self.cluster.infos[WORKER0]["pid"])
+            os.kill(killed[0], signal.SIGKILL)
+            while "Z" not in _state(killed[0]):
+                time.sleep(0.005)
+        return original(self)
+
+    monkeypatch.setattr(Recovery, "_restore_after_ps_loss", restore)
+    spec = _spec("sync")
+    trainer, result = _run(spec, tmp_path, cluster, KillAt(30, PS))
+    (r,) = trainer.recoveries
+    assert killed and r["tasks"] == [PS, WORKER0] and r["seconds"] < 10
+    _check_finished(spec, tmp_path, result, undisturbed)
