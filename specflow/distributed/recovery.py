@@ -24,6 +24,7 @@ import time
 from specflow.errors import RuntimeFailure
 
 from .health import DEFAULT_TIMEOUT_S, HealthMonitor
+from .master import ray_error_line
 from .replicas import DRIVER_TASK, replica_session
 
 # How many times one recovery starts over when more tasks are lost while it runs.
@@ -71,7 +72,7 @@ class Recovery:
                     bad = sorted(set(self.health.lost) | set(self.health.check()))
                     if not bad or attempt == MAX_ATTEMPTS - 1:
                         raise RuntimeFailure(f"recovering from the loss of {', '.join(sorted(lost))} failed: "
-                                             f"{_first_line(e)}") from None  # fmt: skip
+                                             f"{ray_error_line(e)}") from None  # fmt: skip
                     lost |= set(bad)
             after = self.step  # the restored global step (reports of lost steps are void meanwhile)
             tasks = ", ".join(sorted(lost))
@@ -127,8 +128,3 @@ class Recovery:
         if health is not None:
             health.stop()
 
-
-def _first_line(e: BaseException) -> str:
-    """An error's first line: Ray's say what died first, then a paragraph on why processes die."""
-    lines = str(e).strip().splitlines()
-    return lines[0] if lines else type(e).__name__

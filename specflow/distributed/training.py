@@ -39,8 +39,9 @@ from specflow.train.loop import Trainer, TrainingError, TrainResult, has_run
 from specflow.train.sharding import FILE_INDEX, ShardBatches
 
 from .engine import Cluster
+from .master import ray_error_line
 from .readiness import Readiness
-from .recovery import Recovery, _first_line
+from .recovery import Recovery
 from .remote_rendezvous import unpack_error
 from .replica_loop import NEED_RECIPE, LoopRecipe, chunk_size, replica_feeds
 from .replicas import (
@@ -151,7 +152,7 @@ class DistributedTrainer(Recovery, Trainer):
         try:
             out = {key: v for got in ray.get(refs) for key, v in got.items()}
         except ray.exceptions.RayError as e:
-            raise RuntimeFailure(f"a worker was lost while its state was read: {_first_line(e)}") from None
+            raise RuntimeFailure(f"a worker was lost while its state was read: {ray_error_line(e)}") from None
         return out
 
     def _set_replica_state(self, tensors: dict) -> None:
@@ -167,7 +168,7 @@ class DistributedTrainer(Recovery, Trainer):
         try:
             ray.get(refs)
         except ray.exceptions.RayError as e:
-            raise RuntimeFailure(f"a worker was lost while its state was restored: {_first_line(e)}") from None
+            raise RuntimeFailure(f"a worker was lost while its state was restored: {ray_error_line(e)}") from None
 
     def _wait_ready(self, k: int) -> bool:
         """Replica ``k`` waits (once per recovery generation) until the chief's model is ready;
@@ -394,7 +395,7 @@ class DistributedTrainer(Recovery, Trainer):
                 got = ray.get(actor.replica_steps.remote(box, key, j, count))
             return got
         except ray.exceptions.RayError as e:
-            raise RuntimeFailure(f"a task of the cluster failed: {str(e).strip().splitlines()[-1]}") from None
+            raise RuntimeFailure(f"a task of the cluster failed: {ray_error_line(e)}") from None
 
     def _loop_recipe(self, k: int) -> tuple[list, str]:
         """Replica ``k``'s recipe for its worker's loop ([its ref], key), made once per

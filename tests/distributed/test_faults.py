@@ -308,3 +308,31 @@ def test_a_task_lost_while_a_lost_ps_is_restored_is_recovered_too(cluster, tmp_p
     (r,) = trainer.recoveries
     assert killed and r["tasks"] == [PS, WORKER0] and r["seconds"] < 10
     _check_finished(spec, tmp_path, result, undisturbed)
+
+
+def test_lost_ps_during_the_first_checkpoint_save(cluster, tmp_path, undisturbed, monkeypatch):
+    """The ps dies as the run's first save begins, before any checkpoint exists: the save's
+    graphs were never registered, and registering them on the dead ps failed the run with an
+    internal error (ActorDiedError); now it is a lost task like any other, and the run starts
+    over from the initial values."""
+    from specflow.distributed import sharded_checkpoint
+
+    listener = Listener()
+    original = sharded_checkpoint.ShardedSaver.write
+    killed = []
+
+    def write(self, session, prefix, next_batch, *args):
+        if not killed:
+            pid = listener.trainer.cluster.infos[PS]["pid"]
+            killed.append(pid)
+            os.kill(pid, signal.SIGKILL)
+            while "Z" not in _state(pid):
+                time.sleep(0.005)
+        return original(self, session, prefix, next_batch, *args)
+
+    monkeypatch.setattr(sharded_checkpoint.ShardedSaver, "write", write)
+    spec = _spec("sync")
+    trainer, result = _run(spec, tmp_path, cluster, listener)
+    (r,) = trainer.recoveries
+    assert killed and r["tasks"] == [PS] and r["step_after"] == 0 and trainer.last_restored is None
+    _check_finished(spec, tmp_path, result, undisturbed)
