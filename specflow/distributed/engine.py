@@ -133,9 +133,10 @@ _HOST_PORT = re.compile(r"^\[?([^\[\]/]+?)\]?:(\d+)$")
 
 def _check_reachable(address: str, timeout_s: float = 5.0) -> None:
     """A ``host:port`` nothing listens on fails here in at most ``timeout_s``: ``ray.init`` would
-    retry it for minutes, printing Ray's own connection warnings. ``auto`` and ``ray://`` URLs
-    are left to Ray, which fails fast on those."""
-    m = _HOST_PORT.match(address)
+    retry it for minutes, printing Ray's own connection warnings. A ``ray://host:port`` (Ray
+    Client) is checked the same way: Ray took 30 s to give up on one, with a multi-line warning
+    of its own. ``auto`` is left to Ray, which fails fast on it."""
+    m = _HOST_PORT.match(address.removeprefix("ray://"))
     if m is None:
         return
     host, port = m.group(1), int(m.group(2))
@@ -144,18 +145,21 @@ def _check_reachable(address: str, timeout_s: float = 5.0) -> None:
             pass
     except OSError as e:
         why = "timed out" if isinstance(e, TimeoutError) else (e.strerror or str(e))
-        raise SpecflowError(f"cannot reach the Ray cluster at {address}: {why} (is `ray start --head "
-                            f"--port={port}` running there, and the port open?)") from None
-    _check_speaks_grpc(address, port, timeout_s)
+        serves = (f"a Ray head with its client server on port {port} (`ray start --head "
+                  f"--ray-client-server-port={port}`)" if address.startswith("ray://") else
+                  f"`ray start --head --port={port}`")  # fmt: skip
+        raise SpecflowError(f"cannot reach the Ray cluster at {address}: {why} (is {serves} running there, "
+                            "and the port open?)") from None
+    _check_speaks_grpc(address, address.removeprefix("ray://"), port, timeout_s)
 
 
-def _check_speaks_grpc(address: str, port: int, timeout_s: float) -> None:
+def _check_speaks_grpc(address: str, target: str, port: int, timeout_s: float) -> None:
     """Something listens at ``address``; a Ray head's GCS there answers gRPC's HTTP/2 handshake.
     A port that does not (a web server, the dashboard's 8265 given by mistake) would have
     ``ray.init`` retry for minutes: an error here instead. (grpc comes with Ray.)"""
     import grpc
 
-    channel = grpc.insecure_channel(address)
+    channel = grpc.insecure_channel(target)
     try:
         grpc.channel_ready_future(channel).result(timeout=timeout_s)
     except grpc.FutureTimeoutError:

@@ -159,3 +159,20 @@ def test_more_tasks_than_a_machine_runs_is_a_clear_error_before_ray_starts():
     check_task_count(ClusterSpec({"ps": 2, "worker": 100}), machines=2, where="the Ray cluster at auto (2 nodes)")
     with pytest.raises(SpecError, match=r"the Ray cluster at auto \(1 node\) runs at most 64 \(64 per machine"):
         check_task_count(ClusterSpec({"ps": 1, "worker": 64}), machines=1, where="the Ray cluster at auto (1 node)")
+
+
+def test_a_ray_client_address_nothing_listens_on_fails_at_once():
+    """ray://host:port (Ray Client) is checked as host:port is: Ray took 30 s to give up on it,
+    after a multi-line warning of its own."""
+    import socket
+    import time
+
+    from specflow.distributed.engine import _check_reachable
+
+    with socket.socket() as s:  # a port nothing listens on once this socket is closed
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    t0 = time.monotonic()
+    with pytest.raises(SpecflowError, match=rf"cannot reach the Ray cluster at ray://127.0.0.1:{port}: .*client server"):
+        _check_reachable(f"ray://127.0.0.1:{port}")
+    assert time.monotonic() - t0 < 5
