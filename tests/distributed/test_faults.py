@@ -336,3 +336,32 @@ def test_lost_ps_during_the_first_checkpoint_save(cluster, tmp_path, undisturbed
     (r,) = trainer.recoveries
     assert killed and r["tasks"] == [PS] and r["step_after"] == 0 and trainer.last_restored is None
     _check_finished(spec, tmp_path, result, undisturbed)
+
+
+def test_lost_ps_during_the_last_save_trains_back_and_saves_the_requested_step(cluster, tmp_path, undisturbed,
+                                                                                monkeypatch):
+    """The ps dies in the save of the last step: its variables go back to the checkpoint before,
+    so those steps are trained again and the requested step saved. Before, the saver hook took
+    the failed save as done: the run ended at the requested step with model.ckpt-60 as its last."""
+    from specflow.distributed import sharded_checkpoint
+
+    listener = Listener()
+    original = sharded_checkpoint.ShardedSaver.write
+    killed = []
+
+    def write(self, session, prefix, next_batch, *args):
+        if next_batch >= STEPS and not killed:
+            pid = listener.trainer.cluster.infos[PS]["pid"]
+            killed.append(pid)
+            os.kill(pid, signal.SIGKILL)
+            while "Z" not in _state(pid):
+                time.sleep(0.005)
+        return original(self, session, prefix, next_batch, *args)
+
+    monkeypatch.setattr(sharded_checkpoint.ShardedSaver, "write", write)
+    spec = _spec("sync")
+    trainer, result = _run(spec, tmp_path, cluster, listener)
+    (r,) = trainer.recoveries
+    assert killed and r["tasks"] == [PS] and r["step_before"] == STEPS and r["step_after"] == STEPS - 20
+    assert result.checkpoint.endswith(f"model.ckpt-{STEPS}")
+    _check_finished(spec, tmp_path, result, undisturbed)
