@@ -15,6 +15,7 @@ import logging
 import os
 import re
 import socket
+import sys
 import threading
 from typing import Any
 
@@ -241,8 +242,9 @@ class Cluster:
         self.actors: dict[str, Any] = {}
         self.infos: dict[str, dict] = {}
         self.write_epochs = WriteEpochs()
-        if address is None:  # a private Ray on this machine: too many tasks fail here, before it starts
-            check_task_count(self.spec)
+        ray = sys.modules.get("ray")
+        if address is None and not (ray is not None and ray.is_initialized()):
+            check_task_count(self.spec)  # a private Ray on this machine: too many tasks fail before it starts
 
     @property
     def connected(self) -> bool:
@@ -253,8 +255,9 @@ class Cluster:
             return self
         ray = ensure_ray(self.address)
         nodes = [n for n in ray.nodes() if n.get("Alive")]
-        if self.address is not None:
-            where = f"the Ray cluster at {self.address} ({len(nodes)} node{'' if len(nodes) == 1 else 's'})"
+        if self.address is not None or not _started_here:  # joined, or a Ray started by the caller
+            at = f"the Ray cluster at {self.address}" if self.address else "the running Ray cluster"
+            where = f"{at} ({len(nodes)} node{'' if len(nodes) == 1 else 's'})"
             check_task_count(self.spec, len(nodes), where)
         _check_resources(self.spec, nodes)
         actors = {f"/job:{job}/replica:0/task:{t}": self._start(job, t) for job, t in self.spec.tasks}
