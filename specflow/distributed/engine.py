@@ -167,8 +167,28 @@ def _check_speaks_grpc(address: str, target: str, port: int, timeout_s: float) -
         raise SpecflowError(f"cannot reach the Ray cluster at {address}: something listens there but it is not a "
                             f"Ray head (no gRPC answer in {timeout_s:g} s; `ray start --head` prints the address "
                             "to use, port 6379 by default)") from None
+    else:
+        if not address.startswith("ray://") and os.environ.get("RAY_AUTH_MODE") != "token":
+            _check_no_token_needed(channel, address, timeout_s)
     finally:
         channel.close()
+
+
+def _check_no_token_needed(channel, address: str, timeout_s: float) -> None:
+    """A head started with Ray's token authentication refuses a driver that sends no token;
+    ``ray.init`` then retried for 20 s, printing a ``gcs_client.cc`` warning each second, and
+    ended with "Failed to connect". One unauthenticated call to the GCS tells at once."""
+    import grpc
+
+    call = channel.unary_unary("/ray.rpc.NodeInfoGcsService/GetClusterId", request_serializer=lambda _: b"",
+                               response_deserializer=lambda b: b)  # fmt: skip
+    try:
+        call(None, timeout=timeout_s)
+    except grpc.RpcError as e:
+        if e.code() == grpc.StatusCode.UNAUTHENTICATED:
+            raise SpecflowError(f"the Ray cluster at {address} requires Ray's token authentication: set "
+                                "RAY_AUTH_MODE=token (the token from RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH or "
+                                "~/.ray/auth_token)") from None
 
 
 # What BLAS libraries (OpenBLAS, MKL, OpenMP ones) read for their thread count at load time.

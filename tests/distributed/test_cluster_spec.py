@@ -176,3 +176,46 @@ def test_a_ray_client_address_nothing_listens_on_fails_at_once():
     with pytest.raises(SpecflowError, match=rf"cannot reach the Ray cluster at ray://127.0.0.1:{port}: .*client server"):
         _check_reachable(f"ray://127.0.0.1:{port}")
     assert time.monotonic() - t0 < 5
+
+
+def test_a_head_that_wants_a_token_is_a_one_line_error_at_once(monkeypatch):
+    """A Ray head with token authentication refuses a driver without RAY_AUTH_MODE=token: Ray
+    retried for 20 s, printing a gcs_client warning each second. A stand-in GCS that answers as
+    such a head does (UNAUTHENTICATED) gives one line at once; one that answers does not."""
+    grpc = pytest.importorskip("grpc")
+    import time
+    from concurrent import futures
+
+    from specflow.distributed.engine import _check_reachable
+
+    def serve(status):
+        def get_cluster_id(request, context):
+            if status is not None:
+                context.abort(status, "InvalidAuthToken: Authentication token is missing or incorrect")
+            return b""
+
+        server = grpc.server(futures.ThreadPoolExecutor(2))
+        handler = grpc.method_handlers_generic_handler("ray.rpc.NodeInfoGcsService", {
+            "GetClusterId": grpc.unary_unary_rpc_method_handler(get_cluster_id, lambda b: b, lambda b: b)})
+        server.add_generic_rpc_handlers((handler,))
+        port = server.add_insecure_port("127.0.0.1:0")
+        server.start()
+        return server, port
+
+    monkeypatch.delenv("RAY_AUTH_MODE", raising=False)
+    server, port = serve(grpc.StatusCode.UNAUTHENTICATED)
+    try:
+        t0 = time.monotonic()
+        with pytest.raises(SpecflowError, match=r"requires Ray's token authentication: set RAY_AUTH_MODE=token"):
+            _check_reachable(f"127.0.0.1:{port}")
+        assert time.monotonic() - t0 < 5
+        monkeypatch.setenv("RAY_AUTH_MODE", "token")  # the driver sends its token: left to Ray
+        _check_reachable(f"127.0.0.1:{port}")
+    finally:
+        server.stop(None)
+    monkeypatch.delenv("RAY_AUTH_MODE")
+    server, port = serve(None)
+    try:
+        _check_reachable(f"127.0.0.1:{port}")
+    finally:
+        server.stop(None)
