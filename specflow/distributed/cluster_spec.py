@@ -166,6 +166,25 @@ def parse_jobs(jobs: Any, where: str = "cluster", location: Location | None = No
     return out, notices
 
 
+# Each task is a process of its own (a Ray actor of about 100 MB that takes a second or more to
+# start): past this many on one machine a run spends its time starting processes, and Ray, asked
+# for 100,000 at once, never finished (``worker=99999`` hung instead of failing).
+TASKS_PER_MACHINE = 64
+
+
+def check_task_count(spec: ClusterSpec, machines: int = 1, where: str = "") -> None:
+    """A clear error when ``spec`` has more tasks than ``machines`` machines run
+    (``TASKS_PER_MACHINE`` each); ``where`` names the Ray cluster when it is not this machine."""
+    n = sum(spec.jobs.values())
+    limit = TASKS_PER_MACHINE * max(1, machines)
+    if n <= limit:
+        return
+    on = where or "a local cluster (this machine)"
+    raise SpecError(f"the cluster {spec.describe()} has {n:,} tasks, but {on} runs at most {limit:,} "
+                    f"({TASKS_PER_MACHINE} per machine, each task a process of its own)"
+                    + ("" if where else "; for more, attach to a multi-node Ray cluster with --address"))
+
+
 def parse_cli(text: str) -> dict[str, int] | None:
     """``local:ps=1,worker=2`` -> jobs; ``local`` -> None (the spec's own cluster section)."""
     head, sep, rest = text.partition(":")

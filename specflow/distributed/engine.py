@@ -10,19 +10,23 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import functools
 import logging
 import os
 import re
 import socket
+import sys
 import threading
 from typing import Any
 
 from specflow.errors import SpecflowError
 
-from .cluster_spec import ClusterSpec, as_cluster_spec
+from .cluster_spec import ClusterSpec, as_cluster_spec, check_task_count
+from .reaper import release, start_watcher
 
 INSTALL_HINT = "running on a cluster needs Ray: pip install 'specflow[distributed]' (or pip install 'ray>=2.40')"
 _started_here = False
+_watchers: list = []  # reaper.py's watcher of each private Ray this process started
 
 
 def require_ray():
@@ -83,10 +87,46 @@ def _init(ray, address: str | None, quiet: dict) -> None:
             # address="local": a new private instance, never one found running on this machine.
             ray.init(address="local", num_cpus=max(2, os.cpu_count() or 2), **quiet)
             _started_here = True
+            _watchers.append(start_watcher())  # Ray's processes go with this one, even on kill -9
             atexit.register(shutdown_ray)
     except (ConnectionError, RuntimeError, ValueError) as e:
         where = f"the Ray cluster at {address}" if address else "a local Ray instance"
         raise SpecflowError(f"cannot start or reach {where}: {str(e).splitlines()[0]}") from None
+    _quiet_task_deaths()
+
+
+# What Ray's driver prints, as a "(raylet) ..." paragraph, when an actor's process dies (a task
+# killed, OOM) or a node's raylet does: the health checks notice the loss and the trainer says
+# it in one line (recovery.py), so these would only add a scary paragraph per lost task.
+_TASK_DEATH = re.compile(r"worker died or was killed|Worker unexpectedly exits|Raylet is terminated|"
+                         r"actor died unexpectedly|node .* (?:has been marked dead|died)", re.IGNORECASE)
+
+
+def _quiet_task_deaths() -> None:
+    """Drop Ray's own reports of dead task processes from the terminal (``SPECFLOW_DEBUG=1``
+    keeps them). They come from the driver's error-listener thread through
+    ``ray._private.worker.print_to_stdstream``, which Ray offers no option to silence; other
+    messages pass through unchanged. Skipped where a Ray version lacks that function."""
+    if os.environ.get("SPECFLOW_DEBUG"):
+        return
+    try:
+        from ray._private import worker as ray_worker
+    except ImportError:
+        return
+    original = getattr(ray_worker, "print_to_stdstream", None)
+    if original is None or getattr(original, "specflow_filter", False):
+        return
+
+    def filtered(data, *args, **kwargs):
+        if isinstance(data, dict) and data.get("pid") == "raylet":
+            lines = [line for line in data.get("lines", []) if not _TASK_DEATH.search(str(line))]
+            if not lines:
+                return None
+            data = dict(data, lines=lines)
+        return original(data, *args, **kwargs)
+
+    filtered.specflow_filter = True  # type: ignore[attr-defined]
+    ray_worker.print_to_stdstream = filtered
 
 
 _HOST_PORT = re.compile(r"^\[?([^\[\]/]+?)\]?:(\d+)$")
@@ -94,9 +134,10 @@ _HOST_PORT = re.compile(r"^\[?([^\[\]/]+?)\]?:(\d+)$")
 
 def _check_reachable(address: str, timeout_s: float = 5.0) -> None:
     """A ``host:port`` nothing listens on fails here in at most ``timeout_s``: ``ray.init`` would
-    retry it for minutes, printing Ray's own connection warnings. ``auto`` and ``ray://`` URLs
-    are left to Ray, which fails fast on those."""
-    m = _HOST_PORT.match(address)
+    retry it for minutes, printing Ray's own connection warnings. A ``ray://host:port`` (Ray
+    Client) is checked the same way: Ray took 30 s to give up on one, with a multi-line warning
+    of its own. ``auto`` is left to Ray, which fails fast on it."""
+    m = _HOST_PORT.match(address.removeprefix("ray://"))
     if m is None:
         return
     host, port = m.group(1), int(m.group(2))
@@ -105,26 +146,49 @@ def _check_reachable(address: str, timeout_s: float = 5.0) -> None:
             pass
     except OSError as e:
         why = "timed out" if isinstance(e, TimeoutError) else (e.strerror or str(e))
-        raise SpecflowError(f"cannot reach the Ray cluster at {address}: {why} (is `ray start --head "
-                            f"--port={port}` running there, and the port open?)") from None
-    _check_speaks_grpc(address, port, timeout_s)
+        serves = (f"a Ray head with its client server on port {port} (`ray start --head "
+                  f"--ray-client-server-port={port}`)" if address.startswith("ray://") else
+                  f"`ray start --head --port={port}`")  # fmt: skip
+        raise SpecflowError(f"cannot reach the Ray cluster at {address}: {why} (is {serves} running there, "
+                            "and the port open?)") from None
+    _check_speaks_grpc(address, address.removeprefix("ray://"), port, timeout_s)
 
 
-def _check_speaks_grpc(address: str, port: int, timeout_s: float) -> None:
+def _check_speaks_grpc(address: str, target: str, port: int, timeout_s: float) -> None:
     """Something listens at ``address``; a Ray head's GCS there answers gRPC's HTTP/2 handshake.
     A port that does not (a web server, the dashboard's 8265 given by mistake) would have
     ``ray.init`` retry for minutes: an error here instead. (grpc comes with Ray.)"""
     import grpc
 
-    channel = grpc.insecure_channel(address)
+    channel = grpc.insecure_channel(target)
     try:
         grpc.channel_ready_future(channel).result(timeout=timeout_s)
     except grpc.FutureTimeoutError:
         raise SpecflowError(f"cannot reach the Ray cluster at {address}: something listens there but it is not a "
                             f"Ray head (no gRPC answer in {timeout_s:g} s; `ray start --head` prints the address "
                             "to use, port 6379 by default)") from None
+    else:
+        if not address.startswith("ray://") and os.environ.get("RAY_AUTH_MODE") != "token":
+            _check_no_token_needed(channel, address, timeout_s)
     finally:
         channel.close()
+
+
+def _check_no_token_needed(channel, address: str, timeout_s: float) -> None:
+    """A head started with Ray's token authentication refuses a driver that sends no token;
+    ``ray.init`` then retried for 20 s, printing a ``gcs_client.cc`` warning each second, and
+    ended with "Failed to connect". One unauthenticated call to the GCS tells at once."""
+    import grpc
+
+    call = channel.unary_unary("/ray.rpc.NodeInfoGcsService/GetClusterId", request_serializer=lambda _: b"",
+                               response_deserializer=lambda b: b)  # fmt: skip
+    try:
+        call(None, timeout=timeout_s)
+    except grpc.RpcError as e:
+        if e.code() == grpc.StatusCode.UNAUTHENTICATED:
+            raise SpecflowError(f"the Ray cluster at {address} requires Ray's token authentication: set "
+                                "RAY_AUTH_MODE=token (the token from RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH or "
+                                "~/.ray/auth_token)") from None
 
 
 # What BLAS libraries (OpenBLAS, MKL, OpenMP ones) read for their thread count at load time.
@@ -149,6 +213,8 @@ def shutdown_ray() -> None:
 
         ray.shutdown()
         _started_here = False
+        while _watchers:
+            release(_watchers.pop())
 
 
 def _check_resources(spec: ClusterSpec, nodes: list[dict]) -> None:
@@ -196,6 +262,9 @@ class Cluster:
         self.actors: dict[str, Any] = {}
         self.infos: dict[str, dict] = {}
         self.write_epochs = WriteEpochs()
+        ray = sys.modules.get("ray")
+        if address is None and not (ray is not None and ray.is_initialized()):
+            check_task_count(self.spec)  # a private Ray on this machine: too many tasks fail before it starts
 
     @property
     def connected(self) -> bool:
@@ -205,7 +274,12 @@ class Cluster:
         if self.actors:
             return self
         ray = ensure_ray(self.address)
-        _check_resources(self.spec, [n for n in ray.nodes() if n.get("Alive")])
+        nodes = [n for n in ray.nodes() if n.get("Alive")]
+        if self.address is not None or not _started_here:  # joined, or a Ray started by the caller
+            at = f"the Ray cluster at {self.address}" if self.address else "the running Ray cluster"
+            where = f"{at} ({len(nodes)} node{'' if len(nodes) == 1 else 's'})"
+            check_task_count(self.spec, len(nodes), where)
+        _check_resources(self.spec, nodes)
         actors = {f"/job:{job}/replica:0/task:{t}": self._start(job, t) for job, t in self.spec.tasks}
         try:
             ray.get([a.connect.remote(actors) for a in actors.values()])
@@ -221,10 +295,6 @@ class Cluster:
 
     def _start(self, job: str, t: int):
         """A new actor for task ``t`` of ``job`` (not yet connected to its peers)."""
-        import ray
-
-        from .worker import TaskWorker
-
         opts: dict[str, Any] = {"num_cpus": 0, "max_concurrency": 32, "num_gpus": _gpus(self.spec, job)}
         if job in self.spec.resources:
             opts["resources"] = dict(self.spec.resources[job])
@@ -234,7 +304,7 @@ class Cluster:
         if threads:  # read by BLAS when numpy loads in the task's fresh process
             opts["runtime_env"] = {"env_vars": {v: str(threads) for v in BLAS_THREAD_VARS}}
         task = f"/job:{job}/replica:0/task:{t}"
-        return ray.remote(TaskWorker).options(**opts).remote(task, self.spec.task_devices.get(job), self.threads)
+        return _task_worker_class().options(**opts).remote(task, self.spec.task_devices.get(job), self.threads)
 
     def _share_of_cores(self) -> int | None:
         """A task's BLAS threads when the spec does not say: its share of this machine's cores
@@ -243,24 +313,27 @@ class Cluster:
             return None
         return max(1, (os.cpu_count() or 1) // max(1, len(self.spec.tasks)))
 
-    def restart(self, task: str) -> None:
-        """Replace ``task``'s actor (dead or hung) with a fresh one and tell every task the new
-        peer. The task's resources (variables) and registered graphs are gone."""
+    def restart(self, *tasks: str) -> None:
+        """Replace the actors of ``tasks`` (dead or hung) with fresh ones, then tell every task
+        its new peers: all at once, as telling a task of one new peer while another is still
+        the dead one fails. The tasks' resources (variables) and registered graphs are gone."""
         import ray
 
         from .cluster_spec import DeviceSpec
 
-        spec = DeviceSpec.parse(task)
-        old = self.actors.get(task)
-        if old is not None:
-            try:
-                ray.kill(old)
-            except Exception:  # already gone
-                pass
-        self.actors[task] = self._start(spec.job, spec.task)
-        self.write_epochs.bump([task])
+        for task in tasks:
+            spec = DeviceSpec.parse(task)
+            old = self.actors.get(task)
+            if old is not None:
+                try:
+                    ray.kill(old)
+                except Exception:  # already gone
+                    pass
+            self.actors[task] = self._start(spec.job, spec.task)
+        self.write_epochs.bump(tasks)
         ray.get([a.connect.remote(self.actors) for a in self.actors.values()])
-        self.infos[task] = ray.get(self.actors[task].info.remote())
+        for task, info in zip(tasks, ray.get([self.actors[t].info.remote() for t in tasks])):
+            self.infos[task] = info
 
     def sharing(self, spec: Any) -> Cluster:
         """A Cluster over these same tasks placing by another spec (its placement and ``place:``
@@ -330,6 +403,18 @@ class WriteEpochs:
         """The count of writes to ``task`` other than async replicas' (restores, resets, a
         chief's apply, a checkpoint): a prefetched read is good while it is unchanged."""
         return self._other.get(task, 0)
+
+
+@functools.cache
+def _task_worker_class():
+    """``TaskWorker`` as a Ray actor class, made once: each ``ray.remote`` of the class exports
+    it anew (pickling and hashing its code, about 50 ms), which every task started and every
+    recreated one paid."""
+    import ray
+
+    from .worker import TaskWorker
+
+    return ray.remote(TaskWorker)
 
 
 def _gpus(spec: ClusterSpec, job: str) -> int:

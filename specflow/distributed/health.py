@@ -42,6 +42,10 @@ class HealthMonitor:
 
     def check(self, timeout_s: float | None = None) -> list[str]:
         """Ping every task once; the tasks that are dead or did not answer in time."""
+        return self._probe(timeout_s)[0]
+
+    def _probe(self, timeout_s: float | None = None) -> tuple[list[str], dict]:
+        """(the bad tasks, the actors pinged): a task recreated meanwhile is another actor."""
         import ray
 
         actors = dict(self.cluster.actors)
@@ -57,13 +61,17 @@ class HealthMonitor:
                 ray.get(ref)
             except Exception:  # RayActorError: the process is gone
                 bad.append(task)
-        return bad
+        return bad, actors
 
-    def mark_lost(self, tasks: list[str]) -> None:
-        """Abort, on every other task, the running steps that involve ``tasks``."""
+    def mark_lost(self, tasks: list[str], pinged: dict | None = None) -> None:
+        """Abort, on every other task, the running steps that involve ``tasks``. ``pinged``:
+        the actors found bad; a task recreated since (recovery raced this monitor) is left
+        alone, or its fresh actor would be killed for its predecessor's death."""
         fresh = []
         with self._lock:
             for t in tasks:
+                if pinged is not None and self.cluster.actors.get(t) is not pinged.get(t):
+                    continue
                 if t not in self.lost:
                     self.lost[t] = time.monotonic()
                     fresh.append(t)
@@ -90,8 +98,8 @@ class HealthMonitor:
     def _watch(self) -> None:
         while not self._stop.wait(self.timeout_s / 3):
             try:
-                bad = self.check()
+                bad, pinged = self._probe()
             except Exception:  # Ray going down with the client: nothing left to watch
                 return
             if bad:
-                self.mark_lost(bad)
+                self.mark_lost(bad, pinged)

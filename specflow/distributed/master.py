@@ -139,8 +139,11 @@ class ClusterSession(Session):
         _, graphs, order = step_calls(step.graphs, self.dataflow, self.stages)
         calls = {t: (handle, 0) if s is None else (f"{handle}#{s}", s) for t in graphs for _, s in [split_virtual(t)]}
         here = self.local[0] if self.local is not None else None
-        ray.get([actors[split_virtual(t)[0]].register_graph.remote(calls[t][0], g, seed, incarnations)
-                 for t, g in graphs.items() if split_virtual(t)[0] != here])  # fmt: skip
+        try:
+            ray.get([actors[split_virtual(t)[0]].register_graph.remote(calls[t][0], g, seed, incarnations)
+                     for t, g in graphs.items() if split_virtual(t)[0] != here])  # fmt: skip
+        except ray.exceptions.RayError as e:  # a task died before its first step (a checkpoint's first save)
+            raise RuntimeFailure(f"a task of the cluster failed: {ray_error_line(e)}") from None
         for t, g in graphs.items():
             if split_virtual(t)[0] == here:  # this process's task: registered in-process
                 self.local[1].register_graph(calls[t][0], g, seed, incarnations)
@@ -188,7 +191,7 @@ class ClusterSession(Session):
             raise
         except ray.exceptions.RayError as e:  # a task died
             _settle(refs + unawaited + every)
-            raise RuntimeFailure(f"a task of the cluster failed: {str(e).strip().splitlines()[-1]}") from None
+            raise RuntimeFailure(f"a task of the cluster failed: {ray_error_line(e)}") from None
         except SpecflowError:  # a timeout or a deadlock the watch found: the calls still out fail later
             _settle(refs + unawaited + every, wait_s=0.2)
             raise
@@ -489,3 +492,12 @@ def _prefetch_pairs(order, graphs: dict[str, GraphDef]) -> dict[str, str]:
         if len(calls) >= 2 and not first_up and first_down and pure_read(graphs[first], fetches=True) and not last_down:
             pairs[last] = first
     return pairs
+
+
+def ray_error_line(e: BaseException) -> str:
+    """One line for a Ray error: a dead actor's first ("The actor died unexpectedly..."; a
+    paragraph on why processes die follows), a task's exception its last (the message)."""
+    import ray
+
+    lines = str(e).strip().splitlines() or [type(e).__name__]
+    return lines[0] if isinstance(e, ray.exceptions.RayActorError) else lines[-1]

@@ -24,7 +24,11 @@ import time
 from specflow.errors import RuntimeFailure
 
 from .health import DEFAULT_TIMEOUT_S, HealthMonitor
+from .master import ray_error_line
 from .replicas import DRIVER_TASK, replica_session
+
+# How many times one recovery starts over when more tasks are lost while it runs.
+MAX_ATTEMPTS = 5
 
 
 class Recovery:
@@ -55,31 +59,47 @@ class Recovery:
             bad = sorted(set(self.health.lost) | set(self.health.check()))
             if not bad:
                 raise error
-            self.health.mark_lost(bad)
-            for task in bad:
-                self.cluster.restart(task)
-                self.health.recovered(task)
-            before = self.step
-            if any(t.startswith("/job:ps/") for t in bad):
-                self.restoring = True
+            before, lost = self.step, set(bad)
+            # Another task may die while this one is brought back (two killed at once, one killed
+            # during a restore): that shows as a failure of the recovery itself; the tasks lost
+            # by then are recreated too and the recovery starts over, at most MAX_ATTEMPTS times.
+            for attempt in range(MAX_ATTEMPTS):
                 try:
-                    self._replace_sessions(list(range(len(self.replicas))), driver=True)
-                    self._restore_after_ps_loss()
-                except BaseException:
+                    self._bring_back(bad, lost)
+                    break
+                except Exception as e:  # noqa: BLE001 - a RayError or RuntimeFailure from a task lost meanwhile
                     self.restoring = False
-                    raise
-                after = self.step  # the restored global step (reports of lost steps are void meanwhile)
-                what = (f"lost {', '.join(bad)}: restored {self.last_restored or 'the initial values'}; "
+                    bad = sorted(set(self.health.lost) | set(self.health.check()))
+                    if not bad or attempt == MAX_ATTEMPTS - 1:
+                        raise RuntimeFailure(f"recovering from the loss of {', '.join(sorted(lost))} failed: "
+                                             f"{ray_error_line(e)}") from None  # fmt: skip
+                    lost |= set(bad)
+            after = self.step  # the restored global step (reports of lost steps are void meanwhile)
+            tasks = ", ".join(sorted(lost))
+            if any(t.startswith("/job:ps/") for t in lost):
+                what = (f"lost {tasks}: restored {self.last_restored or 'the initial values'}; "
                         f"global step {before} -> {after}")  # fmt: skip
             else:
-                self._replace_sessions([i for i, t in enumerate(self.tasks) if t in bad], driver=False)
-                after = self.step
-                what = f"lost {', '.join(bad)}: recreated, rejoined at global step {after}"
+                what = f"lost {tasks}: recreated, rejoined at global step {after}"
             self.gen += 1
             self.restoring = False
-            self.recoveries.append({"tasks": bad, "step_before": before, "step_after": after,
+            self.recoveries.append({"tasks": sorted(lost), "step_before": before, "step_after": after,
                                     "seconds": time.monotonic() - t0})  # fmt: skip
             self._notice(what)
+
+    def _bring_back(self, bad: list[str], lost: set[str]) -> None:
+        """Recreate the tasks ``bad``; then new sessions for the replicas of the ``lost`` ones
+        (every session, and the variables restored, when a ps is among them)."""
+        self.health.mark_lost(bad)
+        self.cluster.restart(*bad)
+        for task in bad:
+            self.health.recovered(task)
+        if any(t.startswith("/job:ps/") for t in lost):
+            self.restoring = True
+            self._replace_sessions(list(range(len(self.replicas))), driver=True)
+            self._restore_after_ps_loss()
+        else:
+            self._replace_sessions([i for i, t in enumerate(self.tasks) if t in lost], driver=False)
 
     def _replace_sessions(self, indices: list[int], driver: bool) -> None:
         seed, g = self.spec.model.seed, self.graph.graph_def
@@ -107,3 +127,4 @@ class Recovery:
         health = getattr(self, "health", None)
         if health is not None:
             health.stop()
+

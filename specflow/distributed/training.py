@@ -35,10 +35,12 @@ from specflow.train import state
 from specflow.train.data import select
 from specflow.train.evaluate import load_split
 from specflow.train.graph import build_training_graph
+from specflow.train.hooks import CheckpointSaverHook
 from specflow.train.loop import Trainer, TrainingError, TrainResult, has_run
 from specflow.train.sharding import FILE_INDEX, ShardBatches
 
 from .engine import Cluster
+from .master import ray_error_line
 from .readiness import Readiness
 from .recovery import Recovery
 from .remote_rendezvous import unpack_error
@@ -151,7 +153,7 @@ class DistributedTrainer(Recovery, Trainer):
         try:
             out = {key: v for got in ray.get(refs) for key, v in got.items()}
         except ray.exceptions.RayError as e:
-            raise RuntimeFailure(f"a worker was lost while its state was read: {e}") from None
+            raise RuntimeFailure(f"a worker was lost while its state was read: {ray_error_line(e)}") from None
         return out
 
     def _set_replica_state(self, tensors: dict) -> None:
@@ -167,7 +169,7 @@ class DistributedTrainer(Recovery, Trainer):
         try:
             ray.get(refs)
         except ray.exceptions.RayError as e:
-            raise RuntimeFailure(f"a worker was lost while its state was restored: {e}") from None
+            raise RuntimeFailure(f"a worker was lost while its state was restored: {ray_error_line(e)}") from None
 
     def _wait_ready(self, k: int) -> bool:
         """Replica ``k`` waits (once per recovery generation) until the chief's model is ready;
@@ -227,9 +229,23 @@ class DistributedTrainer(Recovery, Trainer):
             for h in self.hooks:
                 h.begin(self)
             self.listener.on_start(self.step, self.total_steps)
-            loss = self._train_sync() if self.sync is not None else self._train_async()
-            for h in self.hooks:
-                h.end(self)
+            loss = None
+            while True:
+                loss = (self._train_sync() if self.sync is not None else self._train_async()) or loss
+                at = self.step
+                for h in self.hooks:
+                    h.end(self)
+                self._rewind_saver(at)
+                if self._stop.is_set() or self.stopped_by == "end_of_data" or self.step >= self.total_steps:
+                    break
+                # A ps lost during the final save: its variables went back to the latest
+                # checkpoint, so the steps since it are trained again, then saved again.
+                self._notice(f"global step {self.step} after the restore: training on to {self.total_steps}")
+            if self.stopped_by == "interrupt" and self.last_checkpoint is None:
+                # Stopped before its first step (Ctrl-C while the tasks started): the hooks saw no
+                # step to save, yet the run promised a final checkpoint; TF's saver hook writes
+                # step 0 as the session starts.
+                self.save(self.step)
         finally:
             self._close()
         return TrainResult(start_step=start_step, step=self.step, seconds=time.perf_counter() - t0,
@@ -263,14 +279,26 @@ class DistributedTrainer(Recovery, Trainer):
                 got.update(zip(extra, values))
             except RuntimeFailure as e:  # summaries of this step are skipped
                 self.recover(gen, e)
+        at = self.step
         for h in self.hooks:
             h.after_step(self, self.step, got)
+        self._rewind_saver(at)
         elapsed = time.perf_counter() - self._t0
         self.worker_rates = {t: c / elapsed for t, c in zip(self.tasks, self.worker_steps)} if elapsed > 0 else {}
         self.listener.on_step(self.step, loss, self.step_counter.rate)
         on_workers = getattr(self.listener, "on_workers", None)
         if on_workers is not None:
             on_workers(self.worker_rates)
+
+    def _rewind_saver(self, step: int) -> None:
+        """The save of ``step`` failed and a lost ps set the run back to its latest checkpoint
+        (``self.step < step``): the saver hook, which took ``step`` as saved, begins again at
+        the restored step, so it saves when the run is back there (the run ended at the
+        requested step with its final checkpoint an older one)."""
+        if self.step < step:
+            for h in self.hooks:
+                if isinstance(h, CheckpointSaverHook):
+                    h.begin(self)
 
     def _done(self) -> bool:
         return self._stop.is_set() or self.step >= self.total_steps
@@ -335,6 +363,7 @@ class DistributedTrainer(Recovery, Trainer):
             finally:
                 reports.put(None)
 
+        self._loops_over.clear()  # a second pass, after a ps lost in the final save
         stopper = threading.Thread(target=self._stop_loops_on_request, name="stop-loops", daemon=True)
         stopper.start()
         threads = [threading.Thread(target=work, args=(k,), name=f"replica-{k}", daemon=True) for k in range(n)]
@@ -389,7 +418,7 @@ class DistributedTrainer(Recovery, Trainer):
                 got = ray.get(actor.replica_steps.remote(box, key, j, count))
             return got
         except ray.exceptions.RayError as e:
-            raise RuntimeFailure(f"a task of the cluster failed: {str(e).strip().splitlines()[-1]}") from None
+            raise RuntimeFailure(f"a task of the cluster failed: {ray_error_line(e)}") from None
 
     def _loop_recipe(self, k: int) -> tuple[list, str]:
         """Replica ``k``'s recipe for its worker's loop ([its ref], key), made once per

@@ -140,3 +140,82 @@ def test_cli_cluster_errors():
     assert r.exit_code == 1 and "--task-devices" in r.output
     r = runner.invoke(app, ["inspect", str(MODELS / "digits_mlp.yaml"), "--placed", "--placement", "round_robin"])
     assert r.exit_code == 1 and "need --cluster" in r.output
+
+
+def test_more_tasks_than_a_machine_runs_is_a_clear_error_before_ray_starts():
+    """worker=99999 hung (Ray never finished starting 100,000 processes): now one line naming
+    the limit, raised before any Ray is started."""
+    import time
+
+    from specflow.distributed import Cluster
+    from specflow.distributed.cluster_spec import TASKS_PER_MACHINE, check_task_count
+
+    t0 = time.monotonic()
+    with pytest.raises(SpecError, match=r"ps=1, worker=99999 has 100,000 tasks, but a local cluster \(this "
+                                        r"machine\) runs at most 64 .*--address"):
+        Cluster(ClusterSpec({"ps": 1, "worker": 99999}))
+    assert time.monotonic() - t0 < 1.0
+    check_task_count(ClusterSpec({"ps": 1, "worker": TASKS_PER_MACHINE - 1}))  # at the limit: fine
+    check_task_count(ClusterSpec({"ps": 2, "worker": 100}), machines=2, where="the Ray cluster at auto (2 nodes)")
+    with pytest.raises(SpecError, match=r"the Ray cluster at auto \(1 node\) runs at most 64 \(64 per machine"):
+        check_task_count(ClusterSpec({"ps": 1, "worker": 64}), machines=1, where="the Ray cluster at auto (1 node)")
+
+
+def test_a_ray_client_address_nothing_listens_on_fails_at_once():
+    """ray://host:port (Ray Client) is checked as host:port is: Ray took 30 s to give up on it,
+    after a multi-line warning of its own."""
+    import socket
+    import time
+
+    from specflow.distributed.engine import _check_reachable
+
+    with socket.socket() as s:  # a port nothing listens on once this socket is closed
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    t0 = time.monotonic()
+    with pytest.raises(SpecflowError, match=rf"cannot reach the Ray cluster at ray://127.0.0.1:{port}: .*client server"):
+        _check_reachable(f"ray://127.0.0.1:{port}")
+    assert time.monotonic() - t0 < 5
+
+
+def test_a_head_that_wants_a_token_is_a_one_line_error_at_once(monkeypatch):
+    """A Ray head with token authentication refuses a driver without RAY_AUTH_MODE=token: Ray
+    retried for 20 s, printing a gcs_client warning each second. A stand-in GCS that answers as
+    such a head does (UNAUTHENTICATED) gives one line at once; one that answers does not."""
+    grpc = pytest.importorskip("grpc")
+    import time
+    from concurrent import futures
+
+    from specflow.distributed.engine import _check_reachable
+
+    def serve(status):
+        def get_cluster_id(request, context):
+            if status is not None:
+                context.abort(status, "InvalidAuthToken: Authentication token is missing or incorrect")
+            return b""
+
+        server = grpc.server(futures.ThreadPoolExecutor(2))
+        handler = grpc.method_handlers_generic_handler("ray.rpc.NodeInfoGcsService", {
+            "GetClusterId": grpc.unary_unary_rpc_method_handler(get_cluster_id, lambda b: b, lambda b: b)})
+        server.add_generic_rpc_handlers((handler,))
+        port = server.add_insecure_port("127.0.0.1:0")
+        server.start()
+        return server, port
+
+    monkeypatch.delenv("RAY_AUTH_MODE", raising=False)
+    server, port = serve(grpc.StatusCode.UNAUTHENTICATED)
+    try:
+        t0 = time.monotonic()
+        with pytest.raises(SpecflowError, match=r"requires Ray's token authentication: set RAY_AUTH_MODE=token"):
+            _check_reachable(f"127.0.0.1:{port}")
+        assert time.monotonic() - t0 < 5
+        monkeypatch.setenv("RAY_AUTH_MODE", "token")  # the driver sends its token: left to Ray
+        _check_reachable(f"127.0.0.1:{port}")
+    finally:
+        server.stop(None)
+    monkeypatch.delenv("RAY_AUTH_MODE")
+    server, port = serve(None)
+    try:
+        _check_reachable(f"127.0.0.1:{port}")
+    finally:
+        server.stop(None)
