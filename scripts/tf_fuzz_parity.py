@@ -61,12 +61,13 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from scripts.tf_fuzz_ops import BUILDERS, NUMS, Gen
 from scripts.tf_fuzz_ops2 import BUILDERS2
 from scripts.tf_fuzz_ops3 import BUILDERS3
+from scripts.tf_fuzz_ops4 import BUILDERS4
 from scripts.tf_parity_common import compare, run_in_specflow, tmp_path
 
 tf.get_logger().setLevel("ERROR")
 
 
-FAMILIES = {"1": BUILDERS, "2": BUILDERS2, "3": BUILDERS3, "all": BUILDERS + BUILDERS2}
+FAMILIES = {"1": BUILDERS, "2": BUILDERS2, "3": BUILDERS3, "4": BUILDERS4, "all": BUILDERS + BUILDERS2 + BUILDERS4}
 
 
 def grow(seed, n_ops, special=True, builders=BUILDERS):
@@ -227,7 +228,8 @@ def main():
     ap.add_argument("--timeout", type=int, default=30, help="seconds per graph (its shrinking included)")
     ap.add_argument("--family", choices=sorted(FAMILIES), default="1",
                     help="op builders: 1 (scripts/tf_fuzz_ops.py), 2 (scripts/tf_fuzz_ops2.py), "
-                    "3 (scripts/tf_fuzz_ops3.py: control flow, TensorLists) or all")
+                    "3 (scripts/tf_fuzz_ops3.py: control flow, TensorLists), 4 (scripts/tf_fuzz_ops4.py: special "
+                    "functions, stateless random, sparse, nn/image, fake_quant, complex) or all")
     ap.add_argument("--lowered", action="store_true",
                     help="freeze every graph with TF's control-flow lowering (Switch/Merge, _SwitchN for Case)")
     ap.add_argument("--verbose", action="store_true", help="each graph's seed on stderr before it runs")
