@@ -119,6 +119,10 @@ _UNARY = [
     # polygamma(1, 1) = pi^2 / 6, polygamma(2, 1) = -2 zeta(3), polygamma(0, x) = digamma; a fraction: nan
     Case("Polygamma", [np.array([1.0, 2.0, 0.0, 0.5, -1.0]), np.array([1.0, 1.0, 1.0, 1.0, 1.0])], rtol=1e-12,
          ref=lambda a, x: np.array([np.pi**2 / 6, -2 * 1.2020569031595942, -np.euler_gamma, np.nan, np.nan])),
+    # TF's Polygamma is (-1)^(a+1) a! Zeta(a + 1, x) for a >= 1: at x = 0, -1, -inf inf for odd a, nan
+    # for even a; Digamma's nan at 0 for a = 0; an infinite a inf for x <= 1, nan above (TF 2.21)
+    Case("Polygamma", [np.array([1.0, 2.0, 3.0, 2.0, 0.0, np.inf, np.inf]), np.array([-1.0, -1.0, 0.0, -np.inf, 0.0, 0.5, 2.0])],
+         ref=lambda a, x: np.array([np.inf, np.nan, np.inf, np.nan, np.nan, np.inf, np.nan]), id="Polygamma-poles"),
     Case("Polygamma", [np.array([[1.0], [3.0]]), np.array([0.5, 2.0])], rtol=1e-10, id="Polygamma-broadcast",
          ref=lambda a, x: np.array([[np.pi**2 / 2, np.pi**2 / 6 - 1], [np.pi**4, 6 * (np.pi**4 / 90 - 1)]])),
     Case("Erfc", [np.array([10.0, 26.0])], ref=lambda x: np.array([2.088487583762545e-45, 5.663192408856143e-296]),
