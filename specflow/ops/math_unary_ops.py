@@ -305,15 +305,12 @@ def _bessel_i1e_slope(b, x, y):
                     _mul(b, y, gu.emit(b, "AddV2", gu.emit(b, "Sign", safe), gu.emit(b, "Reciprocal", safe))))  # fmt: skip
     return gu.emit(b, "SelectV2", tiny, gu.emit(b, "Mul", gu.emit(b, "OnesLike", x), scalar(b, 0.5, x)), slope)
 
-# TanhGrad and SigmoidGrad conjugate inside their kernels: these get y as it is.
-_CONJ_IN_KERNEL = {"Tanh", "Sigmoid"}
-
 
 def _register_unary_gradient(name, fn):
     @gradient(name)
     def grad(b, node, dys):
         x, y = node.data_inputs[0], node.name
-        if name not in _CONJ_IN_KERNEL and b.spec(x).dtype.is_complex:
+        if b.spec(x).dtype.is_complex:  # (TanhGrad and SigmoidGrad get conj(y), as from TF's gradients)
             x, y = gu.emit(b, "Conj", x), gu.emit(b, "Conj", y)
         return [fn(b, x, y, dys[0])]
 
