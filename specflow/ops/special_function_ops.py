@@ -160,7 +160,9 @@ def _igamma_grad_a(ctx, a, x):
     fraction = ~nan & use_fraction
     if bool(fraction.any()):
         out[fraction] = -_fraction_grad_a(ctx, safe_a[fraction], x[fraction], steps)
-    return xp.where(nan & (x != 0), xp.nan, out)
+    out = xp.where(nan & (x != 0), xp.nan, out)
+    # an infinite a: P(a, x) is 0 for every finite x near it, so its slope is 0 (TF's; inf - inf here)
+    return xp.where(xp.isposinf(a) & ~nan, 0, out)
 
 
 register_op("IgammaGradA", inputs=["a: T", "x: T"], outputs=["z: T"], attrs=["T: {float32, float64}"],

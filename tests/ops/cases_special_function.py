@@ -89,6 +89,8 @@ CASES = [
     # infinite a or b, and 0 at x = 0, 1 at x = 1 whatever a and b (nan included)
     Case("Zeta", [np.full(6, np.inf), np.array([-np.inf, -1.5, 0.0, 1.0, 1.5, np.inf])], id="Zeta-x-inf",
          ref=lambda x, q: np.array([np.inf, np.inf, np.inf, 1.0, 0.0, 0.0])),
+    Case("IgammaGradA", [np.array([np.inf, np.inf, np.inf], np.float32), np.array([0.5, 200.0, np.inf], np.float32)],
+         ref=lambda a, x: np.zeros(3, np.float32), id="IgammaGradA-a-inf"),
     Case("Igamma", [np.array([np.inf, np.inf]), np.array([np.inf, 1.0])], ref=lambda a, x: np.array([0.0, 0.0]), id="Igamma-inf"),
     Case("Igammac", [np.array([np.inf, 2.0]), np.array([np.inf, np.inf])], ref=lambda a, x: np.array([0.0, 0.0]), id="Igammac-inf"),
     Case("Betainc", [np.array([0.5, np.inf, np.nan, np.inf, 2.0]), np.array([np.inf, 1.0, 1.0, np.inf, np.nan]),
