@@ -271,7 +271,7 @@ def sparse(g):
     if k == 0:
         rows = int(r.integers(1, 5))
         a = g.fresh((rows,) + g.shape(int(r.integers(0, 3)), zero=0.02), dt)
-        n = int(r.integers(0, 6))
+        n = int(r.integers(1, 6))  # (TF 2.21's SparseSegment*Grad of no indices returns uninitialized memory)
         it, st = str(r.choice(["int32", "int64"])), str(r.choice(["int32", "int64"]))
         idx = r.integers(0, rows + (1 if r.random() < 0.05 else 0), n).astype(it)
         seg = np.sort(r.integers(0, 4, n)).astype(st)
@@ -393,9 +393,9 @@ def nn4(g):
         pad = str(r.choice(["SAME", "VALID"]))
         return "extract_patches", lambda t: tf.image.extract_patches(t, sz, st, rt, pad), [x], f"extract_patches(a, {sz}, {st}, {rt}, {pad})"
     a = g.pick(FL + ("float16",), min_rank=1)
-    kind = str(r.choice(["gelu", "gelu_tanh", "silu", "log_sigmoid", "softmax_temperature"]))
+    kind = str(r.choice(["gelu", "gelu_tanh", "silu", "log_sigmoid"]))
     f = {"gelu": tf.nn.gelu, "gelu_tanh": lambda t: tf.nn.gelu(t, approximate=True), "silu": tf.nn.silu,
-         "log_sigmoid": tf.math.log_sigmoid, "softmax_temperature": lambda t: tf.nn.softmax(t / 0.3)}[kind]
+         "log_sigmoid": tf.math.log_sigmoid}[kind]
     return kind, f, [a], f"{kind}(a)"
 
 
