@@ -15,6 +15,7 @@ import numpy as np
 from specflow.graph.shapes import Shape, as_shape
 from specflow.ops import grad_util as gu
 from specflow.ops.inference import InferenceContext
+from specflow.ops.math_ops import quiet_fp
 from specflow.ops.registry import gradient, kernel, register_op
 
 _METHODS = "method: {'bilinear', 'nearest'} = 'bilinear'"
@@ -197,8 +198,9 @@ def _crop_and_resize_grad_boxes(ctx, grads, image, boxes, box_ind):
     ind, ys, xs = _read(ctx, boxes, box_ind, (b, h, w), (ch, cw))
     tl, tr, bl, br = _corners(xp, image, ind, ys, xs)
     yl, xl = xp.asarray(ys.lerp)[:, :, None, None], xp.asarray(xs.lerp)[:, None, :, None]
-    slope_y = (1 - xl) * (bl - tl) + xl * (br - tr)  # d sample / d row position
-    slope_x = (1 - yl) * (tr - tl) + yl * (br - bl)
+    with quiet_fp():  # (inf - inf is NaN silently, as in TF)
+        slope_y = (1 - xl) * (bl - tl) + xl * (br - tr)  # d sample / d row position
+        slope_x = (1 - yl) * (tr - tl) + yl * (br - bl)
     # samples outside the image add nothing (TF skips them): not 0 * their (clamped) corners'
     # slope, which is NaN where those corners are infinite
     valid, g = _valid(xp, ys, xs), grads.astype(np.float32)

@@ -17,6 +17,7 @@ import numpy as np
 from specflow.graph.shapes import Shape
 from specflow.ops import grad_util as gu
 from specflow.ops.inference import InferenceContext
+from specflow.ops.math_ops import quiet_fp
 from specflow.ops.registry import gradient, kernel, not_differentiable, register_op
 
 _QUANT_ATTRS = ["num_bits: int = 8", "narrow_range: bool = false"]
@@ -197,9 +198,10 @@ def _register_vars(name: str, per_channel: bool, what: str) -> None:
         axes = tuple(range(x.ndim - 1)) if per_channel else None
         # a [0, 0] range's min and max gradients are 0, even where dy is inf or NaN (TF sets them)
         zero = ctx.xp.asarray(_zero_range(lo, hi)[0])
-        d_min = ctx.xp.where(zero, F32(0), (dy * below).sum(axis=axes))
-        d_max = ctx.xp.where(zero, F32(0), (dy * above).sum(axis=axes))
-        return dy * inside, d_min.astype(F32), d_max.astype(F32)
+        with quiet_fp():  # (inf * 0 is NaN silently, as in TF)
+            d_min = ctx.xp.where(zero, F32(0), (dy * below).sum(axis=axes))
+            d_max = ctx.xp.where(zero, F32(0), (dy * above).sum(axis=axes))
+            return dy * inside, d_min.astype(F32), d_max.astype(F32)
 
     @gradient(name)
     def _grad(b, node, dys):
