@@ -489,7 +489,7 @@ def complex_(g):
     re, im = part(shape), part(shape)
     if k == 0:
         name = str(r.choice(["add", "sub", "mul", "div", "pow"]))
-        re2, im2 = g.fresh(g.bshape(shape), dt), g.fresh(g.bshape(shape), dt)
+        re2, im2 = part(g.bshape(shape)), part(g.bshape(shape))
         f = {"add": tf.add, "sub": tf.subtract, "mul": tf.multiply, "div": tf.divide, "pow": tf.pow}[name]
         if g.pool[re2].shape != g.pool[im2].shape:
             return None

@@ -485,6 +485,8 @@ def _fuzz4_found(case):
     case("c5_fz4_crop_resize_boxes_outside_inf", lambda b: tf.image.crop_and_resize(
         tf.constant([[[[0.0], [1.0]], [[2.0], [inf]]]]), tf.constant([[0.0, 0.0, 2.0, 0.5]]) + b * 0.0, [0], [2, 2]), (1, 4))
     case("c5_fz4_dense_bincount_empty_rows", lambda x: tf.math.bincount(tf.cast(x[:, :0], tf.int32), minlength=3, axis=-1), (2, 3), grad=False)
+    case("c5_fz4_searchsorted_nan", lambda x: tf.concat([tf.searchsorted(tf.constant([[-1.0, nan, 0.5, 1.0]]), x * 0 + [[nan, inf, -inf, 0.5, -0.0]],
+                                                                         side=side) for side in ("left", "right")], 1), (1, 5), grad=False)
     # a second constant-folding pass met Consts the first appended after their consumers
     boxes = tf.constant([[0.9, 0.36, 2.7, 1.7], [0.53, 3.0, 1.96, 4.95]])
     case("c5_fz4_fold_order", lambda x: tf.math.betainc(0.7, 2.07, tf.sigmoid(x[0])) + tf.cast(tf.reduce_sum(
