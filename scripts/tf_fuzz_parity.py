@@ -57,7 +57,10 @@ other way (TF's Vars kernel divides by the scale) and NaN range gradients of a [
 complex TanhGrad/SigmoidGrad conjugating (TF's kernels do not); CropAndResizeGradBoxes adding
 0 * NaN for samples outside the image; DenseBincount of [b, 0]; a bfloat16 fetch returned as
 float32 (_Retval ran as a float32 kernel); constant folding's KeyError on Consts an earlier pass
-appended. Known, and left: TF's float32 Polygamma/Zeta at q below about -7 (its Hurwitz zeta
+appended; LowerBound/UpperBound with NaN (TF's binary search, not numpy's NaN-last order). Known,
+and left: denormal results, which TF's CPU kernels flush to 0 (float32 Erfc's gradient at x = 10
+is exp(-100), 0 in TF, so an infinite loss weight gives NaN there, -inf here); conv1d under
+infinite loss weights (family 2's convolutions with inf in dy); TF's float32 Polygamma/Zeta at q below about -7 (its Hurwitz zeta
 loses every digit there; scipy's is right); complex arithmetic and functions at infinities and
 0 (reciprocal(0), square/log1p/expm1 of an infinite part: C99's rules in numpy, naive formulas in
 Eigen) and complex matmuls, FFTs and their gradients of infinities or under infinite loss weights
