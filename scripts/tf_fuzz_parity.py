@@ -43,7 +43,34 @@ same name, _SwitchN unknown, Sqrt/Rsqrt/ReciprocalGrad NaN where dy is 0, and a 
 shape_invariants inferred as its initial shape (a static shape error downstream). Known, and left:
 TF 2.21's gradient of a loop var whose shape changes (shape_invariants) fails ("Incompatible
 shapes"), so the growing-vector loop is checked forward only; Relu(-0.0) above shows through
-loops (reciprocal(relu(-0.0)))."""
+loops (reciprocal(relu(-0.0))).
+
+``--family 4`` (scripts/tf_fuzz_ops4.py): special functions, stateless random ops, sparse and
+embedding ops, nn/image ops, fake_quant, complex arithmetic and FFTs. It found (fixed): the
+special functions' values off scipy's domain (BesselK*/Y* below 0, float32 BesselY1(0), Expint
+below 0 and at inf, Lgamma(-inf), Digamma(0), Polygamma at its poles, Zeta(inf, q),
+Igamma/Igammac(inf, inf), Betainc with infinite or NaN a, b, IgammaGradA at a = inf);
+SparseSegment{Sum,Mean,SqrtN}GradV2 missing (embedding_lookup_sparse's gradient); RandomGammaGrad
+of scalars a vector; stateless uniform/normal/truncated normal in bfloat16 refused, empty truncated
+normals failing; FFTs of empty inputs failing; FakeQuantWithMinMaxVars rounding halfway inputs the
+other way (TF's Vars kernel divides by the scale) and NaN range gradients of a [0, 0] channel;
+complex TanhGrad/SigmoidGrad conjugating (TF's kernels do not); CropAndResizeGradBoxes adding
+0 * NaN for samples outside the image; DenseBincount of [b, 0]; a bfloat16 fetch returned as
+float32 (_Retval ran as a float32 kernel); constant folding's KeyError on Consts an earlier pass
+appended; LowerBound/UpperBound with NaN (TF's binary search, not numpy's NaN-last order). Known,
+and left: denormal results, which TF's CPU kernels flush to 0 (float32 Erfc's gradient at x = 10
+is exp(-100), 0 in TF, so an infinite loss weight gives NaN there, -inf here); conv1d under
+infinite loss weights (family 2's convolutions with inf in dy); TF's float32 Polygamma/Zeta at q below about -7 (its Hurwitz zeta
+loses every digit there; scipy's is right); complex arithmetic and functions at infinities and
+0 (reciprocal(0), square/log1p/expm1 of an infinite part: C99's rules in numpy, naive formulas in
+Eigen) and complex matmuls, FFTs and their gradients of infinities or under infinite loss weights
+(where NaN lands depends on the summation order), so the matmul/FFT builders use finite values;
+sort/argsort with NaN (as top_k); TF's SparseSegment*Grad of no indices (uninitialized memory,
+so the builder uses at least one index); tf.function runs that TF refuses or that give NaN
+where TF's own v1 Session runs the same GraphDef and gives specflow's values (a float16
+rgb_to_hsv gradient; AddN and DynamicStitch shape errors in gradients of dynamic_partition
+graphs: grappler's rewrites); TF 2.21 aborts the process on empty or 0-length real FFTs (DUCC),
+so the builder avoids them; threefry refused by both."""
 
 import argparse
 import os
@@ -61,12 +88,13 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from scripts.tf_fuzz_ops import BUILDERS, NUMS, Gen
 from scripts.tf_fuzz_ops2 import BUILDERS2
 from scripts.tf_fuzz_ops3 import BUILDERS3
+from scripts.tf_fuzz_ops4 import BUILDERS4
 from scripts.tf_parity_common import compare, run_in_specflow, tmp_path
 
 tf.get_logger().setLevel("ERROR")
 
 
-FAMILIES = {"1": BUILDERS, "2": BUILDERS2, "3": BUILDERS3, "all": BUILDERS + BUILDERS2}
+FAMILIES = {"1": BUILDERS, "2": BUILDERS2, "3": BUILDERS3, "4": BUILDERS4, "all": BUILDERS + BUILDERS2 + BUILDERS4}
 
 
 def grow(seed, n_ops, special=True, builders=BUILDERS):
@@ -227,7 +255,8 @@ def main():
     ap.add_argument("--timeout", type=int, default=30, help="seconds per graph (its shrinking included)")
     ap.add_argument("--family", choices=sorted(FAMILIES), default="1",
                     help="op builders: 1 (scripts/tf_fuzz_ops.py), 2 (scripts/tf_fuzz_ops2.py), "
-                    "3 (scripts/tf_fuzz_ops3.py: control flow, TensorLists) or all")
+                    "3 (scripts/tf_fuzz_ops3.py: control flow, TensorLists), 4 (scripts/tf_fuzz_ops4.py: special "
+                    "functions, stateless random, sparse, nn/image, fake_quant, complex) or all")
     ap.add_argument("--lowered", action="store_true",
                     help="freeze every graph with TF's control-flow lowering (Switch/Merge, _SwitchN for Case)")
     ap.add_argument("--verbose", action="store_true", help="each graph's seed on stderr before it runs")

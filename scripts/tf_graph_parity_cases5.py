@@ -25,6 +25,7 @@ def register(case):
     _fuzz_found(case)
     _fuzz2_found(case)
     _fuzz3_found(case)
+    _fuzz4_found(case)
     from scripts.tf_graph_parity_keras5 import keras_cases
 
     return keras_cases()
@@ -441,3 +442,52 @@ def _fuzz3_found(case):
                           shape_invariants=[i0.shape, tf.TensorShape([None])])[1]
         return tf.maximum(t, tf.range(6, dtype=x.dtype) * 0.1)
     case("c5_fz3_while_shape_invariant", grown, (3,), grad=False)  # (TF's gradient of such a loop fails)
+
+
+# --- found by scripts/tf_fuzz_parity.py --family 4 -----------------------------------------------
+
+
+def _fuzz4_found(case):
+    inf, nan = float("inf"), float("nan")
+    sp = tf.math.special
+    edges = tf.constant([-inf, -2.5, -0.5, 0.0, inf])
+    # special functions off their real domain: K +inf, Y -inf below 0, Expint NaN there and at inf
+    case("c5_fz4_bessel_k_y_negative", lambda x: tf.concat([sp.bessel_k0(edges + x * 0), sp.bessel_k1e(edges + x * 0),
+                                                            sp.bessel_y0(edges + x * 0), sp.bessel_y1(-tf.abs(x))], 0), (5,), grad=False)
+    case("c5_fz4_bessel_k1_grad_negative", lambda x: sp.bessel_k1(x), (6,))
+    case("c5_fz4_expint_negative", lambda x: sp.expint(x) + sp.expint(edges[4] + x * 0), (6,))
+    case("c5_fz4_digamma_lgamma_edges", lambda x: tf.concat([tf.math.digamma(x * 0.0), tf.math.lgamma(edges + x * 0)], 0), (5,))
+    case("c5_fz4_polygamma_poles", lambda x: tf.math.polygamma(tf.constant([1.0, 2.0, 3.0, 2.0, 0.0]), tf.constant([-1.0, -1.0, 0.0, -inf, 0.0]) + x * 0),
+         (5,), grad=False)
+    case("c5_fz4_zeta_igamma_inf", lambda x: tf.concat([tf.math.zeta(inf + x * 0, tf.constant([-1.5, 0.0, 1.0, 1.5])),
+                                                        tf.math.igamma(inf + x * 0, tf.constant([inf, 1.0, inf, 2.0])),
+                                                        tf.math.igammac(tf.constant([inf, 2.0, 1.0, inf]), inf + x * 0)], 0), (4,), grad=False)
+    case("c5_fz4_betainc_edges", lambda x: tf.math.betainc(tf.constant([0.5, inf, nan, inf, 2.0]), tf.constant([inf, 1.0, 1.0, inf, nan]),
+                                                           tf.constant([0.3, 0.3, 0.0, 1.0, 1.0]) + x * 0), (5,), grad=False)
+    case("c5_fz4_igamma_grad_a_inf", lambda x: tf.math.igamma(tf.constant([inf, inf, 2.0]) + x * 0.0, tf.abs(x) + 0.5), (3,))
+    # TF 2.21's gradients of embedding_lookup_sparse: SparseSegment{Sum,Mean,SqrtN}GradV2
+    sp_ids = tf.SparseTensor([[0, 0], [0, 1], [2, 0]], tf.constant([3, 0, 3], tf.int64), [3, 2])
+    for comb in ("sum", "mean", "sqrtn"):
+        case(f"c5_fz4_embedding_sparse_{comb}", lambda p, c=comb: tf.nn.embedding_lookup_sparse(p, sp_ids, None, combiner=c), (4, 3))
+    case("c5_fz4_stateless_gamma_scalar_grad", lambda x: tf.random.stateless_gamma([], [66, 6], tf.abs(x[0]) + 0.5) * x, (3,))
+    case("c5_fz4_stateless_bf16", lambda x: tf.concat([tf.cast(f([6], [54, 56], dtype=tf.bfloat16), tf.float32) for f in (
+        tf.random.stateless_uniform, tf.random.stateless_normal, tf.random.stateless_truncated_normal)], 0) + x * 0, (18,), grad=False)
+    case("c5_fz4_stateless_truncated_empty", lambda x: tf.random.stateless_truncated_normal([0, 3], [5, 9]) + x, (1, 3))
+    case("c5_fz4_fft_empty", lambda x: tf.math.real(tf.signal.ifft(tf.signal.fft(tf.complex(x[:, :0], x[:, :0])))), (2, 3))
+    # fake_quant: Vars divides by the scale (0.5 in [0, 1] at 4 bits rounds down), PerChannel
+    # multiplies; a [0, 0] channel's range gradients are 0
+    case("c5_fz4_fake_quant_vars_halfway", lambda x: tf.quantization.fake_quant_with_min_max_vars(
+        tf.constant([0.5, 0.1, 2.0]) + x * 0, 0.0, 1.0, 4) + tf.quantization.fake_quant_with_min_max_vars(tf.constant([2.0, 0.5, 6.0]) + x * 0, -6.0, 6.0, 4), (3,))
+    case("c5_fz4_fake_quant_per_channel_zero", lambda x, m: tf.quantization.fake_quant_with_min_max_vars_per_channel(
+        x * 2, m * 0.0 + [0.0, -1.0, 0.0], m * 0.0 + [1.0, 1.0, 0.0], 4) * tf.constant([1.0, 1.0, nan]), (4, 3), (3,))
+    # complex tanh/sigmoid gradients: TF's TanhGrad/SigmoidGrad kernels do not conjugate
+    case("c5_fz4_complex_tanh_sigmoid_grad", lambda x, y: tf.math.real(tf.tanh(tf.complex(x, y)) * tf.sigmoid(tf.complex(y, x))), (2, 3), (2, 3))
+    case("c5_fz4_crop_resize_boxes_outside_inf", lambda b: tf.image.crop_and_resize(
+        tf.constant([[[[0.0], [1.0]], [[2.0], [inf]]]]), tf.constant([[0.0, 0.0, 2.0, 0.5]]) + b * 0.0, [0], [2, 2]), (1, 4))
+    case("c5_fz4_dense_bincount_empty_rows", lambda x: tf.math.bincount(tf.cast(x[:, :0], tf.int32), minlength=3, axis=-1), (2, 3), grad=False)
+    case("c5_fz4_searchsorted_nan", lambda x: tf.concat([tf.searchsorted(tf.constant([[-1.0, nan, 0.5, 1.0]]), x * 0 + [[nan, inf, -inf, 0.5, -0.0]],
+                                                                         side=side) for side in ("left", "right")], 1), (1, 5), grad=False)
+    # a second constant-folding pass met Consts the first appended after their consumers
+    boxes = tf.constant([[0.9, 0.36, 2.7, 1.7], [0.53, 3.0, 1.96, 4.95]])
+    case("c5_fz4_fold_order", lambda x: tf.math.betainc(0.7, 2.07, tf.sigmoid(x[0])) + tf.cast(tf.reduce_sum(
+        tf.image.non_max_suppression_padded(boxes, tf.constant([0.5, 0.7]), 3, 0.5, 0.2, pad_to_max_output_size=True)[0]), tf.float32), (2,))

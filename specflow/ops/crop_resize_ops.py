@@ -15,6 +15,7 @@ import numpy as np
 from specflow.graph.shapes import Shape, as_shape
 from specflow.ops import grad_util as gu
 from specflow.ops.inference import InferenceContext
+from specflow.ops.math_ops import quiet_fp
 from specflow.ops.registry import gradient, kernel, register_op
 
 _METHODS = "method: {'bilinear', 'nearest'} = 'bilinear'"
@@ -197,10 +198,14 @@ def _crop_and_resize_grad_boxes(ctx, grads, image, boxes, box_ind):
     ind, ys, xs = _read(ctx, boxes, box_ind, (b, h, w), (ch, cw))
     tl, tr, bl, br = _corners(xp, image, ind, ys, xs)
     yl, xl = xp.asarray(ys.lerp)[:, :, None, None], xp.asarray(xs.lerp)[:, None, :, None]
-    slope_y = (1 - xl) * (bl - tl) + xl * (br - tr)  # d sample / d row position
-    slope_x = (1 - yl) * (tr - tl) + yl * (br - bl)
-    g = xp.where(_valid(xp, ys, xs), grads.astype(np.float32), np.float32(0))
-    gy, gx = (g * slope_y).sum(axis=3), (g * slope_x).sum(axis=3)  # [N, ch, cw]
+    with quiet_fp():  # (inf - inf is NaN silently, as in TF)
+        slope_y = (1 - xl) * (bl - tl) + xl * (br - tr)  # d sample / d row position
+        slope_x = (1 - yl) * (tr - tl) + yl * (br - bl)
+    # samples outside the image add nothing (TF skips them): not 0 * their (clamped) corners'
+    # slope, which is NaN where those corners are infinite
+    valid, g = _valid(xp, ys, xs), grads.astype(np.float32)
+    zero = np.float32(0)
+    gy, gx = xp.where(valid, g * slope_y, zero).sum(axis=3), xp.where(valid, g * slope_x, zero).sum(axis=3)  # [N, ch, cw]
     out = xp.zeros((n_boxes, 4), dtype=np.float32)
     for (first, second), grad, size, crop, axis in (((0, 2), gy, h, ch, 2), ((1, 3), gx, w, cw, 1)):
         along = grad.sum(axis=axis)  # [N, crop]: summed over the other dim

@@ -17,6 +17,7 @@ import numpy as np
 from specflow.graph.shapes import Shape
 from specflow.ops import grad_util as gu
 from specflow.ops.inference import InferenceContext
+from specflow.ops.math_ops import quiet_fp
 from specflow.ops.registry import gradient, kernel, not_differentiable, register_op
 
 _QUANT_ATTRS = ["num_bits: int = 8", "narrow_range: bool = false"]
@@ -53,14 +54,18 @@ def _zero_range(lo, hi):
     return zero, np.where(zero, F32(-1), lo), np.where(zero, F32(1), hi)
 
 
-def _fake_quant(xp, x, lo, hi, quant_min, quant_max):
-    """Quantized x for float32 ranges lo, hi (scalars or per last-dimension channel)."""
+def _fake_quant(xp, x, lo, hi, quant_min, quant_max, divide=False):
+    """Quantized x for float32 ranges lo, hi (scalars or per last-dimension channel). TF's Args
+    and PerChannel kernels multiply by the inverse scale, its Vars kernel divides by it (``divide``):
+    an input halfway between two steps can round either way (0.5 in [0, 1] at 4 bits: 8/15 for
+    Args, 7/15 for Vars; seen in TF 2.21)."""
     zero_range, lo, hi = _zero_range(lo, hi)
     n_min, n_max, scale, inv_scale = nudge(lo, hi, quant_min, quant_max)
-    quant_zero = np.floor(-n_min * inv_scale + F32(0.5)).astype(F32)
+    quant_zero = np.floor((-n_min / scale if divide else -n_min * inv_scale) + F32(0.5)).astype(F32)
     n_min, n_max, scale, inv_scale, quant_zero = (xp.asarray(v) for v in (n_min, n_max, scale, inv_scale, quant_zero))
     clamped = xp.maximum(xp.minimum(x, n_max), n_min)
-    out = xp.floor((clamped - n_min) * inv_scale - quant_zero + F32(0.5)) * scale
+    steps = (clamped - n_min) / scale if divide else (clamped - n_min) * inv_scale
+    out = xp.floor(steps - quant_zero + F32(0.5)) * scale
     return xp.where(xp.asarray(zero_range), F32(0), out).astype(F32)
 
 
@@ -182,7 +187,7 @@ def _register_vars(name: str, per_channel: bool, what: str) -> None:
     @kernel(name, host_inputs=(1, 2))
     def _run(ctx, x, lo, hi):
         lo, hi = _vars_range(ctx, lo, hi, per_channel, x)
-        return _fake_quant(ctx.xp, x, lo, hi, *_quant_range(ctx))
+        return _fake_quant(ctx.xp, x, lo, hi, *_quant_range(ctx), divide=not per_channel)
 
     @kernel(name + "Gradient", host_inputs=(2, 3))
     def _run_grad(ctx, dy, x, lo, hi):
@@ -191,7 +196,12 @@ def _register_vars(name: str, per_channel: bool, what: str) -> None:
         lo, hi = _vars_range(ctx, lo, hi, per_channel, x)
         inside, below, above = _inside(ctx.xp, x, lo, hi, *_quant_range(ctx))
         axes = tuple(range(x.ndim - 1)) if per_channel else None
-        return dy * inside, (dy * below).sum(axis=axes).astype(F32), (dy * above).sum(axis=axes).astype(F32)
+        # a [0, 0] range's min and max gradients are 0, even where dy is inf or NaN (TF sets them)
+        zero = ctx.xp.asarray(_zero_range(lo, hi)[0])
+        with quiet_fp():  # (inf * 0 is NaN silently, as in TF)
+            d_min = ctx.xp.where(zero, F32(0), (dy * below).sum(axis=axes))
+            d_max = ctx.xp.where(zero, F32(0), (dy * above).sum(axis=axes))
+            return dy * inside, d_min.astype(F32), d_max.astype(F32)
 
     @gradient(name)
     def _grad(b, node, dys):

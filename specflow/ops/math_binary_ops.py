@@ -81,15 +81,18 @@ def _xlog1py(ctx, x, y):
 
 
 def _polygamma(ctx, a, x):
-    """The a-th derivative of Digamma at x; nan where a is not a whole number >= 0 (as TF)."""
-    from specflow.ops.math_unary_ops import _special
+    """The a-th derivative of Digamma at x; nan where a is not a whole number >= 0. As TF's:
+    Digamma for a = 0, else (-1)^(a+1) a! Zeta(a + 1, x), with Zeta's domain (so at x = 0, -1, ...
+    inf for odd a, nan for even a; an infinite a gives inf for x <= 1, nan above)."""
+    from specflow.ops.math_unary_ops import _digamma, _special
+    from specflow.ops.special_function_ops import _zeta
 
     xp = ctx.xp
     a, x = xp.broadcast_arrays(a, x)
-    out = xp.full(a.shape, xp.nan, dtype=x.dtype)
-    ok = (xp.floor(a) == a) & (a >= 0)
-    out[ok] = _special(ctx, "polygamma")(a[ok].astype(xp.int64), x[ok])
-    return out
+    sign = xp.where(xp.fmod(a, 2) == 0, -1.0, 1.0).astype(x.dtype)
+    rest = sign * xp.exp(_special(ctx, "gammaln")(a + 1)) * _zeta(ctx, a + 1, x)  # (float kernels run quiet)
+    out = xp.where(a == 0, _digamma(ctx, x), rest)
+    return xp.where((xp.floor(a) != a) | (a < 0), xp.nan, out).astype(x.dtype)
 
 
 def _xdivy(ctx, x, y):

@@ -80,6 +80,34 @@ def _erf(ctx, x):
     return ctx.xp.where(ctx.xp.isinf(x), np.nan, y) if x.dtype == np.float64 else y
 
 
+def _sp_tf(name, below, zero=None, pos_inf=None):
+    """``special.<name>(x)`` with TF's values off scipy's domain (its Cephes ports, seen in TF
+    2.21): ``below`` for every x < 0 (-inf included, where scipy gives NaN or continues the
+    function), ``zero`` at +-0 in float16/float32 (if not None), ``pos_inf`` at +inf."""
+    def body(ctx, x):
+        xp = ctx.xp
+        y = _special(ctx, name)(x)
+        y = xp.where(x < 0, xp.asarray(below, x.dtype), y)
+        if zero is not None and x.dtype != np.float64:
+            y = xp.where(x == 0, xp.asarray(zero, x.dtype), y)
+        if pos_inf is not None:
+            y = xp.where(xp.isposinf(x), xp.asarray(pos_inf, x.dtype), y)
+        return y
+    return body
+
+
+def _lgamma(ctx, x):
+    # TF's Lgamma(-inf) is +inf (log|Gamma| grows without bound both ways); scipy says -inf
+    xp = ctx.xp
+    return xp.where(xp.isneginf(x), xp.asarray(np.inf, x.dtype), _special(ctx, "gammaln")(x))
+
+
+def _digamma(ctx, x):
+    # TF's Digamma is NaN at +-0 (a pole whose sign Eigen does not pick); scipy gives -+inf
+    xp = ctx.xp
+    return xp.where(x == 0, xp.asarray(np.nan, x.dtype), _special(ctx, "digamma")(x))
+
+
 def _u(name):
     """A unary kernel body that is just ``xp.<name>(x)``."""
     return lambda ctx, x: getattr(ctx.xp, name)(x)
@@ -126,8 +154,8 @@ _UNARY = [
     ("Atanh", _UNARY_FC, _u("arctanh"), None, None, "Inverse hyperbolic tangent elementwise."),
     ("Erf", "float", _erf, None, None, "The Gauss error function elementwise."),
     ("Erfc", "float", _sp("erfc"), None, None, "1 - erf(x) elementwise, accurate for large x."),
-    ("Lgamma", "float", _sp("gammaln"), None, None, "log |Gamma(x)| elementwise."),
-    ("Digamma", "float", _sp("digamma"), None, None, "The derivative of Lgamma elementwise (psi)."),
+    ("Lgamma", "float", _lgamma, None, None, "log |Gamma(x)| elementwise."),
+    ("Digamma", "float", _digamma, None, None, "The derivative of Lgamma elementwise (psi)."),
     ("Erfinv", "float", _sp("erfinv"), None, None, "The inverse of Erf elementwise."),
     ("Ndtri", "float", _sp("ndtri"), None, None, "The inverse of the standard normal CDF elementwise."),
     ("BesselI0e", "float", _sp("i0e"), None, None, "exp(-|x|) I0(x): the scaled modified Bessel function of order 0."),
@@ -136,16 +164,16 @@ _UNARY = [
     # tf.math.special: scipy.special's functions, which TF's kernels (Cephes) match.
     ("BesselI0", "float", _sp("i0"), None, None, "I0(x): the modified Bessel function of the first kind, order 0."),
     ("BesselI1", "float", _sp("i1"), None, None, "I1(x): the modified Bessel function of the first kind, order 1."),
-    ("BesselK0", "float", _sp("k0"), None, None, "K0(x): the modified Bessel function of the second kind, order 0."),
-    ("BesselK1", "float", _sp("k1"), None, None, "K1(x): the modified Bessel function of the second kind, order 1."),
-    ("BesselK0e", "float", _sp("k0e"), None, None, "exp(x) K0(x): the scaled K0."),
-    ("BesselK1e", "float", _sp("k1e"), None, None, "exp(x) K1(x): the scaled K1."),
+    ("BesselK0", "float", _sp_tf("k0", np.inf), None, None, "K0(x): the modified Bessel function of the second kind, order 0."),
+    ("BesselK1", "float", _sp_tf("k1", np.inf), None, None, "K1(x): the modified Bessel function of the second kind, order 1."),
+    ("BesselK0e", "float", _sp_tf("k0e", np.inf), None, None, "exp(x) K0(x): the scaled K0."),
+    ("BesselK1e", "float", _sp_tf("k1e", np.inf), None, None, "exp(x) K1(x): the scaled K1."),
     ("BesselJ0", "float", _sp("j0"), None, None, "J0(x): the Bessel function of the first kind, order 0."),
     ("BesselJ1", "float", _sp("j1"), None, None, "J1(x): the Bessel function of the first kind, order 1."),
-    ("BesselY0", "float", _sp("y0"), None, None, "Y0(x): the Bessel function of the second kind, order 0."),
-    ("BesselY1", "float", _sp("y1"), None, None, "Y1(x): the Bessel function of the second kind, order 1."),
+    ("BesselY0", "float", _sp_tf("y0", -np.inf), None, None, "Y0(x): the Bessel function of the second kind, order 0."),
+    ("BesselY1", "float", _sp_tf("y1", -np.inf, zero=np.nan), None, None, "Y1(x): the Bessel function of the second kind, order 1."),
     ("Dawsn", "float", _sp("dawsn"), None, None, "Dawson's integral exp(-x^2) * integral of exp(t^2) from 0 to x."),
-    ("Expint", "float", _sp("expi"), None, None, "The exponential integral Ei(x)."),
+    ("Expint", "float", _sp_tf("expi", np.nan, pos_inf=np.nan), None, None, "The exponential integral Ei(x)."),
     ("FresnelCos", "float", lambda ctx, x: _special(ctx, "fresnel")(x)[1], None, None,
      "The Fresnel integral C(x) = integral of cos(pi t^2 / 2) from 0 to x."),
     ("FresnelSin", "float", lambda ctx, x: _special(ctx, "fresnel")(x)[0], None, None,
@@ -277,15 +305,12 @@ def _bessel_i1e_slope(b, x, y):
                     _mul(b, y, gu.emit(b, "AddV2", gu.emit(b, "Sign", safe), gu.emit(b, "Reciprocal", safe))))  # fmt: skip
     return gu.emit(b, "SelectV2", tiny, gu.emit(b, "Mul", gu.emit(b, "OnesLike", x), scalar(b, 0.5, x)), slope)
 
-# TanhGrad and SigmoidGrad conjugate inside their kernels: these get y as it is.
-_CONJ_IN_KERNEL = {"Tanh", "Sigmoid"}
-
 
 def _register_unary_gradient(name, fn):
     @gradient(name)
     def grad(b, node, dys):
         x, y = node.data_inputs[0], node.name
-        if name not in _CONJ_IN_KERNEL and b.spec(x).dtype.is_complex:
+        if b.spec(x).dtype.is_complex:  # (TanhGrad and SigmoidGrad get conj(y), as from TF's gradients)
             x, y = gu.emit(b, "Conj", x), gu.emit(b, "Conj", y)
         return [fn(b, x, y, dys[0])]
 

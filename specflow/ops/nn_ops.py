@@ -167,13 +167,15 @@ _ELEMENTWISE: dict[str, _Elementwise] = {
         _GRAD, "backprops", "float", "gradients / (1 + abs(features)) ** 2.",
         lambda xp, a, g, f: g / ((1 + xp.abs(f)) * (1 + xp.abs(f))),
     ),
+    # As TF's kernels, no conjugation here: TF's gradients of Tanh and Sigmoid pass conj(y)
+    # (Sqrt/Rsqrt/ReciprocalGrad conjugate in the kernel, math_grad_ops.py)
     "SigmoidGrad": _Elementwise(
-        ("y", "dy"), "z", "float, complex", "dy * y * (1 - y), where y = sigmoid(x) (conjugated for complex).",
-        lambda xp, a, y, dy: dy * (xp.conj(y * (1 - y)) if y.dtype.kind == "c" else y * (1 - y)),
+        ("y", "dy"), "z", "float, complex", "dy * y * (1 - y), where y = sigmoid(x) (its conjugate for complex gradients).",
+        lambda xp, a, y, dy: dy * (y * (1 - y)),
     ),
     "TanhGrad": _Elementwise(
-        ("y", "dy"), "z", "float, complex", "dy * (1 - y * y), where y = tanh(x) (conjugated for complex).",
-        lambda xp, a, y, dy: dy * (xp.conj(1 - y * y) if y.dtype.kind == "c" else 1 - y * y),
+        ("y", "dy"), "z", "float, complex", "dy * (1 - y * y), where y = tanh(x) (its conjugate for complex gradients).",
+        lambda xp, a, y, dy: dy * (1 - y * y),
     ),
 }  # fmt: skip
 
@@ -289,18 +291,22 @@ for _name, _fn in _SLOPE_DERIVATIVES.items():
     _register_grad_grad(_name, _fn)
 
 
+def _conj_inputs(b, node):
+    return [gu.emit(b, "Conj", t) if b.spec(t).dtype.is_complex else t for t in node.data_inputs]
+
+
 @gradient("SigmoidGrad")
 def _sigmoid_grad_grad(b, node, dys):
-    # z = dy * y * (1 - y): dz/dy = dy * (1 - 2y); z is linear in dy.
-    y, dy = node.data_inputs
+    # z = dy * y * (1 - y): dz/dy = dy * (1 - 2y); z is linear in dy (conjugated inputs, as TF's).
+    y, dy = _conj_inputs(b, node)
     gb = gu.product(b, dys[0], dy)
     return [gu.emit(b, "Sub", gb, gu.product(b, gb, y, _scalar(b, 2, y))), gu.emit(b, "SigmoidGrad", y, dys[0])]
 
 
 @gradient("TanhGrad")
 def _tanh_grad_grad(b, node, dys):
-    # z = dy * (1 - y * y): dz/dy = -2 * dy * y; z is linear in dy.
-    y, dy = node.data_inputs
+    # z = dy * (1 - y * y): dz/dy = -2 * dy * y; z is linear in dy (conjugated inputs, as TF's).
+    y, dy = _conj_inputs(b, node)
     return [gu.product(b, dys[0], dy, y, _scalar(b, -2, y)), gu.emit(b, "TanhGrad", y, dys[0])]
 
 

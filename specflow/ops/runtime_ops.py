@@ -16,7 +16,7 @@ import numpy as np
 from specflow.graph import dtypes
 from specflow.graph.shapes import Shape, as_shape
 from specflow.ops.inference import InferenceContext, no_outputs, unchanged_shape
-from specflow.ops.registry import kernel, register_op
+from specflow.ops.registry import bfloat16_native, kernel, register_op
 from specflow.runtime.rendezvous import DEAD, rendezvous_key
 
 # Runtime ops move any value, resource handles included.
@@ -71,7 +71,10 @@ register_op(
 )
 
 
+# _Retval and _Send have no outputs: run as float32 kernels (bfloat16's default), a bfloat16
+# value would leave widened to float32 with nothing to round it back
 @kernel("_Retval", T=_ANY)
+@bfloat16_native
 def _retval(ctx, x):
     ctx.extras["frame"].set_retval(ctx.attrs["index"], x)
     return ()
@@ -107,6 +110,7 @@ register_op(
 
 
 @kernel("_Send", T=_ANY)
+@bfloat16_native
 def _send(ctx, x):
     # The executor runs _Send even on a dead input, so the receiver learns it is dead.
     ctx.extras["rendezvous"].send(_key(ctx), x, is_dead=x is DEAD)

@@ -491,7 +491,7 @@ def _dense_bincount(ctx, arr, size, weights):
     if arr.ndim not in (1, 2):
         raise ctx.fail(f"input must be a vector or a matrix (a batch of vectors), got shape {shape_of(arr)}")
     n = _bincount_checks(ctx, arr, size, weights)
-    rows = arr.reshape(-1, arr.shape[-1]) if arr.ndim == 2 else arr.reshape(1, -1)
+    rows = arr if arr.ndim == 2 else arr.reshape(1, -1)  # (a [b, 0] matrix: reshape(-1, 0) is ambiguous)
     out = xp.zeros((rows.shape[0], n), dtype=ctx.attrs["T"].numpy)
     keep = rows < n
     which = xp.nonzero(keep)

@@ -272,6 +272,24 @@ def _bound_shape(ic) -> list[Shape]:
     return [v]
 
 
+def _std_bound(xp, rows, values, upper: bool):
+    """C++'s std::lower_bound (std::upper_bound if ``upper``) of each value in its row, probe for
+    probe as TF runs them: the same answer as numpy's searchsorted on ordered rows, and TF's where
+    a NaN makes them unordered (numpy sorts NaN last; every comparison with a NaN is false here)."""
+    n = rows.shape[1]
+    first = xp.zeros(values.shape, np.int64)
+    if n == 0:
+        return first
+    count = xp.full(values.shape, n, np.int64)
+    while bool((count > 0).any()):
+        step = count // 2
+        probe = xp.take_along_axis(rows, xp.minimum(first + step, n - 1), axis=1)
+        go = (count > 0) & (~(values < probe) if upper else probe < values)
+        first = xp.where(go, first + step + 1, first)
+        count = xp.where(go, count - step - 1, step)
+    return first
+
+
 for _name, _side in (("LowerBound", "left"), ("UpperBound", "right")):
     register_op(
         _name,
@@ -290,10 +308,7 @@ for _name, _side in (("LowerBound", "left"), ("UpperBound", "right")):
             if sorted_inputs.ndim != 2 or values.ndim != 2 or sorted_inputs.shape[0] != values.shape[0]:
                 raise ctx.fail(f"sorted_inputs {shape_of(sorted_inputs)} and values {shape_of(values)} must be "
                                "matrices with the same batch size")  # fmt: skip
-            out = xp.empty(values.shape, dtype=ctx.attrs["out_type"].numpy)
-            for r in range(values.shape[0]):
-                out[r] = xp.searchsorted(sorted_inputs[r], values[r], side=side)
-            return out
+            return _std_bound(xp, sorted_inputs, values, side == "right").astype(ctx.attrs["out_type"].numpy)
 
     _register_bound()
     not_differentiable(_name)

@@ -155,3 +155,46 @@ def _register_grad(kind: str) -> None:
 
 for _kind in _NORMS:
     _register_grad(_kind)
+
+
+def _register_grad_v2(kind: str) -> None:
+    # TF's newer gradients (embedding_lookup_sparse's, an IndexedSlices): one row per distinct
+    # index, in increasing order, beside those indices, instead of the dense [output_dim0, ...]
+    name = f"SparseSegment{kind}GradV2"
+    norm = _NORMS[kind]
+
+    def infer(ic: InferenceContext) -> list[Shape]:
+        g = ic.shape(0)
+        return [Shape.unknown() if g.rank is None else Shape([None, *g.dims[1:]]), Shape([None])]
+
+    register_op(
+        name,
+        inputs=["grad: T", "indices: Tidx", "segment_ids: Tsegmentids", "dense_output_dim0: int32"],
+        outputs=["output: T", "sorted_unique_indices: Tidx"],
+        attrs=["T: {bfloat16, float16, float32, float64}", "Tidx: {int32, int64} = int32", "Tsegmentids: {int32, int64} = int32"],
+        shape=infer,
+        doc=f"SparseSegment{kind}'s gradient as slices: row k gathers grad[segment_ids[i]]"
+        + ("" if norm is None else (" / count" if norm == "mean" else " / sqrt(count)"))
+        + " over the i with indices[i] == sorted_unique_indices[k] (the distinct indices, increasing).",
+    )
+
+    @kernel(name, host_inputs=(1, 2, 3))
+    def _run(ctx, grad, indices, seg, dim0):
+        it = ctx.host(indices).dtype
+        idx, ids, rows = ctx.host(indices).astype(np.int64), ctx.host(seg).astype(np.int64), int(ctx.host(dim0))
+        g = np.asarray(grad)
+        if g.ndim < 1:
+            raise ctx.fail("grad must be at least a vector")
+        _check_ids(ctx, idx, ids, rows, g.shape[0])
+        uniq, where = np.unique(idx, return_inverse=True)
+        counts = np.bincount(ids, minlength=g.shape[0])
+        w = _weights(counts, norm)[ids].reshape(-1, *([1] * (g.ndim - 1)))
+        out = np.zeros((uniq.size, *g.shape[1:]), np.float64)
+        np.add.at(out, where.reshape(-1), g[ids].astype(np.float64) * w)
+        return ctx.xp.asarray(out.astype(g.dtype)), ctx.xp.asarray(uniq.astype(it))
+
+    not_differentiable(name)
+
+
+for _kind in _NORMS:
+    _register_grad_v2(_kind)

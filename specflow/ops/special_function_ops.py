@@ -45,13 +45,14 @@ def _igamma(ctx, a, x):
     # TF's domain: 0 wherever x = 0 (even for a <= 0), else nan where a <= 0 or x < 0 (scipy
     # gives a = 0 its limit).
     xp = ctx.xp
-    out = _special(ctx, "gammainc")(a, x)
+    out = xp.where(xp.isposinf(a) & xp.isposinf(x), 0, _special(ctx, "gammainc")(a, x))  # TF's 0, scipy's nan
     return xp.where(x == 0, 0, xp.where((a <= 0) | (x < 0), xp.nan, out))
 
 
 def _igammac(ctx, a, x):
     xp = ctx.xp
-    return xp.where((a <= 0) | (x < 0), xp.nan, _special(ctx, "gammaincc")(a, x))  # TF's domain
+    out = xp.where(xp.isposinf(a) & xp.isposinf(x), 0, _special(ctx, "gammaincc")(a, x))  # TF's 0, scipy's nan
+    return xp.where((a <= 0) | (x < 0), xp.nan, out)  # TF's domain
 
 
 _register_binary("Igamma", ["a: T", "x: T"], _igamma,
@@ -69,6 +70,8 @@ def _zeta(ctx, x, q):
     even_x = whole_x & (xp.fmod(x, 2) == 0)
     out = xp.where((q <= 0) & whole_q, xp.where(even_x, xp.inf, xp.nan), out)
     out = xp.where((q <= 0) & ~whole_q & ~whole_x, xp.nan, out)
+    # x = +inf: the sum's terms are 0 (q > 1), 1 then 0 (q = 1) or at least one infinite (q < 1)
+    out = xp.where(xp.isposinf(x), xp.where(q > 1, 0, xp.where(q == 1, 1, xp.where(q < 1, xp.inf, xp.nan))), out)
     return xp.where(x == 1, xp.inf, xp.where(x < 1, xp.nan, out))
 
 
@@ -157,7 +160,9 @@ def _igamma_grad_a(ctx, a, x):
     fraction = ~nan & use_fraction
     if bool(fraction.any()):
         out[fraction] = -_fraction_grad_a(ctx, safe_a[fraction], x[fraction], steps)
-    return xp.where(nan & (x != 0), xp.nan, out)
+    out = xp.where(nan & (x != 0), xp.nan, out)
+    # an infinite a: P(a, x) is 0 for every finite x near it, so its slope is 0 (TF's; inf - inf here)
+    return xp.where(xp.isposinf(a) & ~nan, 0, out)
 
 
 register_op("IgammaGradA", inputs=["a: T", "x: T"], outputs=["z: T"], attrs=["T: {float32, float64}"],
@@ -230,8 +235,12 @@ def _betainc(ctx, a, b, x):
 
 
 def _betainc_values(ctx, a, b, x):
+    # TF's domain: nan where a <= 0 or b <= 0; else 0 at x = 0 and 1 at x = 1 whatever a and b
+    # are (nan and inf too), and nan between them for an infinite a or b (scipy takes limits)
     xp = ctx.xp
-    return xp.where((a <= 0) | (b <= 0), xp.nan, _special(ctx, "betainc")(a, b, x))  # TF's domain
+    out = xp.where(xp.isinf(a) | xp.isinf(b), xp.nan, _special(ctx, "betainc")(a, b, x))
+    out = xp.where(x == 0, 0, xp.where(x == 1, 1, out))
+    return xp.where((a <= 0) | (b <= 0), xp.nan, out)
 
 
 @gradient("Betainc")

@@ -334,7 +334,8 @@ def _random_gamma_grad(ctx, alpha, sample):
     from scipy.special import gammaln
 
     with np.errstate(all="ignore"):
-        da = np.asarray(_igamma_grad_a(_NumpyCtx, np.ascontiguousarray(a), np.ascontiguousarray(x)), work)
+        # (_igamma_grad_a gives scalars back as 1-element vectors: the broadcast shape restored)
+        da = np.asarray(_igamma_grad_a(_NumpyCtx, np.ascontiguousarray(a), np.ascontiguousarray(x)), work).reshape(a.shape)
         log_pdf = -x64 + (a64 - 1) * np.log(x64) - gammaln(a64)
         out = -da / np.exp(log_pdf)
     out = np.where(x64 == 0, 0.0, out)

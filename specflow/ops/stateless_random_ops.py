@@ -5,7 +5,7 @@ The same (key, counter, alg) always gives the same numbers, bit for bit TensorFl
 the Philox algorithm: Philox4x32-10 (Salmon et al. 2011, as TF's philox_random.h) makes four
 32-bit words per counter value; element group g uses the 128-bit counter plus g; the words become
 floats by filling a mantissa under a zero exponent (float32: 23 bits of one word, float64: 20 bits
-of one word and 32 of the next, float16: 10 bits of one word) and subtracting 1.
+of one word and 32 of the next, float16: 10 bits of one word, bfloat16: 7) and subtracting 1.
 
 Everything runs on ``ctx.xp`` in uint64 arithmetic (32-bit products fit), so a GPU computes the
 same words without a host round trip.
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from specflow.graph import dtypes
 from specflow.graph.shapes import Shape
 from specflow.ops.inference import InferenceContext
 from specflow.ops.random_ops import _multinomial_shape
@@ -70,6 +71,8 @@ def uniform_from_words(xp, words, dtype: np.dtype, n: int):
         bits = (np.uint64(1023) << np.uint64(52)) | man
         return (bits.view(np.float64) - 1.0)[:n]
     flat = words.reshape(-1)
+    if dtype == dtypes.bfloat16.numpy:  # the low 7 bits of each word: 1.m - 1 is m / 128 exactly
+        return ((flat & np.uint32(0x7F)).astype(np.float32) / np.float32(128.0))[:n]
     if dtype == np.float16:  # the low 10 bits of each word
         bits = (np.uint16(15) << np.uint16(10)) | (flat & np.uint32(0x3FF)).astype(np.uint16)
         return (bits.view(np.float16) - np.float16(1.0))[:n]
@@ -94,7 +97,7 @@ def _register_stateless(name: str, doc: str, from_words) -> None:
         name,
         inputs=["shape: Tshape", "key: uint64", "counter: uint64", "alg: int32"],
         outputs=["output: dtype"],
-        attrs=["dtype: {float16, float32, float64} = float32", "Tshape: {int32, int64} = int32"],
+        attrs=["dtype: {bfloat16, float16, float32, float64} = float32", "Tshape: {int32, int64} = int32"],
         shape=_stateless_shape,
         doc=doc,
     )
@@ -218,7 +221,7 @@ register_op(
     "StatelessTruncatedNormalV2",
     inputs=["shape: Tshape", "key: uint64", "counter: uint64", "alg: int32"],
     outputs=["output: dtype"],
-    attrs=["dtype: {float16, float32, float64} = float32", "Tshape: {int32, int64} = int32"],
+    attrs=["dtype: {bfloat16, float16, float32, float64} = float32", "Tshape: {int32, int64} = int32"],
     shape=_stateless_shape,
     doc="Standard normal values within (-2, 2) that depend only on (key, counter, alg): TF's "
     "rejection of Box-Muller normals over its counter-based generator (Philox).",
@@ -235,6 +238,8 @@ def _truncated_normal(ctx, shape, key, counter, alg):
     dims, key, counter = _stateless_args(ctx, shape, key, counter, alg)
     dtype = ctx.attrs["dtype"].numpy
     n = int(np.prod(dims, dtype=np.int64))
+    if n == 0:
+        return xp.zeros(tuple(int(d) for d in dims), dtype)
     work = np.dtype(np.float64 if dtype == np.float64 else np.float32)
     per_group = 2 if work == np.float64 else 4
     groups = -(-n // per_group)

@@ -238,8 +238,11 @@ def _known_values(g: _Graph, specs) -> dict[str, list]:
             continue
         ins = []
         for inp in node.data_inputs:
+            # (g.live() is not in dependency order: a Const an earlier pass folded sits after
+            # its consumers; not known yet here, it is left for the next fold)
             ref = parse_input(inp)
-            ins.append(known[ref.node][ref.index])
+            src = known.get(ref.node)
+            ins.append(src[ref.index] if src is not None and ref.index < len(src) else None)
         if not ins or any(v is None for v in ins) or sum(np.size(v) for v in ins) > FOLD_LIMIT:
             continue
         try:

@@ -91,4 +91,9 @@ CASES = [
          ref=lambda g, b, n, s: grad_image_ref(g, b, n, (2, 4, 5, 1), "nearest"), rtol=1e-5, atol=1e-5),
     Case("CropAndResizeGradBoxes", [_G, f32(2, 4, 5, 1), _SMOOTH, _IND2],
          ref=lambda g, i, b, n: grad_boxes_ref(g, i, b, n), rtol=1e-4, atol=1e-4),
+    # a sample below the image adds nothing, even where its clamped corners are infinite (TF
+    # 2.21's numbers, found by tf_fuzz_parity.py --family 4); a sample inside one gives NaN
+    Case("CropAndResizeGradBoxes", [np.ones((2, 2, 2, 1), np.float32), np.array([[[[0.0], [1.0]], [[2.0], [np.inf]]]], np.float32),
+                                    np.array([[0, 0, 2, 0.5], [0, 0, 1, 0.5]], np.float32), np.array([0, 0], np.int32)],
+         ref=lambda *a: np.array([[0.0, 0.0, 0.0, 1.0], [np.nan] * 4], np.float32), id="CropAndResizeGradBoxes-outside-inf"),
 ]  # fmt: skip

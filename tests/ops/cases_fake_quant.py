@@ -83,4 +83,22 @@ CASES = [
          ref=lambda x, lo, hi: _quantize(x, lo, hi)),
     Case("FakeQuantWithMinMaxVarsPerChannelGradient", [_DY, _X, _LO, _HI], attrs={"num_bits": 6}, rtol=1e-5, atol=1e-6,
          ref=lambda dy, x, lo, hi: _grads(dy, x, lo, hi, 6, per_channel=True)),
+    # An input halfway between two steps (TF 2.21's numbers, found by tf_fuzz_parity.py --family 4):
+    # Vars divides by the scale and rounds 0.5 in [0, 1] at 4 bits down to 7/15 and 2.0 in [-6, 6]
+    # down to 1.6; Args and PerChannel multiply by the inverse scale and round them up
+    Case("FakeQuantWithMinMaxVars", [np.array([0.5, 0.1], np.float32), F(0), F(1)], attrs={"num_bits": 4}, rtol=0, atol=0,
+         ref=lambda *a: np.array([0.46666669845581055, 0.13333334028720856], np.float32), id="FakeQuantWithMinMaxVars-halfway"),
+    Case("FakeQuantWithMinMaxVars", [np.array([2.0, -7.0], np.float32), F(-6), F(6)], attrs={"num_bits": 4}, rtol=0, atol=0,
+         ref=lambda *a: np.array([1.6, -6.4], np.float32), id="FakeQuantWithMinMaxVars-halfway-2"),
+    Case("FakeQuantWithMinMaxVarsPerChannel", [np.array([[0.5, 2.0]], np.float32), np.array([0, -6], np.float32),
+                                               np.array([1, 6], np.float32)], attrs={"num_bits": 4}, rtol=0, atol=0,
+         ref=lambda *a: np.array([[0.53333336, 2.4]], np.float32), id="FakeQuantWithMinMaxVarsPerChannel-halfway"),
+    # a [0, 0] channel's min and max gradients are 0 even for a NaN or infinite dy
+    Case("FakeQuantWithMinMaxVarsPerChannelGradient", [np.array([[np.nan, np.inf], [1.0, 2.0]], np.float32),
+                                                       np.array([[-1.0, 5.0], [0.5, -3.0]], np.float32), np.array([0, -1], np.float32),
+                                                       np.array([0, 1], np.float32)], id="FakeQuantWithMinMaxVarsPerChannelGradient-zero-nan",
+         ref=lambda *a: [np.array([[np.nan, np.nan], [1.0, 0.0]], np.float32), np.array([0.0, np.nan], np.float32),
+                         np.array([0.0, np.inf], np.float32)]),
+    Case("FakeQuantWithMinMaxVarsGradient", [np.array([np.nan, 1.0], np.float32), np.array([-1.0, 5.0], np.float32), F(0), F(0)],
+         ref=lambda *a: [np.array([np.nan, 1.0], np.float32), F(0), F(0)], id="FakeQuantWithMinMaxVarsGradient-zero-nan"),
 ]  # fmt: skip

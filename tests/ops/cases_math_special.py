@@ -92,6 +92,19 @@ _UNARY = [
                        ("BesselY0", [0.08825696421567697, -np.inf]), ("BesselY1", [-0.7812128213002887, -np.inf]),
                        ("Dawsn", [0.5380795069127684, 0.0]), ("Expint", [1.8951178163559368, -np.inf]),
                        ("FresnelCos", [0.7798934003768228, 0.0]), ("FresnelSin", [0.4382591473903548, 0.0]))],
+    # TF's values off the real domain (TF 2.21's numbers, found by tf_fuzz_parity.py --family 4):
+    # K is +inf and Y -inf for every x < 0, Expint NaN there and at +inf, float32 Y1(0) NaN
+    *[Case(op, [np.array([-np.inf, -2.5, -0.5, 1.0, np.inf], dt)], rtol=1e-6, atol=1e-15, id=f"{op}-{dt}-negative",
+           ref=lambda x, w=want, dt=dt: np.array(w, dt))
+      for dt in ("float32", "float64")
+      for op, want in (("BesselK0", [np.inf, np.inf, np.inf, 0.42102443824070834, 0.0]),
+                       ("BesselK1e", [np.inf, np.inf, np.inf, 1.636153486263258, 0.0]),
+                       ("BesselY0", [-np.inf, -np.inf, -np.inf, 0.08825696421567697, np.nan]),
+                       ("Expint", [np.nan, np.nan, np.nan, 1.8951178163559368, np.nan]))],
+    Case("BesselY1", [np.array([0.0, -0.0, -1.0, 1.0], np.float32)], rtol=1e-6, id="BesselY1-float32-zero",
+         ref=lambda x: np.array([np.nan, np.nan, -np.inf, -0.7812128213002887], np.float32)),
+    Case("Lgamma", [np.array([-np.inf, np.inf, 1.0])], ref=lambda x: np.array([np.inf, np.inf, 0.0]), id="Lgamma-infinities"),
+    Case("Digamma", [np.array([0.0, -0.0, 1.0])], ref=lambda x: np.array([np.nan, np.nan, -np.euler_gamma]), id="Digamma-zero"),
     Case("Spence", [np.array([1.0, 0.0, 2.0])], rtol=1e-12, ref=lambda x: np.array([0.0, np.pi**2 / 6, -np.pi**2 / 12])),
     Case("BesselJ0", [f32(4, low=-5, high=5)], rtol=1e-5, atol=1e-6, id="BesselJ0-float32",
          ref=lambda x: np.array([sum((-1) ** k * (v / 2) ** (2 * k) / math.factorial(k) ** 2 for k in range(30)) for v in
@@ -106,6 +119,10 @@ _UNARY = [
     # polygamma(1, 1) = pi^2 / 6, polygamma(2, 1) = -2 zeta(3), polygamma(0, x) = digamma; a fraction: nan
     Case("Polygamma", [np.array([1.0, 2.0, 0.0, 0.5, -1.0]), np.array([1.0, 1.0, 1.0, 1.0, 1.0])], rtol=1e-12,
          ref=lambda a, x: np.array([np.pi**2 / 6, -2 * 1.2020569031595942, -np.euler_gamma, np.nan, np.nan])),
+    # TF's Polygamma is (-1)^(a+1) a! Zeta(a + 1, x) for a >= 1: at x = 0, -1, -inf inf for odd a, nan
+    # for even a; Digamma's nan at 0 for a = 0; an infinite a inf for x <= 1, nan above (TF 2.21)
+    Case("Polygamma", [np.array([1.0, 2.0, 3.0, 2.0, 0.0, np.inf, np.inf]), np.array([-1.0, -1.0, 0.0, -np.inf, 0.0, 0.5, 2.0])],
+         ref=lambda a, x: np.array([np.inf, np.nan, np.inf, np.nan, np.nan, np.inf, np.nan]), id="Polygamma-poles"),
     Case("Polygamma", [np.array([[1.0], [3.0]]), np.array([0.5, 2.0])], rtol=1e-10, id="Polygamma-broadcast",
          ref=lambda a, x: np.array([[np.pi**2 / 2, np.pi**2 / 6 - 1], [np.pi**4, 6 * (np.pi**4 / 90 - 1)]])),
     Case("Erfc", [np.array([10.0, 26.0])], ref=lambda x: np.array([2.088487583762545e-45, 5.663192408856143e-296]),

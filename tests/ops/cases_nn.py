@@ -130,6 +130,11 @@ CASES = [
     Case("SoftplusGrad", [_g, _x], ref=_cast_like(lambda g, x: g / (1 + np.exp(-x))), rtol=1e-5),
     Case("SigmoidGrad", [_y_sig, _g], ref=_cast_like(lambda y, dy: dy * y * (1 - y)), rtol=1e-5),
     Case("TanhGrad", [_y_tanh, _g], ref=_cast_like(lambda y, dy: dy * (1 - y * y)), rtol=1e-5),
+    # complex: TF's kernels do not conjugate (its gradients pass conj(y)); TF 2.21's numbers
+    Case("TanhGrad", [np.array([0.3 + 0.7j]), np.array([1.0 + 0.5j])], ref=lambda y, dy: np.array([1.61 + 0.28j]),
+         rtol=1e-12, id="TanhGrad-complex-tf"),
+    Case("SigmoidGrad", [np.array([0.3 + 0.7j]), np.array([1.0 + 0.5j])], ref=lambda y, dy: np.array([0.56 + 0.63j]),
+         rtol=1e-12, id="SigmoidGrad-complex-tf"),
     # the gradients TF's own gradient functions emit (ops/math_grad_ops.py)
     Case("SqrtGrad", [_y_pos, _g], ref=_cast_like(lambda y, dy: dy * 0.5 / y), rtol=1e-5),
     Case("RsqrtGrad", [_y_pos, _g], ref=_cast_like(lambda y, dy: dy * -0.5 * y**3), rtol=1e-5),

@@ -69,6 +69,12 @@ CASES = [
          ref=lambda s, v: np.array([[0, 1, 4], [3, 0, 3]], np.int32)),
     Case("UpperBound", [np.array([[1, 3, 3, 7]], np.int32), np.array([[0, 3, 8]], np.int32)], attrs={"out_type": "int64"},
          ref=lambda s, v: np.array([[0, 3, 4]], np.int64)),
+    # NaN: TF's binary search compares with <, false for NaN (numpy puts NaN last); TF 2.21's
+    # numbers (found by tf_fuzz_parity.py --family 4)
+    *(Case(op, [np.array([[-1.0, 0, 0.5, 1], [-1, np.nan, 0.5, 1]], np.float32),
+                np.array([[np.nan, np.inf, -np.inf, 0.5, -0.0]] * 2, np.float32)], id=f"{op}-nan",
+           ref=lambda s, v, w=want: np.array(w, np.int32))
+      for op, want in (("LowerBound", [[0, 4, 0, 2, 1], [0, 4, 0, 1, 1]]), ("UpperBound", [[4, 4, 0, 3, 2], [4, 4, 2, 3, 2]]))),
     Case("ListDiff", [np.array([1, 2, 3, 4, 1, 6], np.int64), np.array([3, 1, 9], np.int64)], exact_shape=False,
          ref=lambda x, y: [np.array([2, 4, 6], np.int64), np.array([1, 3, 5], np.int32)]),
     Case("ListDiff", [np.array([0.5, 1.5], np.float32), np.array([], np.float32)], attrs={"out_idx": "int64"},

@@ -95,6 +95,9 @@ CASES = [
          const_inputs=[2], ref=lambda v, r, n: np.array([2, 1, 1, 0, 3], np.int32)),
     Case("HistogramFixedWidth", [np.array([[3, 7], [1, 9]], np.int64), np.array([0, 10], np.int64), np.int32(2)],
          attrs={"dtype": "int64"}, const_inputs=[2], ref=lambda v, r, n: np.array([2, 2], np.int64), id="HistogramFixedWidth-int"),
+    # rows with no values: every count 0 (TF's; found by tf_fuzz_parity.py --family 4)
+    Case("DenseBincount", [np.zeros((2, 0), np.int32), np.int32(3), np.zeros(0, np.int32)], const_inputs=[1],
+         ref=lambda *a: np.zeros((2, 3), np.int32), id="DenseBincount-empty-rows"),
     Case("DenseBincount", [np.array([1, 3, 1, 7, 0], np.int32), np.int32(5), np.zeros(0, np.float32)],
          ref=lambda a, n, w: np.array([1, 2, 0, 1, 0], np.float32), const_inputs=[1]),
     Case("DenseBincount", [np.array([[1, 3, 1], [0, 0, 4]], np.int64), np.int64(5),

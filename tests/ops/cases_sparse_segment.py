@@ -41,4 +41,12 @@ CASES = [
          id="SparseSegmentSum-int32"),
     *(Case(f"SparseSegment{k}Grad", [f64(4, 3), IDX, SEG, np.int32(5)], ref=_grad_ref(n), const_inputs=[1, 2, 3], rtol=1e-12)
       for k, n in (("Sum", "sum"), ("Mean", "mean"), ("SqrtN", "sqrtn"))),
+    # the V2 gradients (TF 2.21's, embedding_lookup_sparse's): the dense gradient's rows at the
+    # distinct indices, and those indices
+    *(Case(f"SparseSegment{k}GradV2", [f64(4, 3), IDX, SEG, np.int32(5)], const_inputs=[1, 2, 3], rtol=1e-12, exact_shape=False,
+           ref=lambda g, i, s, d, n=n: (_grad_ref(n)(g, i, s, d)[np.unique(i)], np.unique(i)))
+      for k, n in (("Sum", "sum"), ("Mean", "mean"), ("SqrtN", "sqrtn"))),
+    Case("SparseSegmentMeanGradV2", [f32(2, 2), np.array([4, 1, 4], np.int64), np.array([0, 0, 1], np.int32), np.int32(5)],
+         const_inputs=[1, 2, 3], exact_shape=False, id="SparseSegmentMeanGradV2-int64-literal",
+         ref=lambda g, i, s, d: (np.stack([g[0] / 2, g[0] / 2 + g[1]]), np.array([1, 4], np.int64))),
 ]

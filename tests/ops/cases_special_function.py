@@ -84,4 +84,16 @@ CASES = [
     Case("Zeta", [_A + 1.5, _X], ref=lambda x, q: _ref(_hurwitz, x, q), rtol=1e-9),
     Case("Zeta", [np.array([0.5, 1.0, 2.0, 3.0, 2.5]), np.array([1.0, 1.0, -1.0, -2.0, -0.5])],
          ref=lambda x, q: np.array([np.nan, np.inf, np.inf, np.nan, np.nan]), id="Zeta-domain"),
+    # TF 2.21's values at the infinities (found by tf_fuzz_parity.py --family 4): Zeta(inf, q) is
+    # inf below q = 1, 1 at 1, 0 above; P and Q of (inf, inf) 0; Betainc nan inside (0, 1) for an
+    # infinite a or b, and 0 at x = 0, 1 at x = 1 whatever a and b (nan included)
+    Case("Zeta", [np.full(6, np.inf), np.array([-np.inf, -1.5, 0.0, 1.0, 1.5, np.inf])], id="Zeta-x-inf",
+         ref=lambda x, q: np.array([np.inf, np.inf, np.inf, 1.0, 0.0, 0.0])),
+    Case("IgammaGradA", [np.array([np.inf, np.inf, np.inf], np.float32), np.array([0.5, 200.0, np.inf], np.float32)],
+         ref=lambda a, x: np.zeros(3, np.float32), id="IgammaGradA-a-inf"),
+    Case("Igamma", [np.array([np.inf, np.inf]), np.array([np.inf, 1.0])], ref=lambda a, x: np.array([0.0, 0.0]), id="Igamma-inf"),
+    Case("Igammac", [np.array([np.inf, 2.0]), np.array([np.inf, np.inf])], ref=lambda a, x: np.array([0.0, 0.0]), id="Igammac-inf"),
+    Case("Betainc", [np.array([0.5, np.inf, np.nan, np.inf, 2.0]), np.array([np.inf, 1.0, 1.0, np.inf, np.nan]),
+                     np.array([0.3, 0.3, 0.0, 1.0, 1.0])], id="Betainc-inf-nan-edges",
+         ref=lambda a, b, x: np.array([np.nan, np.nan, 0.0, 1.0, 1.0])),
 ]  # fmt: skip

@@ -8,6 +8,7 @@ mantissa rule, written out here independently of the kernel."""
 
 import numpy as np
 
+from specflow.graph import dtypes
 from specflow.ops.eval import evaluate_op
 from tests.ops.harness import Case
 
@@ -151,6 +152,15 @@ CASES = [
          const_inputs=[0], rtol=1e-6, atol=1e-6, id="StatelessTruncatedNormalV2-float32",
          ref=lambda *a: np.array([[0.2132473886013031, -0.7651700973510742, -1.0377172231674194],
                                   [-1.6080163717269897, 0.10526004433631897, 0.3191651403903961]], np.float32)),
+    # bfloat16 (TF 2.21's numbers, found by tf_fuzz_parity.py --family 4): the uniform from the low
+    # 7 bits of each word, the normals as float32's rounded; and an empty truncated normal
+    *(Case(op, [np.array([6], np.int32), _KEY59, _COUNTER59, np.int32(1)], attrs={"dtype": "bfloat16"}, const_inputs=[0],
+           atol=0, rtol=0, id=f"{op}-bfloat16", ref=lambda *a, w=want: np.array(w, np.float32).astype(dtypes.bfloat16.numpy))
+      for op, want in (("StatelessRandomUniformV2", [0.5, 0.0625, 0.34375, 0.5703125, 0.5390625, 0.078125]),
+                       ("StatelessRandomNormalV2", [0.212890625, -0.765625, -1.0390625, -1.609375, 0.57421875, -0.6171875]),
+                       ("StatelessTruncatedNormalV2", [0.212890625, -0.765625, -1.0390625, -1.609375, 0.10546875, 0.318359375]))),
+    Case("StatelessTruncatedNormalV2", [np.array([0, 3], np.int32), _KEY59, _COUNTER59, np.int32(1)], const_inputs=[0],
+         ref=lambda *a: np.zeros((0, 3), np.float32), id="StatelessTruncatedNormalV2-empty"),
     Case("StatelessTruncatedNormalV2", [np.array([200, 200], np.int64), np.array([77], U64), np.array([5, 6], U64),
                                         np.int32(3)], attrs={"Tshape": "int64"}, const_inputs=[0],
          check=_check_truncated, id="StatelessTruncatedNormalV2-stream"),

@@ -59,4 +59,7 @@ CASES = [
          rtol=1e-9),
     Case("RandomGammaGrad", [np.array([[0.5], [3.0]], np.float32), np.array([0.0, 1.0, 2.5], np.float32)],
          ref=lambda a, s: _implicit_ref(a, s).astype(np.float32), rtol=1e-4, atol=1e-5, id="RandomGammaGrad-broadcast-zero"),
+    # scalars stay scalars (a stateless_gamma of shape [] and its gradient; TF 2.21's number)
+    Case("RandomGammaGrad", [np.float32(1.5), np.float32(1.1969660520553589)], ref=_lit(0.9932989478111267, np.float32),
+         rtol=1e-5, id="RandomGammaGrad-scalar"),
 ]

@@ -48,3 +48,18 @@ def test_matmul_accumulates_in_float32():
 def test_bfloat16_is_a_floating_dtype():
     assert dtypes.as_dtype("bfloat16") is dtypes.bfloat16 and dtypes.bfloat16.is_floating
     assert dtypes.as_dtype(np.dtype(BF16)) is dtypes.bfloat16 and dtypes.as_dtype(14) is dtypes.bfloat16
+
+
+def test_session_fetches_keep_bfloat16():
+    # A fetch leaves through _Retval, which has no outputs: run as a float32 kernel it handed back
+    # the widened float32 value (found by tf_fuzz_parity.py --family 4's dtype check)
+    from specflow.graph.builder import GraphBuilder
+    from specflow.runtime.session import Session
+
+    b = GraphBuilder()
+    x = b.add_op("Placeholder", [], {"dtype": dtypes.bfloat16, "shape": [3]}, name="x").name
+    y = b.add_op("Mul", [x, x], {}, name="y").name
+    with Session(b.graph_def) as s:
+        got_x, got_y = s.run([x, y], {"x": np.array([1.5, -2.0, 3.0], BF16)})
+    assert got_x.dtype == BF16 and got_y.dtype == BF16
+    assert got_y.astype(np.float32).tolist() == [2.25, 4.0, 9.0]

@@ -287,3 +287,27 @@ def test_constants_that_widen_the_result_or_differ_in_bits_are_kept():
     for r in (widening, signed_zeros, unknown):
         assert r.scalarized == []
         assert [n.name for n in r.graph_def.nodes if n.op == "Const"] == ["c"]
+
+
+def test_a_second_fold_reads_consts_an_earlier_fold_appended():
+    # Folding a node of several outputs (BroadcastGradientArgs) appends one Const per output at
+    # the end of the order, after their consumers; a later fold (after an unroll or a decided
+    # cond) met those consumers first and failed with a KeyError (tf_fuzz_parity.py --family 4:
+    # Betainc's gradient beside non_max_suppression_padded's loop)
+    from specflow.graph.dtypes import float32
+    from specflow.runtime.optimize import OptimizeResult, _fold, _Graph
+
+    b = GraphBuilder()
+    x = b.add_op("Placeholder", [], {"dtype": float32, "shape": [2, 3]}, name="x").name
+    y = b.add_op("Placeholder", [], {"dtype": float32, "shape": [3]}, name="y").name
+    sx, sy = b.add_op("Shape", [x], {}, name="sx").name, b.add_op("Shape", [y], {}, name="sy").name
+    args = b.add_op("BroadcastGradientArgs", [sx, sy], {}, name="args")
+    r1 = b.add_op("Sum", [x, f"{args.name}:1"], {"keep_dims": False}, name="sum1").name
+    g = _Graph(b.graph_def)
+    result = OptimizeResult(b.graph_def)
+    _fold(g, result)
+    assert any(n.name.startswith("ConstantFolding/args-folded-") for n in g.live())
+    _fold(g, result)  # the appended Consts come after sum1 in the order
+    with Session(b.graph_def) as s:
+        want = s.run(r1, {"x": np.ones((2, 3), np.float32), "y": np.ones(3, np.float32)})
+    assert want.tolist() == [2.0, 2.0, 2.0]
