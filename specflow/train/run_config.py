@@ -139,7 +139,7 @@ def clear(logdir: Path) -> list[str]:
     eval/'s events; anything else in the logdir is the user's and stays."""
     removed = []
     for d in (Path(logdir), Path(logdir) / "eval"):
-        if not d.is_dir():
+        if not d.is_dir() or d.is_symlink():  # eval/ linked elsewhere: not this run's to clear
             continue
         for p in d.iterdir():
             if p.is_file() and not p.is_symlink() and _RUN_FILE.match(p.name) and p.name != ".specflow.lock":
