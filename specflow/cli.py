@@ -28,7 +28,7 @@ from specflow.cli_args import (
     _tensor_of,
 )
 from specflow.cli_cluster import inspect_training, no_devices_on_a_cluster
-from specflow.cli_errors import _escape, err, handle_errors
+from specflow.cli_errors import _escape, err, handle_errors, noting_flags
 from specflow.cli_signals import _stop_on_signals
 from specflow.cli_steps import _compile, _quiet_numeric_warnings, _run_model, placed_only
 from specflow.errors import SpecflowError
@@ -55,15 +55,8 @@ def _load(path: Path, overrides: list[str] | None, run=None):
     from specflow.schema.loader import load_spec
 
     _check_spec_path(path)
-    try:
+    with noting_flags(overrides, run, SpecflowError):
         return load_spec(str(path), overrides=list(overrides or []))
-    except SpecflowError as e:
-        if run is not None:
-            if run.set or run.seed is not None:
-                e.cli_note = f"(with the run's {run.flags()})"
-        elif overrides:
-            e.cli_note = "(after " + " ".join(f"--set {o}" for o in overrides) + ")"
-        raise
 
 
 def _check_format(fmt: str, allowed=("table", "json", "dot")) -> str:
@@ -93,7 +86,8 @@ def validate(spec: Path = typer.Argument(..., help="The model spec (YAML)."), se
     from specflow.train.data_fit import check_data
 
     s = _load(spec, set_)
-    check_data(s)
+    with noting_flags(set_):  # the data's checks too: `--set train.data.batch_size=...` is named
+        check_data(s)
     n_params = sum(_num_elements(v.shape) for v in s.variables)
     trainable = sum(1 for v in s.variables if v.trainable)
     out.print(
@@ -368,7 +362,7 @@ def train(
             out.print(f"{_escape(str(logdir))}: already at step {done}; nothing to do{hint}")
             return
     _quiet_numeric_warnings()
-    with errors_located(s), ProgressListener(out) as listener:
+    with noting_flags(plan.config.set, plan.config), errors_located(s), ProgressListener(out) as listener:
         options = TrainOptions(logdir=logdir, steps=steps, resume=plan.resume, devices=devices,
                                lossy_transfers=lossy_transfers)
         if cluster or address:

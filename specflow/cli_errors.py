@@ -3,6 +3,7 @@ never a traceback. Kept apart from ``cli.py`` (the commands)."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 from collections.abc import Callable
@@ -11,7 +12,7 @@ import typer
 from rich.console import Console
 from typer.exceptions import TyperException
 
-from specflow.errors import SpecflowError
+from specflow.errors import SpecError, SpecflowError
 
 # emoji=False: a name such as "x:abc:" must print as written, not as rich's emoji for ":abc:".
 err = Console(stderr=True, highlight=False, emoji=False)
@@ -57,3 +58,21 @@ def _escape(text: str) -> str:
     from rich.markup import escape
 
     return escape(text)
+
+
+@contextlib.contextmanager
+def noting_flags(overrides, run=None, kind: type[SpecflowError] = SpecError):
+    """An error of ``kind`` raised inside names the flags that changed the spec (handle_errors
+    appends ``cli_note`` to its line): the --set flags, or for ``run`` (a RunConfig) the run's
+    remembered --seed/--set. A shape mismatch after ``--set nodes.hidden.units=7`` is the --set's
+    doing, and so is a batch size the data cannot fill."""
+    try:
+        yield
+    except kind as e:
+        if not getattr(e, "cli_note", ""):
+            if run is not None:
+                if run.set or run.seed is not None:
+                    e.cli_note = f"(with the run's {run.flags()})"
+            elif overrides:
+                e.cli_note = "(after " + " ".join(f"--set {o}" for o in overrides) + ")"
+        raise

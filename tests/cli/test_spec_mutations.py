@@ -1,0 +1,21 @@
+"""Regressions found by scripts/spec_mutation_fuzz.py (mutated model specs through validate,
+inspect, train and export): one test per class of fault, each failing before its fix."""
+
+from __future__ import annotations
+
+from .cli_helpers import cli, one_error
+from .test_user_specs import spec_file
+
+
+def test_validate_refuses_a_batch_the_training_split_cannot_fill(tmp_path):
+    """passes-then-fails: `validate` said ok to `split: {test: 0.999}` (1 training example) and
+    to a batch_size over the data; `train` then failed at once. The --set is named too."""
+    spec = spec_file(tmp_path)
+    for s, n in (("train.data.split.test=0.999", 1), ("train.data.batch_size=100000", 1437)):
+        line = one_error(cli("validate", spec, "--set", s), "train.data.batch_size", f"({n} examples after the split)")
+        assert f"--set {s}" in line, line
+    line = one_error(cli("train", spec, "--logdir", tmp_path / "run", "--set", "train.data.split.test=0.999"))
+    assert "larger than the training data" in line and "(with the run's --set train.data.split.test=0.999)" in line
+    line = one_error(cli("validate", spec_file(tmp_path, name="b.yaml", text=spec.read_text().replace(
+        "batch_size: 16", "batch_size: 1500"))), "larger than the training data")
+    assert "b.yaml:" in line, line
