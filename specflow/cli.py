@@ -83,11 +83,14 @@ def _spec_of(spec) -> Callable[[str], list[str] | None]:
 def validate(spec: Path = typer.Argument(..., help="The model spec (YAML)."), set_: list[str] | None = SetOpt):
     """Check a spec: schema, graph structure, shapes and dtypes, and its training data (files
     found; up to 64 MiB read and fitted to the inputs). Prints a summary on success."""
-    from specflow.train.data_fit import check_data
+    from specflow.train.data_fit import check_data, errors_located
+    from specflow.train.loss_check import check_loss_reaches_a_variable
 
     s = _load(spec, set_)
     with noting_flags(set_):  # the data's checks too: `--set train.data.batch_size=...` is named
         check_data(s)
+    with noting_flags(set_, kind=SpecflowError), errors_located(s):
+        check_loss_reaches_a_variable(s)
     n_params = sum(_num_elements(v.shape) for v in s.variables)
     trainable = sum(1 for v in s.variables if v.trainable)
     out.print(

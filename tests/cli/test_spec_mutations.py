@@ -3,8 +3,8 @@ inspect, train and export): one test per class of fault, each failing before its
 
 from __future__ import annotations
 
-from .cli_helpers import cli, one_error
-from .test_user_specs import spec_file
+from .cli_helpers import cli, ok, one_error
+from .test_user_specs import SPEC, spec_file
 
 
 def test_validate_refuses_a_batch_the_training_split_cannot_fill(tmp_path):
@@ -19,3 +19,16 @@ def test_validate_refuses_a_batch_the_training_split_cannot_fill(tmp_path):
     line = one_error(cli("validate", spec_file(tmp_path, name="b.yaml", text=spec.read_text().replace(
         "batch_size: 16", "batch_size: 1500"))), "larger than the training data")
     assert "b.yaml:" in line, line
+
+
+def test_validate_refuses_a_loss_no_gradient_reaches(tmp_path):
+    """passes-then-fails: a loss reading the model only through ArgMax/Equal/Cast (an accuracy)
+    passed validate's structural check ('depends on a variable'); train then failed building
+    the gradients. validate now walks the edges a gradient can take."""
+    spec = spec_file(tmp_path, SPEC.replace(
+        "  loss: {op: Mean, inputs: [{op: SparseSoftmaxCrossEntropyWithLogits, inputs: [logits, labels]}]}",
+        "  loss: {op: Mean, inputs: [{op: Cast, DstT: float32, inputs: [{op: Equal, inputs: [\n"
+        "    {op: ArgMax, inputs: [logits], axis: 1, output_type: int64}, labels]}]}]}"))
+    for cmd in (("validate", spec), ("train", spec, "--logdir", tmp_path / "run")):
+        one_error(cli(*cmd), "tiny.yaml:16:9: train.loss: the loss 'loss' does not depend on any trainable variable")
+    ok("validate", spec_file(tmp_path, SPEC, name="fine.yaml"))  # the cross-entropy loss trains
