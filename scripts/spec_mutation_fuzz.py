@@ -9,7 +9,7 @@ instead of a file, binary junk, truncation) and put through ``validate``, ``insp
 - ``passes-then-fails``: validate exits 0 on a spec that ``train``/``export``/``inspect`` then
   rejects (validation should have said so; a failure with the data's own message is still flagged);
 - ``no-location``: an error about the spec's contents whose line names no ``FILE:LINE``;
-- ``long-message``: a failure printing more than 2 lines on stderr;
+- ``long-message``: one message over 2 lines on stderr (several problems, one line each, are fine);
 - ``hang``: a command running over 60 s;
 - ``silent``: a non-zero exit with nothing on stderr, or a usage exit (2) for a spec problem.
 
@@ -355,7 +355,13 @@ def judge(cmd, rc, stdout, stderr, spec_name, located) -> list[str]:
         lines = [ln for ln in stderr.splitlines() if ln.strip()]
         if not lines:
             flags.append("silent")
-        if len(lines) > 2:
+        messages: list[list[str]] = []  # each error:/warning: line starts one; others continue it
+        for ln in lines:
+            if ln.startswith(("error:", "warning:")) or not messages:
+                messages.append([ln])
+            else:
+                messages[-1].append(ln)
+        if any(len(m) > 2 for m in messages):
             flags.append("long-message")
         if rc == 2:
             flags.append("usage-exit")
