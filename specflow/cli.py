@@ -142,7 +142,6 @@ def inspect(
         placed_only(model, placed and model, devices, fetch, feed, batch_size, soft_placement, optimize,
                     task_devices, placement, lossy_transfers)
     if model:
-        _check_format(fmt, ("table", "json"))
         from specflow.views.saved_model_view import (
             describe_model,
             saved_model_json,
@@ -150,7 +149,12 @@ def inspect(
         )
 
         info = describe_model(str(spec))
-        if fmt == "json":
+        if fmt == "dot":  # the graph as it is stored (`| dot -Tsvg`), as for a spec
+            from specflow.graph.graph_def import GraphDef, NodeDef
+            from specflow.views.graph_view import graph_dot
+
+            print(graph_dot(GraphDef([NodeDef(n["name"], n["op"], n["inputs"], n["device"]) for n in info["nodes"]])))
+        elif fmt == "json":
             print(saved_model_json(info))
         else:
             out.print(saved_model_renderable(info))

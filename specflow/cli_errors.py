@@ -6,6 +6,8 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import signal
+import sys
 from collections.abc import Callable
 
 import typer
@@ -34,6 +36,10 @@ def handle_errors(fn: Callable) -> Callable:
                 line = f"{line} {note}" if note and "--set" not in line else line
                 err.print(f"[red]error:[/red] {_escape(line)}", soft_wrap=True)
             raise typer.Exit(1) from None
+        except BrokenPipeError:  # `specflow inspect ... | head`: the reader left; say nothing, as `yes | head`
+            with contextlib.suppress(OSError, ValueError):
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # the exit's flush must not fail again
+            raise typer.Exit(128 + signal.SIGPIPE) from None
         except OSError as e:  # a path the commands' own checks did not foresee: still one line
             where = f"{e.filename}: " if e.filename else ""
             err.print(f"[red]error:[/red] {_escape(where + (e.strerror or str(e)))}", soft_wrap=True)
