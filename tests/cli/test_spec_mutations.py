@@ -32,3 +32,17 @@ def test_validate_refuses_a_loss_no_gradient_reaches(tmp_path):
     for cmd in (("validate", spec), ("train", spec, "--logdir", tmp_path / "run")):
         one_error(cli(*cmd), "tiny.yaml:16:9: train.loss: the loss 'loss' does not depend on any trainable variable")
     ok("validate", spec_file(tmp_path, SPEC, name="fine.yaml"))  # the cross-entropy loss trains
+
+
+def test_train_on_a_billion_laughs_spec_stops_at_the_alias_limit(tmp_path):
+    """hang: `train` hashed the spec for run.json with PyYAML's unbounded safe_load before the
+    spec loader's alias limit could refuse it; validate and inspect stopped at once."""
+    import subprocess
+    import sys
+
+    bomb = 'a: &a ["x","x","x","x","x","x","x","x","x"]\n' + "".join(
+        f"{c}: &{c} [*{p},*{p},*{p},*{p},*{p},*{p},*{p},*{p},*{p}]\n" for p, c in zip("abcdefgh", "bcdefghi"))
+    spec = spec_file(tmp_path, bomb + SPEC)
+    r = subprocess.run([sys.executable, "-m", "specflow.cli", "train", str(spec), "--logdir", str(tmp_path / "run")],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 1 and "too many YAML nodes" in r.stderr and r.stderr.count("\n") == 1, r.stderr
