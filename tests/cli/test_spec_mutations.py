@@ -46,3 +46,11 @@ def test_train_on_a_billion_laughs_spec_stops_at_the_alias_limit(tmp_path):
     r = subprocess.run([sys.executable, "-m", "specflow.cli", "train", str(spec), "--logdir", str(tmp_path / "run")],
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 1 and "too many YAML nodes" in r.stderr and r.stderr.count("\n") == 1, r.stderr
+
+
+def test_a_signature_without_outputs_is_refused_at_its_line(tmp_path):
+    """passes-then-fails, no-location: `outputs: {}` validated, trained, then `export` failed
+    with `signature 'serving_default' has no outputs` and no file:line."""
+    spec = spec_file(tmp_path, SPEC.replace("outputs: {logits: logits}", "outputs: {}"))
+    one_error(cli("validate", spec), "tiny.yaml:13:", "signatures.serving_default.outputs: the mapping should have "
+              "at least 1 item")
