@@ -403,7 +403,9 @@ def one_case(i, model, seed, kinds, work: Path):
     logdir = work / "runs" / f"mut_{i}"
     results = {}
     cmds = [("validate", [rel]), ("inspect", [rel, "--format", "json"])]
-    trains = "\ntrain:" in text  # a spec without a train: section is not trained (the refusal is right)
+    # A spec without a train: section (or one a mutation removed) is not trained: refusing is right.
+    written = out_path.read_bytes() if out_path.is_file() else b""
+    trains = b"\ntrain:" in written or written.startswith(b"train:") or (kind != "directory" and not written)
     if trains:
         cmds.append(("train", [rel, "--steps", "2", "--logdir", str(logdir)]))
     for name, a in cmds:
