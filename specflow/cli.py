@@ -28,7 +28,7 @@ from specflow.cli_args import (
     _tensor_of,
 )
 from specflow.cli_cluster import inspect_training, no_devices_on_a_cluster
-from specflow.cli_errors import _escape, err, handle_errors
+from specflow.cli_errors import _escape, err, handle_errors, noting_flags
 from specflow.cli_signals import _stop_on_signals
 from specflow.cli_steps import _compile, _quiet_numeric_warnings, _run_model, placed_only
 from specflow.errors import SpecflowError
@@ -55,15 +55,8 @@ def _load(path: Path, overrides: list[str] | None, run=None):
     from specflow.schema.loader import load_spec
 
     _check_spec_path(path)
-    try:
+    with noting_flags(overrides, run, SpecflowError):
         return load_spec(str(path), overrides=list(overrides or []))
-    except SpecflowError as e:
-        if run is not None:
-            if run.set or run.seed is not None:
-                e.cli_note = f"(with the run's {run.flags()})"
-        elif overrides:
-            e.cli_note = "(after " + " ".join(f"--set {o}" for o in overrides) + ")"
-        raise
 
 
 def _check_format(fmt: str, allowed=("table", "json", "dot")) -> str:
@@ -90,10 +83,14 @@ def _spec_of(spec) -> Callable[[str], list[str] | None]:
 def validate(spec: Path = typer.Argument(..., help="The model spec (YAML)."), set_: list[str] | None = SetOpt):
     """Check a spec: schema, graph structure, shapes and dtypes, and its training data (files
     found; up to 64 MiB read and fitted to the inputs). Prints a summary on success."""
-    from specflow.train.data_fit import check_data
+    from specflow.train.data_fit import check_data, errors_located
+    from specflow.train.loss_check import check_loss_reaches_a_variable
 
     s = _load(spec, set_)
-    check_data(s)
+    with noting_flags(set_):  # the data's checks too: `--set train.data.batch_size=...` is named
+        check_data(s)
+    with noting_flags(set_, kind=SpecflowError), errors_located(s):
+        check_loss_reaches_a_variable(s)
     n_params = sum(_num_elements(v.shape) for v in s.variables)
     trainable = sum(1 for v in s.variables if v.trainable)
     out.print(
@@ -145,7 +142,6 @@ def inspect(
         placed_only(model, placed and model, devices, fetch, feed, batch_size, soft_placement, optimize,
                     task_devices, placement, lossy_transfers)
     if model:
-        _check_format(fmt, ("table", "json"))
         from specflow.views.saved_model_view import (
             describe_model,
             saved_model_json,
@@ -153,7 +149,12 @@ def inspect(
         )
 
         info = describe_model(str(spec))
-        if fmt == "json":
+        if fmt == "dot":  # the graph as it is stored (`| dot -Tsvg`), as for a spec
+            from specflow.graph.graph_def import GraphDef, NodeDef
+            from specflow.views.graph_view import graph_dot
+
+            print(graph_dot(GraphDef([NodeDef(n["name"], n["op"], n["inputs"], n["device"]) for n in info["nodes"]])))
+        elif fmt == "json":
             print(saved_model_json(info))
         else:
             out.print(saved_model_renderable(info))
@@ -368,7 +369,7 @@ def train(
             out.print(f"{_escape(str(logdir))}: already at step {done}; nothing to do{hint}")
             return
     _quiet_numeric_warnings()
-    with errors_located(s), ProgressListener(out) as listener:
+    with noting_flags(plan.config.set, plan.config), errors_located(s), ProgressListener(out) as listener:
         options = TrainOptions(logdir=logdir, steps=steps, resume=plan.resume, devices=devices,
                                lossy_transfers=lossy_transfers)
         if cluster or address:

@@ -25,6 +25,7 @@ random inputs; ``specflow import`` reports success only after it.
 from __future__ import annotations
 
 import math
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -73,6 +74,7 @@ def import_model(source, out, overwrite: bool = False) -> ImportResult:
     const_dir = out.with_name(f"{stem}_constants")
     if out.exists() and not overwrite:
         raise ExportError(f"{out} exists; pass --overwrite to replace it")
+    _check_beside(ckpt_dir, const_dir, overwrite)
     with load_model(str(source)) as model:
         sigs = {n: s for n, s in model.signatures.items()}
         if not sigs:
@@ -85,6 +87,7 @@ def import_model(source, out, overwrite: bool = False) -> ImportResult:
         names = _spec_names(graph)
         variables = _variable_values(model, graph, names)
         trainable = _trainable(model.meta_graph, model.graph_def)
+    _clear_beside(ckpt_dir, const_dir)
     writer = _SpecWriter(names, const_dir, f"{ckpt_dir.name}/{ckpt.name}", trainable)
     body = writer.write(graph, variables, sigs, _ident(stem), source)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -94,6 +97,37 @@ def import_model(source, out, overwrite: bool = False) -> ImportResult:
     return ImportResult(out, len(writer.nodes), list(writer.inputs), {
         names[n]: (str(v.dtype), list(v.shape)) for n, v in variables.items()}, writer.files,
         ckpt if variables else None, list(sigs))
+
+
+_IMPORT_FILES = (re.compile(re.escape(CHECKPOINT_PREFIX) + r"-0\.(index|data-\d{5}-of-\d{5})|checkpoint"),
+                 re.compile(r"[A-Za-z0-9_.-]+\.npy"))
+
+
+def _check_beside(ckpt_dir: Path, const_dir: Path, overwrite: bool) -> None:
+    """The import writes ``<stem>_checkpoint/`` and ``<stem>_constants/`` beside the spec. A
+    directory there holding anything an import does not write (a training logdir of that name:
+    its checkpoints would lose 'latest' to step 0 and its oldest would go to the keep policy) is
+    refused, even with --overwrite; a previous import's needs --overwrite, as the spec does."""
+    for d, pattern in zip((ckpt_dir, const_dir), _IMPORT_FILES):
+        if not os.path.lexists(d):
+            continue
+        if d.is_symlink() or not d.is_dir():
+            raise ExportError(f"{d} exists and is not a directory an import wrote; move it or choose another --out")
+        entries = sorted(os.listdir(d))
+        stray = [e for e in entries if not pattern.fullmatch(e) or (d / e).is_symlink() or not (d / e).is_file()]
+        if stray:
+            raise ExportError(f"{d} holds {stray[0]!r}, which an import does not write; "
+                              "move it or choose another --out")
+        if entries and not overwrite:
+            raise ExportError(f"{d} exists (a previous import's); pass --overwrite to replace it")
+
+
+def _clear_beside(ckpt_dir: Path, const_dir: Path) -> None:
+    """A previous import's files (``_check_beside`` passed): no stale constant or checkpoint stays."""
+    for d in (ckpt_dir, const_dir):
+        if d.is_dir() and not d.is_symlink():
+            for e in os.listdir(d):
+                (d / e).unlink()
 
 
 def _closure(graph: GraphDef, roots: list[str], inputs: set[str]) -> GraphDef:

@@ -334,14 +334,23 @@ def _rename_colocation(node: node_def_pb2.NodeDef, path: str, body) -> None:
 # --- what a run needs ----------------------------------------------------------------------
 
 
+# Ops that create, overwrite or delete files at a path given as data. A loaded model's signature
+# or restore op holding one could write or delete anywhere the user can (a SaveV2 over a file, a
+# MergeV2Checkpoints of '../../x' deletes x's bundle): refused, as nothing read from a file may
+# touch files the user did not name. TF's own Saver only runs them when asked to save.
+FILE_WRITING_OPS = frozenset({"SaveV2", "MergeV2Checkpoints"})
+
+
 def check_supported(graph_def: GraphDef, roots: Iterable[str], feeds: Iterable[str] = ()) -> None:
     """OpError naming every op specflow lacks among the nodes ``roots`` (tensor or node names,
-    ``^n`` allowed) need, not looking past fed tensors. Nodes off those paths do not matter."""
+    ``^n`` allowed) need, not looking past fed tensors, and any of them that writes files
+    (``FILE_WRITING_OPS``). Nodes off those paths do not matter."""
     nodes = graph_def.node_map()
     fed = {canonical_tensor(f) for f in feeds}
     stack = [parse_input(r).node for r in roots]
     seen: set[str] = set()
     missing: dict[str, NodeDef] = {}  # op -> the first node using it
+    writes: list[NodeDef] = []
     while stack:
         name = stack.pop()
         if name in seen or name not in nodes:
@@ -350,12 +359,18 @@ def check_supported(graph_def: GraphDef, roots: Iterable[str], feeds: Iterable[s
         node = nodes[name]
         if not has_op(node.op):
             missing.setdefault(node.op, node)
+        elif node.op in FILE_WRITING_OPS:
+            writes.append(node)
         for inp in node.inputs:
             if inp.startswith("^") or canonical_tensor(inp) not in fed:
                 stack.append(parse_input(inp).node)
     if missing:
         uses = "; ".join(f"op '{op}' ({_describe(n)})" for op, n in sorted(missing.items()))
         raise OpError(f"the model uses {uses}, which specflow does not support")
+    if writes:
+        n = min(writes, key=lambda n: n.name)
+        raise OpError(f"the model's {_describe(n)} ({n.op}) would write or delete files at paths the model "
+                      "itself names; specflow does not run file writes from a loaded model")
 
 
 def _describe(node: NodeDef) -> str:

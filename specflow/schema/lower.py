@@ -500,7 +500,12 @@ class Lowerer:
             if _has_int(value):  # numpy keeps an int beyond int64 as a Python object
                 raise self.error(f"input '{arg.name}' of {opdef.name}: {value!r} is out of range for int64", path)
             raise self.error(f"input '{arg.name}' of {opdef.name}: '{value}' names no tensor", path)
-        return self.builder.const(arr, dt or _default_dtype(arr, arg, opdef), name=arg.name)
+        final = dt or _default_dtype(arr, arg, opdef)
+        if arr.size and arr.dtype.kind in "ui" and final.is_integer:  # 2**63 is numpy's uint64: no wrap to -2**63
+            info = np.iinfo(final.numpy)
+            if int(arr.min()) < info.min or int(arr.max()) > info.max:
+                raise self.error(f"input '{arg.name}' of {opdef.name}: {value!r} is out of range for {final.name}", path)
+        return self.builder.const(arr, final, name=arg.name)
 
     def _default(self, opdef: OpDef, arg: ArgDef, attrs: dict, tensors: dict, path: tuple) -> str:
         value = arg.default

@@ -401,7 +401,7 @@ class SignatureSpec(StrictModel):
     """A named entry point: input aliases -> placeholders, output aliases -> tensors."""
 
     inputs: dict[str, Reference] = {}
-    outputs: dict[str, Reference]
+    outputs: Annotated[dict[str, Reference], Field(min_length=1)]  # export and predict need one
     doc: str | None = None
 
 

@@ -245,6 +245,13 @@ class OptimizerConfig(BaseModel):
         elif not chosen and not errors:
             errors.append(custom_error("no_optimizer", "choose an optimizer: one of " + ", ".join(OPTIMIZERS), (), data))
         known = {k: {} if data[k] is None else data[k] for k in chosen}
+        if isinstance(known.get("sgd"), dict):  # Keras's SGD(momentum=..., nesterov=...): say where it is here
+            for field in ("momentum", "nesterov"):
+                if field in known["sgd"]:
+                    known["sgd"] = {k: v for k, v in known["sgd"].items() if k != field}
+                    msg = (f"unknown field for sgd (Keras's SGD({field}=...) is the momentum optimizer here: "
+                           f"{{momentum: {{learning_rate: ..., momentum: 0.9{', nesterov: true' if field == 'nesterov' else ''}}}}})")
+                    errors.append(custom_error("unknown_field", msg, ("sgd", field), data["sgd"][field]))
         if not errors:
             return handler(known)
         try:

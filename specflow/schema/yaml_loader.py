@@ -50,6 +50,18 @@ class _Loader(yaml.SafeLoader):
             self._depth -= 1
 
 
+def _reader_error(e: yaml.reader.ReaderError, text: str | bytes, filename: str) -> SpecError:
+    """A character YAML does not allow (NUL, other control characters, bad UTF-8) at its line and
+    column: PyYAML's ReaderError has only a character offset."""
+    before = text[:e.position]
+    if isinstance(before, bytes):
+        before = before.decode("utf-8", "replace")
+    line = before.count("\n") + 1
+    col = len(before) - (before.rfind("\n") + 1) + 1
+    char = f"{e.character:#06x}" if isinstance(e.character, int) else repr(e.character)
+    return SpecError(f"character {char} is not allowed in YAML ({e.reason})", location=Location(filename, line, col))
+
+
 def load_yaml(text: str | bytes, filename: str = "<string>") -> tuple[object, SourceMap]:
     """Parse one YAML document into plain Python data and its :class:`SourceMap`.
 
@@ -59,9 +71,12 @@ def load_yaml(text: str | bytes, filename: str = "<string>") -> tuple[object, So
     size = len(text.encode("utf-8") if isinstance(text, str) else text)
     if size > MAX_BYTES:
         raise SpecError(f"file is too large ({size} bytes; the limit is {MAX_BYTES})", location=Location(filename))
-    loader = _Loader(text, filename)
+    loader = None
     try:
+        loader = _Loader(text, filename)  # its reader refuses unprintable characters (NUL) at once
         root = loader.get_single_node()
+    except yaml.reader.ReaderError as e:
+        raise _reader_error(e, text, filename) from None
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
         what = e.problem or e.context or "invalid YAML"
@@ -73,7 +88,8 @@ def load_yaml(text: str | bytes, filename: str = "<string>") -> tuple[object, So
     except RecursionError:
         raise SpecError(f"nesting deeper than {MAX_DEPTH} levels", location=Location(filename)) from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
     source = SourceMap(filename)
     if root is None:
         return None, source

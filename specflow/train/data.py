@@ -168,8 +168,15 @@ def _existing(base: Path, path, where: str) -> Path:
         raise SpecError(f"expected a file path, got {path!r}", path=where)
     p = base / path
     if not p.is_file():
-        raise SpecError(f"data file not found: {p}", path=where)
+        raise SpecError(missing_file(p), path=where)
     return p
+
+
+def missing_file(p: Path) -> str:
+    """Why ``p`` is no data file: absent, a directory, or a device or pipe (``/dev/zero``)."""
+    if not p.exists():
+        return f"data file not found: {p}"
+    return f"{p} is a directory, not a data file" if p.is_dir() else f"{p} is not a regular file"
 
 
 def _npz(path: Path) -> dict[str, np.ndarray]:

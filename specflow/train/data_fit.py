@@ -23,7 +23,7 @@ from specflow.errors import SpecError, SpecflowError
 from specflow.graph import dtypes
 from specflow.graph.shapes import Shape
 from specflow.io.feed_cast import cast_exactly
-from specflow.train.data import select
+from specflow.train.data import missing_file, select
 
 
 def located(spec, err: SpecflowError) -> SpecflowError:
@@ -134,7 +134,7 @@ def check_data(spec) -> None:
     for key, rel in named.items():
         p = base / str(rel)
         if not p.is_file():
-            raise located(spec, SpecError(f"data file not found: {p}", path=f"train.data.source.{key}"))
+            raise located(spec, SpecError(missing_file(p), path=f"train.data.source.{key}"))
         total += p.stat().st_size
     if kind != "tfrecord" and total <= VALIDATE_BYTES:
         load_split(spec, cfg)

@@ -26,6 +26,12 @@ def load_split(spec, cfg) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray] 
         with errors_located(spec):
             train, test = split(arrays, cfg.data.split.test, cfg.data.seed, cfg.data.split.stratify)
     check_fixed_batch(spec, cfg, train, test)
+    n = len(next(iter(train.values()))) if train else None
+    if n is not None and cfg.data.batch_size > n:  # here, so `validate` says it too (not clamped: see InputPipeline)
+        from specflow.errors import SpecError
+
+        raise located(spec, SpecError(f"batch_size {cfg.data.batch_size} is larger than the training data ({n} examples"
+                                      f"{' after the split' if test is not None else ''})", path="train.data.batch_size"))
     return train, test
 
 

@@ -35,10 +35,11 @@ class LogdirLock:
         except OSError as e:
             raise TrainingError(f"cannot create the logdir: {e.strerror} (choose a directory you can write to)",
                                 location=Location(str(self.logdir))) from None
-        try:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:  # O_NOFOLLOW: a lock file planted as a symlink must not truncate the file it names
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
         except OSError as e:
-            raise TrainingError(f"cannot lock the logdir: {e.strerror}", location=Location(str(self.path))) from None
+            why = "it is a symbolic link (remove it)" if e.errno == errno.ELOOP else e.strerror
+            raise TrainingError(f"cannot lock the logdir: {why}", location=Location(str(self.path))) from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as e:

@@ -18,7 +18,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from specflow.errors import Location, TrainingError
+from specflow.errors import Location, SpecflowError, TrainingError
 
 FILENAME = "run.json"
 # What a run writes into its logdir; --overwrite removes only these (never the user's other files).
@@ -45,22 +45,37 @@ class RunConfig:
         return " ".join(parts) or "no --seed/--set"
 
 
-def spec_hash(path: Path) -> str:
+def _spec_bytes(path: Path) -> bytes | None:
+    """The spec's bytes, read no further than the spec loader's size limit (None: unreadable or
+    over it; load_spec reports that)."""
+    from specflow.schema.yaml_loader import MAX_BYTES
+
     try:
-        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+        with open(path, "rb") as f:
+            data = f.read(MAX_BYTES + 1)
     except OSError:
-        return ""  # load_spec reports the unreadable spec
+        return None
+    return data if len(data) <= MAX_BYTES else None
+
+
+def spec_hash(path: Path) -> str:
+    data = _spec_bytes(path)
+    return "" if data is None else hashlib.sha256(data).hexdigest()
 
 
 def content_hash(path: Path) -> str:
     """sha256 of the spec's parsed YAML tree as canonical JSON ("" when it does not parse: the
-    spec's own loading reports that)."""
-    import yaml
+    spec's own loading reports that). Parsed by the spec loader, with its limits: PyYAML's own
+    safe_load expanded a "billion laughs" spec here, and `train` hung before any error."""
+    from specflow.schema.yaml_loader import load_yaml
 
+    data = _spec_bytes(path)
+    if data is None:
+        return ""
     try:
-        tree = yaml.safe_load(Path(path).read_text())
+        tree, _ = load_yaml(data.decode("utf-8"), str(path))
         text = json.dumps(tree, sort_keys=True, default=repr)
-    except (OSError, UnicodeDecodeError, yaml.YAMLError, TypeError, ValueError, RecursionError):
+    except (SpecflowError, UnicodeDecodeError, TypeError, ValueError, RecursionError):
         return ""
     return hashlib.sha256(text.encode()).hexdigest()
 
@@ -139,7 +154,7 @@ def clear(logdir: Path) -> list[str]:
     eval/'s events; anything else in the logdir is the user's and stays."""
     removed = []
     for d in (Path(logdir), Path(logdir) / "eval"):
-        if not d.is_dir():
+        if not d.is_dir() or d.is_symlink():  # eval/ linked elsewhere: not this run's to clear
             continue
         for p in d.iterdir():
             if p.is_file() and not p.is_symlink() and _RUN_FILE.match(p.name) and p.name != ".specflow.lock":

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.progress import Progress, ProgressColumn, TimeRemainingColumn
+from rich.progress_bar import ProgressBar
 from rich.table import Table
+from rich.text import Text
 
 
 class ProgressListener:
@@ -16,18 +18,8 @@ class ProgressListener:
     def __init__(self, console: Console):
         self.console = console
         self.metrics: dict[str, float] = {}
-        self.progress = Progress(
-            TextColumn("[bold]step"),
-            MofNCompleteColumn(),
-            BarColumn(),
-            TextColumn("loss {task.fields[loss]}"),
-            TextColumn("{task.fields[metrics]}"),
-            TextColumn("{task.fields[rate]} steps/s"),
-            TimeRemainingColumn(),
-            console=console,
-            transient=False,
-            disable=not console.is_terminal,
-        )
+        self.progress = Progress(_StepLine(console), console=console, transient=False,
+                                 disable=not console.is_terminal)
         self.task = None
 
     def __enter__(self):
@@ -68,6 +60,41 @@ class ProgressListener:
 
     def _log(self, text: str) -> None:
         self.progress.console.print(text, highlight=False)
+
+
+class _StepLine(ProgressColumn):
+    """The whole bar as one line that fits the terminal: the step count and the loss always, then
+    steps/s, the ETA, the metrics and the bar as room allows, in that order (rich's own columns
+    cut the step count first on a narrow terminal: ``step 123456… ━╸ loss ...``)."""
+
+    BAR_MIN, BAR_MAX = 10, 40
+
+    def __init__(self, console: Console):
+        super().__init__()
+        self.console = console
+        self.eta = TimeRemainingColumn()
+
+    def render(self, task):
+        f = task.fields
+        total = f"/{int(task.total)}" if task.total is not None else ""
+        parts = {"step": f"step {int(task.completed)}{total}", "loss": f"loss {f.get('loss', '-')}",
+                 "rate": f"{f.get('rate', '-')} steps/s", "eta": self.eta.render(task).plain,
+                 "metrics": f.get("metrics", "")}
+        room = self.console.width - 1  # the last column would wrap on some terminals
+        shown = ["step", "loss"]
+        used = len(parts["step"]) + 1 + len(parts["loss"])
+        for key in ("rate", "eta", "metrics"):
+            if parts[key] and used + 1 + len(parts[key]) <= room:
+                shown.append(key)
+                used += 1 + len(parts[key])
+        bar = min(self.BAR_MAX, room - used - 1) if task.total else 0
+        head = Text(parts["step"])
+        tail = Text(" ".join(parts[k] for k in ("loss", "metrics", "rate", "eta") if k in shown))
+        if bar < self.BAR_MIN:
+            return Text.assemble(head, " ", tail, no_wrap=True, overflow="ellipsis")
+        grid = Table.grid(padding=(0, 1))
+        grid.add_row(head, ProgressBar(total=task.total, completed=task.completed, width=bar), tail)
+        return grid
 
 
 def _short(task: str) -> str:

@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 
+import numpy as np
 import pytest
 
 from specflow.errors import ExportError, SpecflowError
@@ -19,6 +20,7 @@ from specflow.export import savedmodel
 from specflow.export.exporter import export_model
 from specflow.export.target_dir import Held
 from specflow.io.checkpoint import CheckpointManager
+from tests.cli.cli_helpers import cli, one_error
 from tests.cli.test_write_failures import _cli, _one_error
 from tests.export.conftest import MODELS_DIR
 
@@ -164,3 +166,43 @@ def test_a_node_name_tensorflow_refuses_is_named_before_anything_is_written(tmp_
     with pytest.raises(SpecflowError, match="cannot export node '_xw' under that name: invalid node name '_xw'"):
         export_model(spec, tmp_path / "run", tmp_path / "export")
     assert not [n for n in os.listdir(tmp_path) if "export" in n]
+
+
+def _file_writing_graph(tmp_path, op: str) -> tuple[str, dict]:
+    """A GraphDef whose output waits on a SaveV2 over, or a MergeV2Checkpoints of, a bundle
+    outside the model (``victim/keep``), named by a string constant in the model."""
+    from specflow.io.tensor_bundle import write_bundle
+
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    write_bundle(str(victim / "keep"), {"w": np.arange(3, dtype=np.float32)})
+
+    def const(name, shape, value):
+        return (f'node {{ name: "{name}" op: "Const" attr {{ key: "dtype" value {{ type: DT_STRING }} }} attr {{ key: '
+                f'"value" value {{ tensor {{ dtype: DT_STRING tensor_shape {{ {shape} }} string_val: "{value}" }} }} }} }}')
+    if op == "MergeV2Checkpoints":
+        writer = [const("src", "dim { size: 1 }", victim / "keep"), const("dst", "", tmp_path / "merged"),
+                  'node { name: "w" op: "MergeV2Checkpoints" input: "src" input: "dst" }']
+    else:
+        writer = [const("prefix", "", victim / "keep"), const("names", "dim { size: 1 }", "w"),
+                  const("slices", "dim { size: 1 }", ""),
+                  'node { name: "w" op: "SaveV2" input: "prefix" input: "names" input: "slices" input: "x" '
+                  'attr { key: "dtypes" value { list { type: DT_FLOAT } } } }']
+    (tmp_path / "g.pbtxt").write_text("\n".join([
+        'node { name: "x" op: "Placeholder" attr { key: "dtype" value { type: DT_FLOAT } } }', *writer,
+        'node { name: "y" op: "Identity" input: "x" input: "^w" attr { key: "T" value { type: DT_FLOAT } } }']))
+    np.save(tmp_path / "x.npy", np.ones(2, np.float32))
+    return str(tmp_path / "g.pbtxt"), _tree(victim)
+
+
+@pytest.mark.parametrize("op", ["MergeV2Checkpoints", "SaveV2"])
+def test_a_loaded_model_never_writes_or_deletes_files_it_names(op, tmp_path):
+    """`predict`/`run`/`import` of a GraphDef (or a SavedModel's signature or restore op) whose
+    output waits on a MergeV2Checkpoints of a bundle outside deleted that bundle's files; a SaveV2
+    overwrote them. A file-writing op on a loaded model's path is refused, naming the node."""
+    graph, before = _file_writing_graph(tmp_path, op)
+    x = f"x={tmp_path / 'x.npy'}"
+    for cmd in (["predict", graph, "--input", x], ["run", graph, "--feed", x, "--fetch", "y"],
+                ["import", graph, "--out", str(tmp_path / "m.yaml")]):
+        one_error(cli(*cmd), f"node 'w' ({op}) would write or delete files")
+        assert _tree(tmp_path / "victim") == before

@@ -214,3 +214,36 @@ def test_our_exports_keep_which_variables_train(trained, tmp_path):
     import_model(tmp_path / "export", tmp_path / "back.yaml")
     assert {v.name: v.trainable for v in load_spec(tmp_path / "back.yaml").variables} == {
         k.replace("/", "."): v for k, v in want.items()}
+
+
+def test_import_never_clobbers_a_directory_beside_the_spec_it_did_not_write(tmp_path):
+    """`import M --out m.yaml` saved its variables into an existing `m_checkpoint/` training
+    logdir: that run's latest became step 0 and the keep policy deleted its oldest checkpoint.
+    Now a directory beside the spec that an import did not write is refused (--overwrite too),
+    a previous import's needs --overwrite and is replaced whole (no stale constant stays)."""
+    from specflow.io.checkpoint import CheckpointManager
+
+    logdir = tmp_path / "mlp_checkpoint"
+    run = CheckpointManager(str(logdir), keep=5)
+    for step in (100, 200, 300, 400, 500):
+        run.save({"w": np.full(2, step, np.float32)}, step)
+    (logdir / "run.json").write_text("{}")
+    before = {p.name: p.read_bytes() for p in logdir.iterdir()}
+    for flags in ({}, {"overwrite": True}):
+        with pytest.raises(ExportError, match=r"mlp_checkpoint holds '.*', which an import does not write"):
+            import_model(KERAS / "mlp", tmp_path / "mlp.yaml", **flags)
+    assert {p.name: p.read_bytes() for p in logdir.iterdir()} == before
+    assert not (tmp_path / "mlp.yaml").exists()
+
+    out = tmp_path / "cnn.yaml"
+    import_model(TF2 / "frozen_cnn.pb", out)
+    out.unlink()  # the spec gone, its constants still there: a previous import's, asks for --overwrite
+    with pytest.raises(ExportError, match=r"cnn_constants exists \(a previous import's\); pass --overwrite"):
+        import_model(TF2 / "frozen_cnn.pb", out)
+    (tmp_path / "cnn_constants" / "stale.npy").write_bytes(b"")
+    import_model(TF2 / "frozen_cnn.pb", out, overwrite=True)
+    assert not (tmp_path / "cnn_constants" / "stale.npy").exists()
+    (tmp_path / "cnn_constants" / "notes.txt").write_text("mine")
+    with pytest.raises(ExportError, match="holds 'notes.txt'"):
+        import_model(TF2 / "frozen_cnn.pb", out, overwrite=True)
+    assert (tmp_path / "cnn_constants" / "notes.txt").read_text() == "mine"

@@ -44,6 +44,8 @@ def _error(body: str, head: str = HEAD) -> str:
      "nodes.r.limit: input 'limit' of Range: 1000000000000 is out of range for int32"),
     ("nodes:\n  s: {op: Sum, inputs: [x], axis: 1180591620717411303424}\n",
      "nodes.s.axis: input 'reduction_indices' of Sum: 1180591620717411303424 is out of range for int64"),
+    ("nodes:\n  g: {op: GatherV2, inputs: [x], indices: 9223372036854775808, axis: 0}\n",  # numpy's uint64:
+     "nodes.g.indices: input 'indices' of GatherV2: 9223372036854775808 is out of range for int64"),  # was -2**63
     ("nodes:\n  s: {op: Unpack, inputs: [x], num: 1180591620717411303424, axis: 0}\n",
      "attr 'num' of Unpack must be an int64 (1180591620717411303424 is out of range)"),
     ("nodes:\n  s: {op: Unpack, inputs: [x], num: 10000000000, axis: 0}\n",

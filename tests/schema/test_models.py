@@ -123,7 +123,7 @@ def test_function_body_checked_with_defaults():
         (("{type: string}", "{type: str}"), "m.yaml:18:58: functions.residual.attrs.act.type: expected one of 'int', 'float', 'bool', 'string' or 'dtype', got 'str'"),
         (("dtype: float32, shape: [null, D]", "dtype: t32, shape: [null, D]"), "m.yaml:19:25: functions.residual.inputs.x.dtype: unknown dtype 't32' (did you mean 'int32'?)"),
         (("outputs: {y: out}", "outputs: {y: out}\n    bad: 1"), "m.yaml:24:5: functions.residual.bad: unknown field"),
-        (("outputs: {argmax: am}", "outputs: {}, extra: 1"), "m.yaml:25:60: signatures.serving_default.extra: unknown field"),
+        (("outputs: {argmax: am}", "outputs: {argmax: am}, extra: 1"), "m.yaml:25:70: signatures.serving_default.extra: unknown field"),
         (("train: {loss: e, optimizer: {sgd: {}}, data: {source: {builtin: digits}, feeds: {images: x}}}", "train: 5"), "m.yaml:26:8: train: expected a mapping, got 5"),
         (("  e: {op", "  w: {op"), "m.yaml:14:3: nodes.w: name 'w' is already used in variables (inputs, variables and nodes share one namespace)"),
         (("  e: {op: Identity", "  e: {op: Identity, layer: dense"), "m.yaml:14:6: nodes.e: a node needs exactly one of 'op', 'layer', 'call', 'while', 'cond' (got 'op' and 'layer')"),

@@ -282,3 +282,14 @@ def test_a_scalar_summary_tagged_learning_rate_is_refused():
     assert error_lines(load_spec_text, text, "m.yaml") == [
         "m.yaml:18:31: train.summaries.scalars.1: the scalar summary 'learning_rate' would be written under the tag "
         "of training's own learning-rate summary; name the node otherwise"]
+
+
+def test_keras_sgd_momentum_says_where_momentum_is():
+    """`sgd: {momentum: 0.9}` (Keras's SGD(momentum=0.9)) was a bare 'unknown field'."""
+    lines = errors_of("  loss: loss\n  optimizer: {sgd: {learning_rate: 0.1, momentum: 0.9, nesterov: true}}\n"
+                      "  data: {source: {builtin: digits}, feeds: {x: x, y: y}}\n")
+    assert lines == [
+        "m.yaml:15:41: train.optimizer.sgd.momentum: unknown field for sgd (Keras's SGD(momentum=...) is the momentum "
+        "optimizer here: {momentum: {learning_rate: ..., momentum: 0.9}})",
+        "m.yaml:15:56: train.optimizer.sgd.nesterov: unknown field for sgd (Keras's SGD(nesterov=...) is the momentum "
+        "optimizer here: {momentum: {learning_rate: ..., momentum: 0.9, nesterov: true}})"]

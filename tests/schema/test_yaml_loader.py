@@ -85,3 +85,13 @@ def test_billion_laughs_refused():
 def test_too_large():
     with pytest.raises(SpecError, match="file is too large"):
         load_yaml("a: " + "x" * (MAX_BYTES + 1), "m.yaml")
+
+
+def test_a_nul_or_control_character_is_an_error_at_its_line_and_column():
+    """spec_mutation_fuzz: a NUL byte in a spec was `internal error, ReaderError` (PyYAML's
+    reader refuses it before parsing, outside the syntax errors' handler)."""
+    for char in ("\x00", "\x07", "\x1b"):
+        with pytest.raises(SpecError) as e:
+            load_yaml(f"specflow: 1\nname: ab{char}c\n", "m.yaml")
+        assert e.value.format() == (f"m.yaml:2:9: character {ord(char):#06x} is not allowed in YAML "
+                                    "(special characters are not allowed)")

@@ -80,6 +80,15 @@ def test_missing_files_name_the_path(tmp_path):
         assert str(tmp_path) in str(e.value)
 
 
+def test_a_directory_or_device_is_not_called_missing(tmp_path):
+    """`npz: /dev/zero` (or a directory) said 'data file not found', though it is there."""
+    (tmp_path / "d.npz").mkdir()
+    for source, want in (({"npz": "/dev/zero"}, "/dev/zero is not a regular file"),
+                         ({"csv": "d.npz"}, "d.npz is a directory, not a data file")):
+        with pytest.raises(SpecError, match=want):
+            load_source(source, tmp_path)
+
+
 def test_unreadable_and_wrong_kind_files(tmp_path):
     (tmp_path / "junk.npz").write_text("not a zip")
     with pytest.raises(SpecError, match="cannot read .*junk.npz"):
