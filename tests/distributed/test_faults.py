@@ -142,23 +142,9 @@ def test_sync_lost_worker_step_is_retried(cluster, tmp_path, undisturbed):
 
 
 def test_lost_ps_during_a_checkpoint_save(cluster, tmp_path, undisturbed, monkeypatch):
-    from specflow.distributed import sharded_checkpoint
-
     spec = _spec("async")
     listener = Listener()
-    original = sharded_checkpoint.ShardedSaver.write
-    killed = []
-
-    def write(self, session, prefix, next_batch, *args):
-        if next_batch >= 40 and not killed:  # the ps dies as the save step runs
-            killed.append(next_batch)
-            pid = listener.trainer.cluster.infos[PS]["pid"]
-            os.kill(pid, signal.SIGKILL)
-            while Path(f"/proc/{pid}").exists() and "Z" not in _state(pid):  # gone before the save
-                time.sleep(0.005)
-        return original(self, session, prefix, next_batch, *args)
-
-    monkeypatch.setattr(sharded_checkpoint.ShardedSaver, "write", write)
+    killed = _kill_ps_in_a_save(monkeypatch, listener, lambda next_batch: next_batch >= 40)  # as the save step runs
     trainer, result = _run(spec, tmp_path, cluster, listener)
     assert killed and [r["tasks"] for r in trainer.recoveries] == [[PS]]
     # The save at killed[0] never happened: back to the one before (async: named by the global
@@ -315,22 +301,8 @@ def test_lost_ps_during_the_first_checkpoint_save(cluster, tmp_path, undisturbed
     graphs were never registered, and registering them on the dead ps failed the run with an
     internal error (ActorDiedError); now it is a lost task like any other, and the run starts
     over from the initial values."""
-    from specflow.distributed import sharded_checkpoint
-
     listener = Listener()
-    original = sharded_checkpoint.ShardedSaver.write
-    killed = []
-
-    def write(self, session, prefix, next_batch, *args):
-        if not killed:
-            pid = listener.trainer.cluster.infos[PS]["pid"]
-            killed.append(pid)
-            os.kill(pid, signal.SIGKILL)
-            while "Z" not in _state(pid):
-                time.sleep(0.005)
-        return original(self, session, prefix, next_batch, *args)
-
-    monkeypatch.setattr(sharded_checkpoint.ShardedSaver, "write", write)
+    killed = _kill_ps_in_a_save(monkeypatch, listener, lambda next_batch: True)
     spec = _spec("sync")
     trainer, result = _run(spec, tmp_path, cluster, listener)
     (r,) = trainer.recoveries
@@ -343,25 +315,32 @@ def test_lost_ps_during_the_last_save_trains_back_and_saves_the_requested_step(c
     """The ps dies in the save of the last step: its variables go back to the checkpoint before,
     so those steps are trained again and the requested step saved. Before, the saver hook took
     the failed save as done: the run ended at the requested step with model.ckpt-60 as its last."""
-    from specflow.distributed import sharded_checkpoint
-
     listener = Listener()
-    original = sharded_checkpoint.ShardedSaver.write
-    killed = []
-
-    def write(self, session, prefix, next_batch, *args):
-        if next_batch >= STEPS and not killed:
-            pid = listener.trainer.cluster.infos[PS]["pid"]
-            killed.append(pid)
-            os.kill(pid, signal.SIGKILL)
-            while "Z" not in _state(pid):
-                time.sleep(0.005)
-        return original(self, session, prefix, next_batch, *args)
-
-    monkeypatch.setattr(sharded_checkpoint.ShardedSaver, "write", write)
+    killed = _kill_ps_in_a_save(monkeypatch, listener, lambda next_batch: next_batch >= STEPS)
     spec = _spec("sync")
     trainer, result = _run(spec, tmp_path, cluster, listener)
     (r,) = trainer.recoveries
     assert killed and r["tasks"] == [PS] and r["step_before"] == STEPS and r["step_after"] == STEPS - 20
     assert result.checkpoint.endswith(f"model.ckpt-{STEPS}")
     _check_finished(spec, tmp_path, result, undisturbed)
+
+
+def _kill_ps_in_a_save(monkeypatch, listener, when) -> list[int]:
+    """SIGKILL the ps as the first sharded save whose ``next_batch`` satisfies ``when`` begins
+    (once), and wait until it is gone; that save's ``next_batch`` is appended to the list returned."""
+    from specflow.distributed import sharded_checkpoint
+
+    original = sharded_checkpoint.ShardedSaver.write
+    killed: list[int] = []
+
+    def write(self, session, prefix, next_batch, *args):
+        if when(next_batch) and not killed:
+            killed.append(next_batch)
+            pid = listener.trainer.cluster.infos[PS]["pid"]
+            os.kill(pid, signal.SIGKILL)
+            while Path(f"/proc/{pid}").exists() and "Z" not in _state(pid):
+                time.sleep(0.005)
+        return original(self, session, prefix, next_batch, *args)
+
+    monkeypatch.setattr(sharded_checkpoint.ShardedSaver, "write", write)
+    return killed
