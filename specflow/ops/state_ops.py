@@ -89,6 +89,8 @@ def writable_value(var: Variable):
     holds it (no reader kept it, no view of it exists, it owns its memory), else a copy, which
     the caller stores back."""
     value = var.value
+    if var.narrow_to is not None:  # bfloat16: updated in float32, rounded once when stored back
+        return value.astype(np.float32)
     # Two references are the variable's own and this local; getrefcount adds its argument.
     if sys.getrefcount(value) == 3 and value.base is None and getattr(value.flags, "writeable", True):
         return value
@@ -99,6 +101,8 @@ def _check_value(ctx: KernelContext, var: Variable, value) -> None:
     if value.dtype.type is var.dtype.np_type:  # the common case, without as_dtype's search
         return
     got = as_dtype(value.dtype)
+    if var.narrow_to is not None and got == dtypes.float32:  # a bfloat16 value the kernel got widened
+        return
     if got != var.dtype:
         raise ctx.fail(f"cannot assign a {got} value to variable '{var.name}' of dtype {var.dtype}")
 

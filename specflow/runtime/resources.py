@@ -14,18 +14,39 @@ from specflow.errors import RuntimeFailure
 
 
 class Variable:
-    """A mutable tensor. ``value`` is None until the first assignment."""
+    """A mutable tensor. ``value`` is None until the first assignment.
+
+    A bfloat16 variable is updated as TF's CPU kernels update one: kernels compute on float32
+    (``registry._in_float32`` widens their bfloat16 inputs; ``state_ops.writable_value`` hands
+    them a float32 copy) and what they store is rounded back to bfloat16 here, once."""
 
     def __init__(self, name: str, dtype, shape):
         self.name = name
         self.dtype = dtype
         self.shape = shape
-        self.value: Any = None
+        self._value: Any = None
         self.lock = threading.Lock()
+        self.narrow_to = _bfloat16() if getattr(dtype, "name", None) == "bfloat16" else None
+
+    @property
+    def value(self) -> Any:
+        return self._value
+
+    @value.setter
+    def value(self, array: Any) -> None:
+        if self.narrow_to is not None and array is not None and array.dtype != self.narrow_to:
+            array = array.astype(self.narrow_to)
+        self._value = array
 
     @property
     def initialized(self) -> bool:
-        return self.value is not None
+        return self._value is not None
+
+
+def _bfloat16():
+    from specflow.graph import dtypes
+
+    return dtypes.bfloat16.numpy
 
 
 class ResourceMgr:

@@ -63,3 +63,31 @@ def test_session_fetches_keep_bfloat16():
         got_x, got_y = s.run([x, y], {"x": np.array([1.5, -2.0, 3.0], BF16)})
     assert got_x.dtype == BF16 and got_y.dtype == BF16
     assert got_y.astype(np.float32).tolist() == [2.25, 4.0, 9.0]
+
+
+def test_bfloat16_variables_stay_bfloat16_through_assigns_and_optimizer_updates():
+    # Assign ops and optimizer kernels ran on widened float32 values: AssignAddVariableOp refused
+    # to store the float32 sum into the bfloat16 variable, and an apply stored float32 into it.
+    from specflow.graph.builder import GraphBuilder
+    from specflow.runtime.session import Session
+
+    b = GraphBuilder()
+    bf = {"dtype": dtypes.bfloat16}
+    v = b.add_op("VarHandleOp", [], {**bf, "shape": [2], "shared_name": "v"}, name="v").name
+    x = b.add_op("Placeholder", [], {**bf, "shape": [2]}, name="x").name
+    init = b.add_op("AssignVariableOp", [v, x], bf, name="init").name
+    add = b.add_op("AssignAddVariableOp", [v, x], bf, name="add").name
+    lr = b.add_op("Const", [], {**bf, "value": np.array(0.5, BF16)}, name="lr").name
+    sgd = b.add_op("ResourceApplyGradientDescent", [v, lr, x], {"T": dtypes.bfloat16}, name="sgd").name
+    read = b.add_op("ReadVariableOp", [v], bf, name="read").name
+    feed = {"x": np.array([1.5, 2.3], BF16)}
+    with Session(b.graph_def) as s:
+        s.run([], feed, targets=[init])
+        s.run([], feed, targets=[add])
+        got = s.run(read)
+        x2 = float(BF16(2.3))  # 2.296875
+        assert got.dtype == BF16 and got.astype(np.float32).tolist() == [3.0, 2 * x2]
+        s.run([], feed, targets=[sgd])  # v - 0.5 * x, in float32, rounded once (to even)
+        got = s.run(read)
+    want = [float(BF16(np.float32(3.0 - 0.75))), float(BF16(np.float32(2 * x2 - 0.5 * x2)))]
+    assert got.dtype == BF16 and got.astype(np.float32).tolist() == want == [2.25, 3.4375]
