@@ -279,6 +279,8 @@ class Cluster:
             at = f"the Ray cluster at {self.address}" if self.address else "the running Ray cluster"
             where = f"{at} ({len(nodes)} node{'' if len(nodes) == 1 else 's'})"
             check_task_count(self.spec, len(nodes), where)
+        else:  # this process's own private Ray, started for an earlier cluster: this machine
+            check_task_count(self.spec)
         _check_resources(self.spec, nodes)
         actors = {f"/job:{job}/replica:0/task:{t}": self._start(job, t) for job, t in self.spec.tasks}
         try:

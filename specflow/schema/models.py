@@ -196,10 +196,23 @@ def _validate_op_node(data: dict) -> OpNodeSpec:
             candidates = known + ["op", *COMMON_NODE_FIELDS]
             for key in data:
                 if key not in candidates:
-                    msg = f"unknown field '{key}' for op {op}" + did_you_mean(str(key), candidates)
+                    msg = f"unknown field '{key}' for op {op}" + (did_you_mean(str(key), candidates)
+                                                                  or _type_attr_hint(str(key), opdef))  # fmt: skip
                     errors.append(custom_error("unknown_field", msg, (key,), data[key]))
     raise_errors("OpNodeSpec", errors)
     return node
+
+
+# The keyword TF's Python API takes for an op's output type (tf.cast(x, dtype), to=...) and the
+# attr the op itself names it by (Cast's DstT, Bitcast's type, ArgMax's output_type...).
+_TYPE_KEYWORDS = ("to", "dtype", "out_type", "output_type", "Tout", "DstT", "type")
+
+
+def _type_attr_hint(key: str, opdef) -> str:
+    if key not in _TYPE_KEYWORDS:
+        return ""
+    attr = next((a for a in _TYPE_KEYWORDS[2:] + ("dtype",) if a in opdef.attrs and a != key), None)
+    return f" (the op's output type is its attr '{attr}')" if attr else ""
 
 
 def _validate_layer_node(data: dict) -> LayerNodeSpec:

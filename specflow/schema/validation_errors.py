@@ -6,13 +6,14 @@ what was found ("expected an integer, got 'abc'"), never a pydantic URL.
 
 from __future__ import annotations
 
+import re
 import typing
 
 from pydantic import ValidationError
 from pydantic_core import PydanticCustomError
 from pydantic_core.core_schema import ErrorType
 
-from specflow.errors import MultipleErrors, SpecError
+from specflow.errors import MultipleErrors, SpecError, did_you_mean
 from specflow.schema.source import SourceMap, dotted
 
 _BUILTIN_TYPES = frozenset(typing.get_args(ErrorType))
@@ -116,7 +117,9 @@ def _message(err: dict) -> str:
     if kind == "extra_forbidden":
         return "unknown field"
     if kind in ("literal_error", "enum"):
-        return f"expected one of {ctx.get('expected', '')}, got {show(value)}"
+        expected = str(ctx.get("expected", ""))
+        hint = did_you_mean(value, re.findall(r"'([^']*)'", expected)) if isinstance(value, str) else ""
+        return f"expected one of {expected}, got {show(value)}{hint}"
     if kind in _BOUNDS:
         bound = next(iter(ctx.values()), "")
         return f"must be {_BOUNDS[kind]} {bound}, got {show(value)}"

@@ -93,8 +93,14 @@ def test_many_errors_collected_in_order():
         "m.yaml:12:44: nodes.hidden.unit: unknown field (did you mean 'units'?)",
         "m.yaml:12:66: nodes.hidden.activation: expected one of 'relu', 'relu6', 'elu', 'selu', 'sigmoid', 'tanh', "
         "'softmax', 'softplus', 'softsign', 'leaky_relu', 'linear', 'gelu', 'gelu_tanh', 'silu', 'swish' or "
-        "'hard_sigmoid', got 'relux'",
+        "'hard_sigmoid', got 'relux' (did you mean 'relu'?)",
     ]
+
+
+def test_tf_python_keyword_for_an_output_type_points_to_the_ops_attr():
+    text = GOOD.replace("transpose_b: false", "to: float32")
+    assert errors_of(text.replace("op: MatMul", "op: Cast")) == [
+        "m.yaml:11:38: nodes.z.to: unknown field 'to' for op Cast (the op's output type is its attr 'DstT')"]
 
 
 def test_function_body_checked_with_defaults():
@@ -120,7 +126,7 @@ def test_function_body_checked_with_defaults():
         (("inputs: [images, w]", "inputs: [images, 3]"), "m.yaml:11:36: nodes.z.inputs.1: an input is a tensor reference ('name' or 'name:k') or an inline {op: ...} node, got 3"),
         (("  e: {op", "  e e: {op"), "m.yaml:14:3: nodes.e e: bad name 'e e': use letters, digits, '_', '.', '-' (not starting with a digit; '/' is for scopes)"),
         (("{x: hidden}", "7"), "m.yaml:15:33: nodes.blk.inputs: expected a list or a mapping of inputs, got 7"),
-        (("{type: string}", "{type: str}"), "m.yaml:18:58: functions.residual.attrs.act.type: expected one of 'int', 'float', 'bool', 'string' or 'dtype', got 'str'"),
+        (("{type: string}", "{type: str}"), "m.yaml:18:58: functions.residual.attrs.act.type: expected one of 'int', 'float', 'bool', 'string' or 'dtype', got 'str' (did you mean 'string'?)"),
         (("dtype: float32, shape: [null, D]", "dtype: t32, shape: [null, D]"), "m.yaml:19:25: functions.residual.inputs.x.dtype: unknown dtype 't32' (did you mean 'int32'?)"),
         (("outputs: {y: out}", "outputs: {y: out}\n    bad: 1"), "m.yaml:24:5: functions.residual.bad: unknown field"),
         (("outputs: {argmax: am}", "outputs: {argmax: am}, extra: 1"), "m.yaml:25:70: signatures.serving_default.extra: unknown field"),
