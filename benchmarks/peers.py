@@ -258,27 +258,30 @@ def chain_rows(peers) -> tuple[dict, list]:
 # --- timing -------------------------------------------------------------------------------------
 
 
+def warm_up(fn, target_s: float = 0.02, sync=lambda: None) -> int:
+    """Up to 40 warm-up calls (2 s at most): traces, plans, and specflow's first 32 steps, which
+    time every kernel to settle its costs before the generated straight line takes over
+    (straight_line.py). Returns how many calls take about ``target_s``."""
+    t0 = time.perf_counter()
+    for i in range(40):
+        fn()
+        if i >= 2 and time.perf_counter() - t0 > 2.0:
+            break
+    sync()
+    t0 = time.perf_counter()
+    for _ in range(3):
+        fn()
+    sync()
+    return max(1, int(target_s / max((time.perf_counter() - t0) / 3, 1e-7)))
+
+
 def interleaved(sides: dict, rounds: int, target_s: float = 0.02, sync=None) -> dict:
     """{side: (median seconds per call, median of per-round specflow/side)} over ``rounds``
     rounds, each side timed for ~``target_s`` per round, the order rotating every round, after
     up to 40 warm-up calls (2 s at most). ``sync()`` (a GPU's synchronize) ends every timed run
     of calls, so work still queued on a device counts."""
     sync = sync or (lambda: None)
-    number = {}
-    for side, fn in sides.items():
-        # Warm-up: traces, plans, and specflow's first 32 steps, which time every kernel to
-        # settle its costs before the generated straight line takes over (straight_line.py).
-        t0 = time.perf_counter()
-        for i in range(40):
-            fn()
-            if i >= 2 and time.perf_counter() - t0 > 2.0:
-                break
-        sync()
-        t0 = time.perf_counter()
-        for _ in range(3):
-            fn()
-        sync()
-        number[side] = max(1, int(target_s / max((time.perf_counter() - t0) / 3, 1e-7)))
+    number = {side: warm_up(fn, target_s, sync) for side, fn in sides.items()}
     names = list(sides)
     times: dict[str, list[float]] = {s: [] for s in names}
     for r in range(rounds):

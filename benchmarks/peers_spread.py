@@ -34,7 +34,7 @@ def serve(sides_wanted: list[str], batches) -> None:
         number = {}
         for name, sides in rows.items():
             for side, fn in sides.items():
-                number[f"{name}|{side}"] = _warm(fn)
+                number[f"{name}|{side}"] = peers.warm_up(fn)
         print(TAG, json.dumps(number), flush=True)
         for line in sys.stdin:
             key, n = line.rsplit("|", 1)
@@ -47,20 +47,6 @@ def serve(sides_wanted: list[str], batches) -> None:
     finally:
         for fn in cleanup:
             fn()
-
-
-def _warm(fn, target_s: float = 0.02) -> int:
-    """As ``peers.interleaved``'s warm-up (plans, specflow's timed first steps), then the calls
-    that take about ``target_s``."""
-    t0 = time.perf_counter()
-    for i in range(40):
-        fn()
-        if i >= 2 and time.perf_counter() - t0 > 2.0:
-            break
-    t0 = time.perf_counter()
-    for _ in range(3):
-        fn()
-    return max(1, int(target_s / max((time.perf_counter() - t0) / 3, 1e-7)))
 
 
 class _Child:

@@ -282,10 +282,15 @@ class SparseCategoricalCrossentropy:
         labels = tf_names.cast(y_true, "int64")
         if self.from_logits:
             return tf_names.reduce_mean(nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=y_pred))
-        p = y_pred / tf_names.reduce_sum(y_pred, axis=-1, keepdims=True)
-        logp = tf_names.log(tf_names.clip_by_value(p, _EPSILON, 1 - _EPSILON))
+        logp = _clipped_log_probs(y_pred)
         picked = tf_names.gather(logp, labels, axis=-1, batch_dims=labels.shape.rank)
         return -tf_names.reduce_mean(picked)
+
+
+def _clipped_log_probs(y_pred):
+    """Keras's probabilities path: normalized over the last axis, clipped to [eps, 1 - eps], logged."""
+    p = y_pred / tf_names.reduce_sum(y_pred, axis=-1, keepdims=True)
+    return tf_names.log(tf_names.clip_by_value(p, _EPSILON, 1 - _EPSILON))
 
 
 class CategoricalCrossentropy:
@@ -295,8 +300,7 @@ class CategoricalCrossentropy:
     def __call__(self, y_true, y_pred):
         if self.from_logits:
             return tf_names.reduce_mean(nn.softmax_cross_entropy_with_logits(labels=y_true, logits=y_pred))
-        p = y_pred / tf_names.reduce_sum(y_pred, axis=-1, keepdims=True)
-        logp = tf_names.log(tf_names.clip_by_value(p, _EPSILON, 1 - _EPSILON))
+        logp = _clipped_log_probs(y_pred)
         return tf_names.reduce_mean(-tf_names.reduce_sum(y_true * logp, axis=-1))
 
 

@@ -54,7 +54,6 @@ reduce_min = _reduce("Min")
 reduce_prod = _reduce("Prod")
 reduce_any = _reduce("Any")
 reduce_all = _reduce("All")
-reduce_any.__name__, reduce_all.__name__ = "reduce_any", "reduce_all"
 
 
 def reduce_logsumexp(input_tensor, axis=None, keepdims: bool = False, name: str | None = None):

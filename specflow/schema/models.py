@@ -205,13 +205,13 @@ def _validate_op_node(data: dict) -> OpNodeSpec:
 
 # The keyword TF's Python API takes for an op's output type (tf.cast(x, dtype), to=...) and the
 # attr the op itself names it by (Cast's DstT, Bitcast's type, ArgMax's output_type...).
-_TYPE_KEYWORDS = ("to", "dtype", "out_type", "output_type", "Tout", "DstT", "type")
+_TYPE_ATTRS = ("out_type", "output_type", "Tout", "DstT", "type", "dtype")
 
 
 def _type_attr_hint(key: str, opdef) -> str:
-    if key not in _TYPE_KEYWORDS:
+    if key != "to" and key not in _TYPE_ATTRS:
         return ""
-    attr = next((a for a in _TYPE_KEYWORDS[2:] + ("dtype",) if a in opdef.attrs and a != key), None)
+    attr = next((a for a in _TYPE_ATTRS if a in opdef.attrs and a != key), None)
     return f" (the op's output type is its attr '{attr}')" if attr else ""
 
 
