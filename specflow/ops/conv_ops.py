@@ -564,8 +564,8 @@ def _avg_pool_grad(ctx, orig_input_shape, dy):
     sizes = _sizes_input(ctx, orig_input_shape, "orig_input_shape")
     win = _pool_grad_window(ctx, sizes, grad=dy.shape)
     n, h, w, c = _nhwc_dims(sizes, fmt)
-    if xp is np and any(k > d and p[0] > 0 for k, d, p in zip(win.ksize, (h, w), win.pads)):
-        return _from_nhwc(tf_cpu_avg_pool_grad(_to_nhwc(dy, fmt), (h, w), win), fmt)
+    if any(k > d and p[0] > 0 for k, d, p in zip(win.ksize, (h, w), win.pads)):
+        return _from_nhwc(tf_cpu_avg_pool_grad(xp, _to_nhwc(dy, fmt), (h, w), win), fmt)
     share = _to_nhwc(dy, fmt) / wn.window_counts(xp, (h, w), win, dy.dtype)
     return _from_nhwc(wn.scatter(xp, (n, h, w, c), win, dy.dtype, itertools.repeat(share)), fmt)
 

@@ -179,13 +179,15 @@ def _scatter(ctx, out, indices, updates, add):
             # TF's Eigen min/max (y < x ? y : x) keeps the tensor's value against a NaN update,
             # and a NaN already there: a NaN update is one that never wins
             vals = xp.where(xp.isnan(vals), vals.dtype.type(-np.inf if add == "max" else np.inf), vals)
+        # cupy's atomic min/max may replace a NaN already in the tensor: it is put back after
+        kept_nan = xp.isnan(out) if xp is not np and out.dtype.kind == "f" else None
         if k == 0:
             if rows.shape[0]:
                 out[...] = ufunc(out, (xp.max if add == "max" else xp.min)(vals, axis=0))
         else:
             with np.errstate(invalid="ignore"):  # a NaN already in the tensor stays
                 ufunc.at(out, tuple(rows[:, j] for j in range(k)), vals)
-        return out
+        return out if kept_nan is None else xp.where(kept_nan, out.dtype.type(np.nan), out)
     if add == "sub":
         vals = -vals
     if k == 0:  # each update covers the whole output

@@ -4,6 +4,8 @@ helpers are in ``math_ops``."""
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from specflow.graph import dtypes
@@ -80,6 +82,14 @@ def _erf(ctx, x):
     return ctx.xp.where(ctx.xp.isinf(x), np.nan, y) if x.dtype == np.float64 else y
 
 
+@functools.cache
+def _host_value_at_inf(name: str, dtype) -> float:
+    from scipy import special
+
+    with np.errstate(all="ignore"):
+        return float(getattr(special, name)(np.array(np.inf, dtype)))
+
+
 def _sp_tf(name, below, zero=None, pos_inf=None):
     """``special.<name>(x)`` with TF's values off scipy's domain (its Cephes ports, seen in TF
     2.21): ``below`` for every x < 0 (-inf included, where scipy gives NaN or continues the
@@ -87,6 +97,8 @@ def _sp_tf(name, below, zero=None, pos_inf=None):
     def body(ctx, x):
         xp = ctx.xp
         y = _special(ctx, name)(x)
+        if xp is not np and pos_inf is None:  # cupyx's value at +inf may not be Cephes's (K1e: NaN, Y0: 0)
+            y = xp.where(xp.isposinf(x), xp.asarray(_host_value_at_inf(name, x.dtype), x.dtype), y)
         y = xp.where(x < 0, xp.asarray(below, x.dtype), y)
         if zero is not None and x.dtype != np.float64:
             y = xp.where(x == 0, xp.asarray(zero, x.dtype), y)
@@ -183,6 +195,10 @@ _UNARY = [
 
 
 # Unary ops that never overflow or leave their domain, on any type.
+# scipy.special functions that cupyx.scipy.special (cupy 14) lacks: CPU kernels only, so the placer
+# keeps them on the host, as TF does an op without a GPU kernel.
+_HOST_ONLY = {"Dawsn", "FresnelCos", "FresnelSin", "Spence"}
+
 _NEVER_WARN = {"Neg", "Floor", "Ceil", "IsNan", "IsFinite", "IsInf", "Rint", "Conj"}
 
 
@@ -205,7 +221,8 @@ def _register_unary(name, types, body, out_dtype, kernel_types, doc):
         with quiet_fp():  # log(0), sqrt(-1), ... give inf/nan silently, as in TF
             return _out(ctx, body(ctx, x), out_dtype or x.dtype)
 
-    kernel(name, **({"T": kernel_types} if kernel_types else {}))(run)
+    devices = ("CPU",) if name in _HOST_ONLY else ("CPU", "GPU")
+    kernel(name, devices, **({"T": kernel_types} if kernel_types else {}))(run)
 
 
 for _row in _UNARY:

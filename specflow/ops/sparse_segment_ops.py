@@ -25,6 +25,13 @@ def _weights(counts: np.ndarray, norm: str | None) -> np.ndarray:
     return 1.0 / (safe if norm == "mean" else np.sqrt(safe))
 
 
+def _weighted_rows(xp, g, ids: np.ndarray, norm: str | None):
+    """grad[segment_ids[i]] for every i, in float64, scaled by its segment's weight (1, 1/count
+    or 1/sqrt(count)): what a gradient op adds back to data row indices[i]."""
+    w = _weights(np.bincount(ids, minlength=g.shape[0]), norm)[ids].reshape(-1, *([1] * (g.ndim - 1)))
+    return g[xp.asarray(ids)].astype(np.float64) * xp.asarray(w)
+
+
 def _check_ids(ctx, indices, seg, rows: int, num_segments: int | None):
     if indices.ndim != 1 or seg.ndim != 1 or indices.shape != seg.shape:
         raise ctx.fail(f"indices and segment_ids must be vectors of one length, got shapes {list(indices.shape)} and {list(seg.shape)}")
@@ -43,14 +50,14 @@ def _reduce(ctx, norm, data, indices, seg, num_segments):
         raise ctx.fail("data must be at least a vector")
     n_out = int(num_segments) if num_segments is not None else (int(ids[-1]) + 1 if ids.size else 0)
     _check_ids(ctx, idx, ids, data.shape[0], None if num_segments is None else n_out)
-    x = np.asarray(data)
+    xp, x = ctx.xp, data
     work = np.float64 if x.dtype.kind == "f" else x.dtype
-    out = np.zeros((n_out, *x.shape[1:]), work)
-    np.add.at(out, ids, x[idx].astype(work))
+    out = xp.zeros((n_out, *x.shape[1:]), work)
+    xp.add.at(out, xp.asarray(ids), x[xp.asarray(idx)].astype(work))
     if norm is not None:
         counts = np.bincount(ids, minlength=n_out)
-        out = out * _weights(counts, norm).reshape(-1, *([1] * (x.ndim - 1)))
-    return ctx.xp.asarray(out.astype(x.dtype))
+        out = out * xp.asarray(_weights(counts, norm).reshape(-1, *([1] * (x.ndim - 1))))
+    return out.astype(x.dtype)
 
 
 def _shape(with_num: bool):
@@ -140,15 +147,13 @@ def _register_grad(kind: str) -> None:
     @kernel(name, host_inputs=(1, 2, 3))
     def _run(ctx, grad, indices, seg, dim0):
         idx, ids, rows = ctx.host(indices).astype(np.int64), ctx.host(seg).astype(np.int64), int(ctx.host(dim0))
-        g = np.asarray(grad)
+        xp, g = ctx.xp, grad
         if g.ndim < 1:
             raise ctx.fail("grad must be at least a vector")
         _check_ids(ctx, idx, ids, rows, g.shape[0])
-        counts = np.bincount(ids, minlength=g.shape[0])
-        w = _weights(counts, norm)[ids].reshape(-1, *([1] * (g.ndim - 1)))
-        out = np.zeros((rows, *g.shape[1:]), np.float64)
-        np.add.at(out, idx, g[ids].astype(np.float64) * w)
-        return ctx.xp.asarray(out.astype(g.dtype))
+        out = xp.zeros((rows, *g.shape[1:]), np.float64)
+        xp.add.at(out, xp.asarray(idx), _weighted_rows(xp, g, ids, norm))
+        return out.astype(g.dtype)
 
     not_differentiable(name)
 
@@ -182,16 +187,14 @@ def _register_grad_v2(kind: str) -> None:
     def _run(ctx, grad, indices, seg, dim0):
         it = ctx.host(indices).dtype
         idx, ids, rows = ctx.host(indices).astype(np.int64), ctx.host(seg).astype(np.int64), int(ctx.host(dim0))
-        g = np.asarray(grad)
+        xp, g = ctx.xp, grad
         if g.ndim < 1:
             raise ctx.fail("grad must be at least a vector")
         _check_ids(ctx, idx, ids, rows, g.shape[0])
         uniq, where = np.unique(idx, return_inverse=True)
-        counts = np.bincount(ids, minlength=g.shape[0])
-        w = _weights(counts, norm)[ids].reshape(-1, *([1] * (g.ndim - 1)))
-        out = np.zeros((uniq.size, *g.shape[1:]), np.float64)
-        np.add.at(out, where.reshape(-1), g[ids].astype(np.float64) * w)
-        return ctx.xp.asarray(out.astype(g.dtype)), ctx.xp.asarray(uniq.astype(it))
+        out = xp.zeros((uniq.size, *g.shape[1:]), np.float64)
+        xp.add.at(out, xp.asarray(where.reshape(-1)), _weighted_rows(xp, g, ids, norm))
+        return out.astype(g.dtype), xp.asarray(uniq.astype(it))
 
     not_differentiable(name)
 
