@@ -70,12 +70,8 @@ def _register_scatter(op: str, what: str, update) -> None:
 
 
 def _add(xp, value, rows, updates):
-    if xp is np:
-        np.add.at(value, rows, updates)  # repeated rows add up
-    else:  # cupy: its scatter-add (unverified on a GPU, as the rest of the cupy path)
-        import cupyx
-
-        cupyx.scatter_add(value, rows, xp.broadcast_to(updates, (len(rows),) + value.shape[1:]))
+    # repeated rows add up (cupy: atomic adds, so their order, not their sum, may differ)
+    xp.add.at(value, rows, xp.broadcast_to(updates, (len(rows),) + value.shape[1:]))
 
 
 def _sub(xp, value, rows, updates):

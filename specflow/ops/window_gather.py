@@ -5,7 +5,7 @@ them that every padded position reads, by one precomputed index: no bordered cop
 per-tap copies. On the CPU this wins for small inputs (a batch of one at inference, where the
 per-tap calls cost more than the bytes; window.GATHER_MAX); on a GPU always, since each call there is a kernel
 launch: im2col is one ``take`` whatever the window, and the input gradient's col2im one
-``scatter_add`` (cupy's atomic adds; a numpy ``add.at`` would be slower than the taps).
+``add.at`` (cupy's atomic adds; a numpy ``add.at`` would be slower than the taps).
 """
 
 from __future__ import annotations
@@ -116,13 +116,11 @@ def im2col_gather(xp, x, win, state):
 def col2im_scatter(xp, cols, shape: Dims, win, empty=None):
     """The adjoint of ``im2col_gather`` on a GPU: ``cols`` [N, *out, K * C] added into an input
     of ``shape`` where each window reads (what lands on the zero row is dropped)."""
-    import cupyx
-
     n, *spatial, c = shape
     idx, padded = _index(xp, win, tuple(spatial))
     rows = math.prod(spatial)
     acc = xp.zeros((n, rows + int(padded), c), dtype=cols.dtype)
-    cupyx.scatter_add(acc, (slice(None), idx), cols.reshape(n, -1, c))
+    xp.add.at(acc, (slice(None), idx), cols.reshape(n, -1, c))
     if not padded:
         return acc.reshape(tuple(shape))
     out = empty(tuple(shape), cols.dtype) if empty is not None else xp.empty(tuple(shape), dtype=cols.dtype)
