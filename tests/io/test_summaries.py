@@ -133,3 +133,27 @@ def test_full_disk_surfaces_as_summary_error(tmp_path):
         resource.setrlimit(resource.RLIMIT_FSIZE, limit)
         signal.signal(signal.SIGXFSZ, old_handler)
     w.close()  # returns, does not hang
+
+
+def test_event_records_checksummed_in_c_as_tensorboard_does(tmp_path):
+    """Records are framed with google_crc32c's masked CRC (TensorBoard's pure-Python one took
+    ~0.3 ms a KB); the CRCs are TensorBoard's, checked on every record when read back."""
+    import os
+    import struct
+
+    from tensorboard.compat.tensorflow_stub.pywrap_tensorflow import masked_crc32c
+    from tensorboard.summary.writer import record_writer
+
+    for data in (b"", b"\x00" * 8, os.urandom(1), os.urandom(3000)):
+        assert record_writer.masked_crc32c(data) == masked_crc32c(data)
+    assert record_writer.masked_crc32c is not masked_crc32c
+    with SummaryWriter(tmp_path) as w:
+        w.add_histogram("w", np.arange(1000, dtype=np.float32), 1)
+    raw = next(tmp_path.glob("events.out.tfevents.*")).read_bytes()
+    pos = 0
+    while pos < len(raw):  # each record: length, its crc, data, the data's crc (as TF frames it)
+        (n,) = struct.unpack_from("<Q", raw, pos)
+        assert struct.unpack_from("<I", raw, pos + 8)[0] == masked_crc32c(raw[pos:pos + 8])
+        assert struct.unpack_from("<I", raw, pos + 12 + n)[0] == masked_crc32c(raw[pos + 12:pos + 12 + n])
+        pos += 16 + n
+    assert pos == len(raw)
