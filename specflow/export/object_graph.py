@@ -55,7 +55,7 @@ _KINDS = {"user": "_generic_user_object", "list": "trackable_list_wrapper", "dic
 class ArgSpec:
     """A tensor in a structured signature: TF's ``TensorSpec(shape, dtype, name)``."""
 
-    name: str
+    name: str | None
     spec: TensorSpec
 
 
@@ -85,6 +85,7 @@ class Method:
     params: list[str]
     input_signature: tuple | None
     traces: list[Trace]
+    defaults: tuple | None = None  # of the last parameters, as Python's FullArgSpec lists them
 
 
 @dataclass(frozen=True)
@@ -324,7 +325,7 @@ def _map(value, fn):
 def _function_spec(spec: saved_object_graph_pb2.FunctionSpec, method: Method) -> None:
     nt = spec.fullargspec.named_tuple_value
     nt.name = "FullArgSpec"
-    parts = [("args", list(method.params)), ("varargs", None), ("varkw", None), ("defaults", None),
+    parts = [("args", list(method.params)), ("varargs", None), ("varkw", None), ("defaults", method.defaults),
              ("kwonlyargs", []), ("kwonlydefaults", None), ("annotations", {})]
     for key, value in parts:
         nt.values.add(key=key).value.CopyFrom(encode(value))
@@ -346,7 +347,8 @@ def encode(value) -> struct_pb2.StructuredValue:
         out.string_value = value
     elif isinstance(value, ArgSpec):
         ts = out.tensor_spec_value
-        ts.name = value.name
+        if value.name is not None:
+            ts.name = value.name
         ts.shape.CopyFrom(shape_to_proto(value.spec.shape))
         ts.dtype = value.spec.dtype.tf_enum
     elif isinstance(value, tuple):
