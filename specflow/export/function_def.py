@@ -26,6 +26,8 @@ from dataclasses import dataclass
 from tensorboard.compat.proto import attr_value_pb2, function_pb2, types_pb2
 
 from specflow.errors import ExportError
+from specflow.graph import dtypes
+from specflow.graph.dtypes import DType
 from specflow.graph.graph_def import GraphDef, NodeDef, canonical_tensor, parse_input
 from specflow.graph.shapes import Shape
 from specflow.io.tf_graph import attr_to_proto, node_to_proto, shape_to_proto
@@ -34,6 +36,10 @@ from specflow.ops.registry import TensorSpec, get_op, has_op
 _ARG_NAME = re.compile(r"[a-z][a-z0-9_]*")
 # Not part of a function body: its inputs come in as args.
 _ARG_OPS = frozenset({"Placeholder", "VarHandleOp"})
+
+
+class FrameError(ExportError):
+    """A body TF2's function runtime would refuse to run."""
 
 
 @dataclass
@@ -142,6 +148,16 @@ def function_def(name: str, graph: GraphDef, inputs: list[tuple[str, str, Tensor
             fdef.arg_attr[len(inputs) + len(captures)].attr["_user_specified_name"].s = b"resource"
             captures.append(node.name)
     handles = set(captures)
+    arg_dtypes = {canonical_tensor(t): spec.dtype for t, _, spec in inputs}
+    arg_dtypes.update({f"{h}:0": dtypes.resource for h in captures})
+    for node in body:
+        if node.op == "Enter" and not node.attrs.get("is_constant") and parse_input(node.inputs[0]).node in handles:
+            # TF's function runtime rejects such a body ("inputs from different frames") once it
+            # forwards the loop-invariant handle; the flat graph a TF1 loader runs is fine
+            raise FrameError(f"function '{name}': a while loop carries variable handle '{node.inputs[0]}' as a "
+                             "loop variable", node=node.name, location=node.location)
+    body = _enter_args(body, arg_dtypes)
+    nodes = {n.name: n for n in body}
     stateful = []
     for node in body:
         if node.op in _ARG_OPS:
@@ -155,14 +171,14 @@ def function_def(name: str, graph: GraphDef, inputs: list[tuple[str, str, Tensor
                 if ref.node not in handles and f"{ref.node}:0" not in args:
                     proto.input.append(i)
             else:
-                proto.input.append(_read(graph, i, args))
+                proto.input.append(_read(nodes, i, args))
         fdef.node_def.append(proto)
         if get_op(node.op).is_stateful:
             stateful.append(node.name)
     for k, (tensor, spec) in enumerate(outputs):
         ident = _unique("Identity", taken)
         out = f"output_{k}"
-        fdef.node_def.add(name=ident, op="Identity", input=[_read(graph, tensor, args)],
+        fdef.node_def.add(name=ident, op="Identity", input=[_read(nodes, tensor, args)],
                           attr={"T": attr_value_pb2.AttrValue(type=spec.dtype.tf_enum)})
         sig.output_arg.add(name=out, type=spec.dtype.tf_enum)
         fdef.ret[out] = f"{ident}:output:0"
@@ -174,12 +190,57 @@ def function_def(name: str, graph: GraphDef, inputs: list[tuple[str, str, Tensor
     return BuiltFunction(fdef, captures)
 
 
-def _read(graph: GraphDef, tensor: str, args: dict[str, str]) -> str:
+def _enter_args(body: list[NodeDef], args: dict[str, DType]) -> list[NodeDef]:
+    """``body`` with each arg read inside a while loop's frame passed in through constant Enters
+    (one per frame level, shared by the frame's readers). TF's executor refuses an edge between
+    frames other than Enter/Exit; a flat graph reads a hoisted VarHandleOp in the loop directly,
+    but as a function the handle is an arg, which lives in the outer frame."""
+    frames: dict[str, tuple[tuple[str, int], ...]] = {}  # node -> its frame: (name, parallel iterations) path
+    for node in body:  # graph order: an Enter before its frame's nodes (back edges come later)
+        arg_nodes = {parse_input(t).node for t in args}
+        src = next((parse_input(i).node for i in node.inputs  # an arg is in every frame it is carried to
+                    if parse_input(i).node in frames and parse_input(i).node not in arg_nodes), None)
+        outer = frames.get(src, ())
+        if node.op in ("Enter", "RefEnter"):
+            frames[node.name] = (*outer, (node.attrs["frame_name"], int(node.attrs.get("parallel_iterations", 10))))
+        elif node.op in ("Exit", "RefExit"):
+            frames[node.name] = outer[:-1]
+        else:
+            frames[node.name] = outer
+    out: list[NodeDef] = []
+    enters: dict[tuple, str] = {}  # (arg tensor, frame path) -> the tensor that carries it there
+    names = {n.name for n in body}
+
+    def carried(t: str, frame: tuple) -> str:
+        if not frame:
+            return t
+        key = (t, frame)
+        if key not in enters:
+            outer = carried(t, frame[:-1])
+            name = _unique(f"{parse_input(t).node}/Enter", names)
+            out.append(NodeDef(name, "Enter", [outer], "", {"T": args[t], "frame_name": frame[-1][0],
+                                                               "is_constant": True,
+                                                               "parallel_iterations": frame[-1][1]}))
+            enters[key] = f"{name}:0"
+        return enters[key]
+
+    for node in body:
+        frame = frames[node.name]
+        if frame and node.op not in ("Enter", "RefEnter") and any(
+                not i.startswith("^") and canonical_tensor(i) in args for i in node.inputs):
+            node = node.copy()
+            node.inputs = [carried(canonical_tensor(i), frame) if not i.startswith("^") and canonical_tensor(i) in args
+                           else i for i in node.inputs]
+        out.append(node)
+    return out
+
+
+def _read(nodes: dict[str, NodeDef], tensor: str, args: dict[str, str]) -> str:
     t = canonical_tensor(tensor)
     if t in args:
         return args[t]
     ref = parse_input(t)
-    return output_ref(graph.node(ref.node), ref.index)
+    return output_ref(nodes[ref.node], ref.index)
 
 
 def call_function_def(name: str, callee: function_pb2.FunctionDef, keywords: list[str], order: list[int],

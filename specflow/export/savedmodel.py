@@ -25,6 +25,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 
@@ -32,6 +33,7 @@ import numpy as np
 from tensorboard.compat.proto import meta_graph_pb2, saver_pb2, variable_pb2
 
 from specflow.errors import ExportError, Location
+from specflow.export.function_def import FrameError
 from specflow.export.loader import SAVED_MODEL_FILENAME, VARIABLES_DIR, variables_prefix
 from specflow.export.object_graph import WrittenObjects, objects_from_signatures, write_objects
 from specflow.export.serving import ServingModel, SignatureIO
@@ -168,10 +170,17 @@ def meta_graph(model: ServingModel, objects: WrittenObjects | None = None) -> me
     return mg
 
 
-def written_objects(model: ServingModel) -> WrittenObjects:
-    """TF2's object graph of ``model``: its own (a Python module's), else its signatures'."""
+def written_objects(model: ServingModel) -> WrittenObjects | None:
+    """TF2's object graph of ``model``: its own (a Python module's), else its signatures'. None
+    (with a warning: the SavedModel is TF1-style, TF2 loads its signatures only) when a
+    signature's body is one TF2's function runtime would refuse."""
     objects = model.objects if model.objects is not None else objects_from_signatures(model)
-    return write_objects(objects, model.variables, model.trainable)
+    try:
+        return write_objects(objects, model.variables, model.trainable)
+    except FrameError as e:
+        warnings.warn(f"written without TF2's object graph (TensorFlow loads its signatures only): {e.format()}",
+                      stacklevel=3)
+        return None
 
 
 def saved_model_bytes(model: ServingModel, objects: WrittenObjects | None = None) -> bytes:
@@ -180,8 +189,10 @@ def saved_model_bytes(model: ServingModel, objects: WrittenObjects | None = None
     return proto.SerializeToString()
 
 
-def bundle_tensors(model: ServingModel, objects: WrittenObjects) -> dict:
+def bundle_tensors(model: ServingModel, objects: WrittenObjects | None) -> dict:
     """The variables bundle: each variable under its checkpoint key, and the checkpoint's object graph."""
+    if objects is None:
+        return dict(model.variables)
     out = {objects.keys[name]: value for name, value in model.variables.items()}
     out[OBJECT_GRAPH_KEY] = np.array(objects.checkpoint_graph, dtype=object)
     return out
