@@ -178,6 +178,7 @@ class ConcreteFunction:
         self._session = None
         self._feed_names = list(self.inputs)
         self.arg_names: list[str] = []  # a name per argument leaf (set by the tracing Function)
+        self.call_structure: tuple | None = None  # (structure, leaves): set by the tracing Function
 
     @property
     def session(self):
@@ -419,6 +420,8 @@ class Function:
             outputs = self.python_function(*call_args, **call_kwargs)
             concrete = ConcreteFunction(trace, outputs, self.name)
         concrete.arg_names = names
+        # the call it answers, for sf.save's object graph: tensors by spec, other leaves by value
+        concrete.call_structure = (structure, [v if spec is None else spec for v, spec in zip(leaves, specs)])
         return concrete
 
 

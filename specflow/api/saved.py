@@ -324,7 +324,11 @@ def save(module, export_dir, signatures=None, overwrite: bool = False) -> None:
     elif isinstance(module, LoadedModule) and getattr(module, "_saved", None) is not None and signatures is None:
         model = _loaded_serving_model(module)
     else:
-        model = _python_serving_model(module, _concrete_signatures(module, signatures))
+        from specflow.api.saved_module import module_objects
+
+        concretes = _concrete_signatures(module, signatures)
+        model = _python_serving_model(module, concretes)
+        module_objects(module, model, concretes, _output_aliases)  # TF2's view: the module's objects
     write_saved_model(model, export_dir, overwrite=overwrite)
 
 

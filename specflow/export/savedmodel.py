@@ -6,12 +6,15 @@ The layout TensorFlow reads (``tf.saved_model.load``, ``saved_model_cli``)::
     EXPORT_DIR/variables/variables.index                    tensor bundle (io/tensor_bundle.py)
     EXPORT_DIR/variables/variables.data-00000-of-00001
 
-The MetaGraphDef is TF1-style, which TensorFlow 2 loads through ``load_v1_in_v2``: the graph
-holds the serving graph (resource variables as VarHandleOp + ReadVariableOp) plus the saver graph
-``tf.compat.v1.train.Saver`` builds (``save/Const`` the filename, ``save/SaveV2`` +
-``save/control_dependency`` to save, ``save/RestoreV2`` + ``save/AssignVariableOp*`` +
-``save/restore_all`` to restore), a ``saver_def`` naming them, and one ``signature_def`` per
-signature with dtypes and shapes filled in.
+The MetaGraphDef serves both kinds of loader. For TF1-style ones (TF Serving, ``saved_model_cli``,
+``tf.compat.v1.saved_model.load``, specflow's own): the graph holds the serving graph (resource
+variables as VarHandleOp + ReadVariableOp) plus the saver graph ``tf.compat.v1.train.Saver``
+builds (``save/Const`` the filename, ``save/SaveV2`` + ``save/control_dependency`` to save,
+``save/RestoreV2`` + ``save/AssignVariableOp*`` + ``save/restore_all`` to restore), a
+``saver_def`` naming them, and one ``signature_def`` per signature with dtypes and shapes filled
+in. For TF2's ``tf.saved_model.load``: the object graph (object_graph.py: the model's objects,
+variables and methods; its functions in the graph's library), with the bundle's
+``_CHECKPOINTABLE_OBJECT_GRAPH`` mapping its variables to the same bundle keys.
 
 ``write_saved_model`` writes into a temporary directory beside EXPORT_DIR, runs ``check`` on it
 (export re-loads it and compares outputs), and only then renames it into place.
@@ -22,6 +25,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 
@@ -29,7 +33,9 @@ import numpy as np
 from tensorboard.compat.proto import meta_graph_pb2, saver_pb2, variable_pb2
 
 from specflow.errors import ExportError, Location
+from specflow.export.function_def import FrameError
 from specflow.export.loader import SAVED_MODEL_FILENAME, VARIABLES_DIR, variables_prefix
+from specflow.export.object_graph import WrittenObjects, objects_from_signatures, write_objects
 from specflow.export.serving import ServingModel, SignatureIO
 from specflow.export.target_dir import Held, check_overwritable, clean_leftovers
 from specflow.graph import dtypes
@@ -39,6 +45,7 @@ from specflow.graph.names import check_node_name
 from specflow.io.extra_protos import SavedModel
 from specflow.io.tensor_bundle import fsync_dir, usual_mode, write_bundle, write_synced
 from specflow.io.tf_graph import shape_to_proto, to_tf_graph_def
+from specflow.io.tf_object_graph import OBJECT_GRAPH_KEY
 
 SERVE_TAG = "serve"
 PREDICT_METHOD = "tensorflow/serving/predict"
@@ -59,11 +66,14 @@ def check_tf_ops(graph: GraphDef) -> None:
 # --- the graph -----------------------------------------------------------------------------------
 
 
-def add_saver(b: GraphBuilder, handles: dict[str, str]) -> tuple[saver_pb2.SaverDef, dict[str, tuple[str, str]]]:
+def add_saver(b: GraphBuilder, handles: dict[str, str],
+              keys: dict[str, str] | None = None) -> tuple[saver_pb2.SaverDef, dict[str, tuple[str, str]]]:
     """Add tf.compat.v1.train.Saver's graph for the variables ``handles`` (name -> VarHandleOp)
-    under ``save/``; returns its SaverDef and, per variable, its read and restoring assign."""
+    under ``save/``, each saved under ``keys[name]`` (default: its name); returns its SaverDef
+    and, per variable, its read and restoring assign."""
     names = sorted(handles)
     n = len(names)
+    stored = [(keys or {}).get(v, v) for v in names]
     var_dtypes = [b.graph_def.node(handles[v]).attrs["dtype"] for v in names]
 
     def strings(values: list[str], name: str) -> str:
@@ -79,12 +89,12 @@ def add_saver(b: GraphBuilder, handles: dict[str, str]) -> tuple[saver_pb2.Saver
         const = b.add_op("PlaceholderWithDefault", [filename], attrs, name="Const").name
         reads = [b.add_op("ReadVariableOp", [handles[v]], {"dtype": dt}, name="ReadVariableOp" + _suffix(i)).name
                  for i, (v, dt) in enumerate(zip(names, var_dtypes))]
-        save = b.add_op("SaveV2", [const, strings(names, "SaveV2/tensor_names"),
+        save = b.add_op("SaveV2", [const, strings(stored, "SaveV2/tensor_names"),
                                    strings([""] * n, "SaveV2/shape_and_slices"), *reads],
                         {"dtypes": var_dtypes}, name="SaveV2").name
         saved = b.add_op("Identity", [const], {"T": dtypes.string}, name="control_dependency",
                          control_inputs=[save], colocate_with=[const]).name
-        restore = b.add_op("RestoreV2", [const, strings(names, "RestoreV2/tensor_names"),
+        restore = b.add_op("RestoreV2", [const, strings(stored, "RestoreV2/tensor_names"),
                                          strings([""] * n, "RestoreV2/shape_and_slices")],
                            {"dtypes": var_dtypes}, name="RestoreV2").name
         assigns = []
@@ -130,8 +140,9 @@ def signature_def(sig: SignatureIO) -> meta_graph_pb2.SignatureDef:
     return out
 
 
-def meta_graph(model: ServingModel) -> meta_graph_pb2.MetaGraphDef:
-    """The serving graph plus its saver as a MetaGraphDef tagged ``serve``."""
+def meta_graph(model: ServingModel, objects: WrittenObjects | None = None) -> meta_graph_pb2.MetaGraphDef:
+    """The serving graph plus its saver as a MetaGraphDef tagged ``serve``; with ``objects``, TF2's
+    object graph and its functions."""
     check_tf_ops(model.graph_def)
     b = GraphBuilder(model.graph_def)
     handles = {}
@@ -142,7 +153,7 @@ def meta_graph(model: ServingModel) -> meta_graph_pb2.MetaGraphDef:
     mg.meta_info_def.tags.append(SERVE_TAG)
     mg.meta_info_def.meta_graph_version = "specflow"
     if handles:
-        saver, ops = add_saver(b, handles)
+        saver, ops = add_saver(b, handles, objects.keys if objects is not None else None)
         mg.saver_def.CopyFrom(saver)
         if model.trainable:  # (a model from elsewhere may not say)
             add_variable_collections(mg, handles, ops, model.trainable)
@@ -153,13 +164,38 @@ def meta_graph(model: ServingModel) -> meta_graph_pb2.MetaGraphDef:
     mg.graph_def.CopyFrom(to_tf_graph_def(graph))
     for name, sig in model.signatures.items():
         mg.signature_def[name].CopyFrom(signature_def(sig))
+    if objects is not None:
+        mg.graph_def.library.function.extend(objects.functions)
+        mg.object_graph_def.CopyFrom(objects.object_graph)
     return mg
 
 
-def saved_model_bytes(model: ServingModel) -> bytes:
+def written_objects(model: ServingModel) -> WrittenObjects | None:
+    """TF2's object graph of ``model``: its own (a Python module's), else its signatures'. None
+    (with a warning: the SavedModel is TF1-style, TF2 loads its signatures only) when a
+    signature's body is one TF2's function runtime would refuse."""
+    objects = model.objects if model.objects is not None else objects_from_signatures(model)
+    try:
+        return write_objects(objects, model.variables, model.trainable)
+    except FrameError as e:
+        warnings.warn(f"written without TF2's object graph (TensorFlow loads its signatures only): {e.format()}",
+                      stacklevel=3)
+        return None
+
+
+def saved_model_bytes(model: ServingModel, objects: WrittenObjects | None = None) -> bytes:
     proto = SavedModel(saved_model_schema_version=1)
-    proto.meta_graphs.add().ParseFromString(meta_graph(model).SerializeToString())
+    proto.meta_graphs.add().ParseFromString(meta_graph(model, objects).SerializeToString())
     return proto.SerializeToString()
+
+
+def bundle_tensors(model: ServingModel, objects: WrittenObjects | None) -> dict:
+    """The variables bundle: each variable under its checkpoint key, and the checkpoint's object graph."""
+    if objects is None:
+        return dict(model.variables)
+    out = {objects.keys[name]: value for name, value in model.variables.items()}
+    out[OBJECT_GRAPH_KEY] = np.array(objects.checkpoint_graph, dtype=object)
+    return out
 
 
 # --- the directory -------------------------------------------------------------------------------
@@ -171,7 +207,8 @@ def write_saved_model(model: ServingModel, export_dir, overwrite: bool = False,
     before they are renamed into place (an exception from it leaves nothing behind)."""
     export_dir = Path(export_dir)
     refuse_existing(export_dir, overwrite)
-    data = saved_model_bytes(model)  # graph problems surface before anything is written
+    objects = written_objects(model)
+    data = saved_model_bytes(model, objects)  # graph problems surface before anything is written
     try:
         export_dir.parent.mkdir(parents=True, exist_ok=True)
         tmp = tempfile.mkdtemp(prefix=f".{export_dir.name}.tmp-", dir=export_dir.parent)
@@ -182,7 +219,7 @@ def write_saved_model(model: ServingModel, export_dir, overwrite: bool = False,
         usual_mode(tmp)
         write_synced(os.path.join(tmp, SAVED_MODEL_FILENAME), [data])
         os.mkdir(os.path.join(tmp, VARIABLES_DIR))
-        write_bundle(variables_prefix(tmp), model.variables)
+        write_bundle(variables_prefix(tmp), bundle_tensors(model, objects))
         fsync_dir(tmp)
         if check is not None:
             check(tmp)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -46,6 +47,8 @@ class ServingModel:
     # variable name -> trainable (batch-norm statistics are not): written as TF1's variable
     # collections, so a re-import (ours or TensorFlow's) trains what the spec trained
     trainable: dict[str, bool] = field(default_factory=dict)
+    # the TF2 object graph (export/object_graph.py); None: the signatures' (objects_from_signatures)
+    objects: Any = None
 
 
 def serving_model(spec, logdir, step: int | None = None, signatures: list[str] | None = None) -> ServingModel:

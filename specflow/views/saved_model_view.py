@@ -26,6 +26,7 @@ from specflow.graph.graph_def import GraphDef, NodeDef
 from specflow.graph.names import check_graph_proto_names, check_library_names, check_reference
 from specflow.io.graph_loader import graph_io, is_graph_def_file, read_graph_def, read_graph_def_proto
 from specflow.io.tensor_bundle import index_filename, read_bundle_index
+from specflow.io.tf_object_graph import OBJECT_GRAPH_KEY
 from specflow.views import json_values
 from specflow.views.graph_view import graph_table
 
@@ -99,7 +100,10 @@ def _variables(export_dir: str) -> dict[str, dict]:
     except CheckpointError as e:
         raise ExportError(f"variables index: {e.format()}") from None
     out = {}
-    for name, e in entries.items():
+    for key, e in entries.items():
+        if key == OBJECT_GRAPH_KEY:  # the checkpoint's object graph, not a variable
+            continue
+        name = key.split("/.ATTRIBUTES/")[0]  # a TF2 checkpoint key: the object's path
         try:
             dtype = as_dtype(e.dtype).name
         except TypeError:
