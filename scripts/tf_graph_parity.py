@@ -52,6 +52,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from scripts.tf_graph_parity_cases4 import register as register_batch4
 from scripts.tf_graph_parity_cases5 import register as register_batch5
 from scripts.tf_graph_parity_keras5 import SAVED5
+from scripts.tf_graph_parity_tfops import register as register_tfops
 from scripts.tf_parity_common import compare, run_in_specflow, tmp_path
 from specflow.errors import SpecflowError
 from specflow.export.loader import load_model
@@ -457,6 +458,7 @@ KERAS = [
 
 KERAS += register_batch4(case)
 KERAS += register_batch5(case)
+register_tfops(case)  # the ops of the tfops batch (scripts/tf_graph_parity_tfops.py)
 SAVED = {"bn_train", "lstm", "gru", "simplernn", "bilstm", "conv_lstm", "c4_k_gru_v1", "c4_k_lstm_state", "c4_k_lstm_mask",
          "c4_k_gru_goback", "c4_k_bigru_concat", "c4_m_text_lstm", "c4_m_gru_stack", "c4_k_lstm_unroll", "c4_k_masking_gru",
          "c4_k_simplernn_state", "c4_k_bilstm_seq", "c4_k_convlstm2d"} | SAVED5
