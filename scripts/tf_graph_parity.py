@@ -33,7 +33,10 @@ UnsortedSegmentMax/Min start value and NaN fold, float FloorMod's zero sign, Euc
 axes, empty gathers, Erf at inf in float64, Relu6Grad and CumulativeLogsumexp with non-finite
 values, Elu/Selu of -0.0); with them, oneDNN on, 1242 of 1243 cases match. Float16 outputs compare at rtol 1e-3
 and bfloat16 at 1e-2 (a unit in their last place). Not checked: NaN order in sort/top_k
-and NaN in softmax (implementation-defined: oneDNN's softmax differs from TF's own). Not covered:
+and NaN in softmax (implementation-defined: oneDNN's softmax differs from TF's own). The tfops
+batch (scripts/tf_graph_parity_tfops.py: 17 cases, ``tfops_*``) covers the ops added for it:
+quantize_and_dequantize (V2/V3/V4 and V4's gradient op), dilation2d/erosion2d with their
+backprops, fill_empty_rows and sparse.reshape, stateless_shuffle. Not covered:
 StatelessMultinomial matches TF only while TF samples the batch in
 one block of rows, as it does for small batches (a large batch split across TF's threads starts
 each block at its own counter); CTCLossV2 (the cuDNN variant, blank 0) is not built."""

@@ -5,6 +5,7 @@ traceback."""
 import pytest
 
 from specflow.errors import SpecflowError
+from specflow.ops import all_ops
 from specflow.ops.eval import evaluate_op
 from tests.ops.cases_tfops import ENTRIES, decode
 
@@ -13,6 +14,7 @@ REFUSED = [e for e in ENTRIES if "error" in e]
 
 @pytest.mark.parametrize("entry", REFUSED, ids=[e["id"] for e in REFUSED])
 def test_refused_as_tf_refuses(entry):
+    assert entry["op"] in all_ops()  # (an unknown op is refused too, but not for the input's sake)
     with pytest.raises(SpecflowError) as err:
         evaluate_op(entry["op"], [decode(i) for i in entry["inputs"]], **entry["attrs"])
     message = str(err.value)
