@@ -46,9 +46,9 @@ def _geometry(c, x_shape, f_shape) -> tuple[wn._Window, tuple]:
     strides, rates = _pair(c, "strides"), _pair(c, "rates")
     n, h, w, d = cv._rank4(c, x_shape, "input")
     f = Shape(f_shape)
-    fr, fc, fd = (None,) * 3 if f.rank is None else f.dims if f.rank == 3 else (None,) * 3
     if f.rank not in (None, 3):
         raise c.fail(f"filter must be 3-D [rows, cols, depth], got shape {f}")
+    fr, fc, fd = (None,) * 3 if f.rank is None else f.dims
     if None not in (d, fd) and d != fd:
         raise c.fail(f"input and filter must have the same depth: {d} vs {fd}")
     rows = cv._out_size(c, h, fr, strides[0], rates[0], None)
