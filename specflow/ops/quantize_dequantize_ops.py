@@ -11,7 +11,9 @@ round(x * scale) * (1 / scale), x first clamped to the moved range only when the
 (an unsigned op on an input below 0 rounds it to a negative step). HALF_TO_EVEN rounds as
 rint, HALF_UP as floor(x + 0.5). TF's gradients: V2 and V3 pass the gradient straight through;
 V4's gradient op passes it where min <= x <= max (the inputs min and max, not the moved range)
-and gives min and max zero gradients.
+and gives min and max zero gradients. (TF 2.21's V2 and V4 kernels refuse a per-slice range that
+is given, "input_min must be a scalar.", a check of theirs that ignores axis; it is computed here as
+its V3 kernel computes it.)
 """
 
 from __future__ import annotations
