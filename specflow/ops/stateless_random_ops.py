@@ -1,5 +1,5 @@
-"""Counter-based (stateless) random numbers: StatelessRandomUniformV2, NormalV2, TruncatedNormalV2
-and StatelessMultinomial.
+"""Counter-based (stateless) random numbers: StatelessRandomUniformV2, NormalV2, TruncatedNormalV2,
+StatelessMultinomial and StatelessShuffle.
 
 The same (key, counter, alg) always gives the same numbers, bit for bit TensorFlow's on CPU for
 the Philox algorithm: Philox4x32-10 (Salmon et al. 2011, as TF's philox_random.h) makes four
@@ -116,9 +116,15 @@ def _register_stateless(name: str, doc: str, from_words) -> None:
 
 def _stateless_args(ctx, shape, key, counter, alg):
     """A V2 stateless op's checked (dims, key, counter), read on the host."""
-    dims, key, counter, alg = ctx.host(shape), ctx.host(key), ctx.host(counter), ctx.host(alg)
+    dims = ctx.host(shape)
     if dims.ndim != 1 or (dims < 0).any():
         raise ctx.fail(f"shape must be a vector of non-negative dimensions, got {dims.tolist()}")
+    return (dims, *_key_counter(ctx, key, counter, alg))
+
+
+def _key_counter(ctx, key, counter, alg):
+    """A V2 stateless op's checked (key, counter), read on the host."""
+    key, counter, alg = ctx.host(key), ctx.host(counter), ctx.host(alg)
     if key.shape != (1,):
         raise ctx.fail(f"key must have shape [1], got {list(key.shape)}")
     if alg.ndim != 0:
@@ -127,7 +133,7 @@ def _stateless_args(ctx, shape, key, counter, alg):
         raise ctx.fail(f"Unsupported algorithm id: {int(alg)} (Philox, 1, and auto-select, 3, are implemented)")
     if counter.ndim != 1 or counter.size < 2:
         raise ctx.fail(f"counter must be a vector of at least 2 elements for Philox, got shape {list(counter.shape)}")
-    return dims, key, counter
+    return key, counter
 
 
 _register_stateless(
@@ -383,3 +389,38 @@ def _stateless_uniform_full_int(ctx, shape, key, counter, alg):
 
 
 not_differentiable("StatelessRandomUniformIntV2", "StatelessRandomUniformFullIntV2")
+
+
+# --- StatelessShuffle -------------------------------------------------------------------------
+
+
+register_op(
+    "StatelessShuffle",
+    inputs=["value: T", "key: uint64", "counter: uint64", "alg: int32"],
+    outputs=["output: T"],
+    attrs=["T: type"],
+    shape=lambda ic: [ic.shape(0)],
+    doc="value permuted along its first dimension by a permutation that depends only on (key, "
+    "counter, alg): TF's (tf.random.experimental.stateless_shuffle).",
+)
+
+
+@kernel("StatelessShuffle", host_inputs=(1, 2, 3))
+def _stateless_shuffle(ctx, value, key, counter, alg):
+    key, counter = _key_counter(ctx, key, counter, alg)
+    if int(ctx.host(alg)) == RNG_ALG_THREEFRY:  # (_key_counter allows only Philox and auto)
+        raise ctx.fail("Unsupported algorithm id: 2")
+    n = value.shape[0] if value.ndim else 1
+    if value.size <= 1 or n <= 1:
+        return value  # TF's output is the input itself
+    # TF's shuffle_common.h: Fisher-Yates from the front, swapping i with i + u % (n - i) for
+    # u the Philox stream's next 32-bit word, taken one at a time from each block of four
+    words = philox_words(np, int(key[0]), (int(counter[0]), int(counter[1])), -(-(n - 1) // 4)).reshape(-1)
+    perm = np.arange(n)
+    for i, u in enumerate(words[: n - 1].tolist()):
+        j = i + u % (n - i)
+        perm[i], perm[j] = perm[j], perm[i]
+    return value[ctx.xp.asarray(perm)]
+
+
+# StatelessShuffle has no gradient: TF registers none (a tape through it fails there too).
