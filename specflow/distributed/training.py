@@ -28,9 +28,12 @@ import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 
+import numpy as np
+
 from specflow.errors import OutOfRangeError, RuntimeFailure
 from specflow.io.checkpoint import CheckpointManager
 from specflow.io.summaries import SummaryWriter
+from specflow.io.tensor_bundle import read_bundle
 from specflow.train import state
 from specflow.train.data import select
 from specflow.train.evaluate import load_split
@@ -138,7 +141,11 @@ class DistributedTrainer(Recovery, Trainer):
         worker's generators and input position), as the chief."""
         restore = None if latest is None else (lambda sess: self.saver.restore(sess, latest, self._set_replica_state))
         self.readiness.prepare(self.session, self.graph.init_op, restore)
-        self.step = int(self.session.run(self.graph.global_step.read))
+        # The step restored, from the checkpoint itself: async replicas waiting for the model
+        # resume as soon as it is ready, so a read here would count their first steps too.
+        gs = self.graph.global_step
+        saved = read_bundle(latest, [gs.name]).get(gs.name) if latest is not None else np.int64(0)
+        self.step = int(saved) if saved is not None else int(self.session.run(gs.read))
 
     def _positions(self, step: int) -> dict[str, int]:
         """Each worker's next batch of its shard (sync: the global step's, for every worker)."""
@@ -200,13 +207,15 @@ class DistributedTrainer(Recovery, Trainer):
     def save(self, step: int) -> str:
         """A sharded checkpoint: each ps task writes its variables (``sharded_checkpoint.py``).
         Async: named by the global step read as it starts (TF's saver reads it too), which the
-        workers' loops may have taken past the chief's view ``step``."""
+        workers' loops may have taken past the chief's view ``step``, and saved as that step
+        (the variables, read a little later, may hold the updates of a few more)."""
         gen = self.gen
         try:
             if self.sync is None:
                 step = max(step, int(self.session.run(self.graph.global_step.read)))
             path = self.checkpoints.save({}, step, write=lambda prefix: self.saver.write(
-                self.session, prefix, step, self._positions(step), self._replica_rngs()))
+                self.session, prefix, step, self._positions(step), self._replica_rngs(),
+                pinned={self.graph.global_step.name: step}))
         except RuntimeFailure as e:  # a task lost mid-save: no checkpoint was written (the index comes last)
             self.recover(gen, e)
             return self.last_checkpoint
