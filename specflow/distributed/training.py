@@ -30,7 +30,7 @@ from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 
 import numpy as np
 
-from specflow.errors import OutOfRangeError, RuntimeFailure
+from specflow.errors import OutOfRangeError, RuntimeFailure, StepLimitReached
 from specflow.io.checkpoint import CheckpointManager
 from specflow.io.summaries import SummaryWriter
 from specflow.io.tensor_bundle import read_bundle
@@ -107,7 +107,10 @@ class DistributedTrainer(Recovery, Trainer):
         self.train_arrays, self.test_arrays = load_split(self.spec, cfg)
         n = len(self.tasks)
         self.sync = SyncReplicas(n) if self.mode == "sync" else None
-        self.graph = build_training_graph(self.spec, cfg, None, replicas=self.sync)
+        # async: the ps refuses an update past the last step (one in flight from a worker whose
+        # reply was lost, its steps handed out again), so the run ends exactly there
+        limit = self.total_steps if self.sync is None else None
+        self.graph = build_training_graph(self.spec, cfg, None, replicas=self.sync, step_limit=limit)
         self.save_restore = state.add_save_restore(self.graph.builder, self.graph.variables)
         self.saver = ShardedSaver(self.graph.builder, self.save_restore, self._variable_tasks(),
                                   [_replica_key(k, "next_batch") for k in range(n)])  # fmt: skip
@@ -321,6 +324,9 @@ class DistributedTrainer(Recovery, Trainer):
         # the hooks stay the run's own.
         sizes = [1] * n  # each worker's chunk of steps (replica_loop.chunk_size)
         turn = threading.Condition()
+        # The ps refused an update: the global step is at the last step (more updates reached
+        # it than reports came back, a lost worker's in flight), so nothing more is handed out.
+        at_limit = threading.Event()
 
         def claim(n: int = 1) -> int:
             """Hand out up to ``n`` steps (exactly total_steps updates, whoever runs them), or
@@ -329,7 +335,7 @@ class DistributedTrainer(Recovery, Trainer):
                 while n > 0 and self._claimed - self._seen >= 2 * sum(sizes) and not self._stop.is_set():
                     turn.wait(0.05)
                 if n > 0:
-                    n = 0 if self._stop.is_set() else min(n, self.total_steps - self._claimed)
+                    n = 0 if self._stop.is_set() or at_limit.is_set() else min(n, self.total_steps - self._claimed)
                 self._claimed += n
                 turn.notify_all()
                 return max(n, 0)
@@ -351,6 +357,10 @@ class DistributedTrainer(Recovery, Trainer):
                             claim(-got)
                             break
                         done, error, seconds = self._replica_chunk(k, j, got)
+                    except StepLimitReached:
+                        claim(-got)
+                        at_limit.set()
+                        break
                     except RuntimeFailure as e:  # a lost task: recover (or re-raise), then go on
                         claim(-got)
                         self.recover(gen, e)
@@ -363,7 +373,11 @@ class DistributedTrainer(Recovery, Trainer):
                     if len(done) < got:  # stopped, or failed part-way
                         claim(len(done) - got)
                     if error is not None:
-                        self.recover(gen, unpack_error(error))
+                        failure = unpack_error(error)
+                        if isinstance(failure, StepLimitReached):
+                            at_limit.set()
+                            break
+                        self.recover(gen, failure)
                         continue
                     if self.worker_loops:
                         sizes[k] = chunk_size(seconds, len(done))
