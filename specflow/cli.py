@@ -27,7 +27,7 @@ from specflow.cli_args import (
     _save_npz,
     _tensor_of,
 )
-from specflow.cli_cluster import inspect_training, no_devices_on_a_cluster
+from specflow.cli_cluster import inspect_training, local_training_notes, no_devices_on_a_cluster
 from specflow.cli_errors import _escape, err, handle_errors, noting_flags
 from specflow.cli_signals import _stop_on_signals
 from specflow.cli_steps import _compile, _quiet_numeric_warnings, _run_model, placed_only
@@ -83,6 +83,7 @@ def _spec_of(spec) -> Callable[[str], list[str] | None]:
 def validate(spec: Path = typer.Argument(..., help="The model spec (YAML)."), set_: list[str] | None = SetOpt):
     """Check a spec: schema, graph structure, shapes and dtypes, and its training data (files
     found; up to 64 MiB read and fitted to the inputs). Prints a summary on success."""
+    from specflow.distributed.replicas import check_spec_cluster
     from specflow.train.data_fit import check_data, errors_located
     from specflow.train.loss_check import check_loss_reaches_a_variable
 
@@ -91,6 +92,7 @@ def validate(spec: Path = typer.Argument(..., help="The model spec (YAML)."), se
         check_data(s)
     with noting_flags(set_, kind=SpecflowError), errors_located(s):
         check_loss_reaches_a_variable(s)
+        check_spec_cluster(s)  # what train --cluster local would refuse
     n_params = sum(_num_elements(v.shape) for v in s.variables)
     trainable = sum(1 for v in s.variables if v.trainable)
     out.print(
@@ -378,6 +380,8 @@ def train(
             cspec = _cluster_spec(s, cluster, address, None, None)
             trainer = distributed_trainer(s, options, listener, cspec, address, devices)
         else:
+            for note in local_training_notes(s):
+                err.print(f"note: {_escape(note)}", soft_wrap=True, highlight=False)
             trainer = Trainer(s, options, listener)
         with run_config.begun(logdir, plan), _stop_on_signals(trainer.request_stop) as signals:
             result = trainer.run()

@@ -42,6 +42,18 @@ def cluster_spec(s, cluster: str | None, address: str | None, task_devices, plac
     return spec, list(spec.notices)
 
 
+def local_training_notes(s) -> list[str]:
+    """A local ``train`` checks the spec's cluster-only sections as ``validate`` does, and says
+    once that ``train.distributed`` does not apply to it (it picks how ``--cluster`` trains)."""
+    from specflow.distributed.replicas import check_spec_cluster
+
+    check_spec_cluster(s)
+    d = s.train.distributed if s.train is not None else None
+    if d is None:
+        return []
+    return [f"train.distributed (mode: {d.mode}) applies with --cluster; this run trains locally, in one process"]
+
+
 def no_devices_on_a_cluster(cspec, devices) -> None:
     if cspec is not None and devices:
         raise UserError("--devices is for a local run; on a cluster give each job's with --task-devices worker=cpu:2")

@@ -94,6 +94,11 @@ class OutOfRangeError(RuntimeFailure):
     cleanly (TensorFlow's OutOfRange status)."""
 
 
+class StepLimitReached(OutOfRangeError):
+    """An update refused because the global step already reached the run's last step (an async
+    replica's step in flight when the others finished the run): nothing of it was applied."""
+
+
 class CancelledError(RuntimeFailure):
     """An operation was cancelled: an enqueue on a closed queue, or one pending when the queue was
     closed with ``cancel_pending_enqueues`` (TensorFlow's Cancelled status)."""

@@ -163,7 +163,24 @@ def parse_jobs(jobs: Any, where: str = "cluster", location: Location | None = No
                         location=location)  # fmt: skip
     notices: list[str] = []
     out = {j: _count(j, v, where, locate(j) if locate else location, notices) for j, v in jobs.items()}
+    check_singletons(out, where, locate or (lambda job: location))
     return out, notices
+
+
+# Jobs TensorFlow's multi-worker setup allows one task of (multi_worker_util's cluster check): the
+# chief is *the* task that initializes, saves and coordinates; the evaluator, the one that
+# evaluates the checkpoints.
+SINGLE_TASK_JOBS = ("chief", "evaluator")
+
+
+def check_singletons(jobs: dict[str, int], where: str, locate=None) -> None:
+    """``where``: a section's path (the job is appended) or, without ``locate``, the flag."""
+    for job in SINGLE_TASK_JOBS:
+        if jobs.get(job, 0) > 1:
+            head = f"{where}.{job}" if locate else where
+            raise SpecError(f"{head}: a cluster has at most one {job} task (as in TensorFlow), got {job}={jobs[job]}"
+                            + ("; more workers go in the worker job" if job == "chief" else ""),
+                            location=locate(job) if locate else None)  # fmt: skip
 
 
 # Each task is a process of its own (a Ray actor of about 100 MB that takes a second or more to
@@ -201,6 +218,7 @@ def parse_cli(text: str) -> dict[str, int] | None:
         if job in jobs:
             raise SpecError(f"--cluster '{text}': job '{job}' given twice")
         jobs[job] = int(n)
+    check_singletons(jobs, f"--cluster '{text}'")
     return jobs
 
 

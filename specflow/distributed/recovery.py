@@ -77,8 +77,10 @@ class Recovery:
             after = self.step  # the restored global step (reports of lost steps are void meanwhile)
             tasks = ", ".join(sorted(lost))
             if any(t.startswith("/job:ps/") for t in lost):
-                what = (f"lost {tasks}: restored {self.last_restored or 'the initial values'}; "
-                        f"global step {before} -> {after}")  # fmt: skip
+                before = max(before, after)  # async: the chief's view lags the workers' steps
+                back = before - after
+                what = (f"lost {tasks}: restored {self.last_restored or 'the initial values'} (global step {after}); "
+                        f"{back} step{'' if back == 1 else 's'} lost, trained again (global step {before} -> {after})")
             else:
                 what = f"lost {tasks}: recreated, rejoined at global step {after}"
             self.gen += 1

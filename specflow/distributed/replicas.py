@@ -15,7 +15,7 @@ import numpy as np
 
 from specflow.errors import SpecflowError, did_you_mean
 
-from .cluster_spec import ClusterSpec
+from .cluster_spec import ClusterSpec, check_singletons, cluster_from_section
 from .placement import TaskAssignment
 
 
@@ -39,26 +39,58 @@ TRAINING_JOBS = ("ps", "worker", "chief")
 def replica_tasks(spec: ClusterSpec, model_spec=None) -> list[str]:
     """The tasks that run a replica, the chief first: a ``chief`` job's task, then the workers.
     A job no part of training runs on (a typo of ``worker``, TF's separate ``evaluator``) is an
-    error, at its line when ``model_spec``'s ``cluster:`` section names it, not idle tasks."""
+    error, at its line when ``model_spec``'s ``cluster:`` section names it, not idle tasks; so
+    is a cluster without a ps or a worker, at the section's jobs when they are these."""
+    source = getattr(model_spec, "source", None)
     for job in spec.jobs:
         if job in TRAINING_JOBS:
             continue
-        key = ("cluster", "jobs", job)
-        source = getattr(model_spec, "source", None)
-        if source is not None and source.has(key):
+        key = next((k for k in (("cluster", "jobs", job), ("cluster", job)) if source is not None and source.has(k)), None)
+        if key is not None:
             raise SpecflowError("a job no part of training runs on: training uses the jobs ps, worker and chief"
                                 + did_you_mean(job, TRAINING_JOBS), path=".".join(key),
                                 location=source.key_location(key))  # fmt: skip
         raise SpecflowError(f"--cluster: job '{job}' runs no part of training: training uses the jobs ps, worker "
                             "and chief" + did_you_mean(job, TRAINING_JOBS))  # fmt: skip
+    check_singletons(spec.jobs, "cluster", lambda job: None)
+    where = _jobs_location(spec, model_spec)
     if not spec.jobs.get("ps"):
         raise SpecflowError(f"training on a cluster needs a ps job for the variables, got {spec.describe()} "
-                            "(e.g. --cluster local:ps=1,worker=2)")  # fmt: skip
+                            "(e.g. --cluster local:ps=1,worker=2)", **where)  # fmt: skip
     tasks = [f"/job:chief/replica:0/task:{t}" for t in range(spec.jobs.get("chief", 0))]
     tasks += [f"/job:worker/replica:0/task:{t}" for t in range(spec.jobs.get("worker", 0))]
     if not tasks:
-        raise SpecflowError(f"training on a cluster needs a worker job, got {spec.describe()}")
+        raise SpecflowError(f"training on a cluster needs a worker job, got {spec.describe()} "
+                            "(e.g. --cluster local:ps=1,worker=2)", **where)  # fmt: skip
     return tasks
+
+
+def _jobs_location(spec: ClusterSpec, model_spec) -> dict:
+    """path and location of the spec's ``cluster:`` jobs when ``spec`` has exactly those jobs
+    (``--cluster local``, or validate), else nothing (the jobs came from the command line)."""
+    section = getattr(getattr(model_spec, "model", None), "cluster", None)
+    if section is None:
+        return {}
+    path = ("cluster", "jobs") if isinstance(section, dict) and "jobs" in section else ("cluster",)
+    jobs = section.get("jobs") if path == ("cluster", "jobs") else section
+    if not isinstance(jobs, dict) or set(jobs) != set(spec.jobs):
+        return {}
+    return {"path": ".".join(path), "location": model_spec.source.location(path)}
+
+
+def check_spec_cluster(model_spec) -> None:
+    """``validate`` (and a local ``train``) of a spec with ``train:`` and ``cluster:``: the
+    section must be one ``train --cluster local`` can train on (jobs, replicas_to_aggregate)."""
+    section = model_spec.model.cluster
+    if section is None or model_spec.train is None:
+        return
+    spec = cluster_from_section(section, model_spec.source)
+    tasks = replica_tasks(spec, model_spec)
+    try:
+        replicas_to_aggregate(model_spec.train.distributed, len(tasks))
+    except SpecflowError as e:
+        e.message += f" (the spec's cluster: {spec.describe()})"
+        raise
 
 
 def replicas_to_aggregate(dist, n: int) -> int:

@@ -102,11 +102,12 @@ class ShardedSaver:
         return len(self.save_ops)
 
     def write(self, session, prefix: str, next_batch: int, positions: dict[str, int] | None = None,
-              extra: dict[str, np.ndarray] | None = None) -> None:  # fmt: skip
+              extra: dict[str, np.ndarray] | None = None, pinned: dict[str, int] | None = None) -> None:  # fmt: skip
         """Write checkpoint ``prefix``: every shard on its task, then the merged index.
         ``positions``: the values of the ``positions`` keys; ``extra``: small tensors the client
         holds (each worker's random generators' states), written by the client as one more
-        shard when there are any."""
+        shard when there are any; ``pinned``: variables saved as these values, not as read
+        (async: the global step as the checkpoint's name gives it)."""
         directory = os.path.dirname(prefix)
         remove_stale_parts(directory, os.path.basename(prefix).rsplit("-", 1)[0])
         temp = f"{prefix}{_TEMP}{secrets.token_hex(6)}"
@@ -117,6 +118,9 @@ class ShardedSaver:
             feeds[self.next_batch] = np.asarray(next_batch, dtype=np.int64)
             for key, ph in self.positions.items():
                 feeds[ph] = np.asarray((positions or {}).get(key, next_batch), dtype=np.int64)
+            for name, value in (pinned or {}).items():  # the variable's read, fed: SaveV2 takes the value
+                v = self.variables[name]
+                feeds[v.read] = np.asarray(value, dtype=v.dtype.numpy)
             session.run([], feeds, targets=self.save_ops)
             if extra:
                 parts.append(os.path.join(temp, f"part-{self.num_shards}"))

@@ -28,9 +28,12 @@ import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 
-from specflow.errors import OutOfRangeError, RuntimeFailure
+import numpy as np
+
+from specflow.errors import OutOfRangeError, RuntimeFailure, StepLimitReached
 from specflow.io.checkpoint import CheckpointManager
 from specflow.io.summaries import SummaryWriter
+from specflow.io.tensor_bundle import read_bundle
 from specflow.train import state
 from specflow.train.data import select
 from specflow.train.evaluate import load_split
@@ -104,7 +107,10 @@ class DistributedTrainer(Recovery, Trainer):
         self.train_arrays, self.test_arrays = load_split(self.spec, cfg)
         n = len(self.tasks)
         self.sync = SyncReplicas(n) if self.mode == "sync" else None
-        self.graph = build_training_graph(self.spec, cfg, None, replicas=self.sync)
+        # async: the ps refuses an update past the last step (one in flight from a worker whose
+        # reply was lost, its steps handed out again), so the run ends exactly there
+        limit = self.total_steps if self.sync is None else None
+        self.graph = build_training_graph(self.spec, cfg, None, replicas=self.sync, step_limit=limit)
         self.save_restore = state.add_save_restore(self.graph.builder, self.graph.variables)
         self.saver = ShardedSaver(self.graph.builder, self.save_restore, self._variable_tasks(),
                                   [_replica_key(k, "next_batch") for k in range(n)])  # fmt: skip
@@ -138,7 +144,11 @@ class DistributedTrainer(Recovery, Trainer):
         worker's generators and input position), as the chief."""
         restore = None if latest is None else (lambda sess: self.saver.restore(sess, latest, self._set_replica_state))
         self.readiness.prepare(self.session, self.graph.init_op, restore)
-        self.step = int(self.session.run(self.graph.global_step.read))
+        # The step restored, from the checkpoint itself: async replicas waiting for the model
+        # resume as soon as it is ready, so a read here would count their first steps too.
+        gs = self.graph.global_step
+        saved = read_bundle(latest, [gs.name]).get(gs.name) if latest is not None else np.int64(0)
+        self.step = int(saved) if saved is not None else int(self.session.run(gs.read))
 
     def _positions(self, step: int) -> dict[str, int]:
         """Each worker's next batch of its shard (sync: the global step's, for every worker)."""
@@ -200,13 +210,15 @@ class DistributedTrainer(Recovery, Trainer):
     def save(self, step: int) -> str:
         """A sharded checkpoint: each ps task writes its variables (``sharded_checkpoint.py``).
         Async: named by the global step read as it starts (TF's saver reads it too), which the
-        workers' loops may have taken past the chief's view ``step``."""
+        workers' loops may have taken past the chief's view ``step``, and saved as that step
+        (the variables, read a little later, may hold the updates of a few more)."""
         gen = self.gen
         try:
             if self.sync is None:
                 step = max(step, int(self.session.run(self.graph.global_step.read)))
             path = self.checkpoints.save({}, step, write=lambda prefix: self.saver.write(
-                self.session, prefix, step, self._positions(step), self._replica_rngs()))
+                self.session, prefix, step, self._positions(step), self._replica_rngs(),
+                pinned={self.graph.global_step.name: step}))
         except RuntimeFailure as e:  # a task lost mid-save: no checkpoint was written (the index comes last)
             self.recover(gen, e)
             return self.last_checkpoint
@@ -312,6 +324,9 @@ class DistributedTrainer(Recovery, Trainer):
         # the hooks stay the run's own.
         sizes = [1] * n  # each worker's chunk of steps (replica_loop.chunk_size)
         turn = threading.Condition()
+        # The ps refused an update: the global step is at the last step (more updates reached
+        # it than reports came back, a lost worker's in flight), so nothing more is handed out.
+        at_limit = threading.Event()
 
         def claim(n: int = 1) -> int:
             """Hand out up to ``n`` steps (exactly total_steps updates, whoever runs them), or
@@ -320,7 +335,7 @@ class DistributedTrainer(Recovery, Trainer):
                 while n > 0 and self._claimed - self._seen >= 2 * sum(sizes) and not self._stop.is_set():
                     turn.wait(0.05)
                 if n > 0:
-                    n = 0 if self._stop.is_set() else min(n, self.total_steps - self._claimed)
+                    n = 0 if self._stop.is_set() or at_limit.is_set() else min(n, self.total_steps - self._claimed)
                 self._claimed += n
                 turn.notify_all()
                 return max(n, 0)
@@ -342,6 +357,10 @@ class DistributedTrainer(Recovery, Trainer):
                             claim(-got)
                             break
                         done, error, seconds = self._replica_chunk(k, j, got)
+                    except StepLimitReached:
+                        claim(-got)
+                        at_limit.set()
+                        break
                     except RuntimeFailure as e:  # a lost task: recover (or re-raise), then go on
                         claim(-got)
                         self.recover(gen, e)
@@ -354,7 +373,11 @@ class DistributedTrainer(Recovery, Trainer):
                     if len(done) < got:  # stopped, or failed part-way
                         claim(len(done) - got)
                     if error is not None:
-                        self.recover(gen, unpack_error(error))
+                        failure = unpack_error(error)
+                        if isinstance(failure, StepLimitReached):
+                            at_limit.set()
+                            break
+                        self.recover(gen, failure)
                         continue
                     if self.worker_loops:
                         sizes[k] = chunk_size(seconds, len(done))

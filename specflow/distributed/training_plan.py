@@ -48,7 +48,7 @@ def training_plan(s, cluster: ClusterSpec, lossy_transfers: bool = False) -> Tra
     tasks = replica_tasks(cluster, s)
     replicas_to_aggregate(dist, len(tasks))
     sync = SyncReplicas(len(tasks)) if mode == "sync" else None
-    g = build_training_graph(s, cfg, None, replicas=sync)
+    g = build_training_graph(s, cfg, None, replicas=sync, step_limit=cfg.steps if sync is None else None)
     graph = _batched(cluster.constrained(g.graph_def), list(cfg.data.feeds), cfg.data.batch_size)
     feeds = list(cfg.data.feeds) + ([g.training_flag] if g.training_flag else [])
     plan = TrainingPlan(mode, strategy, cluster, {}, {}, batch_size=cfg.data.batch_size)

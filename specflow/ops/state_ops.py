@@ -20,7 +20,7 @@ import sys
 
 import numpy as np
 
-from specflow.errors import GraphError
+from specflow.errors import GraphError, StepLimitReached
 from specflow.graph import dtypes
 from specflow.graph.dtypes import as_dtype
 from specflow.graph.graph_def import parse_input
@@ -315,6 +315,35 @@ def _register_update(op: str, ufunc: str, doc: str) -> None:
 _register_update("AssignAddVariableOp", "add", "Adds `value` to a variable.")
 _register_update("AssignSubVariableOp", "subtract", "Subtracts `value` from a variable.")
 not_differentiable("AssignAddVariableOp", "AssignSubVariableOp")
+
+
+# --- _IncrementBelow: async training's admission of an update -----------------------------------
+
+register_op(
+    "_IncrementBelow",
+    inputs=["resource: resource", "limit: dtype"],
+    attrs=["dtype: {int32, int64}"],
+    stateful=True,
+    shape=no_outputs,
+    doc="Adds one to an integer variable (the global step) if its value is below `limit`, else fails "
+    "with StepLimitReached and changes nothing: test and increment are one step under the variable's lock, "
+    "so of concurrent updates exactly `limit` minus the start get in. specflow's own (async training's "
+    "updates wait on it: one arriving after the run's last step is dropped whole).",
+)
+
+
+@kernel("_IncrementBelow", dtype=(dtypes.int32, dtypes.int64))
+def _increment_below(ctx, resource, limit):
+    var = _initialized(ctx, resource, "counted")
+    with var.lock:
+        value = var.value
+        if int(value) >= int(limit):
+            raise StepLimitReached(f"variable '{var.name}' is at {int(value)}, the last step {int(limit)}: "
+                                   "this update arrived after the run's last step and is dropped")  # fmt: skip
+        var.value = value + 1  # a new array: a value handed out (a read) never changes
+
+
+not_differentiable("_IncrementBelow")
 
 
 # --- VarIsInitializedOp / DestroyResourceOp ---------------------------------------------------

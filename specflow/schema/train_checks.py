@@ -68,7 +68,16 @@ class _TrainChecker:
             self._variable(ref, ("train", "summaries", "histograms", i))
         self._feeds(needed)
         self._reserved_names()
+        self._distributed()
         return self.errors
+
+    def _distributed(self) -> None:
+        """``replicas_to_aggregate`` is SyncReplicasOptimizer's: an async run has nothing to aggregate."""
+        d = self.train.distributed
+        if d is not None and d.mode == "async" and d.replicas_to_aggregate is not None:
+            msg = ("applies to mode: sync (gradients averaged per step); async applies each worker's update "
+                   "as it arrives: set mode: sync or remove it")
+            self.errors.append(self.error(msg, ("train", "distributed", "replicas_to_aggregate")))
 
     def _reserved_names(self) -> None:
         """Names the training graph gives its own nodes (train/graph.py, optimizers.py)."""

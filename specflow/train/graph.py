@@ -47,11 +47,12 @@ class TrainingGraph:
 
 
 def build_training_graph(spec, cfg, train_arrays: dict[str, np.ndarray] | None, replicas=None,
-                         sparse_gradients: bool = True) -> TrainingGraph:  # fmt: skip
+                         sparse_gradients: bool = True, step_limit: int | None = None) -> TrainingGraph:  # fmt: skip
     """The training graph of the loaded ``spec`` under its TrainConfig ``cfg``. With
     ``train_arrays`` (field -> array) the model inputs named in ``cfg.data.feeds`` are fed by an
     input queue; without, they stay Placeholders (fed by the caller). ``sparse_gradients=False``
-    makes every gradient dense (to measure what sparse updates save)."""
+    makes every gradient dense (to measure what sparse updates save). ``step_limit``: an
+    update once the global step is there is refused whole (async replicas' last steps)."""
     b = GraphBuilder()
     lowered = spec.lowered
     pipeline = None
@@ -103,7 +104,7 @@ def build_training_graph(spec, cfg, train_arrays: dict[str, np.ndarray] | None, 
     if replicas is not None:
         pairs, update_ops = replicas.aggregate(b, pairs, global_step, update_ops), []
     with b.control_dependencies(update_ops):
-        train_op = optimizer.apply_gradients(b, pairs, lr, global_step)
+        train_op = optimizer.apply_gradients(b, pairs, lr, global_step, step_limit)
     variables = list(b.collections.get("variables", []))
     if global_step not in variables:
         variables.append(global_step)

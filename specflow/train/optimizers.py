@@ -19,6 +19,8 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, ClassVar
 
+import numpy as np
+
 from specflow.errors import GraphError, SpecError, did_you_mean
 from specflow.graph.dtypes import DType, int64
 from specflow.graph.graph_def import parse_input
@@ -174,9 +176,13 @@ class Optimizer(ABC):
         grads_and_vars: Sequence[tuple[str | None, VariableInfo]],
         learning_rate_tensor: str,
         global_step: VariableInfo | None,
+        step_limit: int | None = None,
     ) -> str:
         """Add the update ops and return the train op's name (a NoOp). A None gradient skips its
-        variable; ``global_step`` (when given) is incremented by one after all updates."""
+        variable; ``global_step`` (when given) is incremented by one after all updates. With
+        ``step_limit`` (async replicas) the step is counted first, by ``_IncrementBelow`` beside
+        the global step, and every variable's update waits on it: an update arriving once the
+        global step is at the limit fails there and changes nothing."""
         pairs = [(g, v) for g, v in grads_and_vars if g is not None]
         if not pairs:
             raise SpecError("no gradients to apply: the loss does not depend on any trainable variable")
@@ -194,19 +200,28 @@ class Optimizer(ABC):
         with _at_root(builder):
             scope = _free_name(builder, self.tf_name)
             with builder.name_scope(scope):
+                admit = [] if step_limit is None else [_admission(builder, global_step, step_limit, pairs)]
                 updates = []
                 for g, v in pairs:
                     with builder.name_scope(f"update_{v.name}"):
                         lr = s.cast(learning_rate_tensor, v.dtype)
                         decay = self._weight_decay(builder, s, v, lr)
+                        for name in decay:  # the decay writes the variable too: it waits as well
+                            builder.graph_def.node(name).inputs += [f"^{a}" for a in admit]
+                        decay += admit
                         if isinstance(g, IndexedSlices):
                             op, inputs, attrs = self._sparse_update(builder, s, g, v, slots[v.name], lr, globals_)
                         else:
                             op, inputs, attrs = self._apply_op(s, g, v, slots[v.name], lr, globals_)
                         node = builder.add_op(op, inputs, attrs, name=op, control_inputs=decay)
                         updates.append(node.name)
-                done = updates + self._finish(builder, s, updates, globals_)
-                if global_step is not None:
+                # Counted updates: what runs once a step waits on the count, not on every update
+                # (the updates read the snapshots it replaces): no call back to the count's ps
+                # after the other ps tasks' updates.
+                done = updates + self._finish(builder, s, admit or updates, globals_)
+                if admit:
+                    done += admit
+                elif global_step is not None:
                     one = builder.const(1, global_step.dtype, name="one")
                     done.append(
                         builder.add_op(
@@ -240,6 +255,19 @@ class Optimizer(ABC):
         return [
             builder.add_op("AssignSubVariableOp", [var.handle, delta], {"dtype": var.dtype}, name="decay/AssignSub").name
         ]
+
+
+def _admission(b, global_step: VariableInfo, limit: int, pairs) -> str:
+    """The global step's count of this update, refused at ``limit`` (state_ops._IncrementBelow),
+    made beside the variable (the limit too, so the check costs no message). It waits for every
+    gradient: counted as the update arrives, never in the step's reads (which an async replica
+    prefetches a step ahead)."""
+    at = [global_step.name]
+    value = np.asarray(limit, dtype=global_step.dtype.numpy)
+    bound = b.add_op("Const", [], {"value": value, "dtype": global_step.dtype}, name="step_limit", colocate_with=at)
+    grads = [g.values if isinstance(g, IndexedSlices) else g for g, _ in pairs]
+    return b.add_op("_IncrementBelow", [global_step.handle, bound.name], {"dtype": global_step.dtype},
+                    name="count_step", control_inputs=grads).name  # fmt: skip
 
 
 def _beside(b, tensor: str) -> list[str]:

@@ -142,6 +142,56 @@ def test_cli_cluster_errors():
     assert r.exit_code == 1 and "need --cluster" in r.output
 
 
+DIGITS = (MODELS / "digits_mlp.yaml").read_text()
+
+
+@pytest.mark.parametrize("edit, args, expected", [
+    # TensorFlow's cluster rules, refused in one line before Ray starts (importing ray fails here)
+    (None, ["train", "--cluster", "local:chief=2,ps=1,worker=1"],
+     r"^error: --cluster 'local:chief=2,ps=1,worker=1': a cluster has at most one chief task .*got chief=2"),
+    (None, ["run", "--fetch", "probs", "--cluster", "local:ps=1,worker=1,evaluator=2"],
+     r"^error: --cluster '.*': a cluster has at most one evaluator task"),
+    (("train:", "cluster: {jobs: {chief: 2, ps: 1, worker: 1}}\ntrain:"), ["validate"],
+     r"^error: d\.yaml:\d+:\d+: cluster\.jobs\.chief: a cluster has at most one chief task"),
+    (None, ["train", "--cluster", "local:ps=2"], r"^error: training on a cluster needs a worker job, got ps=2"),
+    # the spec's own cluster section is checked for training by validate and a local train, at its line
+    (("train:", "cluster: {ps: 1}\ntrain:"), ["validate"],
+     r"^error: d\.yaml:\d+:\d+: cluster: training on a cluster needs a worker job, got ps=1"),
+    (("train:", "cluster: {ps: 1, worker: 1, evaluator: 1}\ntrain:"), ["train"],
+     r"^error: d\.yaml:\d+:\d+: cluster\.evaluator: a job no part of training runs on"),
+    (("train:", "cluster: {ps: 1, worker: 2}\ntrain:\n  distributed: {mode: sync, replicas_to_aggregate: 3}"),
+     ["validate"], r"^error: d\.yaml:\d+:\d+: train\.distributed\.replicas_to_aggregate: 3, but the cluster has 2 "
+     r"worker replicas \(the spec's cluster: ps=1, worker=2\)"),
+    # replicas_to_aggregate is sync's: with async (the default) it is refused wherever the spec loads
+    (("train:", "train:\n  distributed: {replicas_to_aggregate: 2}"), ["train"],
+     r"^error: d\.yaml:\d+:\d+: train\.distributed\.replicas_to_aggregate: applies to mode: sync"),
+])  # fmt: skip
+def test_cluster_and_distributed_sections_refused_in_one_line_without_ray(tmp_path, monkeypatch, edit, args, expected):
+    import re
+
+    monkeypatch.setitem(sys.modules, "ray", None)
+    spec = tmp_path / "d.yaml"
+    spec.write_text(DIGITS.replace(*edit) if edit else DIGITS)
+    extra = ["--logdir", str(tmp_path / "run"), "--steps", "2"] if args[0] == "train" else []
+    r = runner.invoke(app, [args[0], str(spec), *args[1:], *extra], env={"COLUMNS": "300"})
+    lines = r.output.strip().splitlines()
+    assert r.exit_code == 1 and len(lines) == 1 and re.search(expected, lines[0].replace(str(tmp_path) + "/", "")), r.output
+    assert not (tmp_path / "run").exists()
+
+
+def test_local_train_says_once_that_train_distributed_applies_with_cluster(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "ray", None)
+    spec = tmp_path / "d.yaml"
+    spec.write_text(DIGITS.replace("train:", "train:\n  distributed: {mode: sync}"))
+    r = runner.invoke(app, ["train", str(spec), "--logdir", str(tmp_path / "run"), "--steps", "2"], env={"COLUMNS": "300"})
+    assert r.exit_code == 0, r.output
+    notes = [line for line in r.output.splitlines() if "train.distributed" in line]
+    assert notes == ["note: train.distributed (mode: sync) applies with --cluster; this run trains locally, in one process"]
+    assert (tmp_path / "run" / "model.ckpt-2.index").exists()
+    r = runner.invoke(app, ["validate", str(spec)])
+    assert r.exit_code == 0 and "train.distributed" not in r.output
+
+
 def test_more_tasks_than_a_machine_runs_is_a_clear_error_before_ray_starts():
     """worker=99999 hung (Ray never finished starting 100,000 processes): now one line naming
     the limit, raised before any Ray is started."""

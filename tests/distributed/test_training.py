@@ -329,6 +329,70 @@ def test_replicas_wait_until_the_chief_is_ready_and_again_after_the_ps_lost_its_
             s.close()
 
 
+def test_an_async_update_past_the_last_step_is_refused_whole_on_every_ps(tasks):
+    """An async replica's update that reaches the ps once the global step is at the run's last
+    step (one in flight when a lost worker's steps were handed out again) fails with
+    StepLimitReached and changes no variable, on either ps: the run ends exactly at --steps
+    (before, 1501-1509 for --steps 1500). The replicas step as the async loops do (a ps's
+    updates and the next reads in one call)."""
+    from specflow.distributed.replicas import ReplicaAssignment, replica_sessions
+    from specflow.distributed.training_plan import step_ends
+    from specflow.errors import StepLimitReached
+
+    spec = _spec(steps=2)
+    g = build_training_graph(spec, spec.train, None, step_limit=2)
+    driver, *replicas = replica_sessions(g.graph_def, tasks, spec.model.seed, "greedy")
+    train, _ = load_split(spec, spec.train)
+    batch = ShardBatches(select(train, spec.train.data.feeds), 0, 1, batch_size=16, seed=0).batch(0)
+    reads = [v.read for v in g.variables]
+    targets = step_ends(g.graph_def, g.train_op)
+    try:
+        for r in replicas:
+            r.prefetch_reads = True
+        driver.run([], targets=[g.init_op])
+        for r in replicas:  # steps 1 and 2
+            r.run([g.loss, g.global_step.read], batch, targets=targets)
+        before = driver.run(reads)
+        for r in replicas:
+            with pytest.raises(StepLimitReached, match="arrived after the run's last step and is dropped"):
+                r.run([g.loss, g.global_step.read], batch, targets=targets)
+        after = driver.run(reads)
+        placed = ReplicaAssignment(tasks.spec, "/job:worker/replica:0/task:0")
+        placed.update(g.graph_def)
+        assert len({placed.by_node[v.handle] for v in g.variables}) == 2  # variables on both ps tasks
+        assert int(after[reads.index(g.global_step.read)]) == 2
+        for v, b, a in zip(g.variables, before, after):
+            np.testing.assert_array_equal(a, b, err_msg=v.name)
+    finally:
+        for s in (driver, *replicas):
+            s.close()
+
+
+def test_async_run_with_an_update_no_report_came_back_for_ends_exactly_at_its_last_step(tasks, tmp_path):
+    """One update reaches the ps without its report (as a lost worker's in flight does): the
+    steps handed out then outnumber what the ps may still take, the last one is refused and the
+    run ends at exactly its step, without an error (before: one step past, model.ckpt-21)."""
+    from specflow.distributed.training import DistributedTrainer
+    from specflow.train.loop import Listener
+
+    class Unreported(Listener):
+        trainer = None
+        done = False
+
+        def on_step(self, step, loss, rate):
+            t = self.trainer
+            if step >= 5 and not self.done:
+                self.done = True
+                t.session.run([], t._feeds(0, 0), targets=t._ends(t.graph.train_op))
+
+    listener = Unreported()
+    trainer = DistributedTrainer(_spec(steps=20), TrainOptions(logdir=tmp_path), listener, cluster=tasks)
+    listener.trainer = trainer
+    result = trainer.run()
+    assert listener.done and result.step == 20 and result.checkpoint.endswith("model.ckpt-20")
+    assert sum(trainer.worker_steps) == 19  # the replicas' steps: one fewer than the global step's
+
+
 DROPOUT = DIGITS.replace("  logits: {layer: dense, inputs: [hidden], units: 10}",
                          "  drop: {layer: dropout, inputs: [hidden], rate: 0.3}\n"
                          "  logits: {layer: dense, inputs: [drop], units: 10}")  # fmt: skip

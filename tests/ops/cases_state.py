@@ -15,6 +15,7 @@ EXEMPT = {
         "DestroyResourceOp",
         "ResourceGather",
         "VariableShape",
+        "_IncrementBelow",
     )
 }
 

@@ -263,3 +263,32 @@ def test_static_shape_and_dtype_errors():
         b.add_op("AssignVariableOp", [h, wrong], name="assign")
     with pytest.raises(ShapeError, match="holds float32 but this op uses dtype float64"):
         b.add_op("ReadVariableOp", [h], {"dtype": "float64"}, name="read")
+
+
+def test_increment_below_counts_up_to_the_limit_then_refuses_and_changes_nothing(run):
+    """Async training's admission of an update (the global step on its ps): concurrent callers
+    get in exactly limit - start times; the rest fail with StepLimitReached (TF's OutOfRange)."""
+    import threading
+
+    from specflow.errors import StepLimitReached
+
+    h = run.handle(dtype="int64", shape=())
+    run("AssignVariableOp", [h, np.int64(3)], name="init", dtype="int64")
+    held = run.read(h, "int64")
+    admitted, refused = [], []
+
+    def update():
+        try:
+            run("_IncrementBelow", [h, np.int64(10)], name="admit", dtype="int64")
+            admitted.append(1)
+        except StepLimitReached as e:
+            refused.append(e)
+
+    threads = [threading.Thread(target=update) for _ in range(16)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(admitted) == 7 and len(refused) == 9 and int(run.read(h, "int64")) == 10
+    assert "the last step 10: this update arrived after the run's last step and is dropped" in refused[0].message
+    assert int(held) == 3  # a value handed out never changes
