@@ -48,6 +48,7 @@ from specflow.ops import (  # noqa: F401,E402  (importing registers the ops)
     reader_ops,
     reduction_ops,
     registry,  # noqa: F401
+    resource_scatter_ops,  # noqa: F401,E402  (tfops2's families)
     reverse_ops,
     runtime_ops,
     scale_translate_ops,
