@@ -15,6 +15,7 @@ from specflow.ops import (  # noqa: F401,E402  (importing registers the ops)
     ctc_ops,
     data_flow_ops,
     depthwise_conv_ops,
+    edit_distance_ops,
     einsum_ops,
     fake_quant_ops,
     fft_ops,
@@ -24,9 +25,11 @@ from specflow.ops import (  # noqa: F401,E402  (importing registers the ops)
     gather_scatter_ops,
     grad_util,
     image_ops,
+    index_ops,
     inplace_ops,
     io_ops,
     linalg_extra_ops,
+    linalg_lstsq_ops,
     linalg_ops,
     linalg_solve_ops,
     list_concat_ops,
@@ -48,7 +51,7 @@ from specflow.ops import (  # noqa: F401,E402  (importing registers the ops)
     reader_ops,
     reduction_ops,
     registry,  # noqa: F401
-    resource_scatter_ops,  # noqa: F401,E402  (tfops2's families)
+    resource_scatter_ops,
     reverse_ops,
     runtime_ops,
     scale_translate_ops,
