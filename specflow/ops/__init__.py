@@ -47,6 +47,7 @@ from specflow.ops import (  # noqa: F401,E402  (importing registers the ops)
     parse_ops,
     pool_ops,
     ragged_ops,
+    random_dist_ops,
     random_ops,
     reader_ops,
     reduction_ops,

@@ -1,0 +1,49 @@
+"""Cases for random_dist_ops (RandomGamma, RandomPoissonV2): numpy's stream, not TF's, so the
+checks are the distributions' moments per parameter (20k draws each), the shapes (shape +
+parameter shape), TF's out-of-domain values and the seeded determinism."""
+
+import numpy as np
+
+from specflow.ops.eval import evaluate_op
+from tests.ops.harness import Case
+
+_N = np.array([20000], np.int32)
+
+
+def _check(op, attrs, mean_var, nan_at=(), dtype=None):
+    def check(outs, ins):
+        out = np.asarray(outs[0])
+        assert out.shape == (20000, *ins[1].shape), out.shape
+        assert out.dtype == (np.dtype(dtype) if dtype else ins[1].dtype), out.dtype
+        x = out.astype(np.float64)
+        for j, (m, v) in enumerate(mean_var):
+            if j in nan_at:
+                assert np.isnan(x[:, j]).all()
+                continue
+            col = x[:, j]
+            assert abs(col.mean() - m) < 4 * np.sqrt(v / len(col)) + 1e-12, (j, col.mean(), m)
+            assert abs(col.var() - v) < 0.06 * v + 1e-12, (j, col.var(), v)
+        again = evaluate_op(op, ins, **attrs)[0]  # seeded: a fresh context draws the same values
+        np.testing.assert_array_equal(np.asarray(again), out)
+
+    return check
+
+
+# gamma(a, 1): mean a, variance a; TF: alpha 0 draws 0, a negative or NaN alpha NaN
+_ALPHA = np.array([0.3, 1.0, 4.5, 0.0, -1.0, np.nan], np.float32)
+_RATE = np.array([0.5, 3.0, 40.0, 0.0, -1.0])  # Poisson: mean = variance = rate; TF: <= 0 draws 0
+
+CASES = [
+    Case("RandomGamma", [_N, _ALPHA], attrs={"seed": 3, "seed2": 4}, const_inputs=[0],
+         check=_check("RandomGamma", {"seed": 3, "seed2": 4}, [(0.3, 0.3), (1, 1), (4.5, 4.5), (0, 0), (0, 0), (0, 0)],
+                      nan_at=(4, 5))),
+    Case("RandomGamma", [_N, np.array([2.0])], attrs={"seed": 5}, const_inputs=[0], id="RandomGamma-f64",
+         check=_check("RandomGamma", {"seed": 5}, [(2, 2)])),
+    Case("RandomPoissonV2", [_N, _RATE], attrs={"seed": 1}, const_inputs=[0],
+         check=_check("RandomPoissonV2", {"seed": 1}, [(0.5, 0.5), (3, 3), (40, 40), (0, 0), (0, 0)],
+                      dtype=np.int64)),
+    Case("RandomPoissonV2", [_N, _RATE.astype(np.float32)], attrs={"seed": 2, "dtype": "float32"}, const_inputs=[0],
+         id="RandomPoissonV2-float",
+         check=_check("RandomPoissonV2", {"seed": 2, "dtype": "float32"},
+                      [(0.5, 0.5), (3, 3), (40, 40), (0, 0), (0, 0)], dtype=np.float32)),
+]  # fmt: skip
