@@ -71,6 +71,7 @@ from specflow.ops import (  # noqa: F401,E402  (importing registers the ops)
     stateless_random_ops,
     training_ops,
     tridiagonal_ops,
+    v1_forms,
 )
 from specflow.ops.registry import all_ops, get_op, kernel, register_op  # noqa: F401
 

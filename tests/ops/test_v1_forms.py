@@ -1,0 +1,54 @@
+"""The one-line errors of the older forms where TF raises (TF 2.21's messages, in specflow's words),
+and a TF GraphDef holding them binding and running through the loader's path."""
+
+import numpy as np
+import pytest
+
+from specflow.errors import OpError, ShapeError
+from specflow.ops.eval import evaluate_op
+
+
+def test_errors_name_what_is_wrong():
+    x = np.zeros((2, 3, 4), np.float32)
+    with pytest.raises((OpError, ShapeError), match=r"dims must have one value per dimension of tensor \(3\), got 2"):
+        evaluate_op("Reverse", [x, np.array([True, False])])
+    with pytest.raises((OpError, ShapeError), match=r"x and y must be of the same shape"):
+        evaluate_op("ApproximateEqual", [np.array([1.0, 2.0]), np.array([1.0])])
+    for value, what in ((-np.inf, "-Inf"), (np.nan, "NaN"), (np.inf, r"\+Inf")):
+        with pytest.raises(OpError, match=f"here : Tensor had {what} values"):
+            evaluate_op("CheckNumericsV2", [np.array([1.0, value])], message="here")
+    with pytest.raises(OpError, match=r"here : Tensor had NaN and -Inf values"):
+        evaluate_op("CheckNumericsV2", [np.array([np.nan, -np.inf])], message="here")
+
+
+def test_a_tensorflow_graph_def_with_old_forms_binds_and_runs():
+    from tensorboard.compat.proto import graph_pb2, types_pb2
+    from tensorboard.util import tensor_util
+
+    from specflow.io.tf_graph import from_tf_graph_def
+    from specflow.runtime.session import Session
+
+    g = graph_pb2.GraphDef()
+
+    def node(name, op, inputs=(), **attrs):
+        n = g.node.add(name=name, op=op, input=list(inputs))
+        for k, v in attrs.items():
+            n.attr[k].CopyFrom(v)
+
+    from tensorboard.compat.proto import attr_value_pb2 as av
+
+    f32 = av.AttrValue(type=types_pb2.DT_FLOAT)
+    node("x", "Placeholder", dtype=f32)
+    node("dims", "Const", dtype=av.AttrValue(type=types_pb2.DT_BOOL),
+         value=av.AttrValue(tensor=tensor_util.make_tensor_proto(np.array([False, True]))))
+    node("axis", "Const", dtype=av.AttrValue(type=types_pb2.DT_INT32),
+         value=av.AttrValue(tensor=tensor_util.make_tensor_proto(np.int32(0))))
+    node("rev", "Reverse", ["x", "dims"], T=f32)
+    node("cat", "Concat", ["axis", "x", "rev"], T=f32, N=av.AttrValue(i=2))
+    node("top", "TopK", ["cat"], T=f32, k=av.AttrValue(i=1))
+    graph = from_tf_graph_def(g)
+    x = np.array([[1.0, 5.0, 2.0], [7.0, 3.0, 4.0]], np.float32)
+    with Session(graph) as s:
+        cat, top = s.run(["cat:0", "top:0"], {"x:0": x})
+    np.testing.assert_array_equal(cat, np.concatenate([x, x[:, ::-1]]))
+    np.testing.assert_array_equal(top, [[5], [7], [5], [7]])
