@@ -72,6 +72,7 @@ from specflow.ops import (  # noqa: F401,E402  (importing registers the ops)
     training_ops,
     tridiagonal_ops,
     v1_forms,
+    v1_random_forms,
 )
 from specflow.ops.registry import all_ops, get_op, kernel, register_op  # noqa: F401
 
