@@ -71,6 +71,7 @@ from specflow.ops import (  # noqa: F401,E402  (importing registers the ops)
     stateless_random_ops,
     training_ops,
     tridiagonal_ops,
+    unique_axis_ops,
     v1_forms,
     v1_random_forms,
 )

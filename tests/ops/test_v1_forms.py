@@ -52,3 +52,15 @@ def test_a_tensorflow_graph_def_with_old_forms_binds_and_runs():
         cat, top = s.run(["cat:0", "top:0"], {"x:0": x})
     np.testing.assert_array_equal(cat, np.concatenate([x, x[:, ::-1]]))
     np.testing.assert_array_equal(top, [[5], [7], [5], [7]])
+
+
+def test_inplace_and_unique_errors():
+    x = np.zeros((4, 3), np.float32)
+    with pytest.raises(OpError, match=r"i\[0\] = 4 is not a row of x \(x has 4\)"):  # TF writes out of bounds
+        evaluate_op("InplaceUpdate", [x, np.array([4], np.int32), np.ones((1, 3), np.float32)])
+    with pytest.raises((OpError, ShapeError), match=r"v must be \[len\(i\)\] \+ x.shape\[1:\]"):
+        evaluate_op("InplaceAdd", [x, np.array([1], np.int32), np.ones((1, 2), np.float32)])
+    with pytest.raises((OpError, ShapeError), match="x must be a vector when axis is empty"):
+        evaluate_op("UniqueV2", [x, np.zeros(0, np.int64)])
+    with pytest.raises((OpError, ShapeError), match="out of range"):
+        evaluate_op("UniqueV2", [x, np.array([2], np.int64)])
