@@ -69,6 +69,7 @@ from specflow.ops import (  # noqa: F401,E402  (importing registers the ops)
     state_ops,
     stateless_random_dist_ops,
     stateless_random_ops,
+    strided_update_ops,
     training_ops,
     tridiagonal_ops,
     unique_axis_ops,

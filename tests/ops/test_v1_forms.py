@@ -1,5 +1,6 @@
-"""The one-line errors of the older forms where TF raises (TF 2.21's messages, in specflow's words),
-and a TF GraphDef holding them binding and running through the loader's path."""
+"""The one-line errors of the older forms, InplaceUpdate/Add/Sub, UniqueV2 and
+TensorStridedSliceUpdate where TF raises (TF 2.21's messages, in specflow's words); a TF GraphDef
+holding old forms binding and running; TensorStridedSliceUpdate's gradient against TF's."""
 
 import numpy as np
 import pytest
@@ -64,3 +65,27 @@ def test_inplace_and_unique_errors():
         evaluate_op("UniqueV2", [x, np.zeros(0, np.int64)])
     with pytest.raises((OpError, ShapeError), match="out of range"):
         evaluate_op("UniqueV2", [x, np.array([2], np.int64)])
+
+
+def test_tensor_strided_slice_update_gradient_is_tensorflows():
+    from specflow.graph.builder import GraphBuilder
+    from specflow.runtime.session import Session
+    from specflow.train.gradients import gradients
+
+    b = GraphBuilder()
+    x = b.add_op("Placeholder", attrs={"dtype": "float64", "shape": [4, 6]}, name="x").name
+    v = b.add_op("Placeholder", attrs={"dtype": "float64", "shape": [2, 3]}, name="v").name
+    spec = [b.const(np.array(s, np.int32)) for s in ([1, 0], [3, 6], [1, 2])]
+    y = b.add_op("TensorStridedSliceUpdate", [x, *spec, v]).name
+    loss = b.add_op("Sum", [b.add_op("Mul", [y, b.const(np.arange(24.0).reshape(4, 6))]).name,
+                            b.const(np.array([0, 1], np.int32))]).name  # fmt: skip
+    gx, gv = gradients(b, [loss], [x, v])
+    with Session(b.graph_def) as s:
+        got_x, got_v = s.run([gx, gv], {x: np.zeros((4, 6)), v: np.ones((2, 3))})
+    # TF 2.21's GradientTape values
+    np.testing.assert_array_equal(got_x, [[0, 1, 2, 3, 4, 5], [0, 7, 0, 9, 0, 11], [0, 13, 0, 15, 0, 17],
+                                          [18, 19, 20, 21, 22, 23]])  # fmt: skip
+    np.testing.assert_array_equal(got_v, [[6, 8, 10], [12, 14, 16]])
+    with pytest.raises((OpError, ShapeError), match=r"value of shape \[3, 2\] does not broadcast to the slice's shape \[4, 2\]"):
+        evaluate_op("TensorStridedSliceUpdate", [np.zeros((4, 6), np.float32), *(np.array(s, np.int32) for s in
+                    ([0, 1], [4, 3], [1, 1])), np.ones((3, 2), np.float32)])  # fmt: skip
