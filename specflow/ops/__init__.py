@@ -75,6 +75,7 @@ from specflow.ops import (  # noqa: F401,E402  (importing registers the ops)
     unique_axis_ops,
     v1_forms,
     v1_random_forms,
+    volume_patches_ops,
 )
 from specflow.ops.registry import all_ops, get_op, kernel, register_op  # noqa: F401
 

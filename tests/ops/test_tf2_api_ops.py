@@ -69,3 +69,22 @@ def test_errors_name_what_tensorflow_refuses():
     with pytest.raises(OpError, match=r"_shape must be a vector of at least 2 dims"):
         evaluate_op("EditDistance", [np.zeros((1, 1), np.int64), np.ones(1, np.int32), np.array([2]),
                                      np.zeros((1, 1), np.int64), np.ones(1, np.int32), np.array([1])])
+
+
+def test_extract_volume_patches_gradient_equals_tensorflows():
+    from tests.ops.cases_volume_patches import TF as PATCHES
+    from tests.ops.cases_volume_patches import X
+
+    b = GraphBuilder()
+    x = b.add_op("Placeholder", attrs={"dtype": "float64", "shape": list(X.shape)}, name="x").name
+    y = b.add_op("ExtractVolumePatches", [x], {"ksizes": [1, 2, 2, 3, 1], "strides": [1, 1, 2, 2, 1],
+                                               "padding": "SAME"}).name  # fmt: skip
+    shape = b.spec(y).shape.as_list()
+    w = b.const(np.arange(int(np.prod(shape)), dtype=np.float64).reshape(shape) % 7)
+    loss = b.add_op("Sum", [b.add_op("Mul", [y, w]).name, b.const(np.arange(5, dtype=np.int32))]).name
+    (g,) = gradients(b, [loss], [x])
+    with Session(b.graph_def) as s:
+        got = s.run(g, {x: X.astype(np.float64)})
+    np.testing.assert_array_equal(got.reshape(-1), PATCHES["grad"])
+    with pytest.raises((OpError, ShapeError), match=r"ksizes must be \[1, planes, rows, cols, 1\]"):
+        evaluate_op("ExtractVolumePatches", [X], ksizes=[2, 2, 2, 3, 1], strides=[1, 1, 1, 1, 1], padding="SAME")
