@@ -7,6 +7,7 @@ from specflow.ops import (  # noqa: F401,E402  (importing registers the ops)
     bitwise_ops,
     box_ops,
     color_ops,
+    combined_nms_ops,
     complex_ops,
     control_flow_ops,
     conv3d_ops,

@@ -88,3 +88,14 @@ def test_extract_volume_patches_gradient_equals_tensorflows():
     np.testing.assert_array_equal(got.reshape(-1), PATCHES["grad"])
     with pytest.raises((OpError, ShapeError), match=r"ksizes must be \[1, planes, rows, cols, 1\]"):
         evaluate_op("ExtractVolumePatches", [X], ksizes=[2, 2, 2, 3, 1], strides=[1, 1, 1, 1, 1], padding="SAME")
+
+
+def test_combined_nms_refuses_what_tensorflow_refuses():
+    from tests.ops.cases_combined_nms import _B, _args
+
+    with pytest.raises((OpError, ShapeError), match=r"third dimension of boxes must be 1 or num_classes \(3\), got 2"):
+        evaluate_op("CombinedNonMaxSuppression", _args(_B[:, :, :2], 3, 5, 0.5, 0.1))
+    with pytest.raises((OpError, ShapeError), match="max_total_size must be > 0"):
+        evaluate_op("CombinedNonMaxSuppression", _args(_B, 3, 0, 0.5, 0.1))
+    with pytest.raises((OpError, ShapeError), match=r"iou_threshold must be in \[0, 1\]"):
+        evaluate_op("CombinedNonMaxSuppression", _args(_B, 3, 5, 1.5, 0.1))
