@@ -1,5 +1,6 @@
-"""Stateful gamma and Poisson draws: RandomGamma (tf.random.gamma) and RandomPoissonV2
-(tf.random.poisson), with RandomGamma's gradient in alpha (TF's implicit reparameterization,
+"""Stateful gamma, Poisson and truncated normal draws: RandomGamma (tf.random.gamma),
+RandomPoissonV2 (tf.random.poisson) and ParameterizedTruncatedNormal (per-batch means, stdevs and
+bounds; scipy's truncnorm draws from the node's stream), with RandomGamma's gradient in alpha (TF's implicit reparameterization,
 RandomGammaGrad from :mod:`specflow.ops.stateless_random_dist_ops`).
 
 As every stateful random op here (:mod:`specflow.ops.random_ops`), the draws come from the node's
@@ -88,3 +89,55 @@ def _random_poisson(ctx, shape, rate):
     if np.isnan(lam).any():
         raise ctx.fail("rate has a NaN: a Poisson rate must be a number (TF's kernel never returns)")
     return _generator(ctx).poisson(np.maximum(lam, 0.0)).astype(ctx.attrs["dtype"].numpy)
+
+
+# --- ParameterizedTruncatedNormal ---------------------------------------------------------------
+
+
+def _ptn_shape(ic: InferenceContext) -> list[Shape]:
+    if ic.shape(0).rank not in (None, 1):
+        raise ic.fail(f"shape must be a vector of dimensions, got a tensor of shape {ic.shape(0)}")
+    for i, what in enumerate(("means", "stdevs", "minvals", "maxvals"), start=1):
+        if ic.shape(i).rank not in (None, 0, 1):
+            raise ic.fail(f"Input {what} should be a scalar or vector, got shape: {ic.shape(i)}")
+    return [ic.shape_from_value(0)]
+
+
+register_op(
+    "ParameterizedTruncatedNormal",
+    inputs=["shape: T", "means: dtype", "stdevs: dtype", "minvals: dtype", "maxvals: dtype"],
+    outputs=["output: dtype"],
+    attrs=[*_SEEDS, "dtype: {float16, bfloat16, float32, float64}", "T: {int32, int64}"],
+    stateful=True,
+    shape=_ptn_shape,
+    doc="Normal(means, stdevs) draws kept within [minvals, maxvals] (one-sided with an infinite bound), "
+    "one parameter set per batch entry (shape[0]; scalars for all).",
+)
+not_differentiable("ParameterizedTruncatedNormal")
+
+
+@kernel("ParameterizedTruncatedNormal", devices=("CPU",), host_inputs=(0, 1, 2, 3, 4))
+def _parameterized_truncated_normal(ctx, shape, means, stdevs, minvals, maxvals):
+    from scipy.stats import truncnorm
+
+    dims = _shape_arg(ctx, shape)
+    if not dims:
+        raise ctx.fail("shape must have at least one dimension (the batch), got []")
+    batch = dims[0]
+    params = []
+    for what, p in (("means", means), ("stdevs", stdevs), ("minvals", minvals), ("maxvals", maxvals)):
+        if p.ndim > 1:
+            raise ctx.fail(f"Input {what} should be a scalar or vector, got shape: {list(p.shape)}")
+        if p.ndim == 1 and p.shape[0] not in (1, batch):
+            raise ctx.fail(f"Input {what} should have length 1 or shape[0] ({batch}), got shape: {list(p.shape)}")
+        params.append(np.broadcast_to(p.astype(np.float64).reshape(-1, *[1] * (len(dims) - 1)) if p.ndim else
+                                      p.astype(np.float64), dims))  # fmt: skip
+    mean, std, lo, hi = params
+    if mean.size and (not (std > 0).all() or not (lo < hi).all()):  # TF's test, before drawing anything
+        raise ctx.fail("Invalid parameters: every stdev must be > 0 and every minval < its maxval")
+    if not mean.size:
+        return np.zeros(dims, ctx.attrs["dtype"].numpy)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        draws = truncnorm.rvs((lo - mean) / std, (hi - mean) / std, loc=mean, scale=std, size=dims,
+                              random_state=_generator(ctx))  # fmt: skip
+    return np.clip(draws, lo, hi).astype(ctx.attrs["dtype"].numpy)

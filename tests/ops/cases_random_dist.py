@@ -47,3 +47,32 @@ CASES = [
          check=_check("RandomPoissonV2", {"seed": 2, "dtype": "float32"},
                       [(0.5, 0.5), (3, 3), (40, 40), (0, 0), (0, 0)], dtype=np.float32)),
 ]  # fmt: skip
+
+
+def _ptn_check(outs, ins):
+    """Each batch row's bounds and moments against TF 2.21's own 20k-draw sample of the same
+    parameters (mean, std: [0.2332, 7.2792, -1.5329], [0.7201, 1.0423, 0.2650]); the closed-form
+    truncated-normal moments ([0.2296, 7.2822, -1.5344], [0.7209, 1.0363, 0.2670]) are within 0.01 of them."""
+    x = np.asarray(outs[0])
+    assert x.shape == (3, 20000) and x.dtype == np.float64
+    assert (x.min(1) >= [-1, 6, -np.inf]).all() and (x.max(1) <= [2, 20, -1.2]).all()
+    np.testing.assert_allclose(x.mean(1), [0.2332, 7.2792, -1.5329], atol=0.025)
+    np.testing.assert_allclose(x.std(1), [0.7201, 1.0423, 0.2650], atol=0.025)
+    again = evaluate_op("ParameterizedTruncatedNormal", ins, seed=1)[0]
+    np.testing.assert_array_equal(again, x)
+
+
+def _far_tail_check(outs, ins):
+    x = np.asarray(outs[0])  # 50 stdevs out, one-sided: TF gives values just above 50
+    assert x.dtype == np.float32 and (x >= 50).all() and (x < 50.2).all()
+
+
+CASES += [
+    Case("ParameterizedTruncatedNormal", [np.array([3, 20000], np.int32), np.array([0.0, 5.0, -1.0]),
+                                          np.array([1.0, 2.0, 0.5]), np.array([-1.0, 6.0, -np.inf]),
+                                          np.array([2.0, 20.0, -1.2])], attrs={"seed": 1}, const_inputs=[0],
+         check=_ptn_check),
+    Case("ParameterizedTruncatedNormal", [np.array([4], np.int32), np.float32(0), np.float32(1), np.float32(50),
+                                          np.float32(np.inf)], attrs={"seed": 1}, const_inputs=[0],
+         check=_far_tail_check, id="ParameterizedTruncatedNormal-far-tail"),
+]  # fmt: skip

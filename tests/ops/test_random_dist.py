@@ -35,3 +35,12 @@ def test_errors():
         evaluate_op("RandomPoissonV2", [np.int32(3), np.float64(1)])
     with pytest.raises(OpError, match="rate has a NaN"):
         evaluate_op("RandomPoissonV2", [np.array([2], np.int32), np.array([1.0, np.nan])])
+
+
+def test_truncated_normal_refuses_what_tensorflow_refuses():
+    shape = np.array([2, 3], np.int32)
+    for mean, std, lo, hi in ((0.0, 1.0, 1.0, 1.0), (0.0, 1.0, 2.0, 1.0), (0.0, 0.0, -1.0, 1.0), (0.0, -1.0, -1.0, 1.0)):
+        with pytest.raises(OpError, match="Invalid parameters"):
+            evaluate_op("ParameterizedTruncatedNormal", [shape, *(np.float32(v) for v in (mean, std, lo, hi))])
+    with pytest.raises(OpError, match=r"means should have length 1 or shape\[0\] \(2\), got shape: \[3\]"):
+        evaluate_op("ParameterizedTruncatedNormal", [shape, np.zeros(3, np.float32), *(np.float32(v) for v in (1, -1, 1))])
