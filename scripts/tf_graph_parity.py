@@ -34,7 +34,7 @@ axes, empty gathers, Erf at inf in float64, Relu6Grad and CumulativeLogsumexp wi
 values, Elu/Selu of -0.0); with them, oneDNN on, 1242 of 1243 cases match. Float16 outputs compare at rtol 1e-3
 and bfloat16 at 1e-2 (a unit in their last place). Not checked: NaN order in sort/top_k
 and NaN in softmax (implementation-defined: oneDNN's softmax differs from TF's own). Batch 6
-(scripts/tf_graph_parity_cases6.py: 18 cases, ``c6_*``) holds the ops branch tfops2 added (lstsq,
+(scripts/tf_graph_parity_cases6.py: 17 cases, ``c6_*``) holds the ops branch tfops2 added (lstsq,
 nth_element, edit_distance, combined NMS, volume patches, strided slice update, first forms): all match
 (ExtractVolumePatches forward only: TF's gradient of it uses SparseSlice, which specflow lacks). Not covered:
 StatelessMultinomial matches TF only while TF samples the batch in
