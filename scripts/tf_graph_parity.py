@@ -36,7 +36,10 @@ and bfloat16 at 1e-2 (a unit in their last place). Not checked: NaN order in sor
 and NaN in softmax (implementation-defined: oneDNN's softmax differs from TF's own). The tfops
 batch (scripts/tf_graph_parity_tfops.py: 17 cases, ``tfops_*``) covers the ops added for it:
 quantize_and_dequantize (V2/V3/V4 and V4's gradient op), dilation2d/erosion2d with their
-backprops, fill_empty_rows and sparse.reshape, stateless_shuffle. Not covered:
+backprops, fill_empty_rows and sparse.reshape, stateless_shuffle. Batch 6
+(scripts/tf_graph_parity_cases6.py: 17 cases, ``c6_*``) holds the ops branch tfops2 added (lstsq,
+nth_element, edit_distance, combined NMS, volume patches, strided slice update, first forms): all match
+(ExtractVolumePatches forward only: TF's gradient of it uses SparseSlice, which specflow lacks). Not covered:
 StatelessMultinomial matches TF only while TF samples the batch in
 one block of rows, as it does for small batches (a large batch split across TF's threads starts
 each block at its own counter); CTCLossV2 (the cuDNN variant, blank 0) is not built."""
@@ -54,6 +57,7 @@ from tensorflow.python.framework.convert_to_constants import convert_variables_t
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from scripts.tf_graph_parity_cases4 import register as register_batch4
 from scripts.tf_graph_parity_cases5 import register as register_batch5
+from scripts.tf_graph_parity_cases6 import register as register_batch6
 from scripts.tf_graph_parity_keras5 import SAVED5
 from scripts.tf_graph_parity_tfops import register as register_tfops
 from scripts.tf_parity_common import compare, run_in_specflow, tmp_path
@@ -462,6 +466,7 @@ KERAS = [
 KERAS += register_batch4(case)
 KERAS += register_batch5(case)
 register_tfops(case)  # the ops of the tfops batch (scripts/tf_graph_parity_tfops.py)
+KERAS += register_batch6(case)
 SAVED = {"bn_train", "lstm", "gru", "simplernn", "bilstm", "conv_lstm", "c4_k_gru_v1", "c4_k_lstm_state", "c4_k_lstm_mask",
          "c4_k_gru_goback", "c4_k_bigru_concat", "c4_m_text_lstm", "c4_m_gru_stack", "c4_k_lstm_unroll", "c4_k_masking_gru",
          "c4_k_simplernn_state", "c4_k_bilstm_seq", "c4_k_convlstm2d"} | SAVED5

@@ -42,3 +42,49 @@ def _empty(ctx, shape):
 
 
 not_differentiable("Empty")
+
+
+# --- InplaceUpdate / InplaceAdd / InplaceSub --------------------------------------------------
+# (TF's Python inplace_ops; despite the names, here a new tensor: kernels never mutate inputs.)
+
+
+def _inplace_shape(ic: InferenceContext) -> list[Shape]:
+    x, i, v = ic.shape(0), ic.shape(1), ic.shape(2)
+    if i.rank not in (None, 1):
+        raise ic.fail(f"i must be a vector of row indices, got shape {i}")
+    if x.rank is not None and v.rank is not None:
+        if x.rank == 0 or v.rank != x.rank or not Shape(v.dims[1:]).is_compatible_with(Shape(x.dims[1:])):
+            raise ic.fail(f"v must be [len(i)] + x.shape[1:], got v {v} for x {x}")
+        if i.rank == 1 and not Shape([i[0]]).is_compatible_with(Shape([v[0]])):
+            raise ic.fail(f"v must have one row per index in i ({i[0]}), got shape {v}")
+    return [x]
+
+
+def _register_inplace(op: str, what: str, combine) -> None:
+    register_op(
+        op,
+        inputs=["x: T", "i: int32", "v: T"],
+        outputs=["y: T"],
+        attrs=["T: type"],
+        shape=_inplace_shape,
+        doc=f"A copy of x with rows i[k] {what} v[k] (rows of x's first dimension; repeated rows apply in order).",
+    )
+    not_differentiable(op)  # TF registers no gradient for it
+
+    @kernel(op, host_inputs=(1,))
+    def _run(ctx, x, i, v):
+        rows = ctx.host(i)
+        _inplace_shape(InferenceContext(ctx.node, ctx.attrs, [], [Shape(list(a.shape)) for a in (x, rows, v)]))
+        bad = (rows < 0) | (rows >= x.shape[0])
+        if bad.any():
+            k = int(np.argmax(bad))
+            raise ctx.fail(f"i[{k}] = {int(rows[k])} is not a row of x (x has {x.shape[0]})")
+        out = x.copy()
+        for k, r in enumerate(rows.tolist()):
+            out[r] = combine(out[r], v[k])
+        return out
+
+
+_register_inplace("InplaceUpdate", "replaced by", lambda old, new: new)
+_register_inplace("InplaceAdd", "plus", lambda old, new: old + new)
+_register_inplace("InplaceSub", "minus", lambda old, new: old - new)
