@@ -54,7 +54,8 @@ class _Child:
         from benchmarks.peers import ONE_THREAD
 
         root = str(Path(__file__).resolve().parent.parent)
-        env = {**os.environ, **ONE_THREAD, "PYTHONPATH": root}
+        # the repository first, the caller's path kept (packages installed beside the image's)
+        env = {**os.environ, **ONE_THREAD, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
         code = ("import sys; from benchmarks import peers_spread; "
                 f"peers_spread.serve({sides!r}, {tuple(batches)!r})")  # fmt: skip
         self.proc = subprocess.Popen([sys.executable, "-c", code], env=env, stdin=subprocess.PIPE,

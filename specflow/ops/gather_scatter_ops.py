@@ -8,12 +8,15 @@ shape function and the kernel, so a static error and a run-time error read the s
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from specflow.errors import GraphError
 from specflow.graph import dtypes
 from specflow.graph.shapes import Shape
 from specflow.ops import grad_util as gu
+from specflow.ops.host_copies import to_host
 from specflow.ops.inference import InferenceContext
 from specflow.ops.registry import gradient, kernel, register_op
 from specflow.ops.shape_args import fmt_dims, shape_of, vector_arg
@@ -179,15 +182,13 @@ def _scatter(ctx, out, indices, updates, add):
             # TF's Eigen min/max (y < x ? y : x) keeps the tensor's value against a NaN update,
             # and a NaN already there: a NaN update is one that never wins
             vals = xp.where(xp.isnan(vals), vals.dtype.type(-np.inf if add == "max" else np.inf), vals)
-        # cupy's atomic min/max may replace a NaN already in the tensor: it is put back after
-        kept_nan = xp.isnan(out) if xp is not np and out.dtype.kind == "f" else None
         if k == 0:
             if rows.shape[0]:
                 out[...] = ufunc(out, (xp.max if add == "max" else xp.min)(vals, axis=0))
         else:
             with np.errstate(invalid="ignore"):  # a NaN already in the tensor stays
                 ufunc.at(out, tuple(rows[:, j] for j in range(k)), vals)
-        return out if kept_nan is None else xp.where(kept_nan, out.dtype.type(np.nan), out)
+        return out
     if add == "sub":
         vals = -vals
     if k == 0:  # each update covers the whole output
@@ -261,6 +262,13 @@ def _tensor_scatter_add_grad(b, node, dys):
 
 def _tensor_scatter_kernel(mode):
     def run(ctx, tensor, indices, updates):
+        if mode in ("max", "min") and ctx.xp is not np:
+            # On a GPU, cupy's atomic min/max replaced a NaN already in the tensor and gave a
+            # float64 row scatter values matching neither input (an H100 run): the host's ordered
+            # numpy loop instead, the CPU kernel's numbers, and the result copied back
+            host = dataclasses.replace(ctx, xp=np)
+            got = _scatter(host, to_host(tensor).copy(), to_host(indices), to_host(updates), add=mode)
+            return ctx.xp.asarray(got)
         return _scatter(ctx, tensor.copy(), indices, updates, add=mode)
 
     return run

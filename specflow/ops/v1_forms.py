@@ -44,6 +44,10 @@ def call_kernel(ctx, target: str, attrs: dict, *inputs):
     k = find_kernel(target, ctx.device_type, bound)
     if k is None:
         raise ctx.fail(f"no {ctx.device_type} kernel for {target}, which {ctx.node.op} runs as")
+    if ctx.xp is not np:  # on a GPU: what the form holds on the host (its fixed k, padding) that
+        # the target reads on the device goes there (cupy refuses numpy operands)
+        inputs = tuple(x if i in k.host_inputs or not isinstance(x, np.ndarray) else ctx.xp.asarray(x)
+                       for i, x in enumerate(inputs))  # fmt: skip
     return k.fn(dataclasses.replace(ctx, attrs=bound), *inputs)
 
 

@@ -545,6 +545,8 @@ def _feed_specs(graph: GraphDef, feeds: list[str]) -> list[TensorSpec]:
 def _convert_feed(tensor: str, value: Any, spec: TensorSpec) -> np.ndarray:
     """``value`` as the tensor's dtype, converting only when no information is lost; checks the
     shape against the tensor's static shape."""
+    if not isinstance(value, np.ndarray) and hasattr(value, "__cuda_array_interface__"):
+        value = value.get()  # a cupy array (an eager value on a GPU): fed through the host
     arr = value if isinstance(value, np.ndarray) else np.asarray(value)
     want = spec.dtype
     node = parse_input(tensor).node
