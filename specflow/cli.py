@@ -26,6 +26,7 @@ from specflow.cli_args import (
     _run_feeds,
     _save_npz,
     _tensor_of,
+    out_path,
 )
 from specflow.cli_cluster import inspect_training, no_devices_on_a_cluster
 from specflow.cli_errors import _escape, err, handle_errors, noting_flags
@@ -219,8 +220,8 @@ def run(
                                     "xent:1, a call's block1, a loop's fact:1, a variable (repeatable)."),
     feed: list[str] | None = typer.Option(None, "--feed", help="NAME=FILE.npy: a value to feed (repeatable); "
                                           "cast to the tensor's dtype only when no value changes."),
-    output: Path | None = typer.Option(None, "--out", "-o", help="Save the fetched values to an .npz file."),
-    trace: Path | None = typer.Option(None, "--trace", help="Write a Chrome trace (open in Perfetto)."),
+    output: Path | None = typer.Option(None, "--out", "-o", help="Save the fetched values to an .npz file.", parser=out_path),
+    trace: Path | None = typer.Option(None, "--trace", help="Write a Chrome trace (open in Perfetto).", parser=out_path),
     devices: str | None = DevicesOpt,
     seed: int | None = typer.Option(None, "--seed", help="Graph-level random seed."),
     checkpoint: Path | None = typer.Option(None, "--checkpoint", help="A training run's logdir: the variables "
@@ -464,7 +465,7 @@ def predict(
     input_: list[str] = typer.Option(..., "--input", "-i", help="NAME=FILE.npy: a signature input (repeatable); "
                                      "cast to the input's dtype only when no value changes."),
     signature: str = typer.Option("serving_default", "--signature", help="The signature to run."),
-    output: Path | None = typer.Option(None, "--out", "-o", help="Save the outputs to an .npz file."),
+    output: Path | None = typer.Option(None, "--out", "-o", help="Save the outputs to an .npz file.", parser=out_path),
     fmt: str = typer.Option("table", "--format", "-f", help="table or json."),
 ):
     """Run a SavedModel's (or a frozen GraphDef's) signature on inputs read from .npy files."""
@@ -549,7 +550,7 @@ def ops(
 
 @app.command()
 @handle_errors
-def schema(output: Path | None = typer.Option(None, "--out", "-o", help="Write to a file instead of stdout.")):
+def schema(output: Path | None = typer.Option(None, "--out", "-o", help="Write to a file instead of stdout.", parser=out_path)):
     """Print the JSON Schema of the spec language (for editor completion and checks)."""
     from specflow.schema.json_schema import spec_json_schema
 

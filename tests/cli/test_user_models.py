@@ -80,3 +80,21 @@ def test_tfs_python_keyword_axis_for_squeeze_names_the_ops_attr(tmp_path):
     masked_data(tmp_path)
     spec = write(tmp_path, MASKED_POOL.replace("squeeze_dims: [2]", "axis: [2]"))
     one_error(cli("validate", spec), "m.yaml:11:", "unknown field 'axis' for op Squeeze", "'squeeze_dims'")
+
+
+def test_an_out_path_ending_in_a_slash_is_a_directory_even_before_it_exists(tmp_path, monkeypatch):
+    """`--out preds/` (a directory not made yet) wrote the file `preds.npz` beside it, and
+    `schema --out s/` wrote `s.json`: pathlib drops the trailing slash."""
+    masked_data(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    spec = write(tmp_path, MASKED_POOL)
+    np.save("x.npy", np.zeros((1, 4, 3), np.float32))
+    np.save("m.npy", np.ones((1, 4), bool))
+    feeds = ("--feed", "x=x.npy", "--feed", "mask=m.npy", "--fetch", "weights")
+    one_error(cli("run", spec, *feeds, "--out", "preds/"), "preds/m.npz", "the directory", "does not exist")
+    one_error(cli("run", spec, *feeds, "--trace", "traces/"), "traces/trace.json", "does not exist")
+    one_error(cli("schema", "--out", "s/"), "s/specflow.schema.json", "does not exist")
+    assert not list(tmp_path.glob("preds*")) and not list(tmp_path.glob("s.json")) and not list(tmp_path.glob("traces*"))
+    Path("preds").mkdir()
+    assert "preds/m.npz" in ok("run", spec, *feeds, "--out", "preds/")
+    assert "s.json" in ok("schema", "--out", "s")
