@@ -376,12 +376,18 @@ def train(
         if cluster or address:
             from specflow.cli_cluster import distributed_trainer
 
+            if s.train is not None and s.train.early_stopping is not None:
+                raise UserError("train.early_stopping is not supported with --cluster yet; train locally or remove it")
+
             cspec = _cluster_spec(s, cluster, address, None, None)
             trainer = distributed_trainer(s, options, listener, cspec, address, devices)
         else:
             trainer = Trainer(s, options, listener)
         with run_config.begun(logdir, plan), _stop_on_signals(trainer.request_stop) as signals:
             result = trainer.run()
+    if result.stopped_by == "early_stopping" and result.step == result.start_step:
+        out.print(f"{_escape(str(logdir))}: stopped early at step {result.step} (train.early_stopping); nothing to do")
+        return
     if result.stopped_by == "end_of_data" and result.step == result.start_step:
         out.print(f"{_escape(str(logdir))}: already at the end of its data (train.data.epochs) at step {result.step}; "
                   "nothing to do")

@@ -98,3 +98,62 @@ def test_an_out_path_ending_in_a_slash_is_a_directory_even_before_it_exists(tmp_
     Path("preds").mkdir()
     assert "preds/m.npz" in ok("run", spec, *feeds, "--out", "preds/")
     assert "s.json" in ok("schema", "--out", "s")
+
+
+NOISY = """
+specflow: 1
+name: noisy
+seed: 0
+inputs:
+  x: {dtype: float32, shape: [null, 8]}
+  y: {dtype: int64, shape: [null]}
+nodes:
+  h: {layer: dense, inputs: [x], units: 64, activation: relu}
+  logits: {layer: dense, inputs: [h], units: 2}
+  xent_loss: {op: Mean, inputs: [{op: SparseSoftmaxCrossEntropyWithLogits, inputs: [logits, y]}]}
+train:
+  loss: xent_loss
+  optimizer: {adam: {learning_rate: 0.05}}
+  data: {source: {npz: noise.npz}, feeds: {x: x, y: y}, batch_size: 16, shuffle: true, split: {test: 0.5}, seed: 0}
+  steps: 400
+  checkpoints: {every_steps: 3, keep: 1000}
+  eval: {every_steps: 5, metrics: [xent_loss]}
+  early_stopping: {metric: xent_loss, patience: 2}
+"""
+
+
+def stopped_step(output: str) -> int:
+    line = next(ln for ln in output.splitlines() if "(early stopping)" in ln)
+    return int(line.split("→")[1].split("(")[0])
+
+
+def test_early_stopping_stops_resumes_exactly_and_stays_stopped(tmp_path):
+    """Keras's EarlyStopping had no counterpart: a model fitting noise trained all its steps.
+    Labels of pure noise: the held-out loss rises once the net memorizes the training half."""
+    rng = np.random.default_rng(0)
+    np.savez(tmp_path / "noise.npz", x=rng.normal(size=(64, 8)).astype(np.float32), y=rng.integers(0, 2, 64))
+    spec = write(tmp_path, NOISY)
+    out = ok("train", spec, "--logdir", tmp_path / "a")
+    assert "training stopped early" in out and "best xent_loss" in out
+    stop = stopped_step(out)
+    assert 10 <= stop < 400 and stop % 5 == 0
+    assert "nothing to do" in ok("train", spec, "--logdir", tmp_path / "a")
+    assert "nothing to do" in ok("train", spec, "--logdir", tmp_path / "a", "--steps", 1000)
+    # Stopped short of it (a crash after its checkpoint at step 3 of an eval at 5), then
+    # continued: the same stop, from the evaluations kept up to the restored step.
+    ok("train", spec, "--logdir", tmp_path / "b", "--steps", 6)
+    ckpts = tmp_path / "b"
+    for p in ckpts.glob("model.ckpt-6.*"):
+        p.unlink()
+    (ckpts / "checkpoint").write_text('model_checkpoint_path: "model.ckpt-3"\nall_model_checkpoint_paths: "model.ckpt-3"\n')
+    assert stopped_step(ok("train", spec, "--logdir", tmp_path / "b")) == stop
+
+
+def test_early_stopping_names_what_is_wrong(tmp_path):
+    spec = write(tmp_path, NOISY.replace("{metric: xent_loss,", "{metric: xent_los,"))
+    one_error(cli("validate", spec), "m.yaml:19:", "train.early_stopping.metric", "not in train.eval.metrics (xent_loss)",
+              "did you mean 'xent_loss'")
+    spec = write(tmp_path, NOISY.replace("xent_loss", "objective"))
+    one_error(cli("validate", spec), "train.early_stopping.mode", "mode: min or mode: max")
+    spec = write(tmp_path, NOISY.replace("  eval: {every_steps: 5, metrics: [xent_loss]}\n", ""))
+    one_error(cli("validate", spec), "train.early_stopping.metric", "add eval:")
