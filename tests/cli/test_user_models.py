@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from .cli_helpers import cli, ok, one_error
 
@@ -157,3 +158,46 @@ def test_early_stopping_names_what_is_wrong(tmp_path):
     one_error(cli("validate", spec), "train.early_stopping.mode", "mode: min or mode: max")
     spec = write(tmp_path, NOISY.replace("  eval: {every_steps: 5, metrics: [xent_loss]}\n", ""))
     one_error(cli("validate", spec), "train.early_stopping.metric", "add eval:")
+
+
+TRAINING_COND = """
+specflow: 1
+name: noisy_features
+seed: 0
+inputs:
+  x: {dtype: float32, shape: [null, 3]}
+  y: {dtype: int64, shape: [null]}
+  training: {dtype: bool, shape: [], default: false}
+nodes:
+  h: {layer: dense, inputs: [x], units: 4, activation: tanh}
+  noisy:
+    cond:
+      pred: training
+      inputs: {v: h}
+      then: {op: AddV2, inputs: [v, {op: RandomStandardNormal, inputs: [{op: Shape, inputs: [v]}], dtype: float32}]}
+      else: {op: Identity, inputs: [v]}
+  logits: {layer: dense, inputs: [noisy], units: 2}
+  loss: {op: Mean, inputs: [{op: SparseSoftmaxCrossEntropyWithLogits, inputs: [logits, y]}]}
+signatures:
+  serving_default: {inputs: {x: x}, outputs: {logits: logits}}
+train:
+  loss: loss
+  optimizer: {sgd: {learning_rate: 0.1}}
+  data: {source: {npz: data.npz}, feeds: {x: x, y: y}, batch_size: 4}
+  steps: 2
+"""
+
+
+def test_a_cond_on_the_training_flag_exports_its_inference_branch_to_onnx(tmp_path):
+    """A `cond:` on `training` (noise while training) stopped the ONNX export at its Merge,
+    though the exported graph, training folded to false, never takes the other branch."""
+    pytest.importorskip("onnxruntime")
+    rng = np.random.default_rng(0)
+    np.savez(tmp_path / "data.npz", x=rng.normal(size=(8, 3)).astype(np.float32), y=rng.integers(0, 2, 8))
+    spec = write(tmp_path, TRAINING_COND)
+    ok("train", spec, "--logdir", tmp_path / "run")
+    assert "match the spec" in ok("export", spec, "--logdir", tmp_path / "run", "--out", tmp_path / "m.onnx",
+                                  "--format", "onnx")
+    ok("export", spec, "--logdir", tmp_path / "run", "--out", tmp_path / "sm")
+    listed = ok("inspect", tmp_path / "sm", "--format", "json")
+    assert '"Switch"' not in listed and '"Merge"' not in listed and "RandomStandardNormal" not in listed
