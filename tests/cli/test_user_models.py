@@ -201,3 +201,29 @@ def test_a_cond_on_the_training_flag_exports_its_inference_branch_to_onnx(tmp_pa
     ok("export", spec, "--logdir", tmp_path / "run", "--out", tmp_path / "sm")
     listed = ok("inspect", tmp_path / "sm", "--format", "json")
     assert '"Switch"' not in listed and '"Merge"' not in listed and "RandomStandardNormal" not in listed
+
+
+def test_a_reduction_without_axis_reduces_all_axes_of_an_unknown_rank(tmp_path):
+    """`{op: Mean, inputs: [{op: Squeeze, inputs: [out]}]}` (tf.reduce_mean(tf.squeeze(out)))
+    failed: a Squeeze of [?, 1] without squeeze_dims has an unknown rank, and the default axes
+    needed it ("...give 'axis' explicitly); give it explicitly"). TF reduces range(rank(x))."""
+    spec = write(tmp_path, """
+specflow: 1
+name: squeezed
+inputs:
+  x: {dtype: float32, shape: [null, 4]}
+  y: {dtype: float32, shape: [null]}
+nodes:
+  out: {layer: dense, inputs: [x], units: 1, kernel_initializer: ones}
+  loss: {op: Mean, inputs: [{op: Square, inputs: [{op: Sub, inputs: [{op: Squeeze, inputs: [out]}, y]}]}]}
+  total: {op: Sum, inputs: [out], keep_dims: true}
+""")
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    np.save(tmp_path / "x.npy", x)
+    np.save(tmp_path / "y.npy", np.array([1.0, 2.0, 3.0], np.float32))
+    out = tmp_path / "o.npz"
+    ok("run", spec, "--feed", f"x={tmp_path / 'x.npy'}", "--feed", f"y={tmp_path / 'y.npy'}", "--fetch", "loss",
+       "--fetch", "total", "--out", out)
+    got = np.load(out)
+    np.testing.assert_allclose(got["loss"], np.mean((x.sum(1) - [1.0, 2.0, 3.0]) ** 2), rtol=1e-6)
+    np.testing.assert_allclose(got["total"], [[x.sum()]], rtol=1e-6)
