@@ -130,5 +130,7 @@ class MultipleErrors(SpecflowError):
 
 def did_you_mean(word: str, candidates: Iterable[str]) -> str:
     """`` (did you mean 'units'?)`` when a close candidate exists, else ``""``."""
-    close = difflib.get_close_matches(word, list(candidates), n=1, cutoff=0.6)
+    candidates = list(candidates)
+    same = [c for c in candidates if c.lower() == word.lower()]  # 'SAME', 'LSTM', 'ReLU': only the case differs
+    close = same or difflib.get_close_matches(word, candidates, n=1, cutoff=0.6)
     return f" (did you mean '{close[0]}'?)" if close else ""

@@ -227,3 +227,25 @@ nodes:
     got = np.load(out)
     np.testing.assert_allclose(got["loss"], np.mean((x.sum(1) - [1.0, 2.0, 3.0]) ** 2), rtol=1e-6)
     np.testing.assert_allclose(got["total"], [[x.sum()]], rtol=1e-6)
+
+
+def test_a_choice_in_tfs_case_or_pythons_none_gets_a_hint(tmp_path):
+    """TF's 'SAME' and Keras's 'LSTM' got no 'did you mean' (difflib finds no close match when only
+    the case differs); Keras's merge_mode=None written `None` is a string in YAML."""
+    spec = write(tmp_path, """
+specflow: 1
+name: seqs
+inputs:
+  x: {dtype: float32, shape: [null, 6, 8, 3]}
+  s: {dtype: float32, shape: [null, 5, 4]}
+nodes:
+  c: {layer: conv2d, inputs: [x], filters: 2, kernel_size: 3, padding: SAME}
+  r: {layer: bidirectional, inputs: [s], rnn: {lstm: {units: 3}}, merge_mode: None}
+""")
+    r = cli("validate", spec)
+    assert r.exit_code == 1
+    assert "nodes.c.padding: expected one of 'valid' or 'same', got 'SAME' (did you mean 'same'?)" in r.output
+    assert "nodes.r.merge_mode: expected one of 'concat', 'sum', 'mul' or 'ave', got 'None' (YAML writes None as null)" in r.output
+    r = cli("validate", spec, "--set", "nodes.c.padding=same", "--set", "nodes.r.merge_mode=null", "--set",
+            "nodes.r.rnn={LSTM: {units: 3}}")
+    one_error(r, "nodes.r.rnn.LSTM", "(did you mean 'lstm'?)")
