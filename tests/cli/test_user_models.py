@@ -249,3 +249,35 @@ nodes:
     r = cli("validate", spec, "--set", "nodes.c.padding=same", "--set", "nodes.r.merge_mode=null", "--set",
             "nodes.r.rnn={LSTM: {units: 3}}")
     one_error(r, "nodes.r.rnn.LSTM", "(did you mean 'lstm'?)")
+
+
+def test_global_avg_pool_averages_only_the_unmasked_steps(tmp_path):
+    """Embedding(mask_zero) + GlobalAveragePooling1D, Keras's first text classifier: the layer
+    took no mask (an error), so the padding's embeddings were averaged in."""
+    spec = write(tmp_path, """
+specflow: 1
+name: pooled
+inputs:
+  x: {dtype: float32, shape: [null, 5, 4]}
+  mask: {dtype: bool, shape: [null, 5]}
+nodes:
+  avg: {layer: global_avg_pool, inputs: {x: x, mask: mask}}
+  kept: {layer: global_avg_pool, inputs: [x, mask], keepdims: true}
+  plain: {layer: global_avg_pool, inputs: [x]}
+""")
+    x = np.random.default_rng(0).normal(size=(3, 5, 4)).astype(np.float32)
+    mask = np.array([[1, 1, 1, 0, 0], [1, 0, 0, 0, 0], [1, 1, 1, 1, 1]], bool)
+    np.save(tmp_path / "x.npy", x)
+    np.save(tmp_path / "m.npy", mask)
+    out = tmp_path / "o.npz"
+    ok("run", spec, "--feed", f"x={tmp_path / 'x.npy'}", "--feed", f"mask={tmp_path / 'm.npy'}",
+       "--fetch", "avg", "--fetch", "kept", "--fetch", "plain", "--out", out)
+    got = np.load(out)
+    want = (x * mask[..., None]).sum(1) / mask.sum(1, keepdims=True)
+    np.testing.assert_allclose(got["avg"], want, rtol=1e-6)
+    # Keras 3's GlobalAveragePooling1D()(x, mask=mask)[0] on the same x (TF 2.21)
+    np.testing.assert_allclose(got["avg"][0], [-0.3712248, -0.34531045, 0.44038275, 0.36443567], rtol=1e-6)
+    np.testing.assert_allclose(got["kept"], want[:, None, :], rtol=1e-6)
+    np.testing.assert_allclose(got["plain"], x.mean(1), rtol=1e-6)
+    r = cli("validate", spec, "--set", "inputs.x.shape=[null, 5, 2, 4]")
+    assert r.exit_code == 1 and "m.yaml:8:3: nodes.avg: global_avg_pool with a mask needs an input of rank 3" in r.output
