@@ -247,6 +247,16 @@ def _literal_input_hint(errors: list[dict], data: dict, opdef) -> None:
         errors[i] = custom_error("literal_input", msg, loc, item)
 
 
+def _keras_only_hint(key: str) -> str:
+    """Keras's per-layer regularizers (kernel_regularizer: l2(0.01)) have no field here: 'did you
+    mean kernel_initializer' misled; say how to write the penalty instead."""
+    if not key.endswith("_regularizer"):
+        return ""
+    return ("; layers take no regularizers: add the penalty to the loss (Keras's l2(0.01) on a kernel is "
+            "{op: Mul, inputs: [{op: Sum, inputs: [{op: Square, inputs: [NODE/kernel]}]}], y: 0.01}) or give "
+            "the optimizer weight_decay")
+
+
 def _validate_layer_node(data: dict) -> LayerNodeSpec:
     errors: list[dict] = []
     try:
@@ -265,7 +275,8 @@ def _validate_layer_node(data: dict) -> LayerNodeSpec:
         extra = {k: v for k, v in data.items() if k not in common}
         for key in extra:
             if key not in fields:
-                errors.append(custom_error("unknown_field", "unknown field" + did_you_mean(str(key), fields + common), (key,), extra[key]))
+                hint = _keras_only_hint(str(key)) or did_you_mean(str(key), fields + common)
+                errors.append(custom_error("unknown_field", "unknown field" + hint, (key,), extra[key]))
         try:
             config = cls.model_validate({k: v for k, v in extra.items() if k in fields})
         except ValidationError as e:

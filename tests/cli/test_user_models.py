@@ -281,3 +281,11 @@ nodes:
     np.testing.assert_allclose(got["plain"], x.mean(1), rtol=1e-6)
     r = cli("validate", spec, "--set", "inputs.x.shape=[null, 5, 2, 4]")
     assert r.exit_code == 1 and "m.yaml:8:3: nodes.avg: global_avg_pool with a mask needs an input of rank 3" in r.output
+
+
+def test_a_keras_regularizer_says_how_to_write_the_penalty(tmp_path):
+    """`kernel_regularizer: {l2: 0.01}` said "did you mean 'kernel_initializer'?"."""
+    spec = write(tmp_path, MASKED_POOL.replace("units: 2}", "units: 2, kernel_regularizer: {l2: 0.01}}"))
+    line = one_error(cli("validate", spec), "nodes.logits.kernel_regularizer: unknown field; layers take no regularizers",
+                     "weight_decay")
+    assert "did you mean" not in line
