@@ -123,7 +123,8 @@ def result_table(result, logdir) -> Table:
 
 
 def metrics_table(metrics: dict[str, float], checkpoint: str) -> Table:
-    t = Table(title=f"evaluation of {checkpoint}", header_style="bold")
+    title = f"evaluation of {checkpoint}"
+    t = Table(title=title, header_style="bold", min_width=len(title))  # a long path not wrapped mid-name
     t.add_column("metric")
     t.add_column("value", justify="right")
     for k, v in metrics.items():

@@ -289,3 +289,16 @@ def test_a_keras_regularizer_says_how_to_write_the_penalty(tmp_path):
     line = one_error(cli("validate", spec), "nodes.logits.kernel_regularizer: unknown field; layers take no regularizers",
                      "weight_decay")
     assert "did you mean" not in line
+
+
+def test_the_eval_table_keeps_a_long_checkpoint_path_on_one_line():
+    """The title wrapped to the narrow table's width, splitting the path mid-name
+    ("runs/t" / "abular/model.ckpt-600")."""
+    from rich.console import Console
+
+    from specflow.views.train_view import metrics_table
+
+    path = "/work/scratch/some/long/runs/tabular/model.ckpt-600"
+    console = Console(width=100, record=True)
+    console.print(metrics_table({"accuracy": 0.87, "loss": 0.3}, path))
+    assert f"evaluation of {path}" in console.export_text()
