@@ -302,3 +302,10 @@ def test_the_eval_table_keeps_a_long_checkpoint_path_on_one_line():
     console = Console(width=100, record=True)
     console.print(metrics_table({"accuracy": 0.87, "loss": 0.3}, path))
     assert f"evaluation of {path}" in console.export_text()
+
+
+def test_keras_2s_lr_and_eps_point_to_learning_rate_and_epsilon(tmp_path):
+    masked_data(tmp_path)
+    spec = write(tmp_path, MASKED_POOL)
+    one_error(cli("validate", spec, "--set", "train.optimizer.adam.lr=0.1"), "adam.lr: unknown field (did you mean 'learning_rate'?)")
+    one_error(cli("validate", spec, "--set", "train.optimizer.adam.eps=1e-8"), "adam.eps: unknown field (did you mean 'epsilon'?)")
