@@ -393,6 +393,13 @@ class SplitConfig(StrictModel):
     test: Annotated[Float, Field(gt=0, lt=1)]  # held-out fraction, drawn deterministically under `seed`
     stratify: Ident | None = None  # a field of class labels: hold out that fraction of every class
 
+    @model_validator(mode="before")
+    @classmethod
+    def _a_bare_fraction(cls, data: Any) -> Any:
+        if isinstance(data, (int, float)) and not isinstance(data, bool):  # Keras's validation_split=0.2
+            raise _fail("split_fraction", f"expected a mapping, got {show(data)} (write split: {{test: {data}}})")
+        return data
+
 
 class DataConfig(StrictModel):
     source: Annotated[DataSource, PlainValidator(_parse_source, json_schema_input_type=DataSource)]

@@ -309,3 +309,11 @@ def test_keras_2s_lr_and_eps_point_to_learning_rate_and_epsilon(tmp_path):
     spec = write(tmp_path, MASKED_POOL)
     one_error(cli("validate", spec, "--set", "train.optimizer.adam.lr=0.1"), "adam.lr: unknown field (did you mean 'learning_rate'?)")
     one_error(cli("validate", spec, "--set", "train.optimizer.adam.eps=1e-8"), "adam.eps: unknown field (did you mean 'epsilon'?)")
+
+
+def test_a_bare_split_fraction_shows_the_mapping_to_write(tmp_path):
+    """Keras's validation_split=0.2 written `split: 0.2` said only 'expected a mapping'."""
+    masked_data(tmp_path)
+    spec = write(tmp_path, MASKED_POOL)
+    one_error(cli("validate", spec, "--set", "train.data.split=0.2"), "train.data.split: expected a mapping, got 0.2",
+              "(write split: {test: 0.2})")
