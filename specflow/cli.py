@@ -26,6 +26,7 @@ from specflow.cli_args import (
     _run_feeds,
     _save_npz,
     _tensor_of,
+    out_path,
 )
 from specflow.cli_cluster import inspect_training, local_training_notes, no_devices_on_a_cluster
 from specflow.cli_errors import _escape, err, handle_errors, noting_flags
@@ -221,8 +222,8 @@ def run(
                                     "xent:1, a call's block1, a loop's fact:1, a variable (repeatable)."),
     feed: list[str] | None = typer.Option(None, "--feed", help="NAME=FILE.npy: a value to feed (repeatable); "
                                           "cast to the tensor's dtype only when no value changes."),
-    output: Path | None = typer.Option(None, "--out", "-o", help="Save the fetched values to an .npz file."),
-    trace: Path | None = typer.Option(None, "--trace", help="Write a Chrome trace (open in Perfetto)."),
+    output: Path | None = typer.Option(None, "--out", "-o", help="Save the fetched values to an .npz file.", parser=out_path),
+    trace: Path | None = typer.Option(None, "--trace", help="Write a Chrome trace (open in Perfetto).", parser=out_path),
     devices: str | None = DevicesOpt,
     seed: int | None = typer.Option(None, "--seed", help="Graph-level random seed."),
     checkpoint: Path | None = typer.Option(None, "--checkpoint", help="A training run's logdir: the variables "
@@ -377,6 +378,9 @@ def train(
         if cluster or address:
             from specflow.cli_cluster import distributed_trainer
 
+            if s.train is not None and s.train.early_stopping is not None:
+                raise UserError("train.early_stopping is not supported with --cluster yet; train locally or remove it")
+
             cspec = _cluster_spec(s, cluster, address, None, None)
             trainer = distributed_trainer(s, options, listener, cspec, address, devices)
         else:
@@ -385,6 +389,9 @@ def train(
             trainer = Trainer(s, options, listener)
         with run_config.begun(logdir, plan), _stop_on_signals(trainer.request_stop) as signals:
             result = trainer.run()
+    if result.stopped_by == "early_stopping" and result.step == result.start_step:
+        out.print(f"{_escape(str(logdir))}: stopped early at step {result.step} (train.early_stopping); nothing to do")
+        return
     if result.stopped_by == "end_of_data" and result.step == result.start_step:
         out.print(f"{_escape(str(logdir))}: already at the end of its data (train.data.epochs) at step {result.step}; "
                   "nothing to do")
@@ -468,7 +475,7 @@ def predict(
     input_: list[str] = typer.Option(..., "--input", "-i", help="NAME=FILE.npy: a signature input (repeatable); "
                                      "cast to the input's dtype only when no value changes."),
     signature: str = typer.Option("serving_default", "--signature", help="The signature to run."),
-    output: Path | None = typer.Option(None, "--out", "-o", help="Save the outputs to an .npz file."),
+    output: Path | None = typer.Option(None, "--out", "-o", help="Save the outputs to an .npz file.", parser=out_path),
     fmt: str = typer.Option("table", "--format", "-f", help="table or json."),
 ):
     """Run a SavedModel's (or a frozen GraphDef's) signature on inputs read from .npy files."""
@@ -553,7 +560,7 @@ def ops(
 
 @app.command()
 @handle_errors
-def schema(output: Path | None = typer.Option(None, "--out", "-o", help="Write to a file instead of stdout.")):
+def schema(output: Path | None = typer.Option(None, "--out", "-o", help="Write to a file instead of stdout.", parser=out_path)):
     """Print the JSON Schema of the spec language (for editor completion and checks)."""
     from specflow.schema.json_schema import spec_json_schema
 

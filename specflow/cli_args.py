@@ -50,11 +50,21 @@ def _tensor_of(s, ref: str) -> str:
         return ref  # the session names the missing tensor
 
 
+class DirPath(type(Path())):
+    """An output path given with a trailing separator (``--out preds/``): a directory even before
+    it exists, which pathlib's normalizing would forget (``preds/`` wrote ``preds.npz``)."""
+
+
+def out_path(text: str) -> Path:
+    """Typer's parser for ``--out``/``--trace``: keeps a trailing separator's meaning."""
+    return DirPath(text) if text.endswith(("/", os.sep)) else Path(text)
+
+
 def _output_file(path: Path, default_name: str) -> Path:
-    """Where ``--out PATH`` writes: an existing directory means ``default_name`` inside it; a file
-    name lacking ``default_name``'s suffix gets it."""
-    if path.is_dir():
-        return path / default_name
+    """Where ``--out PATH`` writes: a directory (existing, or written ``DIR/``) means
+    ``default_name`` inside it; a file name lacking ``default_name``'s suffix gets it."""
+    if path.is_dir() or isinstance(path, DirPath):
+        return Path(path, default_name)
     suffix = Path(default_name).suffix
     return path if path.suffix == suffix else path.with_name(path.name + suffix)
 

@@ -133,7 +133,15 @@ class MultipleErrors(SpecflowError):
         return "\n".join(e.format() for e in self.errors)
 
 
+# Keras/TF spellings too far from ours for difflib: ``lr`` (Keras 2's) is ``learning_rate``.
+_ALSO_KNOWN_AS = {"lr": "learning_rate", "eps": "epsilon", "keepdims": "keep_dims", "keep_dims": "keepdims"}
+
+
 def did_you_mean(word: str, candidates: Iterable[str]) -> str:
     """`` (did you mean 'units'?)`` when a close candidate exists, else ``""``."""
-    close = difflib.get_close_matches(word, list(candidates), n=1, cutoff=0.6)
+    candidates = list(candidates)
+    if _ALSO_KNOWN_AS.get(word) in candidates:
+        return f" (did you mean '{_ALSO_KNOWN_AS[word]}'?)"
+    same = [c for c in candidates if c.lower() == word.lower()]  # 'SAME', 'LSTM', 'ReLU': only the case differs
+    close = same or difflib.get_close_matches(word, candidates, n=1, cutoff=0.6)
     return f" (did you mean '{close[0]}'?)" if close else ""

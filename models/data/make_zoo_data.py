@@ -11,6 +11,8 @@
 - ``houses.csv``: 600 houses, one a row under a header: five features on very different scales
   (``rooms``, ``area_m2``, ``age_years``, ``distance_km``, ``floor``) and a real-valued
   ``price`` (a smooth function of them plus noise), for a CSV regressor with normalization.
+- ``digit_pairs.npz``: pairs of the bundled digits (``a``, ``b`` uint8 [2000, 64]) and whether
+  they show the same digit (``same`` int64; about 55%), for the siamese network.
 
 Run ``python models/data/make_zoo_data.py`` to regenerate them.
 """
@@ -88,6 +90,19 @@ def houses(rng: np.random.Generator, n: int = 600) -> str:
     return "\n".join(rows) + "\n"
 
 
+def digit_pairs(rng: np.random.Generator, n: int = 2000) -> dict[str, np.ndarray]:
+    """Pairs of the bundled 8x8 digits (uint8 0..16), half of the same digit: ``a``, ``b`` [n, 64]
+    and ``same`` int64 [n]; the second of a pair is never the first image itself."""
+    with np.load(HERE.parents[1] / "specflow" / "data" / "digits.npz") as d:
+        images, labels = d["images"], d["labels"]
+    a = rng.integers(0, len(images), n)
+    b = np.empty(n, np.int64)
+    for i in range(n):
+        pool = np.flatnonzero(labels == labels[a[i]]) if i % 2 == 0 else np.arange(len(images))
+        b[i] = rng.choice(pool[pool != a[i]])
+    return {"a": images[a], "b": images[b], "same": (labels[a] == labels[b]).astype(np.int64)}
+
+
 if __name__ == "__main__":
     rng = np.random.default_rng(0)
     windows, pairs = text(rng)
@@ -95,3 +110,4 @@ if __name__ == "__main__":
     np.savez_compressed(HERE / "skipgram.npz", **pairs)
     np.savez_compressed(HERE / "sequences.npz", **sequences(rng))
     (HERE / "houses.csv").write_text(houses(np.random.default_rng(1)))
+    np.savez_compressed(HERE / "digit_pairs.npz", **digit_pairs(np.random.default_rng(2)))

@@ -7,7 +7,7 @@ returns a :class:`ServingModel`:
   initializers and optimizer state fall away);
 - the training flag becomes a constant false, and a ``Select``/``SelectV2`` on it becomes an
   ``Identity`` of its inference branch, so dropout's random draw and batch norm's batch
-  statistics are pruned too;
+  statistics are pruned too; a ``cond:`` on it keeps only its ``else`` branch;
 - variables stay ``VarHandleOp`` + ``ReadVariableOp`` (TensorFlow's resource variables); their
   values are read from the checkpoint, each checked against the variable's dtype and shape.
 """
@@ -59,7 +59,7 @@ def serving_model(spec, logdir, step: int | None = None, signatures: list[str] |
     graph = fold_training_flag(spec.graph_def, spec.lowered.training_flag, spec.tensor_spec)
     outputs = [t for sig in sigs.values() for t, _ in sig.outputs.values()]
     inputs = [t for sig in sigs.values() for t, _ in sig.inputs.values()]
-    graph = closure(graph, outputs + inputs)
+    graph = closure(decide_training_conds(graph, spec.lowered.training_flag, outputs + inputs), outputs + inputs)
     tensors = CheckpointManager(Path(logdir)).restore(path)
     values = variable_values(spec, graph, tensors, path)
     trainable = {v.name: v.trainable for v in spec.variables if v.name in values}
@@ -117,6 +117,20 @@ def fold_training_flag(graph: GraphDef, flag: str | None, spec_of) -> GraphDef:
                 out.nodes[i] = NodeDef(node.name, "Identity", [other, *ctrl], node.device,
                                        {"T": node.attrs["T"]}, node.location)
     return out
+
+
+def decide_training_conds(graph: GraphDef, flag: str | None, keep: list[str]) -> GraphDef:
+    """``cond:`` nodes on the (folded) training flag keep only their inference branch: the
+    runtime optimizer's dead-branch pass (a Switch on a constant -> Identity, its Merge ->
+    Identity of the live input), so ONNX, which has no Switch/Merge, exports them too."""
+    if flag is None or not any(n.op == "Switch" and parse_input(n.inputs[1]).node == flag for n in graph.nodes):
+        return graph
+    from specflow.runtime.optimize import OptimizeResult, _Graph
+    from specflow.runtime.optimize_flags import dead_branches
+
+    g = _Graph(graph)
+    dead_branches(g, {parse_input(t).node for t in keep}, OptimizeResult(graph))
+    return g.to_graph_def(graph)
 
 
 def closure(graph: GraphDef, tensors: list[str]) -> GraphDef:

@@ -514,9 +514,17 @@ class Lowerer:
             try:
                 value = value(specs)
             except ValueError as e:
-                raise self.error(f"{opdef.name}: cannot default input '{arg.name}' ({e}); give it explicitly",
-                                 path + ("inputs",)) from None
+                if arg.name == "reduction_indices" and specs:  # rank unknown until run time: TF's range(rank(x))
+                    return self._all_axes_at_run_time(tensors[opdef.inputs[0].name][0])
+                hint = "" if "explicitly" in str(e) else "; give it explicitly"
+                raise self.error(f"{opdef.name}: cannot default input '{arg.name}' ({e}){hint}", path + ("inputs",)) from None
         return self._literal(opdef, arg, value, attrs, tensors, path)
+
+    def _all_axes_at_run_time(self, x: str) -> str:
+        b = self.builder
+        rank = b.add_op("Rank", [x], {}, name=b.unique_name("Rank"), exact_name=True).name
+        start, delta = b.const(np.int32(0), dtypes.int32, name="start"), b.const(np.int32(1), dtypes.int32, name="delta")
+        return b.add_op("Range", [start, rank, delta], {}, name=b.unique_name("reduction_indices"), exact_name=True).name
 
     def _literal_dtype(self, opdef: OpDef, arg: ArgDef, value, attrs: dict, tensors: dict):
         """The dtype a literal input takes: the arg's fixed type, its type attr if given or

@@ -10,6 +10,7 @@ lowering validates them per call with :func:`parse_node`.
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import numpy as np
@@ -199,6 +200,7 @@ def _validate_op_node(data: dict) -> OpNodeSpec:
                     msg = f"unknown field '{key}' for op {op}" + (did_you_mean(str(key), candidates)
                                                                   or _type_attr_hint(str(key), opdef))  # fmt: skip
                     errors.append(custom_error("unknown_field", msg, (key,), data[key]))
+            _literal_input_hint(errors, data, opdef)
     raise_errors("OpNodeSpec", errors)
     return node
 
@@ -208,11 +210,51 @@ def _validate_op_node(data: dict) -> OpNodeSpec:
 _TYPE_ATTRS = ("out_type", "output_type", "Tout", "DstT", "type", "dtype")
 
 
+_NUMBER = re.compile(r"[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?")
+
+# Other TF Python keywords whose op spells the attr differently (tf.squeeze(x, axis=...)).
+_KEYWORD_ATTRS = {"axis": ("squeeze_dims",)}
+
+
 def _type_attr_hint(key: str, opdef) -> str:
+    if key in _KEYWORD_ATTRS:
+        attr = next((a for a in _KEYWORD_ATTRS[key] if a in opdef.attrs), None)
+        return f" (the op's attr for TF's keyword '{key}' is '{attr}')" if attr else ""
     if key != "to" and key not in _TYPE_ATTRS:
         return ""
     attr = next((a for a in _TYPE_ATTRS if a in opdef.attrs and a != key), None)
     return f" (the op's output type is its attr '{attr}')" if attr else ""
+
+
+def _literal_input_hint(errors: list[dict], data: dict, opdef) -> None:
+    """A literal in ``inputs:`` (``[mask, score, -1e9]``) is refused as a reference; say where a
+    literal goes: under the input's name (``e: -1e9``)."""
+    items = data.get("inputs")
+    if not isinstance(items, list):
+        return
+    names = [a.alias or a.name for a in opdef.inputs]
+    for i, err in enumerate(errors):
+        loc = err["loc"]
+        if len(loc) < 2 or loc[0] != "inputs" or not isinstance(loc[1], int) or loc[1] >= len(items):
+            continue
+        item = items[loc[1]]
+        if isinstance(item, dict) or (isinstance(item, str) and not _NUMBER.fullmatch(item)):
+            continue
+        where = names[loc[1]] if loc[1] < len(names) else None
+        example = f" (here `{where}: {item if isinstance(item, str) else show(item)}`)" if where else ""
+        msg = (f"a literal is not a tensor reference; give it under the input's name{example}: "
+               f"{opdef.name} takes {', '.join(names) or 'no inputs'}")
+        errors[i] = custom_error("literal_input", msg, loc, item)
+
+
+def _keras_only_hint(key: str) -> str:
+    """Keras's per-layer regularizers (kernel_regularizer: l2(0.01)) have no field here: 'did you
+    mean kernel_initializer' misled; say how to write the penalty instead."""
+    if not key.endswith("_regularizer"):
+        return ""
+    return ("; layers take no regularizers: add the penalty to the loss (Keras's l2(0.01) on a kernel is "
+            "{op: Mul, inputs: [{op: Sum, inputs: [{op: Square, inputs: [NODE/kernel]}]}], y: 0.01}) or give "
+            "the optimizer weight_decay")
 
 
 def _validate_layer_node(data: dict) -> LayerNodeSpec:
@@ -233,7 +275,8 @@ def _validate_layer_node(data: dict) -> LayerNodeSpec:
         extra = {k: v for k, v in data.items() if k not in common}
         for key in extra:
             if key not in fields:
-                errors.append(custom_error("unknown_field", "unknown field" + did_you_mean(str(key), fields + common), (key,), extra[key]))
+                hint = _keras_only_hint(str(key)) or did_you_mean(str(key), fields + common)
+                errors.append(custom_error("unknown_field", "unknown field" + hint, (key,), extra[key]))
         try:
             config = cls.model_validate({k: v for k, v in extra.items() if k in fields})
         except ValidationError as e:

@@ -1,6 +1,6 @@
 """``--set nodes.hidden.units=64``: edit the loaded YAML tree before validation.
 
-Values are parsed with ``yaml.safe_load`` (``64`` is an int, ``true`` a bool, ``[1, 2]`` a list)
+Values are parsed as the spec's YAML is (``64`` is an int, ``true`` a bool, ``[1, 2]`` a list)
 and typed by the schema afterwards like any other value; their location is the override itself
 (``--set nodes.hidden.units=64``), so a bad value is reported against the command line.
 """
@@ -14,6 +14,7 @@ import yaml
 
 from specflow.errors import Location, SpecError, did_you_mean
 from specflow.schema.source import SourceMap, dotted
+from specflow.schema.yaml_loader import SafeLoader12
 
 # The spec's sections keyed by names the user chose: a path through a name missing there.
 _NAMED = {"nodes": "node", "variables": "variable", "inputs": "input", "functions": "function"}
@@ -25,7 +26,7 @@ def parse_override(text: str) -> tuple[tuple, Any]:
     if not sep or not key.strip():
         raise SpecError(f"bad override '{text}': expected PATH=VALUE (e.g. nodes.hidden.units=64)", location=Location(f"--set {text}"))
     try:
-        value = yaml.safe_load(raw) if raw.strip() else ""
+        value = yaml.load(raw, Loader=SafeLoader12) if raw.strip() else ""
     except yaml.YAMLError as e:
         raise SpecError(f"bad override value '{raw}': {getattr(e, 'problem', e)}", location=Location(f"--set {text}")) from None
     return split_path(key.strip(), text), value

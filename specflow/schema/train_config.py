@@ -393,6 +393,13 @@ class SplitConfig(StrictModel):
     test: Annotated[Float, Field(gt=0, lt=1)]  # held-out fraction, drawn deterministically under `seed`
     stratify: Ident | None = None  # a field of class labels: hold out that fraction of every class
 
+    @model_validator(mode="before")
+    @classmethod
+    def _a_bare_fraction(cls, data: Any) -> Any:
+        if isinstance(data, (int, float)) and not isinstance(data, bool):  # Keras's validation_split=0.2
+            raise _fail("split_fraction", f"expected a mapping, got {show(data)} (write split: {{test: {data}}})")
+        return data
+
 
 class DataConfig(StrictModel):
     source: Annotated[DataSource, PlainValidator(_parse_source, json_schema_input_type=DataSource)]
@@ -446,6 +453,28 @@ class EvalConfig(StrictModel):
     metrics: Annotated[list[Reference], Field(min_length=1)]
 
 
+class EarlyStoppingConfig(StrictModel):
+    """Keras's EarlyStopping on an eval metric: stop when ``patience`` evaluations in a row after
+    the best one did not improve it by more than ``min_delta`` (patience 0, Keras's default: the
+    first that does not)."""
+
+    metric: Reference
+    mode: Literal["auto", "min", "max"] = "auto"  # auto: min for a loss or error, max for accuracy/auc
+    patience: NonNegInt = 0
+    min_delta: NonNegative = 0.0
+
+    def direction(self) -> str | None:
+        """``min`` or ``max``; None when ``auto`` cannot tell from the metric's name."""
+        if self.mode != "auto":
+            return self.mode
+        name = self.metric.lower()
+        if any(w in name for w in ("loss", "error", "mse", "mae", "xent", "entropy", "perplexity")):
+            return "min"
+        if any(w in name for w in ("acc", "auc", "precision", "recall", "f1")):
+            return "max"
+        return None
+
+
 class DistributedConfig(StrictModel):
     """How ``specflow train --cluster`` trains (between-graph replication, one replica per worker)."""
 
@@ -465,6 +494,7 @@ class TrainConfig(StrictModel):
     summaries: SummaryConfig = Field(default_factory=SummaryConfig)
     eval: EvalConfig | None = None
     nan_guard: bool = True
+    early_stopping: EarlyStoppingConfig | None = None
     distributed: DistributedConfig | None = None
 
     @model_validator(mode="after")
@@ -472,6 +502,17 @@ class TrainConfig(StrictModel):
         if self.eval is not None and self.data.split is None:
             msg = "eval needs a held-out split: add split: {test: 0.2} to data"
             raise_errors("TrainConfig", [custom_error("eval_without_split", msg, ("eval",), None)])
+        stop = self.early_stopping
+        if stop is not None:
+            metrics = self.eval.metrics if self.eval is not None else []
+            if stop.metric not in metrics:
+                msg = (f"early stopping watches an eval metric: '{stop.metric}' is not in train.eval.metrics"
+                       + (f" ({', '.join(metrics)})" if metrics else " (add eval: {every_steps: N, metrics: [...]})")
+                       + did_you_mean(stop.metric, metrics))
+                raise_errors("TrainConfig", [custom_error("early_stopping_metric", msg, ("early_stopping", "metric"), stop.metric)])
+            if stop.direction() is None:
+                msg = f"say whether '{stop.metric}' should fall or rise: mode: min or mode: max"
+                raise_errors("TrainConfig", [custom_error("early_stopping_mode", msg, ("early_stopping", "mode"), stop.mode)])
         return self
 
 

@@ -119,6 +119,8 @@ def _message(err: dict) -> str:
     if kind in ("literal_error", "enum"):
         expected = str(ctx.get("expected", ""))
         hint = did_you_mean(value, re.findall(r"'([^']*)'", expected)) if isinstance(value, str) else ""
+        if isinstance(value, str) and value.lower() == "none":
+            hint += " (YAML writes None as null)"
         return f"expected one of {expected}, got {show(value)}{hint}"
     if kind in _BOUNDS:
         bound = next(iter(ctx.values()), "")

@@ -9,6 +9,7 @@ counting alias expansions (a "billion laughs" file stops at the limit instead of
 from __future__ import annotations
 
 import datetime
+import re
 
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
@@ -29,7 +30,20 @@ def _loc(filename: str, mark) -> Location:
     return Location(filename, mark.line + 1, mark.column + 1) if mark is not None else Location(filename)
 
 
-class _Loader(yaml.SafeLoader):
+class SafeLoader12(yaml.SafeLoader):
+    """SafeLoader that also reads YAML 1.2's floats: PyYAML (YAML 1.1) takes ``1e-3``, ``1e9``
+    and ``-1.0e9`` (no dot or no exponent sign) for strings, so ``learning_rate: 1e-3`` or a
+    literal ``e: -1.0e9`` became a string, and a string literal input names a node."""
+
+
+SafeLoader12.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+$"),
+    list("-+0123456789."),
+)
+
+
+class _Loader(SafeLoader12):
     """SafeLoader that refuses deep nesting while composing (PyYAML's composer recurses)."""
 
     def __init__(self, stream, filename: str):

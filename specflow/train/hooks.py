@@ -141,6 +141,11 @@ class EvalHook(Hook):
         self._last = -1
         self.last_metrics: dict[str, float] = {}
 
+    @property
+    def last_step(self) -> int:
+        """The step of the last evaluation (-1: none in this run)."""
+        return self._last
+
     def begin(self, run) -> None:
         self._prev = run.step
 

@@ -18,8 +18,8 @@ from specflow.errors import Location, OutOfRangeError, TrainingError
 from specflow.io.checkpoint import CheckpointManager
 from specflow.io.summaries import SummaryWriter
 from specflow.runtime.session import Session, SessionConfig
+from specflow.train import early_stopping, state
 from specflow.train import hooks as hk
-from specflow.train import state
 from specflow.train.coordinator import Coordinator
 from specflow.train.evaluate import eval_metrics, evaluate, load_split
 from specflow.train.graph import TrainingGraph, build_training_graph
@@ -53,10 +53,11 @@ class TrainResult:
     start_step: int
     step: int
     seconds: float
-    stopped_by: str  # "steps", "end_of_data", "interrupt"
+    stopped_by: str  # "steps", "end_of_data", "interrupt", "early_stopping"
     last_loss: float | None
     eval_metrics: dict[str, float] = field(default_factory=dict)
     checkpoint: str | None = None
+    early_stopping: str | None = None  # the best value of the watched metric and its step
 
     @property
     def steps_per_sec(self) -> float:
@@ -82,9 +83,9 @@ class Trainer:
         self.step = 0
         self.data_done = False  # resumed with its epochs used up (set by _setup)
 
-    def request_stop(self) -> None:
+    def request_stop(self, reason: str = "interrupt") -> None:
         """Stop after the current step, save and end normally (what Ctrl-C does)."""
-        self.stopped_by = "interrupt"
+        self.stopped_by = reason
         self._stop.set()
 
     # --- setup ----------------------------------------------------------------------------------
@@ -118,6 +119,9 @@ class Trainer:
         self.graph.pipeline.restore(next_batch)
         ends = self.graph.pipeline.num_batches
         self.data_done = latest is not None and ends is not None and next_batch >= ends
+        self.early_evals = early_stopping.load(self.logdir, self.step) if cfg.early_stopping else []
+        if cfg.early_stopping and early_stopping.judge(cfg.early_stopping, self.early_evals).stopped_at is not None:
+            self.data_done, self.stopped_by = True, "early_stopping"  # stopped before: nothing to do
         if self.data_done:  # resumed at the end of its epochs: nothing to train, evaluate or log
             self.session.close()
             return
@@ -142,6 +146,11 @@ class Trainer:
         if cfg.eval is not None and self.test_arrays is not None:
             self.eval_hook = hk.EvalHook(cfg.eval.every_steps)
             hooks.append(self.eval_hook)
+        self.early_hook = None
+        if cfg.early_stopping is not None and self.eval_hook is not None:
+            self.early_hook = early_stopping.EarlyStoppingHook(cfg.early_stopping, self.eval_hook, self.logdir,
+                                                               self.early_evals)
+            hooks.append(self.early_hook)
         hooks.append(hk.CheckpointSaverHook(cfg.checkpoints.every_steps, cfg.checkpoints.every_secs))
         return hooks
 
@@ -173,7 +182,8 @@ class Trainer:
         self.last_checkpoint = self.checkpoints.latest()
         start_step = self.step
         if self.data_done:
-            return TrainResult(start_step=start_step, step=self.step, seconds=0.0, stopped_by="end_of_data",
+            return TrainResult(start_step=start_step, step=self.step, seconds=0.0,
+                               stopped_by="early_stopping" if self.stopped_by == "early_stopping" else "end_of_data",
                                last_loss=None, eval_metrics={}, checkpoint=self.last_checkpoint)
         pipeline = self.graph.pipeline
         coord = Coordinator()
@@ -219,4 +229,5 @@ class Trainer:
             last_loss=loss,
             eval_metrics=dict(self.eval_hook.last_metrics) if self.eval_hook else {},
             checkpoint=self.last_checkpoint,
+            early_stopping=self.early_hook.summary() if self.early_hook else None,
         )

@@ -22,7 +22,7 @@ from specflow.errors import Location, SpecflowError, TrainingError
 
 FILENAME = "run.json"
 # What a run writes into its logdir; --overwrite removes only these (never the user's other files).
-_RUN_FILE = re.compile(r"^(checkpoint|run\.json|model\.ckpt-\d+\..*|events\.out\.tfevents\..*|\.specflow\.lock)$")
+_RUN_FILE = re.compile(r"^(checkpoint|run\.json|early_stopping\.json|model\.ckpt-\d+\..*|events\.out\.tfevents\..*|\.specflow\.lock)$")
 
 
 @dataclass

@@ -104,12 +104,15 @@ def _short(task: str) -> str:
 
 
 def result_table(result, logdir) -> Table:
-    title = "training stopped" if result.stopped_by == "interrupt" else "training finished"
+    title = {"interrupt": "training stopped", "early_stopping": "training stopped early"}.get(result.stopped_by,
+                                                                                            "training finished")
     t = Table(title=title, header_style="bold", show_header=False)
     t.add_column("what")
     t.add_column("value")
     t.add_row("steps", f"{result.start_step} → {result.step} ({result.stopped_by.replace('_', ' ')})")
     t.add_row("time", f"{result.seconds:.1f} s ({result.steps_per_sec:.0f} steps/s)")
+    if getattr(result, "early_stopping", None):
+        t.add_row("early stopping", result.early_stopping)
     if result.last_loss is not None:
         t.add_row("last loss", f"{result.last_loss:.4f}")
     for k, v in result.eval_metrics.items():
@@ -120,7 +123,8 @@ def result_table(result, logdir) -> Table:
 
 
 def metrics_table(metrics: dict[str, float], checkpoint: str) -> Table:
-    t = Table(title=f"evaluation of {checkpoint}", header_style="bold")
+    title = f"evaluation of {checkpoint}"
+    t = Table(title=title, header_style="bold", min_width=len(title))  # a long path not wrapped mid-name
     t.add_column("metric")
     t.add_column("value", justify="right")
     for k, v in metrics.items():

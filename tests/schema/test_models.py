@@ -123,7 +123,7 @@ def test_function_body_checked_with_defaults():
         (("dtype: float32, shape: [null, 64]", "dtype: float32, shape: 64"), "m.yaml:5:35: inputs.images.shape: expected a list, got 64"),
         (("shape: [64, 10]", "shape: [64, null]"), "m.yaml:8:19: variables.w.shape.1: a dimension must be an integer >= 0, got null"),
         (("inputs: [images, w]", "inputs: [images, 'w x']"), "m.yaml:11:36: nodes.z.inputs.1: bad tensor reference 'w x' (expected 'name' or 'name:k')"),
-        (("inputs: [images, w]", "inputs: [images, 3]"), "m.yaml:11:36: nodes.z.inputs.1: an input is a tensor reference ('name' or 'name:k') or an inline {op: ...} node, got 3"),
+        (("inputs: [images, w]", "inputs: [images, 3]"), "m.yaml:11:36: nodes.z.inputs.1: a literal is not a tensor reference; give it under the input's name (here `b: 3`): MatMul takes a, b"),
         (("  e: {op", "  e e: {op"), "m.yaml:14:3: nodes.e e: bad name 'e e': use letters, digits, '_', '.', '-' (not starting with a digit; '/' is for scopes)"),
         (("{x: hidden}", "7"), "m.yaml:15:33: nodes.blk.inputs: expected a list or a mapping of inputs, got 7"),
         (("{type: string}", "{type: str}"), "m.yaml:18:58: functions.residual.attrs.act.type: expected one of 'int', 'float', 'bool', 'string' or 'dtype', got 'str' (did you mean 'string'?)"),

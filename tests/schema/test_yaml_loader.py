@@ -95,3 +95,17 @@ def test_a_nul_or_control_character_is_an_error_at_its_line_and_column():
             load_yaml(f"specflow: 1\nname: ab{char}c\n", "m.yaml")
         assert e.value.format() == (f"m.yaml:2:9: character {ord(char):#06x} is not allowed in YAML "
                                     "(special characters are not allowed)")
+
+
+def test_yaml_1_2_floats_are_floats_not_strings():
+    """PyYAML reads YAML 1.1, where `1e-3` and `-1.0e9` (no dot, or no exponent sign) are
+    strings: `learning_rate: 1e-3` was a string, and a literal input `e: -1.0e9` named a node."""
+    tree, _ = load_yaml("a: 1e-3\nb: -1.0e9\nc: 1E5\nd: .5e2\ne: '1e9'\nf: e9\ng: 2.5\nh: 1e\n", "m.yaml")
+    assert tree == {"a": 0.001, "b": -1e9, "c": 1e5, "d": 50.0, "e": "1e9", "f": "e9", "g": 2.5, "h": "1e"}
+
+
+def test_a_set_value_in_scientific_notation_is_a_float():
+    from specflow.schema.overrides import parse_override
+
+    assert parse_override("train.optimizer.adam.learning_rate=1e-4") == (("train", "optimizer", "adam", "learning_rate"), 1e-4)
+    assert parse_override("nodes.x.y='1e-4'")[1] == "1e-4"

@@ -12,7 +12,7 @@ from specflow.train.loop import Listener, Trainer, TrainOptions
 
 MODELS = Path(__file__).resolve().parents[2] / "models"
 ZOO = ["lenet5", "resnet_digits", "lstm_language_model", "gru_classifier", "transformer_classifier", "word2vec",
-       "autoencoder", "house_regression"]
+       "autoencoder", "house_regression", "bilstm_attention", "siamese_digits"]
 LAYERS_USED = {
     "lenet5": {"zero_padding", "conv2d", "avg_pool2d"},
     "resnet_digits": {"batch_norm", "add", "global_avg_pool"},
@@ -22,6 +22,8 @@ LAYERS_USED = {
     "word2vec": {"embedding"},
     "autoencoder": {"conv2d_transpose", "upsampling2d"},
     "house_regression": {"dense", "dropout"},
+    "bilstm_attention": {"bidirectional", "embedding"},
+    "siamese_digits": {"dense"},
 }
 
 

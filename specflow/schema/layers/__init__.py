@@ -40,7 +40,14 @@ from specflow.schema.layers.core import (
     named_activation,
 )
 from specflow.schema.layers.norm import batch_norm, group_norm, layer_norm
-from specflow.schema.layers.shaping import concat, global_pool, merge, upsampling2d, zero_padding
+from specflow.schema.layers.shaping import (
+    concat,
+    global_avg_pool,
+    global_pool,
+    merge,
+    upsampling2d,
+    zero_padding,
+)
 from specflow.schema.layers.variables import VariableInfo, create_variable  # noqa: F401
 
 LAYERS: dict[str, type[BaseModel]] = {
@@ -87,7 +94,7 @@ _EXPANDERS: dict[str, Callable] = {
     "separable_conv2d": separable_conv2d,
     "max_pool2d": max_pool2d,
     "avg_pool2d": avg_pool2d,
-    "global_avg_pool": global_pool("Mean"),
+    "global_avg_pool": global_avg_pool,
     "global_max_pool": global_pool("Max"),
     "zero_padding": zero_padding,
     "upsampling2d": upsampling2d,
@@ -124,6 +131,7 @@ LAYER_INPUTS: dict[str, tuple[tuple[str, ...], tuple[str, ...]] | str] = {
     # Keras's initial_state [h_f, (c_f,) h_b, (c_b)] by role; the c roles are lstm's only.
     "bidirectional": (("sequence",), ("mask", "forward_initial_h", "forward_initial_c", "backward_initial_h",
                                       "backward_initial_c")),
+    "global_avg_pool": (("x",), ("mask",)),  # Keras's GlobalAveragePooling1D's mask
     "add": "*",
     "multiply": "*",
     "concat": "*",

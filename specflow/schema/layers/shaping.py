@@ -28,6 +28,22 @@ def global_pool(op: str):
     return layer
 
 
+def global_avg_pool(e: Emitter, inputs: dict, cfg) -> str:
+    """Mean over the spatial axes; with a ``mask`` [batch, steps] (an embedding's ``name:1``) the
+    mean of the unmasked steps only, as Keras's GlobalAveragePooling1D with a mask (all masked:
+    0/0, NaN, as there)."""
+    x, mask = inputs["x"], inputs.get("mask")
+    if mask is None:
+        return global_pool("Mean")(e, x, cfg)
+    _spatial_rank(e, x, "global_avg_pool with a mask", ranks=(3,))
+    m = e.op("Cast", [mask], {"DstT": e.dtype(x)}, name="mask")
+    m = e.op("ExpandDims", [m, e.i32(-1, "mask/axis")], name="mask")
+    axes = e.i32([1], "axes")
+    total = e.op("Sum", [e.op("Mul", [x, m]), axes], {"keep_dims": cfg.keepdims}, name="total")
+    count = e.op("Sum", [m, axes], {"keep_dims": cfg.keepdims}, name="count")
+    return e.op("RealDiv", [total, count], final=True)
+
+
 def zero_padding(e: Emitter, x: str, cfg) -> str:
     """Pad with zeros around the spatial axes (Keras ZeroPadding1D/2D/3D by the input's rank)."""
     n = _spatial_rank(e, x, "zero_padding")
