@@ -30,6 +30,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from specflow.distributed.reaper import alive
+
 ROOT = Path(__file__).resolve().parents[1]
 SPEC = ROOT / "models" / "digits_mlp.yaml"
 
@@ -62,14 +64,6 @@ def _cmdline(pid: int) -> str:
         return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
     except OSError:
         return ""
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
 
 
 def task_pids(client: int) -> list[int]:
@@ -151,9 +145,9 @@ def scenario(kind: str, mode: str, steps: int, rng: random.Random, base: Path) -
         out["killed_at_s"] = round(time.monotonic() - t0, 2)
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
-        gone = _wait_for(lambda: not any(_alive(p) for p in tree[1:]), 15, poll=0.1)
+        gone = _wait_for(lambda: not any(alive(p) for p in tree[1:]), 15, poll=0.1)
         out["orphans_gone_s"] = round(time.monotonic() - t0 - out["killed_at_s"], 2) if gone else None
-        left = [p for p in tree[1:] if _alive(p)]
+        left = [p for p in tree[1:] if alive(p)]
         for p in left:  # the reaper failed: clean up what this script started, and report it
             try:
                 os.kill(p, signal.SIGKILL)

@@ -61,6 +61,12 @@ def _stat(pid: int) -> list[str] | None:
         return None
 
 
+def alive(pid: int) -> bool:
+    """Whether process ``pid`` exists and is not a zombie (read from /proc)."""
+    stat = _stat(pid)
+    return stat is not None and stat[0] != "Z"
+
+
 def _is_ray(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as f:

@@ -53,16 +53,12 @@ def arg_name(name: str, taken: set[str]) -> str:
     base = re.sub(r"[^a-z0-9_]", "_", name.lower()) or "arg"
     if not _ARG_NAME.fullmatch(base):
         base = "arg_" + base
-    out, k = base, 0
-    while out in taken:
-        out = f"{base}_{k}"
-        k += 1
-    taken.add(out)
-    return out
+    return _unique(base, taken, first=0)
 
 
-def _unique(base: str, taken: set[str]) -> str:
-    out, k = base, 1
+def _unique(base: str, taken: set[str], first: int = 1) -> str:
+    """``base``, or ``base_K`` for the first K from ``first`` not in ``taken`` (which it joins)."""
+    out, k = base, first
     while out in taken:
         out = f"{base}_{k}"
         k += 1

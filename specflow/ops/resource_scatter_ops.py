@@ -21,7 +21,8 @@ from specflow.ops.gather_scatter_ops import _scatter, _scatter_shape
 from specflow.ops.inference import InferenceContext, no_outputs
 from specflow.ops.registry import kernel, register_op
 from specflow.ops.sparse_training_ops import _scatter_shape as _rows_shape
-from specflow.ops.state_ops import _check_indices, _initialized, writable_value
+from specflow.ops.sparse_training_ops import check_scatter_rows
+from specflow.ops.state_ops import _initialized, writable_value
 
 # --- ResourceScatterMul / Div / Max / Min -------------------------------------------------------
 
@@ -72,14 +73,7 @@ def _register_rows(op: str, what: str, update, types: str, on_host: bool) -> Non
     def _scatter_rows(ctx, resource, indices, updates):
         var = _initialized(ctx, resource, "updated by {op}")
         with var.lock:
-            value = var.value
-            if value.ndim == 0:
-                raise ctx.fail(f"variable '{var.name}' is a scalar; {op} needs at least one dimension")
-            _check_indices(ctx, indices, value.shape[0])
-            want = tuple(indices.shape) + tuple(value.shape[1:])
-            if updates.ndim and tuple(updates.shape) != want:
-                raise ctx.fail(f"updates of shape {list(updates.shape)} must be indices.shape + variable.shape[1:] "
-                               f"= {list(want)} (or a scalar)")  # fmt: skip
+            check_scatter_rows(ctx, op, var, indices, updates)
             value = writable_value(var)
             xp = np if on_host else ctx.xp  # cupy has no multiply.at / divide.at: those run on the host
             target = ctx.host(value) if on_host else value

@@ -24,6 +24,19 @@ from specflow.ops.state_ops import _check_indices, _initialized, writable_value
 # --- ResourceScatterAdd / Sub / Update ----------------------------------------------------------
 
 
+def check_scatter_rows(ctx, op: str, var, indices, updates) -> None:
+    """A row scatter's operands (ResourceScatter*): the variable has rows, the indices are in
+    range, and ``updates`` is a scalar or of shape indices.shape + variable.shape[1:]."""
+    value = var.value
+    if value.ndim == 0:
+        raise ctx.fail(f"variable '{var.name}' is a scalar; {op} needs at least one dimension")
+    _check_indices(ctx, indices, value.shape[0])
+    want = tuple(indices.shape) + tuple(value.shape[1:])
+    if updates.ndim and tuple(updates.shape) != want:
+        raise ctx.fail(f"updates of shape {list(updates.shape)} must be indices.shape + variable.shape[1:] "
+                       f"= {list(want)} (or a scalar)")  # fmt: skip
+
+
 def _scatter_shape(ic: InferenceContext) -> list[Shape]:
     spec = ic.handle_data(0)
     if spec is not None:
@@ -55,14 +68,7 @@ def _register_scatter(op: str, what: str, update) -> None:
         if var.dtype != ctx.attrs["dtype"]:
             raise ctx.fail(f"variable '{var.name}' holds {var.dtype} but {op} has dtype {ctx.attrs['dtype']}")
         with var.lock:
-            value = var.value
-            if value.ndim == 0:
-                raise ctx.fail(f"variable '{var.name}' is a scalar; {op} needs at least one dimension")
-            _check_indices(ctx, indices, value.shape[0])
-            want = tuple(indices.shape) + tuple(value.shape[1:])
-            if updates.ndim and tuple(updates.shape) != want:
-                raise ctx.fail(f"updates of shape {list(updates.shape)} must be indices.shape + variable.shape[1:] "
-                               f"= {list(want)} (or a scalar)")  # fmt: skip
+            check_scatter_rows(ctx, op, var, indices, updates)
             value = writable_value(var)
             update(ctx.xp, value, indices.reshape(-1), updates.reshape((indices.size,) + value.shape[1:])
                    if updates.ndim else updates)  # fmt: skip

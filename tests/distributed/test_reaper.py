@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from specflow.distributed.reaper import alive
+
 pytestmark = pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads /proc")
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -30,27 +32,19 @@ time.sleep(60)
 """
 
 
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
-
-
 def test_the_ray_processes_of_a_killed_client_go_with_it():
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
     client = subprocess.Popen([sys.executable, "-c", CLIENT], stdout=subprocess.PIPE, text=True, env=env)
     *ray_like, other, watcher = map(int, client.stdout.readline().split())
     try:
-        assert all(_alive(p) for p in [*ray_like, other, watcher])
+        assert all(alive(p) for p in [*ray_like, other, watcher])
         os.kill(client.pid, signal.SIGKILL)
         client.wait()
         deadline = time.monotonic() + 10
-        while any(_alive(p) for p in ray_like) and time.monotonic() < deadline:
+        while any(alive(p) for p in ray_like) and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert not any(_alive(p) for p in ray_like)  # within about GRACE_S
-        assert _alive(other)  # only Ray's processes are the watcher's business
+        assert not any(alive(p) for p in ray_like)  # within about GRACE_S
+        assert alive(other)  # only Ray's processes are the watcher's business
     finally:
         for p in [*ray_like, other]:
             try:
