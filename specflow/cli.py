@@ -113,7 +113,7 @@ def _num_elements(shape) -> int:
 # --- inspect --------------------------------------------------------------------------------
 
 
-DevicesOpt = typer.Option(None, "--devices", help="Devices, e.g. cpu:2 or cpu:2,gpu:1 (default: one CPU).")
+DevicesOpt = typer.Option(None, "--devices", help="Devices, e.g. cpu:2 or cpu:2,gpu:1 (default: one CPU and every GPU cupy sees).")
 LossyOpt = typer.Option(False, "--lossy-transfers", help="Send float32 tensors across devices and tasks as their "
                         "top 16 bits (bfloat16 by truncation; the spec's transfer: bfloat16 does the same).")
 
