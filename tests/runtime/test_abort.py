@@ -144,3 +144,21 @@ def test_ctrl_c_on_the_cli_run_command(tmp_path):
     _, err = proc.communicate(timeout=10)
     assert time.monotonic() - t0 < 2.0
     assert proc.returncode == 130 and "interrupted" in err and "Traceback" not in err
+
+
+def test_an_interrupted_command_exits_even_when_the_way_out_hangs():
+    # A thread the interrupt did not stop (a kernel in a device's pool, a library's teardown) held
+    # the interpreter's exit: the entry point ends the process within EXIT_GRACE_S anyway.
+    code = ("import threading, time\n"
+            "import specflow.cli\n"
+            "def stuck_command():\n"
+            "    threading.Thread(target=time.sleep, args=(60,)).start()\n"
+            "    raise KeyboardInterrupt\n"
+            "specflow.cli.main = stuck_command\n"
+            "from specflow.__main__ import main\n"
+            "main()\n")  # fmt: skip
+    t0 = time.monotonic()
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
+    took = time.monotonic() - t0
+    assert r.returncode == 130 and r.stderr.strip().endswith("interrupted") and "Traceback" not in r.stderr
+    assert took < 20, took  # the sleeping thread alone would hold it 60 s
