@@ -162,6 +162,48 @@ def cond_loop() -> None:
     print(f"cond_loop: {sum(p.stat().st_size for p in out_dir.rglob('*') if p.is_file())} bytes")
 
 
+class Methods(tf.Module):
+    """Methods served by signatures, each returning another structure: a tensor (__call__, f), a
+    dict (g), a tuple (h)."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = tf.Variable(np.linspace(-1, 1, 6).reshape(3, 2).astype("float32"))
+
+    @tf.function(input_signature=[tf.TensorSpec([None, 3], tf.float32)])
+    def __call__(self, x):
+        return tf.matmul(x, self.w)
+
+    @tf.function(input_signature=[tf.TensorSpec([None, 3], tf.float32), tf.TensorSpec([], tf.float32)])
+    def f(self, x, scale):
+        return tf.matmul(x, self.w) * scale
+
+    @tf.function(input_signature=[tf.TensorSpec([None, 3], tf.float32)])
+    def g(self, x):
+        return {"total": tf.reduce_sum(x), "twice": x * 2.0}
+
+    @tf.function(input_signature=[tf.TensorSpec([None, 3], tf.float32)])
+    def h(self, x):
+        return tf.reduce_max(x, axis=1), tf.matmul(x, self.w)
+
+
+def methods() -> None:
+    module = Methods()
+    out_dir = OUT / "methods"
+    shutil.rmtree(out_dir, ignore_errors=True)
+    tf.saved_model.save(module, str(out_dir), signatures={"serving_default": module.__call__, "f": module.f,
+                                                          "g": module.g, "h": module.h})
+    (out_dir / "fingerprint.pb").unlink(missing_ok=True)
+    shutil.rmtree(out_dir / "assets", ignore_errors=True)
+    m = tf.saved_model.load(str(out_dir))  # what TF's loaded object returns, method by method
+    x = np.random.default_rng(1).standard_normal((4, 3)).astype("float32")
+    g, h = m.g(x), m.h(x)
+    np.savez(OUT / "methods.npz", in_x=x, out_call=m(x).numpy(), out_f=m.f(x, 3.0).numpy(),
+             out_g_total=g["total"].numpy(), out_g_twice=g["twice"].numpy(), out_h_0=h[0].numpy(),
+             out_h_1=h[1].numpy())  # fmt: skip
+    print(f"methods: {sum(p.stat().st_size for p in out_dir.rglob('*') if p.is_file())} bytes")
+
+
 def tf1_graph(name: str, build) -> None:
     """A TF1 graph (control flow v1: the five primitives with TF1's names) as ``name``.pb and its
     outputs for a fixed input; ``build(x)`` returns the output tensors."""
@@ -226,6 +268,8 @@ if __name__ == "__main__":
         frozen("frozen_lstm", lstm, (2, 5, 3), text=False)  # a While at the top level of a frozen graph
     if not ONLY or "cond_loop" in ONLY:
         cond_loop()
+    if not ONLY or "methods" in ONLY:
+        methods()
     for name, build in (("tf1_loops", tf1_loops), ("tf1_cond", tf1_cond)):
         if not ONLY or name in ONLY:
             tf1_graph(name, build)

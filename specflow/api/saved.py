@@ -23,7 +23,7 @@ from typing import Any
 from specflow.api.function import ConcreteFunction, Function
 from specflow.api.module import Module
 from specflow.api.op_functions import to_tensor
-from specflow.api.saved_objects import object_attributes
+from specflow.api.saved_objects import SavedMethod, object_attributes, object_methods
 from specflow.api.signature_tape import TapedSignature
 from specflow.api.tensor import EagerTensor, Tensor
 from specflow.errors import ExportError
@@ -123,7 +123,8 @@ class LoadedModule(Module):
         return dict(self._named)
 
     def __getattr__(self, name: str):
-        for table in ("signatures", "functions", "_objects"):  # m.serving_default(images=x), m.block1(x), m.l1.kernel
+        # m.f(x) (a saved method), m.serving_default(images=x), m.block1(x), m.l1.kernel
+        for table in ("_methods", "signatures", "functions", "_objects"):
             fns = self.__dict__.get(table, {})
             if name in fns:
                 return fns[name]
@@ -132,6 +133,9 @@ class LoadedModule(Module):
     def __call__(self, *args, **kwargs):
         """A SavedModel whose root was saved with a ``__call__`` (a tf.Module's, a Keras model's):
         its serving signature, its one output itself (as ``tf.saved_model.load(...)(x)``)."""
+        method = self.__dict__.get("_methods", {}).get("__call__")
+        if method is not None:  # the signature serving the saved __call__
+            return method(*args, **kwargs)
         sig = self.signatures.get("serving_default") if self.__dict__.get("_callable") else None
         if sig is None:
             raise TypeError(f"the loaded model '{self.name}' is not callable (its root was saved without a "
@@ -274,6 +278,8 @@ def _load_saved_model(path: Path, tags) -> LoadedModule:
     module = LoadedModule(str(path), model.session, variables, sigs)
     module._saved = model  # sf.save writes it again
     module._objects, module._callable = object_attributes(model.meta_graph, model.graph_def, every)
+    module._methods = {name: SavedMethod(name, sigs[sig], args, keys, returns)
+                       for name, (sig, args, keys, returns) in object_methods(model.meta_graph).items() if sig in sigs}  # fmt: skip
     return module
 
 

@@ -77,3 +77,116 @@ def _restored_paths(graph) -> dict[str, str]:
         if src.index < len(keys) and "/.ATTRIBUTES/" in keys[src.index]:
             out[keys[src.index].split("/.ATTRIBUTES/")[0]] = handle.attrs.get("shared_name") or handle.name
     return out
+
+
+_CALL_OPS = ("StatefulPartitionedCall", "PartitionedCall")
+
+
+def object_methods(meta_graph) -> dict[str, tuple[str, list[str], list[str], str]]:
+    """The root's methods that one of the SavedModel's signatures serves (TF2's loaded
+    ``m.f(x)``): method name -> (the signature's name, the method's argument names in order, the
+    signature's input keys in that order, what it returns: "tensor", "sequence" or "dict", from
+    its concrete function's output signature).
+
+    A TF2 signature is a wrapper function whose body calls one concrete function of the saved
+    object; a method (a child of kind ``function`` in the object graph) is served when its
+    concrete functions are wrapped by exactly one signature. A method no signature serves is left
+    out: its body would run only through TensorFlow's own function call machinery."""
+    if meta_graph is None or not meta_graph.object_graph_def.nodes:
+        return {}
+    library = {f.signature.name: f for f in meta_graph.graph_def.library.function}
+    calls = {n.name: n.attr["f"].func.name for n in meta_graph.graph_def.node if n.op in _CALL_OPS}
+    nodes = {n.name: n for n in meta_graph.graph_def.node}
+    served: dict[str, tuple[str, list[str]]] = {}  # concrete function -> (signature, its input keys in arg order)
+    for name in sorted(meta_graph.signature_def):
+        sig = meta_graph.signature_def[name]
+        outputs = list(sig.outputs.values())
+        call = nodes.get(outputs[0].name.split(":")[0]) if outputs else None
+        wrapper = library.get(calls.get(call.name, "")) if call is not None else None
+        inner = [] if wrapper is None else [n for n in wrapper.node_def if n.op in _CALL_OPS]
+        if len(inner) == 1:
+            served.setdefault(inner[0].attr["f"].func.name, (name, _input_order(sig, call, wrapper, inner[0])))
+    graph = meta_graph.object_graph_def
+    out = {}
+    for child in graph.nodes[0].children:
+        node = graph.nodes[child.node_id]
+        if node.WhichOneof("kind") != "function":
+            continue
+        concretes = [c for c in node.function.concrete_functions if c in served]
+        if len({served[c][0] for c in concretes}) == 1:
+            name, keys = served[concretes[0]]
+            returned = _returns(graph.concrete_functions[concretes[0]].output_signature)
+            out[child.local_name] = (name, _arg_names(node.function.function_spec), keys, returned)
+    return out
+
+
+def _input_order(sig, call, wrapper, inner) -> list[str]:
+    """The signature's input keys in the order of the concrete function's arguments: the inner
+    call's inputs are the wrapper's arguments (in the function's order, captures last), the
+    wrapper's arguments are the graph call's inputs in turn, and those are the signature's
+    placeholders. (Keys need not be the argument names: Keras's ``serve(inputs)`` takes
+    ``keras_tensor``.)"""
+    key_of = {t.name.split(":")[0]: key for key, t in sig.inputs.items()}
+    args = [a.name for a in wrapper.signature.input_arg]
+    keys = []
+    for ref in inner.input:
+        arg = ref.split(":")[0]
+        if arg in args and args.index(arg) < len(call.input):
+            key = key_of.get(call.input[args.index(arg)].split(":")[0])
+            if key is not None:
+                keys.append(key)
+    return keys
+
+
+def _returns(structure) -> str:
+    """What a saved function returns, from its output StructuredValue: one tensor, a tuple or
+    list of them, or anything else (a dict: the signature's outputs by name)."""
+    kind = structure.WhichOneof("kind")
+    if kind in ("tensor_spec_value", "bounded_tensor_spec_value"):
+        return "tensor"
+    return "sequence" if kind in ("tuple_value", "list_value") else "dict"
+
+
+def _arg_names(spec) -> list[str]:
+    """A saved function's positional argument names (``self`` left out), from its FullArgSpec."""
+    for field in spec.fullargspec.named_tuple_value.values:
+        if field.key == "args":
+            names = [v.string_value for v in field.value.list_value.values]
+            return names[1:] if spec.is_method and names else names
+    return []
+
+
+class SavedMethod:
+    """A root method of a TF2 SavedModel, run through the signature that serves it: arguments by
+    position or by the method's own names, and its result as the function returned it (one
+    tensor, a tuple, or a dict), as ``tf.saved_model.load(...).f(x)`` gives it."""
+
+    def __init__(self, name: str, signature, args: list[str], keys: list[str], returns: str):
+        self.name = name
+        self.signature = signature
+        self.keys = keys  # the signature's inputs in argument order
+        self.args = args if len(args) == len(keys) else keys  # the method's own names for them
+        self.returns = returns
+
+    def __call__(self, *args, **kwargs):
+        from specflow.errors import ExportError
+
+        if len(args) > len(self.keys):
+            raise ExportError(f"method '{self.name}' takes {len(self.keys)} argument(s) ({', '.join(self.args)}), "
+                              f"got {len(args)}")  # fmt: skip
+        feeds = dict(zip(self.keys, args))
+        key_of = dict(zip(self.args, self.keys))
+        for k, v in kwargs.items():
+            key = key_of.get(k, k)  # the method's argument name, or the signature's key
+            if key in feeds:
+                raise ExportError(f"method '{self.name}': argument '{k}' given twice")
+            feeds[key] = v
+        out = self.signature(**feeds)
+        if self.returns == "tensor" and len(out) == 1:
+            return next(iter(out.values()))
+        if self.returns == "sequence":  # the signature names the items output_0, output_1, ...
+            return tuple(out[f"output_{i}"] if f"output_{i}" in out else out[k] for i, k in enumerate(out))
+        return out
+
+    def __repr__(self) -> str:
+        return f"<saved method '{self.name}({', '.join(self.args)})' via signature '{self.signature.name}'>"

@@ -120,14 +120,58 @@ def test_a_savedmodel_signature_with_several_inputs_takes_keywords_only(tmp_path
 
 
 def test_a_tf_module_savedmodel_has_its_attributes_and_is_callable():
-    """cond_loop was saved from a tf.Module with a __call__: ``m(x)`` and ``m.w`` as in TF."""
+    """cond_loop was saved from a tf.Module with a __call__: ``m(x)`` and ``m.w`` as in TF (its
+    __call__ returns {"y": ...}, and so does the loaded one)."""
     saved = np.load(TF2 / "cond_loop.npz")
     m = sf.load(TF2 / "cond_loop")
     assert m.w is m.trainable_variables[0]
-    np.testing.assert_allclose(m(x=saved["in_x"], flag=np.array(True)).numpy(), saved["out_y_True"],
+    out = m(x=saved["in_x"], flag=np.array(True))
+    assert list(out) == ["y"]
+    np.testing.assert_allclose(out["y"].numpy(), saved["out_y_True"], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(m(saved["in_x"], np.array(False))["y"].numpy(), saved["out_y_False"],
                                rtol=1e-5, atol=1e-6)
     with pytest.raises(TypeError, match="not callable .*signature: serving_default"):
         sf.load(TF2 / "conv_swish")(np.zeros((1, 8, 8, 3), np.float32))
+
+
+def test_a_tf_module_savedmodels_methods_return_what_tensorflows_do():
+    """methods (scripts/make_tf_fixtures.py) has four methods served by signatures; TF's loaded
+    object returns a tensor from m(x) and m.f(x, 3.0), a dict from m.g(x), a tuple from m.h(x)."""
+    rec = np.load(TF2 / "methods.npz")
+    m = sf.load(TF2 / "methods")
+    x = rec["in_x"]
+    np.testing.assert_allclose(m(x).numpy(), rec["out_call"], rtol=1e-6)
+    np.testing.assert_allclose(m.f(x, 3.0).numpy(), rec["out_f"], rtol=1e-6)
+    np.testing.assert_allclose(m.f(scale=np.float32(3.0), x=x).numpy(), rec["out_f"], rtol=1e-6)
+    g = m.g(x)
+    assert sorted(g) == ["total", "twice"]
+    np.testing.assert_allclose(g["total"].numpy(), rec["out_g_total"], rtol=1e-6)
+    np.testing.assert_allclose(g["twice"].numpy(), rec["out_g_twice"], rtol=1e-6)
+    h = m.h(x)
+    assert isinstance(h, tuple) and len(h) == 2
+    np.testing.assert_allclose(h[0].numpy(), rec["out_h_0"], rtol=1e-6)
+    np.testing.assert_allclose(h[1].numpy(), rec["out_h_1"], rtol=1e-6)
+    assert m.signatures["f"](x=x, scale=np.float32(3.0))["output_0"].numpy().shape == (4, 2)  # the signature: a dict
+    with pytest.raises(sf.SpecflowError, match=r"method 'f' takes 2 argument\(s\) \(x, scale\), got 3"):
+        m.f(x, 3.0, 1.0)
+    with pytest.raises(sf.SpecflowError, match="argument 'x' given twice"):
+        m.f(x, x=x)
+
+
+def test_a_keras_exports_serve_method_is_called_as_in_tensorflow(tmp_path):
+    # model.export's serve(args_0) is served by a signature whose input is 'keras_tensor': the
+    # method maps its arguments through the signature wrapper, not by name
+    tf = pytest.importorskip("tensorflow")
+    keras = pytest.importorskip("keras")
+    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3), keras.layers.Dense(2)])
+    model.export(str(tmp_path / "k"), verbose=False)
+    x = np.random.default_rng(0).standard_normal((2, 4)).astype(np.float32)
+    loaded = tf.saved_model.load(str(tmp_path / "k"))  # kept: its variables go with it
+    want = loaded.serve(x).numpy()
+    m = sf.load(tmp_path / "k")
+    np.testing.assert_allclose(m.serve(x).numpy(), want, rtol=1e-6)
+    (key,) = m.signatures["serve"].inputs
+    np.testing.assert_allclose(m.serve(**{key: x}).numpy(), want, rtol=1e-6)
 
 
 def _tf_module(tf, rng):
