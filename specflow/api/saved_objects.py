@@ -88,53 +88,67 @@ def object_methods(meta_graph) -> dict[str, tuple[str, list[str], list[str], str
     signature's input keys in that order, what it returns: "tensor", "sequence" or "dict", from
     its concrete function's output signature).
 
-    A TF2 signature is a wrapper function whose body calls one concrete function of the saved
-    object; a method (a child of kind ``function`` in the object graph) is served when its
-    concrete functions are wrapped by exactly one signature. A method no signature serves is left
-    out: its body would run only through TensorFlow's own function call machinery."""
+    A TF2 signature is a wrapper function (the object graph's ``signatures`` object names it)
+    whose body calls one concrete function of the saved object. A method (a child of kind
+    ``function``) is served when each of its concrete functions is wrapped by the same signature;
+    one traced more ways than its signatures cover (a Python argument baked into each trace) is
+    left out, as is one no signature serves: only TensorFlow's function dispatch picks among them."""
     if meta_graph is None or not meta_graph.object_graph_def.nodes:
         return {}
     library = {f.signature.name: f for f in meta_graph.graph_def.library.function}
-    calls = {n.name: n.attr["f"].func.name for n in meta_graph.graph_def.node if n.op in _CALL_OPS}
-    nodes = {n.name: n for n in meta_graph.graph_def.node}
     served: dict[str, tuple[str, list[str]]] = {}  # concrete function -> (signature, its input keys in arg order)
-    for name in sorted(meta_graph.signature_def):
-        sig = meta_graph.signature_def[name]
-        outputs = list(sig.outputs.values())
-        call = nodes.get(outputs[0].name.split(":")[0]) if outputs else None
-        wrapper = library.get(calls.get(call.name, "")) if call is not None else None
+    for name, wrapper_name in _signature_wrappers(meta_graph).items():
+        wrapper = library.get(wrapper_name)
         inner = [] if wrapper is None else [n for n in wrapper.node_def if n.op in _CALL_OPS]
         if len(inner) == 1:
-            served.setdefault(inner[0].attr["f"].func.name, (name, _input_order(sig, call, wrapper, inner[0])))
+            keys = _input_order(meta_graph.signature_def[name], wrapper, inner[0])
+            served.setdefault(inner[0].attr["f"].func.name, (name, keys))
     graph = meta_graph.object_graph_def
     out = {}
     for child in graph.nodes[0].children:
         node = graph.nodes[child.node_id]
-        if node.WhichOneof("kind") != "function":
+        if node.WhichOneof("kind") != "function" or not node.function.concrete_functions:
             continue
-        concretes = [c for c in node.function.concrete_functions if c in served]
-        if len({served[c][0] for c in concretes}) == 1:
+        concretes = list(node.function.concrete_functions)
+        if all(c in served for c in concretes) and len({served[c][0] for c in concretes}) == 1:
             name, keys = served[concretes[0]]
             returned = _returns(graph.concrete_functions[concretes[0]].output_signature)
             out[child.local_name] = (name, _arg_names(node.function.function_spec), keys, returned)
     return out
 
 
-def _input_order(sig, call, wrapper, inner) -> list[str]:
+def _signature_wrappers(meta_graph) -> dict[str, str]:
+    """Signature name -> its wrapper function: from the object graph's ``signatures`` object,
+    else from the call node a signature's first output comes from."""
+    graph = meta_graph.object_graph_def
+    out = {}
+    for child in graph.nodes[0].children:
+        if child.local_name == "signatures":
+            for sig in graph.nodes[child.node_id].children:
+                node = graph.nodes[sig.node_id]
+                if node.WhichOneof("kind") == "bare_concrete_function":
+                    out[sig.local_name] = node.bare_concrete_function.concrete_function_name
+                elif node.WhichOneof("kind") == "function" and node.function.concrete_functions:
+                    out[sig.local_name] = node.function.concrete_functions[0]
+    calls = {n.name: n.attr["f"].func.name for n in meta_graph.graph_def.node if n.op in _CALL_OPS}
+    for name, sig in meta_graph.signature_def.items():
+        outputs = list(sig.outputs.values())
+        if name not in out and outputs and outputs[0].name.split(":")[0] in calls:
+            out[name] = calls[outputs[0].name.split(":")[0]]
+    return {k: v for k, v in out.items() if k in meta_graph.signature_def}
+
+
+def _input_order(sig, wrapper, inner) -> list[str]:
     """The signature's input keys in the order of the concrete function's arguments: the inner
-    call's inputs are the wrapper's arguments (in the function's order, captures last), the
-    wrapper's arguments are the graph call's inputs in turn, and those are the signature's
-    placeholders. (Keys need not be the argument names: Keras's ``serve(inputs)`` takes
-    ``keras_tensor``.)"""
-    key_of = {t.name.split(":")[0]: key for key, t in sig.inputs.items()}
-    args = [a.name for a in wrapper.signature.input_arg]
+    call's inputs are the wrapper's arguments in the function's order (captures last), and the
+    wrapper's arguments are named for the signature's inputs. (Keys need not be the method's
+    argument names: Keras's ``serve(args_0)`` takes ``keras_tensor``.)"""
+    args = {a.name for a in wrapper.signature.input_arg}
     keys = []
     for ref in inner.input:
         arg = ref.split(":")[0]
-        if arg in args and args.index(arg) < len(call.input):
-            key = key_of.get(call.input[args.index(arg)].split(":")[0])
-            if key is not None:
-                keys.append(key)
+        if arg in args and arg in sig.inputs:
+            keys.append(arg)
     return keys
 
 
