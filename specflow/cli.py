@@ -30,7 +30,7 @@ from specflow.cli_args import (
 )
 from specflow.cli_cluster import inspect_training, local_training_notes, no_devices_on_a_cluster
 from specflow.cli_errors import _escape, err, handle_errors, noting_flags
-from specflow.cli_signals import _stop_on_signals
+from specflow.cli_signals import _stop_on_signals, exit_interrupted
 from specflow.cli_steps import _compile, _quiet_numeric_warnings, _run_model, placed_only
 from specflow.errors import SpecflowError
 
@@ -398,16 +398,7 @@ def train(
         return
     out.print(result_table(result, logdir))
     if signals and result.stopped_by == "interrupt":
-        _exit_interrupted(signals[0], result.step)
-
-
-def _exit_interrupted(signum: int, step: int) -> None:
-    """A run a signal stopped ends non-zero (128 + signum, as a shell reports it) after its save."""
-    import signal
-
-    name = signal.Signals(signum).name
-    err.print(f"stopped by {name} at step {step} (saved); train again to continue", soft_wrap=True, highlight=False)
-    raise typer.Exit(128 + signum)
+        exit_interrupted(signals[0], result.step)
 
 
 @app.command("eval")

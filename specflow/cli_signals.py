@@ -1,5 +1,6 @@
 """How a command stops on a signal: SIGINT and SIGTERM ask it to stop cleanly (a final
-checkpoint); a second signal exits at once. Kept apart from ``cli.py`` (the commands)."""
+checkpoint); a second signal exits at once; a run a signal stopped exits 128 + its number. Kept
+apart from ``cli.py`` (the commands)."""
 
 from __future__ import annotations
 
@@ -42,3 +43,16 @@ def _stop_on_signals(stop: Callable[[], None]):
     finally:
         for s in (signal.SIGINT, signal.SIGTERM):
             signal.signal(s, finishing)
+
+
+def exit_interrupted(signum: int, step: int) -> None:
+    """A run a signal stopped ends non-zero (128 + signum, as a shell reports it) after its save."""
+    import signal
+
+    import typer
+
+    from specflow.cli_errors import err
+
+    name = signal.Signals(signum).name
+    err.print(f"stopped by {name} at step {step} (saved); train again to continue", soft_wrap=True, highlight=False)
+    raise typer.Exit(128 + signum)

@@ -132,7 +132,9 @@ class LoadedModule(Module):
 
     def __call__(self, *args, **kwargs):
         """A SavedModel whose root was saved with a ``__call__`` (a tf.Module's, a Keras model's):
-        its serving signature, its one output itself (as ``tf.saved_model.load(...)(x)``)."""
+        the signature serving that ``__call__``, returning what it returned (as
+        ``tf.saved_model.load(...)(x)``); where no signature is known to serve it, the serving
+        signature, its one output itself."""
         method = self.__dict__.get("_methods", {}).get("__call__")
         if method is not None:  # the signature serving the saved __call__
             return method(*args, **kwargs)

@@ -118,24 +118,17 @@ def object_methods(meta_graph) -> dict[str, tuple[str, list[str], list[str], str
 
 
 def _signature_wrappers(meta_graph) -> dict[str, str]:
-    """Signature name -> its wrapper function: from the object graph's ``signatures`` object,
-    else from the call node a signature's first output comes from."""
+    """Signature name -> its wrapper function, as the object graph's ``signatures`` object lists
+    them (each a bare concrete function)."""
     graph = meta_graph.object_graph_def
     out = {}
     for child in graph.nodes[0].children:
         if child.local_name == "signatures":
             for sig in graph.nodes[child.node_id].children:
                 node = graph.nodes[sig.node_id]
-                if node.WhichOneof("kind") == "bare_concrete_function":
+                if node.WhichOneof("kind") == "bare_concrete_function" and sig.local_name in meta_graph.signature_def:
                     out[sig.local_name] = node.bare_concrete_function.concrete_function_name
-                elif node.WhichOneof("kind") == "function" and node.function.concrete_functions:
-                    out[sig.local_name] = node.function.concrete_functions[0]
-    calls = {n.name: n.attr["f"].func.name for n in meta_graph.graph_def.node if n.op in _CALL_OPS}
-    for name, sig in meta_graph.signature_def.items():
-        outputs = list(sig.outputs.values())
-        if name not in out and outputs and outputs[0].name.split(":")[0] in calls:
-            out[name] = calls[outputs[0].name.split(":")[0]]
-    return {k: v for k, v in out.items() if k in meta_graph.signature_def}
+    return out
 
 
 def _input_order(sig, wrapper, inner) -> list[str]:
@@ -199,7 +192,7 @@ class SavedMethod:
         if self.returns == "tensor" and len(out) == 1:
             return next(iter(out.values()))
         if self.returns == "sequence":  # the signature names the items output_0, output_1, ...
-            return tuple(out[f"output_{i}"] if f"output_{i}" in out else out[k] for i, k in enumerate(out))
+            return tuple(out[f"output_{i}"] for i in range(len(out)))
         return out
 
     def __repr__(self) -> str:

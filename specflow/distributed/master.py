@@ -29,7 +29,8 @@ from typing import Any
 from specflow.errors import RuntimeFailure, SpecflowError
 from specflow.graph.graph_def import GraphDef
 from specflow.runtime.executor import CallFrame
-from specflow.runtime.session import Session, SessionConfig, _feed_specs, _fetched, _Plan
+from specflow.runtime.feeds import feed_specs
+from specflow.runtime.session import Session, SessionConfig, _fetched, _Plan
 
 from .deadlock_watch import WATCH_AFTER_S, WATCH_EVERY_S, DeadlockWatch
 from .engine import Cluster, ensure_ray
@@ -148,7 +149,7 @@ class ClusterSession(Session):
             if split_virtual(t)[0] == here:  # this process's task: registered in-process
                 self.local[1].register_graph(calls[t][0], g, seed, incarnations)
         args_of = {t: piece_args(g) for t, g in graphs.items()}
-        plan = _ClusterPlan(feeds, _feed_specs(self.graph_def, feeds), fetches, [], step.graphs, handle=handle,
+        plan = _ClusterPlan(feeds, feed_specs(self.graph_def, feeds), fetches, [], step.graphs, handle=handle,
                             step=step, tasks=step.tasks, args_of=args_of, calls=calls)  # fmt: skip
         plan.writers = sorted({split_virtual(t)[0] for t, g in graphs.items() if not pure_read(g)})
         if order is not None:

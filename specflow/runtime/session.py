@@ -17,26 +17,24 @@ import random
 import sys
 import threading
 import time
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from specflow.errors import GraphError, RuntimeFailure, ShapeError, SpecflowError, StepAborted, did_you_mean
+from specflow.errors import GraphError, RuntimeFailure, SpecflowError, StepAborted, did_you_mean
 from specflow.graph import dtypes
 from specflow.graph.device_spec import DeviceSpec
 from specflow.graph.graph_def import GraphDef, NodeDef, canonical_tensor, parse_input
-from specflow.graph.shapes import Shape
 from specflow.graph.topo import LOOP_BACK_EDGES, topological_order
 from specflow.ops.registry import TensorSpec, get_op, output_dtypes
 from specflow.runtime.abort import interrupted, raise_step_error
 from specflow.runtime.devices import Device, local_devices
 from specflow.runtime.executor import CallFrame, Executor
 from specflow.runtime.executor_types import FINISHED, UNSET
+from specflow.runtime.feeds import convert_feed, feed_specs
 from specflow.runtime.pipeline import compile_step
-from specflow.runtime.prune import infer_runtime_graph
 from specflow.runtime.rendezvous import Rendezvous
 from specflow.runtime.resource_homes import ResourceHomes
 from specflow.runtime.step_stats import StepStats
@@ -199,7 +197,7 @@ class Session:
                     else:
                         args.append(v)
                         continue
-            args.append(_convert_feed(canonical_tensor(name), v, spec))
+            args.append(convert_feed(canonical_tensor(name), v, spec))
         plan = call.plan
         if plan is None:
             shapes = tuple(map(_shape_of, args))
@@ -245,14 +243,14 @@ class Session:
             fed[t] = key
         signature = (sorted(fed), fetch_list, sorted(set(parse_input(t).node for t in targets)))
         try:
-            feed_specs = _feed_specs(self.graph_def, signature[0])
+            specs = feed_specs(self.graph_def, signature[0])
         except (KeyError, SpecflowError):
             self._plan(*signature)  # pruning names the unknown feed or output
             raise
-        specialise = self.config.optimize and any(not s.shape.is_fully_defined for s in feed_specs)
+        specialise = self.config.optimize and any(not s.shape.is_fully_defined for s in specs)
         plan = None if specialise else self._plan(*signature)
         checks = []
-        for t, spec in zip(signature[0], feed_specs, strict=True):
+        for t, spec in zip(signature[0], specs, strict=True):
             # The fast feed check needs a plain numpy dtype: strings and handles always convert.
             plain = spec.dtype.np_type is not None and spec.dtype != dtypes.string
             dims = spec.shape.dims
@@ -399,7 +397,7 @@ class Session:
             )
             for dev, g in parts.items()
         ]
-        return _Plan(feeds, _feed_specs(graph, feeds), fetches, executors, parts)
+        return _Plan(feeds, feed_specs(graph, feeds), fetches, executors, parts)
 
     def plan_for(
         self, fetches: Any, feeds: list[str] | None = None, targets: list[str] | None = None
@@ -524,74 +522,6 @@ def _flatten(fetches: Any) -> tuple[list[str], Callable[[list], Any]]:
         return tuple(out) if kind is tuple else out
 
     return names, rebuild
-
-
-def _feed_specs(graph: GraphDef, feeds: list[str]) -> list[TensorSpec]:
-    """Static dtype and shape of each fed tensor, inferred over the feeds' ancestors only."""
-    if not feeds:
-        return []
-    nodes = graph.node_map()
-    seen: set[str] = set()
-    todo = deque(parse_input(t).node for t in feeds)
-    while todo:
-        name = todo.popleft()
-        if name not in seen:
-            seen.add(name)
-            todo.extend(parse_input(i).node for i in nodes[name].inputs)
-    specs = infer_runtime_graph(GraphDef([n for n in graph.nodes if n.name in seen]))
-    return [specs.spec(t) for t in feeds]
-
-
-def _convert_feed(tensor: str, value: Any, spec: TensorSpec) -> np.ndarray:
-    """``value`` as the tensor's dtype, converting only when no information is lost; checks the
-    shape against the tensor's static shape."""
-    if not isinstance(value, np.ndarray) and hasattr(value, "__cuda_array_interface__"):
-        value = value.get()  # a cupy array (an eager value on a GPU): fed through the host
-    arr = value if isinstance(value, np.ndarray) else np.asarray(value)
-    want = spec.dtype
-    node = parse_input(tensor).node
-    if want == dtypes.string:
-        if arr.dtype.kind not in "OSU":
-            raise ShapeError(f"cannot feed {arr.dtype} to '{tensor}' of dtype string", node=node)
-        if arr.dtype.kind != "O":
-            arr = np.array([x.encode() if isinstance(x, str) else x for x in arr.ravel().tolist()],
-                           dtype=object).reshape(arr.shape)  # fmt: skip
-    elif want.np_type is None:
-        raise ShapeError(f"cannot feed '{tensor}': a {want.name} tensor cannot be fed", node=node)
-    elif arr.dtype != want.numpy:
-        if not _safe_cast(arr, want.numpy):
-            raise ShapeError(
-                f"cannot feed {arr.dtype} to '{tensor}' of dtype {want.name} without losing information",
-                node=node,
-            )
-        arr = arr.astype(want.numpy)
-    if not spec.shape.is_compatible_with(Shape(arr.shape)):
-        raise ShapeError(
-            f"cannot feed shape {list(arr.shape)} to '{tensor}' of shape {spec.shape}", node=node
-        )
-    return arr
-
-
-def _safe_cast(arr: np.ndarray, want: np.dtype) -> bool:
-    """bool only to bool; ints to floats, complex, or ints the values fit; floats to any float or
-    complex width (Python floats are float64); complex to complex."""
-    src, dst = arr.dtype.kind, want.kind
-    if src == "b" or dst == "b":
-        return src == dst
-    if src in "iu":
-        if dst in "fc":
-            return True
-        if dst in "iu":
-            if arr.size == 0:
-                return True
-            info = np.iinfo(want)
-            return bool(arr.min() >= info.min and arr.max() <= info.max)
-        return False
-    if src == "f":
-        return dst in "fc"
-    if src == "c":
-        return dst == "c"
-    return False
 
 
 def _to_host(value: Any) -> Any:
