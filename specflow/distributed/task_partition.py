@@ -24,7 +24,7 @@ received value drives the device-level control loops (``_PiecePartitioner``).
 from __future__ import annotations
 
 from specflow.graph.device_spec import DeviceSpec
-from specflow.graph.graph_def import GraphDef, parse_input
+from specflow.graph.graph_def import FuncRef, GraphDef, parse_input
 from specflow.runtime.partition import (
     DEFAULT_INCARNATION,
     PartitionOptions,
@@ -58,12 +58,12 @@ def partition_by_task(graph_def: GraphDef, options: PartitionOptions | None = No
     if options.lossy_transfers:
         for n in by_task.nodes:
             n.attrs.setdefault("_transfer", "bfloat16")
-    partitioner = _Partitioner(by_task, PartitionOptions(incarnations=incarnations,
+    partitioner = _Partitioner(by_task, PartitionOptions(incarnations=incarnations, copy_consts=True,
                                                          lossy_transfers=options.lossy_transfers))
     partitioner.short = {dev: _short_task(task) for task, dev in home.items()}  # a/_send_0_to_ps_0
     result = partitioner.run()
     for g in result.partitions.values():
-        _restore_devices(g, devices)
+        _restore_devices(g, devices, partitioner.copies)
     nodes = {n.name: n for g in result.partitions.values() for n in g.nodes}
     for t in result.transfers:
         send, recv = nodes[t.send_node], nodes[t.recv_node]
@@ -81,10 +81,10 @@ def _short_task(task: str) -> str:
     return f"{s.job}_{s.task}"
 
 
-def _restore_devices(g: GraphDef, devices: dict[str, str]) -> None:
+def _restore_devices(g: GraphDef, devices: dict[str, str], copies: set[str]) -> None:
     """The graph's nodes get their own devices back. What the partitioner added: a ``_Recv``
-    with no gate goes where its first consumer is (as TensorFlow places it; through a control
-    dependency's Identity, where that one's consumer is), anything else where its first input is
+    with no gate, or a Const's copy, goes where its first consumer is (as TensorFlow places a
+    ``_Recv``; through a control dependency's Identity, where that one's consumer is), anything else where its first input is
     (a ``_Send`` with what it sends, a control dependency's dummy with its source, a gated
     ``_Recv`` with its control loop), a node with no input stays on the task's home device (a
     control loop's start)."""
@@ -98,7 +98,7 @@ def _restore_devices(g: GraphDef, devices: dict[str, str]) -> None:
     for n in g.nodes:
         if n.name in devices:
             n.device = devices[n.name]
-        elif n.op == "_Recv" and not n.inputs and n.name in wanted:
+        elif (n.op == "_Recv" or n.name in copies) and not n.inputs and n.name in wanted:
             n.device = wanted[n.name]
         elif n.inputs and parse_input(n.inputs[0]).node in placed:
             n.device = placed[parse_input(n.inputs[0]).node]

@@ -4,7 +4,11 @@ Each cross-device data edge ``x:k -> y`` becomes ``x:k -> _Send`` on x's device 
 ``_Recv -> y`` on y's device. A tensor is sent once per destination device: all its consumers
 there share one ``_Recv``. A cross-device control edge ``x -> ^y`` sends a dummy scalar: on x's
 device ``Const(0.0, ^x) -> _Send``, on y's device ``_Recv -> Identity`` and y waits on
-``^Identity``. The executor builds rendezvous keys from the _Send/_Recv attrs:
+``^Identity`` -- unless an output of x goes to y's device anyway: y then waits on that output's
+``_Recv``, done once x has run and dead exactly when x is (not for a Switch, whose untaken output
+is dead while the Switch is live). With ``copy_consts`` (the master's level, between tasks) a
+Const is copied to each device that uses it rather than sent every step, and one used only on
+other devices leaves its own. The executor builds rendezvous keys from the _Send/_Recv attrs:
 ``{send_device};{incarnation:x};{recv_device};{tensor_name};{frame_id}:{iter_id}``.
 
 Loops (TF's AddControlFlow): an edge inside a loop frame that crosses devices becomes a
@@ -54,6 +58,10 @@ from specflow.runtime.prune import infer_runtime_graph
 
 DEFAULT_INCARNATION = 1
 
+# Ops that leave an output dead while they themselves are live: a control edge from one is not
+# the same as an edge from one of its outputs.
+_SELECTIVE_OUTPUTS = frozenset({"Switch", "RefSwitch", "_SwitchN"})
+
 # A control loop's nodes, in the order they are named.
 _CONTROL_LOOP_OPS = ("Enter", "Merge", "Switch", "NextIteration")
 
@@ -64,6 +72,9 @@ class PartitionOptions:
     # Send every float32 tensor crossing devices as its top 16 bits (whitepaper 5.5; a node's
     # ``_transfer`` attr, "bfloat16" or "float32", decides for its own outputs either way).
     lossy_transfers: bool = False
+    # A Const feeding another device is copied there instead of sent every step (the master's
+    # level: a worker's hyperparameters used by the ps's update ops).
+    copy_consts: bool = False
 
 
 @dataclass
@@ -102,6 +113,7 @@ class _Partitioner:
         self.incarnations = {DeviceSpec.parse(k).to_string(): v for k, v in (opts.incarnations or {}).items()}
         self.lossy_default = opts.lossy_transfers
         self.node_attrs = {n.name: n.attrs for n in graph_def.nodes}
+        self.node_ops = {n.name: n.op for n in graph_def.nodes}
         self.device: dict[str, str] = {}
         for n in graph_def.nodes:
             spec = DeviceSpec.parse(n.device)
@@ -123,6 +135,25 @@ class _Partitioner:
         # ((frame, device) -> (Enter, Merge)).
         self.frames = ControlFlowInfo(graph_def) if any(n.op == "Enter" for n in graph_def.nodes) else None
         self.control_loops: dict[tuple[str, str], tuple[str, str]] = {}
+        self.consts = {n.name: n for n in graph_def.nodes if n.op == "Const" and not n.inputs} if opts.copy_consts else {}
+        self.copies: set[str] = set()  # the Consts' copies made (a copy is not a transfer)
+        # A Const used only on other devices: its copies serve every use, the original goes.
+        used_on: dict[str, set[str]] = {}
+        for n in graph_def.nodes:
+            for inp in n.inputs:
+                src = parse_input(inp).node
+                if src in self.consts:
+                    used_on.setdefault(src, set()).add(self.device[n.name])
+        self.moved = {c for c, devs in used_on.items() if self.device[c] not in devs}
+        # (source, device) -> an output of the source consumed on the device: a control edge
+        # between them waits on that output's _Recv instead of a dummy of its own.
+        self.data_out: dict[tuple[str, str], int] = {}
+        for n in graph_def.nodes:
+            for inp in n.inputs:
+                ref = parse_input(inp)
+                if not ref.is_control and self.device[ref.node] != self.device[n.name]:
+                    key = (ref.node, self.device[n.name])
+                    self.data_out[key] = min(ref.index, self.data_out.get(key, ref.index))
 
     def unique(self, base: str) -> str:
         name, i = base, 1
@@ -148,6 +179,15 @@ class _Partitioner:
         tensor = tensor_name(src_node, index)
         if (tensor, dst) in self.recvs:
             return self.recvs[(tensor, dst)]
+        if src_node in self.consts:  # the same value, made where it is used
+            const = self.consts[src_node]
+            copy = self.add(dst, NodeDef(self.unique(f"{src_node}/_copy_on_{self.short[dst]}"), "Const", [],
+                                         attrs=dict(const.attrs), location=const.location))  # fmt: skip
+            if self.frames:
+                self.frames.add(copy.name, ROOT)
+            self.copies.add(copy.name)
+            self.recvs[(tensor, dst)] = copy.name
+            return copy.name
         src = self.device[src_node]
         spec = self.specs.spec(tensor)
         common = {
@@ -199,6 +239,15 @@ class _Partitioner:
         """Carry ``^src_node`` to ``dst``: returns the Identity there that stands for it."""
         key = ("^" + src_node, dst)
         if key in self.recvs:
+            return self.recvs[key]
+        if src_node in self.consts:  # its copy there: ready at once, as the Const is
+            return self.transfer(src_node, 0, dst)
+        index = self.data_out.get((src_node, dst))
+        if index is not None and self.node_ops[src_node] not in _SELECTIVE_OUTPUTS:
+            # One of its outputs is sent there anyway: its _Recv completes once the source has
+            # run and is dead exactly when the source is (a Switch's untaken output is dead on
+            # a live Switch, so a Switch keeps its dummy).
+            self.recvs[key] = self.transfer(src_node, index, dst)
             return self.recvs[key]
         src = self.device[src_node]
         dummy = self.add(src, NodeDef(
@@ -283,6 +332,8 @@ class _Partitioner:
     def run(self) -> PartitionResult:
         extra = self.add_control_loops() if self.frames else []
         for node in self.graph_def.nodes + extra:
+            if node.name in self.moved:
+                continue
             dst = self.device[node.name]
             copy = node.copy()
             data, ctrl = [], []

@@ -29,13 +29,16 @@ RNN = Path(__file__).resolve().parents[2] / "models" / "rnn_sequence_sum.yaml"
 
 
 def _placed():
-    """a on ps feeds b on worker CPU:1 and e on worker CPU:0; n on worker CPU:1 waits on ^a."""
+    """a on ps feeds b on worker CPU:1 and e on worker CPU:0; n on worker CPU:1 waits on ^a and
+    ^f (which sends the worker nothing else); the Const c feeds the ps and worker CPU:0."""
     b = GraphBuilder()
     b.add_op("Const", attrs={"value": np.ones((2, 3), np.float32), "dtype": "float32"}, name="c", device=PS0)
     b.add_op("Add", ["c", "c"], name="a", device=PS0)
+    b.add_op("Neg", ["c"], name="f", device=PS0)
     b.add_op("Identity", ["a"], name="b", device=W1)
     b.add_op("Identity", ["a"], name="e", device=W0)
-    b.add_op("NoOp", name="n", device=W1, control_inputs=["a"])
+    b.add_op("Identity", ["c"], name="k", device=W0)
+    b.add_op("NoOp", name="n", device=W1, control_inputs=["a", "f"])
     return b.graph_def
 
 
@@ -48,25 +51,31 @@ def test_master_partitions_by_task_with_one_pair_per_tensor_and_task():
     assert list(r.partitions) == [PS, W]
     for g in r.partitions.values():
         assert_closed(g)
-    data, ctrl = _key(PS0, W1, "a:0", 7), _key(PS0, W1, "a/_ctrl_to_worker_0:0", 7)
+    data, ctrl = _key(PS0, W1, "a:0", 7), _key(PS0, W1, "f/_ctrl_to_worker_0:0", 7)
     assert golden(r.partitions[PS], KEY) == [
         f"c = Const() @{PS0}",
         f"a = Add(c, c) @{PS0}",
+        f"f = Neg(c) @{PS0}",
         f"a/_send_0_to_worker_0 = _Send(a) @{PS0} {data}",
-        f"a/_ctrl_to_worker_0 = _HostConst(^a) @{PS0}",
-        f"a/_send_ctrl_to_worker_0 = _Send(a/_ctrl_to_worker_0) @{PS0} {ctrl}",
+        f"f/_ctrl_to_worker_0 = _HostConst(^f) @{PS0}",
+        f"f/_send_ctrl_to_worker_0 = _Send(f/_ctrl_to_worker_0) @{PS0} {ctrl}",
     ]
     # One _Recv for both consumers, on its first consumer's device; the nodes keep their devices.
+    # ^a waits on a's _Recv (a's value comes anyway); ^f, with nothing else from f, on a dummy.
+    # The Const is copied, not sent each step.
     assert golden(r.partitions[W], KEY) == [
         f"a/_recv_0_on_worker_0 = _Recv() @{W1} {data}",
-        f"a/_recv_ctrl_on_worker_0 = _Recv() @{W1} {ctrl}",
+        f"c/_copy_on_worker_0 = Const() @{W0}",
+        f"f/_recv_ctrl_on_worker_0 = _Recv() @{W1} {ctrl}",
         f"b = Identity(a/_recv_0_on_worker_0) @{W1}",
         f"e = Identity(a/_recv_0_on_worker_0) @{W0}",
-        f"a/_ctrl_on_worker_0 = Identity(a/_recv_ctrl_on_worker_0) @{W1}",
-        f"n = NoOp(^a/_ctrl_on_worker_0) @{W1}",
+        f"k = Identity(c/_copy_on_worker_0) @{W0}",
+        f"f/_ctrl_on_worker_0 = Identity(f/_recv_ctrl_on_worker_0) @{W1}",
+        f"n = NoOp(^a/_recv_0_on_worker_0, ^f/_ctrl_on_worker_0) @{W1}",
     ]
+    np.testing.assert_array_equal(r.partitions[W].node("c/_copy_on_worker_0").attrs["value"], np.ones((2, 3)))
     assert [(t.tensor, t.src_device, t.dst_device) for t in r.transfers] == [
-        ("a:0", PS0, W1), ("a/_ctrl_to_worker_0:0", PS0, W1),
+        ("a:0", PS0, W1), ("f/_ctrl_to_worker_0:0", PS0, W1),
     ]  # fmt: skip
 
 
@@ -75,9 +84,9 @@ def test_worker_partitions_its_piece_by_device():
     r = partition_piece(piece, {W0: 5, W1: 3})
     assert list(r.partitions) == [W0, W1]
     names = {d: {n.name for n in g.nodes} for d, g in r.partitions.items()}
-    assert names[W1] == {"a/_recv_0_on_worker_0", "a/_recv_ctrl_on_worker_0", "b", "a/_ctrl_on_worker_0", "n",
+    assert names[W1] == {"a/_recv_0_on_worker_0", "f/_recv_ctrl_on_worker_0", "b", "f/_ctrl_on_worker_0", "n",
                          "a/_recv_0_on_worker_0/_send_0_to_CPU_0"}  # fmt: skip
-    assert names[W0] == {"a/_recv_0_on_worker_0/_recv_0_on_CPU_0", "e"}
+    assert names[W0] == {"a/_recv_0_on_worker_0/_recv_0_on_CPU_0", "e", "c/_copy_on_worker_0", "k"}
     # The cross-task receive is untouched; the hop between the task's devices is a local pair.
     assert [(t.tensor, t.src_device, t.dst_device) for t in r.transfers] == [("a/_recv_0_on_worker_0:0", W1, W0)]
     recv = next(n for n in r.partitions[W0].nodes if n.op == "_Recv")
@@ -137,3 +146,4 @@ def test_inspect_pieces_are_what_workers_make():
         assert {d: [n.name for n in g.nodes] for d, g in piece.items()} == \
             {d: [n.name for n in g.nodes] for d, g in again.items()}  # fmt: skip
         assert all(d.startswith(task + "/") for d in piece)
+

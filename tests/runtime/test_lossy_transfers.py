@@ -56,8 +56,9 @@ def test_truncation_error_is_below_2_to_the_minus_7_and_rounds_toward_zero():
 
 def test_the_partitioner_converts_float32_edges_only():
     """Golden: x's _Send carries uint16 from a _TruncateToBfloat16 on CPU:0, its _Recv feeds an
-    _ExpandFromBfloat16 on CPU:1; the int32 edge and the control edge's dummy are untouched;
-    the transfer records half the bytes."""
+    _ExpandFromBfloat16 on CPU:1; the int32 edge is untouched;
+    the transfer records half the bytes; the control edge waits on the expansion, x's value
+    being sent anyway."""
     r = partition(two_devices().graph_def, PartitionOptions(lossy_transfers=True, incarnations={cpu(0): 7}))
     for g in r.partitions.values():
         assert_closed(g)
@@ -65,12 +66,10 @@ def test_the_partitioner_converts_float32_edges_only():
     assert_golden(r.partitions[cpu(1)], [
         "x/_recv_0_on_CPU_1 = _Recv() @CPU:1 {tensor_type=uint16, tensor_name=x:0, " + key0 + "}",
         "k/_recv_0_on_CPU_1 = _Recv() @CPU:1 {tensor_type=int32, tensor_name=k:0, " + key0 + "}",
-        "x/_recv_ctrl_on_CPU_1 = _Recv() @CPU:1 {tensor_type=float32, tensor_name=x/_ctrl_to_CPU_1:0, " + key0 + "}",
         "x/_from_bfloat16_0_on_CPU_1 = _ExpandFromBfloat16(x/_recv_0_on_CPU_1) @CPU:1",
         "z = AddV2(k/_recv_0_on_CPU_1, k/_recv_0_on_CPU_1) @CPU:1 {T=int32}",
-        "x/_ctrl_on_CPU_1 = Identity(x/_recv_ctrl_on_CPU_1) @CPU:1 {T=float32}",
         "y = Neg(x/_from_bfloat16_0_on_CPU_1) @CPU:1 {T=float32}",
-        "w = NoOp(^x/_ctrl_on_CPU_1) @CPU:1",
+        "w = NoOp(^x/_from_bfloat16_0_on_CPU_1) @CPU:1",
     ], attrs=("T", "tensor_type", *KEY))  # fmt: skip
     cpu0 = {n.name: n for n in r.partitions[cpu(0)].nodes}
     trunc = cpu0["x/_to_bfloat16_0_for_CPU_1"]

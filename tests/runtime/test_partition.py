@@ -11,7 +11,7 @@ from specflow.graph.dtypes import float32
 from specflow.runtime.partition import PartitionOptions, partition
 from specflow.runtime.place import PlacementOptions, place
 from specflow.runtime.prune import PruneOptions, prune
-from tests.runtime.golden import assert_closed, assert_golden, cpu, gpu
+from tests.runtime.golden import assert_closed, assert_golden, cpu, golden, gpu
 
 KEY = ("tensor_name", "send_device", "send_device_incarnation", "recv_device")
 SHOW = ("T", "tensor_type", *KEY)
@@ -58,8 +58,6 @@ def test_figure4_one_recv_per_destination_device_and_a_control_edge():
             "a = Add(c, c) @CPU:0 {T=float32}",
             _send("a", "GPU:0"),
             _send("a", "CPU:1"),
-            "a/_ctrl_to_CPU_1 = _HostConst(^a) @CPU:0",
-            _send("a/_ctrl_to_CPU_1", "CPU:1", "ctrl", "a/_ctrl_to_CPU_1:0"),
         ],
         SHOW,
     )
@@ -67,10 +65,9 @@ def test_figure4_one_recv_per_destination_device_and_a_control_edge():
         r.partitions[cpu(1)],
         [
             _recv("CPU:1"),
-            _recv("CPU:1", "ctrl", "a/_ctrl_to_CPU_1:0"),
             "e = Identity(a/_recv_0_on_CPU_1) @CPU:1 {T=float32}",
-            "a/_ctrl_on_CPU_1 = Identity(a/_recv_ctrl_on_CPU_1) @CPU:1 {T=float32}",
-            "n = NoOp(^a/_ctrl_on_CPU_1, ^e) @CPU:1",
+            # ^a rides on a's value, sent to CPU:1 anyway: its _Recv is done once a has run.
+            "n = NoOp(^a/_recv_0_on_CPU_1, ^e) @CPU:1",
         ],
         SHOW,
     )
@@ -83,9 +80,43 @@ def test_figure4_one_recv_per_destination_device_and_a_control_edge():
         ],
         SHOW,
     )
-    dummy = r.partitions[cpu(0)].node("a/_ctrl_to_CPU_1")
-    assert dummy.attrs["dtype"] is float32 and dummy.attrs["value"] == np.float32(0)
     assert r.partitions[cpu(0)].node("a/_send_0_to_GPU_0").attrs["client_terminated"] is False
+
+
+def test_a_control_edge_alone_sends_a_dummy():
+    """^a to a device a sends nothing else to: a dummy scalar made after a carries it."""
+    b = _figure4()
+    b.add_op("NoOp", name="m", device=gpu(1), control_inputs=["a"])
+    r = _partition(b.graph_def, incarnations={"/job:localhost/replica:0/task:0/cpu:0": 7})
+    cpu0 = golden(r.partitions[cpu(0)])
+    assert "a/_ctrl_to_GPU_1 = _HostConst(^a) @CPU:0" in cpu0
+    assert _send("a/_ctrl_to_GPU_1", "GPU:1", "ctrl", "a/_ctrl_to_GPU_1:0") in golden(r.partitions[cpu(0)], SHOW)
+    assert_golden(
+        r.partitions[gpu(1)],
+        [
+            "a/_recv_ctrl_on_GPU_1 = _Recv() @GPU:1 {tensor_type=float32, tensor_name=a/_ctrl_to_GPU_1:0, "
+            "send_device=CPU:0, send_device_incarnation=7, recv_device=GPU:1}",
+            "a/_ctrl_on_GPU_1 = Identity(a/_recv_ctrl_on_GPU_1) @GPU:1 {T=float32}",
+            "m = NoOp(^a/_ctrl_on_GPU_1) @GPU:1",
+        ],
+        SHOW,
+    )
+    dummy = r.partitions[cpu(0)].node("a/_ctrl_to_GPU_1")
+    assert dummy.attrs["dtype"] is float32 and dummy.attrs["value"] == np.float32(0)
+
+
+def test_a_control_edge_from_a_switch_keeps_its_dummy():
+    """A live Switch's untaken output is dead: waiting on its value's _Recv would make the
+    waiting node dead too, so ^switch keeps a dummy even where an output is sent."""
+    b = GraphBuilder()
+    b.add_op("Placeholder", attrs={"dtype": "float32", "shape": []}, name="x", device=cpu(0))
+    b.add_op("Placeholder", attrs={"dtype": "bool", "shape": []}, name="p", device=cpu(0))
+    b.add_op("Switch", ["x", "p"], name="s", device=cpu(0))
+    b.add_op("Identity", ["s:1"], name="t", device=cpu(1))
+    b.add_op("NoOp", name="n", device=cpu(1), control_inputs=["s"])
+    r = _partition(b.graph_def)
+    n = r.partitions[cpu(1)].node("n")
+    assert n.inputs == ["^s/_ctrl_on_CPU_1"]
 
 
 def test_transfers_and_bytes_per_step():
@@ -100,7 +131,6 @@ def test_transfers_and_bytes_per_step():
     assert got == [
         ("a:0", gpu(0), "[2, 3]", 24, "a/_send_0_to_GPU_0", "a/_recv_0_on_GPU_0"),
         ("a:0", cpu(1), "[2, 3]", 24, "a/_send_0_to_CPU_1", "a/_recv_0_on_CPU_1"),
-        ("a/_ctrl_to_CPU_1:0", cpu(1), "[]", 4, "a/_send_ctrl_to_CPU_1", "a/_recv_ctrl_on_CPU_1"),
         ("p:0", gpu(0), "[?, 3]", None, "p/_send_0_to_GPU_0", "p/_recv_0_on_GPU_0"),
     ]
     assert all(t.src_device == cpu(0) and t.dtype.name in ("float32", "int64") for t in r.transfers)
@@ -113,7 +143,7 @@ def test_every_send_has_a_matching_recv():
     nodes = [n for g in r.partitions.values() for n in g.nodes]
     sends = sorted(tuple(n.attrs[k] for k in KEY) for n in nodes if n.op == "_Send")
     recvs = sorted(tuple(n.attrs[k] for k in KEY) for n in nodes if n.op == "_Recv")
-    assert sends == recvs and len(sends) == 3
+    assert sends == recvs and len(sends) == 2
     names = [n.name for n in nodes]
     assert len(names) == len(set(names))
 
