@@ -416,7 +416,8 @@ def _task_worker_class():
 
     from .worker import TaskWorker
 
-    return ray.remote(TaskWorker)
+    # "flow": a ps's dataflow calls that never wait, one at a time (task_partition.flow_group).
+    return ray.remote(concurrency_groups={"flow": 1})(TaskWorker)
 
 
 def _gpus(spec: ClusterSpec, job: str) -> int:

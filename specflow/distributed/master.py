@@ -37,7 +37,7 @@ from .engine import Cluster, ensure_ray
 from .placement import ClusterStep, TaskAssignment, compile_cluster_step
 from .remote_rendezvous import pack_error, unpack_error
 from .stages import MAX_STAGES, step_calls
-from .task_partition import piece_args, pure_read, split_virtual
+from .task_partition import flow_group, piece_args, pure_read, split_virtual
 
 
 @dataclass
@@ -72,6 +72,9 @@ class _ClusterPlan(_Plan):
     # prefetched reads (an epoch's short last batch has a plan of its own).
     read_piece: dict[str, str] = field(default_factory=dict)
     down_of: dict[str, list[str]] = field(default_factory=dict)
+    # Per flow entry: Ray call options putting it in its task's serial "flow" group, when its
+    # piece never waits on another call (``flow_group``); {} leaves it in the default group.
+    group_of: dict[str, dict] = field(default_factory=dict)
 
 
 class ClusterSession(Session):
@@ -156,7 +159,10 @@ class ClusterSession(Session):
             plan.flow = []
             for t, down, up in order:
                 method = actors[split_virtual(t)[0]].run_graph_flow
-                plan.flow.append((t, method.options(num_returns=1 + len(down)) if down else method, up, down))
+                group = flow_group(graphs[t])
+                plan.flow.append((t, method.options(num_returns=1 + len(down), **group) if down else method.options(**group),
+                                  up, down))  # fmt: skip
+                plan.group_of[t] = group
                 if not down or any(n.op == "_Retval" for n in graphs[t].nodes):
                     plan.awaited.add(t)
                 plan.flow_batches += len(up)
@@ -299,16 +305,18 @@ class ClusterSession(Session):
                 then_call = (then_handle, next(self._step_ids) + then_off, {i: args[i] for i in plan.args_of[then]},
                              n_args, n_ret, then_down)  # fmt: skip
                 method = self.cluster.actors[task].run_graph_flow_then
+                group = plan.group_of[t] if plan.group_of[t] == plan.group_of[then] else {}
                 if self.local is not None:  # every value comes to and from this process: one
                     # argument and one return object (Ray serializes each on its own), not 2 + n
                     if _refs_of(boxes):  # Ray resolves them as arguments
-                        cell = _Cell(method.remote(call, then_call, *boxes))
+                        cell = _Cell(method.options(**group).remote(call, then_call, *boxes))
                     else:
-                        cell = _Cell(self.cluster.actors[task].run_graph_flow_then_packed.remote((call, then_call, boxes)))
+                        packed = self.cluster.actors[task].run_graph_flow_then_packed
+                        cell = _Cell(packed.options(**group).remote((call, then_call, boxes)))
                     got = [_Part(cell, i) for i in range(2 + len(then_down))]
                     every.append(cell.ref)
                 else:
-                    got = method.options(num_returns=2 + len(then_down)).remote(call, then_call, *boxes)
+                    got = method.options(num_returns=2 + len(then_down), **group).remote(call, then_call, *boxes)
                     every.extend(got)
                 prefetched.append((then, epochs.other(task), got[1], got[2:]))  # awaited by the next step
                 (refs if t in plan.awaited else unawaited).append(got[0])

@@ -170,3 +170,28 @@ def pure_read(piece: GraphDef, fetches: bool = False) -> bool:
     the step it serves)."""
     allowed = _PURE_READ_OPS | {"_Retval"} if fetches else _PURE_READ_OPS
     return any(n.op == "_Send" for n in piece.nodes) and all(n.op in allowed for n in piece.nodes)
+
+
+# Ray call options of a call that runs in its task's "flow" concurrency group, one at a time
+# (``engine._task_worker_class``), rather than on the task's pool of 32 threads.
+FLOW_GROUP = {"concurrency_group": "flow"}
+
+
+def flow_group(piece: GraphDef) -> dict:
+    """FLOW_GROUP for a dataflow call whose piece never waits on another call: every value it
+    receives comes with the call, and it holds no other kernel that waits (a queue, a reader)
+    nor a function that could hold one. Two workers' calls to a ps then run one after the
+    other instead of taking turns at the GIL, so the first is answered in half the time
+    (digits MLP on 1 ps + 2 workers: 13% more steps/s); a piece that may wait keeps the pool,
+    where another call can make it go on."""
+    from specflow.ops.registry import kernels_for
+
+    for n in piece.nodes:
+        if n.op == "_Recv":
+            continue
+        if any(isinstance(v, FuncRef) or (isinstance(v, list) and any(isinstance(x, FuncRef) for x in v))
+               for v in n.attrs.values()):  # fmt: skip
+            return {}
+        if any(getattr(k.fn, "is_async", False) for k in kernels_for(n.op)):
+            return {}
+    return FLOW_GROUP
