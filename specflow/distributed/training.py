@@ -226,6 +226,17 @@ class DistributedTrainer(Recovery, Trainer):
         self.listener.on_checkpoint(step, path)
         return path
 
+    def evaluate(self) -> dict[str, float]:
+        """The held-out metrics. A task lost meanwhile (the run's last evaluation comes after its
+        final save: a task killed then failed the run) is brought back, a ps from the latest
+        checkpoint, and the evaluation runs again on the model as restored."""
+        gen = self.gen
+        try:
+            return super().evaluate()
+        except RuntimeFailure as e:
+            self.recover(gen, e)
+        return super().evaluate()
+
     def _feeds(self, k: int, j: int) -> dict:
         return replica_feeds(self.shards[k], j, self.graph.training_flag)
 

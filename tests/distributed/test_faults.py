@@ -373,3 +373,32 @@ def _kill_ps_in_a_save(monkeypatch, listener, when) -> list[int]:
 
     monkeypatch.setattr(sharded_checkpoint.ShardedSaver, "write", write)
     return killed
+
+
+class KillAfterLastSave(Listener):
+    """SIGKILL ``task`` once the run's final checkpoint is written, before its last evaluation."""
+
+    def __init__(self, task: str):
+        self.task, self.trainer, self.killed = task, None, False
+
+    def on_checkpoint(self, step, path):
+        if step >= STEPS and not self.killed:
+            self.killed = True
+            pid = self.trainer.cluster.infos[self.task]["pid"]
+            os.kill(pid, signal.SIGKILL)
+            while Path(f"/proc/{pid}").exists() and "Z" not in _state(pid):
+                time.sleep(0.005)
+
+
+def test_a_ps_lost_after_the_final_save_is_brought_back_for_the_last_evaluation(cluster, tmp_path, undisturbed):
+    """The run's last evaluation follows its final save and reads the ps; a ps killed between the
+    two failed the run ("The actor died unexpectedly"; once in ten chaos runs). Now the ps is
+    brought back from that final checkpoint (nothing lost) and the evaluation runs."""
+    task = PS
+    listener = KillAfterLastSave(task)
+    spec = _spec("sync")
+    trainer, result = _run(spec, tmp_path, cluster, listener)
+    (r,) = trainer.recoveries
+    assert listener.killed and r["tasks"] == [task] and r["step_after"] == STEPS
+    assert result.checkpoint.endswith(f"model.ckpt-{STEPS}") and result.eval_metrics["accuracy"] > undisturbed - 0.05
+    _check_finished(spec, tmp_path, result, undisturbed)
