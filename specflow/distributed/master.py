@@ -159,10 +159,8 @@ class ClusterSession(Session):
             plan.flow = []
             for t, down, up in order:
                 method = actors[split_virtual(t)[0]].run_graph_flow
-                group = flow_group(graphs[t])
-                plan.flow.append((t, method.options(num_returns=1 + len(down), **group) if down else method.options(**group),
-                                  up, down))  # fmt: skip
-                plan.group_of[t] = group
+                group = plan.group_of[t] = flow_group(graphs[t])
+                plan.flow.append((t, method.options(**group, **({"num_returns": 1 + len(down)} if down else {})), up, down))
                 if not down or any(n.op == "_Retval" for n in graphs[t].nodes):
                     plan.awaited.add(t)
                 plan.flow_batches += len(up)

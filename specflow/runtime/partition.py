@@ -137,23 +137,21 @@ class _Partitioner:
         self.control_loops: dict[tuple[str, str], tuple[str, str]] = {}
         self.consts = {n.name: n for n in graph_def.nodes if n.op == "Const" and not n.inputs} if opts.copy_consts else {}
         self.copies: set[str] = set()  # the Consts' copies made (a copy is not a transfer)
-        # A Const used only on other devices: its copies serve every use, the original goes.
-        used_on: dict[str, set[str]] = {}
-        for n in graph_def.nodes:
-            for inp in n.inputs:
-                src = parse_input(inp).node
-                if src in self.consts:
-                    used_on.setdefault(src, set()).add(self.device[n.name])
-        self.moved = {c for c, devs in used_on.items() if self.device[c] not in devs}
         # (source, device) -> an output of the source consumed on the device: a control edge
         # between them waits on that output's _Recv instead of a dummy of its own.
         self.data_out: dict[tuple[str, str], int] = {}
+        used_on: dict[str, set[str]] = {}  # Const -> the devices using it
         for n in graph_def.nodes:
+            dst = self.device[n.name]
             for inp in n.inputs:
                 ref = parse_input(inp)
-                if not ref.is_control and self.device[ref.node] != self.device[n.name]:
-                    key = (ref.node, self.device[n.name])
+                if ref.node in self.consts:
+                    used_on.setdefault(ref.node, set()).add(dst)
+                if not ref.is_control and self.device[ref.node] != dst:
+                    key = (ref.node, dst)
                     self.data_out[key] = min(ref.index, self.data_out.get(key, ref.index))
+        # A Const used only on other devices: its copies serve every use, the original goes.
+        self.moved = {c for c, devs in used_on.items() if self.device[c] not in devs}
 
     def unique(self, base: str) -> str:
         name, i = base, 1

@@ -78,11 +78,13 @@ class KillAt(Listener):
         return self.trainer.worker_steps[k] <= self.steps_then[k]
 
 
-def _state(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().split(")")[1].split()[0]
-    except OSError:  # reaped
-        return "Z"
+def _kill(pid: int) -> None:
+    """SIGKILL ``pid`` and wait until it is gone (a zombie or reaped)."""
+    from specflow.distributed.reaper import alive
+
+    os.kill(pid, signal.SIGKILL)
+    while alive(pid):
+        time.sleep(0.005)
 
 
 def _run(spec, logdir, cluster, listener):
@@ -312,9 +314,7 @@ def test_a_task_lost_while_a_lost_ps_is_restored_is_recovered_too(cluster, tmp_p
     def restore(self):
         if not killed:
             killed.append(self.cluster.infos[WORKER0]["pid"])
-            os.kill(killed[0], signal.SIGKILL)
-            while "Z" not in _state(killed[0]):
-                time.sleep(0.005)
+            _kill(killed[0])
         return original(self)
 
     monkeypatch.setattr(Recovery, "_restore_after_ps_loss", restore)
@@ -365,10 +365,7 @@ def _kill_ps_in_a_save(monkeypatch, listener, when) -> list[int]:
     def write(self, session, prefix, next_batch, *args, **kwargs):
         if when(next_batch) and not killed:
             killed.append(next_batch)
-            pid = listener.trainer.cluster.infos[PS]["pid"]
-            os.kill(pid, signal.SIGKILL)
-            while Path(f"/proc/{pid}").exists() and "Z" not in _state(pid):
-                time.sleep(0.005)
+            _kill(listener.trainer.cluster.infos[PS]["pid"])
         return original(self, session, prefix, next_batch, *args, **kwargs)
 
     monkeypatch.setattr(sharded_checkpoint.ShardedSaver, "write", write)
@@ -384,10 +381,7 @@ class KillAfterLastSave(Listener):
     def on_checkpoint(self, step, path):
         if step >= STEPS and not self.killed:
             self.killed = True
-            pid = self.trainer.cluster.infos[self.task]["pid"]
-            os.kill(pid, signal.SIGKILL)
-            while Path(f"/proc/{pid}").exists() and "Z" not in _state(pid):
-                time.sleep(0.005)
+            _kill(self.trainer.cluster.infos[self.task]["pid"])
 
 
 def test_a_ps_lost_after_the_final_save_is_brought_back_for_the_last_evaluation(cluster, tmp_path, undisturbed):

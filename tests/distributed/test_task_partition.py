@@ -150,18 +150,12 @@ def test_inspect_pieces_are_what_workers_make():
 
 def test_only_pieces_that_never_wait_run_one_call_at_a_time():
     """A ps's dataflow calls go to its serial "flow" group only when nothing in them can wait on
-    another call: a queue's dequeue (waiting for an enqueue) or a function call keeps the pool."""
+    another call: a queue's dequeue (waiting for an enqueue) keeps the pool."""
     from specflow.distributed.task_partition import FLOW_GROUP, flow_group
-    from specflow.graph.graph_def import FuncRef
 
     pieces = partition_by_task(_placed(), PartitionOptions()).partitions
     assert flow_group(pieces[W]) == FLOW_GROUP  # its _Recv's values come with the call
     b = GraphBuilder()
     b.add_op("FIFOQueueV2", attrs={"component_types": ["float32"]}, name="q", device=PS0)
     b.add_op("QueueDequeueV2", ["q"], attrs={"component_types": ["float32"]}, name="d", device=PS0)
-    assert flow_group(b.graph_def) == {}
-    b = GraphBuilder()
-    b.add_op("Const", attrs={"value": np.float32(1), "dtype": "float32"}, name="c", device=PS0)
-    b.add_op("Identity", ["c"], name="f", device=PS0)
-    b.graph_def.node("f").attrs["f"] = FuncRef("body")  # any function-valued attr
     assert flow_group(b.graph_def) == {}
