@@ -7,7 +7,9 @@ In async training the driver takes no part in a step. It hands worker ``k`` a ch
 (``ClusterSession.local``) and each ps is called through Ray once a step, its updates together
 with its reads for the next step (``prefetch_reads``), as the worker loop of a plain-Ray
 parameter server. The driver claims steps, runs the chief's hooks on each chunk's reports and,
-on a stop request, tells every loop to stop after its current step (``stop``).
+on a stop request, tells every loop to stop after its current step (``stop``). The chief's
+loop fetches the summaries in its own steps when due (``summaries_fetched_here``), as TF's
+chief runs the summary op with its train op, and reports their values for the driver to write.
 
 A loop is keyed by the trainer's run and its recovery generation: after a recovery the driver
 sends a new key and the worker rebuilds its session over the tasks as they are now.
@@ -17,7 +19,7 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from .remote_rendezvous import pack_error
@@ -48,6 +50,10 @@ class LoopRecipe:
     targets: list[str]
     shard: Any  # ShardBatches: this worker's batches
     training_flag: str | None
+    # The chief's summaries (key -> tensor, SummarySaverHook.fetches), fetched in its own step
+    # as TF's chief does, at least every ``summary_every`` global steps; none on the others.
+    summaries: dict[str, str] = field(default_factory=dict)
+    summary_every: int = 0
 
 
 class ReplicaLoop:
@@ -66,10 +72,23 @@ class ReplicaLoop:
         self.steps = 0
         self.pauses = 0  # chunks begun after a pause (their first step reads afresh)
         self.last_end, self.last_step_s = 0.0, 0.0  # when the last chunk ended, its time a step
+        self.last_gs: int | None = None  # the global step after this loop's last step
+        self.summarized: int | None = None  # ... after its last step that fetched the summaries
 
-    def run(self, j: int, count: int) -> tuple[list[tuple[float, int]], tuple | None]:
-        """Steps on batches ``j ..``: per step done (loss, global step), and the packed error
-        that ended the chunk early, if one did."""
+    def _summaries_due(self) -> bool:
+        """TF's step timer: the first step, then one whose global step may reach the next
+        multiple of ``summary_every`` past the last summarized one (the global step moves on
+        between this loop's steps when other workers train too)."""
+        every = self.recipe.summary_every
+        if not self.recipe.summaries or every <= 0:
+            return False
+        if self.summarized is None or self.last_gs is None:
+            return True
+        return (self.last_gs + 1) // every > self.summarized // every
+
+    def run(self, j: int, count: int) -> tuple[list[tuple[float, int, dict | None]], tuple | None]:
+        """Steps on batches ``j ..``: per step done (loss, the global step it made, the
+        summaries' values or None), and the packed error that ended the chunk early, if one did."""
         r = self.recipe
         done: list[tuple[float, int]] = []
         if time.perf_counter() - self.last_end > max(PAUSE_S, 4 * self.last_step_s):  # paused: the others went on
@@ -79,12 +98,17 @@ class ReplicaLoop:
         for i in range(count):
             if self.stopped:
                 break
+            due = self._summaries_due()
+            fetches = r.fetches + list(r.summaries.values()) if due else r.fetches
             try:
-                loss, gs = self.session.run(r.fetches, replica_feeds(r.shard, j + i, r.training_flag),
-                                            targets=r.targets)  # fmt: skip
+                loss, gs, *more = self.session.run(fetches, replica_feeds(r.shard, j + i, r.training_flag),
+                                                   targets=r.targets)  # fmt: skip
             except Exception as e:  # noqa: BLE001 - reported to the driver, which recovers or raises
                 return done, pack_error(e)
-            done.append((float(loss), int(gs)))
+            self.last_gs = int(gs) + 1  # read before its update (as TF's hooks' is): the step it made
+            if due:
+                self.summarized = self.last_gs
+            done.append((float(loss), self.last_gs, dict(zip(r.summaries, more)) if due else None))
         self.steps += len(done)
         if done:
             self.last_end = time.perf_counter()
@@ -159,6 +183,31 @@ def replica_feeds(shard, j: int, training_flag: str | None) -> dict:
     if training_flag:
         feeds[training_flag] = True
     return feeds
+
+
+def summaries_fetched_here(graph_def, fetches: dict[str, str], task: str):
+    """The chief's summary fetches made Identity copies on its ``task`` (the graph with them,
+    and key -> copy). A summary step then fetches nothing from a ps: a variable's read the step
+    sends the worker anyway is fetched from its copy there, a Const is copied there (the
+    partitioner's Const copies), and the ps's first call is the piece every step calls, whose
+    reads the step before prefetched (else a summary step and the one after it each cost the
+    ps another call). A tensor of unknown dtype is fetched where it is."""
+    from specflow.graph.graph_def import NodeDef, parse_input
+    from specflow.ops.registry import get_op, output_dtypes
+
+    nodes = graph_def.node_map()
+    graph, out = graph_def.copy(), {}
+    for i, (key, tensor) in enumerate(fetches.items()):
+        ref = parse_input(tensor)
+        try:
+            dtype = output_dtypes(get_op(nodes[ref.node].op), nodes[ref.node].attrs)[ref.index]
+        except Exception:  # noqa: BLE001 - an op whose attrs don't say: fetched where it is
+            out[key] = tensor
+            continue
+        name = f"_chief_summaries/{i}"
+        graph.nodes.append(NodeDef(name, "Identity", [tensor], task, {"T": dtype}))
+        out[key] = f"{name}:0"
+    return graph, out
 
 
 def chunk_size(seconds: float, done: int) -> int:

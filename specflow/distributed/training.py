@@ -38,7 +38,7 @@ from specflow.train import state
 from specflow.train.data import select
 from specflow.train.evaluate import load_split
 from specflow.train.graph import build_training_graph
-from specflow.train.hooks import CheckpointSaverHook
+from specflow.train.hooks import CheckpointSaverHook, SummarySaverHook
 from specflow.train.loop import Trainer, TrainingError, TrainResult, has_run
 from specflow.train.sharding import FILE_INDEX, ShardBatches
 
@@ -47,7 +47,7 @@ from .master import ray_error_line
 from .readiness import Readiness
 from .recovery import Recovery
 from .remote_rendezvous import unpack_error
-from .replica_loop import NEED_RECIPE, LoopRecipe, chunk_size, replica_feeds
+from .replica_loop import NEED_RECIPE, LoopRecipe, chunk_size, replica_feeds, summaries_fetched_here
 from .replicas import (
     ReplicaAssignment,
     replica_random_streams,
@@ -287,14 +287,18 @@ class DistributedTrainer(Recovery, Trainer):
         if self._owns_cluster:
             self.cluster.shutdown()
 
-    def _after_step(self, step: int, loss: float, k: int, j: int) -> None:
-        """The chief's hooks for global step ``step`` (summaries evaluated on the batch worker
-        ``k`` just used, ``j``)."""
+    def _after_step(self, step: int, loss: float, k: int, j: int, fetched: dict | None = None) -> None:
+        """The chief's hooks for global step ``step``. ``fetched``: what the step itself fetched
+        for them (an async worker's own loop; the chief's summaries); None: the hooks' fetches
+        are evaluated here, on the batch worker ``k`` just used, ``j``."""
         self.step = max(self.step, step)
         got = {"loss": loss}
         extra: dict[str, str] = {}
-        for h in self.hooks:
-            extra.update(h.before_step(self, self.step - 1))
+        if fetched is not None:
+            got.update(fetched)
+        else:
+            for h in self.hooks:
+                extra.update(h.before_step(self, self.step - 1))
         if extra:
             gen = self.gen
             try:
@@ -376,9 +380,9 @@ class DistributedTrainer(Recovery, Trainer):
                         claim(-got)
                         self.recover(gen, e)
                         continue
-                    for i, (loss, gs) in enumerate(done):
+                    for i, (loss, gs, fetched) in enumerate(done):
                         self.worker_steps[k] += 1
-                        reports.put((k, j + i, loss, gs, gen))
+                        reports.put((k, j + i, loss, gs, gen, fetched))
                     if gen == self.gen:
                         self.positions[k] = j + len(done)
                     if len(done) < got:  # stopped, or failed part-way
@@ -413,8 +417,8 @@ class DistributedTrainer(Recovery, Trainer):
                     error = error or r
                     self._stop.set()
                 elif error is None and r[4] == self.gen and not self.restoring:  # one from before a restore is void
-                    k, j, loss, gs, _ = r
-                    self._after_step(gs, loss, k, j)
+                    k, j, loss, gs, _, fetched = r
+                    self._after_step(gs, loss, k, j, (fetched or {}) if self.worker_loops else None)
                     seen()
                 else:
                     seen()
@@ -443,7 +447,7 @@ class DistributedTrainer(Recovery, Trainer):
             g = self.graph
             loss, gs = self.replicas[k].run([g.loss, g.global_step.read], self._feeds(k, j),
                                             targets=self._ends(g.train_op))  # fmt: skip
-            return [(float(loss), int(gs))], None, time.perf_counter() - t0
+            return [(float(loss), int(gs) + 1, None)], None, time.perf_counter() - t0  # as ReplicaLoop.run
         box, key = self._loop_recipe(k)
         actor = self.cluster.actors[self.tasks[k]]
         try:
@@ -464,11 +468,16 @@ class DistributedTrainer(Recovery, Trainer):
         if made is None or made[1] != key:
             g = self.graph
             graph, seed = replica_random_streams(g.graph_def, self.spec.model.seed, k)
+            hook = next((h for h in self.hooks if isinstance(h, SummarySaverHook)), None)
+            summaries: dict[str, str] = {}
+            if k == 0 and hook is not None:  # the chief's loop fetches them in its own steps, as TF's
+                graph, summaries = summaries_fetched_here(graph, hook.fetches(self), self.tasks[k])  # chief does
             recipe = LoopRecipe(run=self._run_id, key=key, task=self.tasks[k], cluster_spec=self.cluster.spec,
                                 graph_def=graph, graph_seed=seed, strategy=self.strategy,
                                 lossy_transfers=self.options.lossy(self.spec), fetches=[g.loss, g.global_step.read],
                                 targets=self._ends(g.train_op), shard=self.shards[k],
-                                training_flag=g.training_flag)  # fmt: skip
+                                training_flag=g.training_flag, summaries=summaries,
+                                summary_every=hook.every if hook is not None else 0)  # fmt: skip
             made = self._recipes[k] = ([ray.put(recipe)], key)
         return made
 

@@ -84,23 +84,31 @@ class SummarySaverHook(Hook):
     def _due(self, step: int) -> bool:
         return (step + 1) % self.every == 0 or step == 0
 
-    def before_step(self, run, step: int) -> dict[str, str]:
-        if not self._due(step):
-            return {}
+    def fetches(self, run) -> dict[str, str]:
+        """What a due step fetches: key (``scalar/``/``histogram/`` + tag) -> tensor."""
         fetch = {f"scalar/{tag}": t for tag, t in self.scalars.items()}
         fetch["scalar/learning_rate"] = run.graph.learning_rate
         fetch.update({f"histogram/{tag}": t for tag, t in self.histograms.items()})
         return fetch
 
+    def before_step(self, run, step: int) -> dict[str, str]:
+        return self.fetches(run) if self._due(step) else {}
+
     def after_step(self, run, step: int, values: dict) -> None:
-        if not self._due(step - 1):
-            return
+        """Writes the summaries ``values`` holds: a step fetches them only when due (here, or
+        in an async chief's own loop, ``replica_loop.py``, whose steps the global step may
+        outrun)."""
+        wrote = False
         for key, value in values.items():
             if key.startswith("scalar/"):
                 run.writer.add_scalar(key[len("scalar/"):], float(value), step)
             elif key.startswith("histogram/"):
                 run.writer.add_histogram(key[len("histogram/"):], np.asarray(value), step)
-        run.writer.flush()
+            else:
+                continue
+            wrote = True
+        if wrote:
+            run.writer.flush()
 
 
 class CheckpointSaverHook(Hook):

@@ -8,7 +8,7 @@ import pytest
 from specflow.distributed import Cluster, ClusterSpec
 from specflow.io.checkpoint import CheckpointManager
 from specflow.train.loop import Trainer, TrainOptions
-from tests.distributed.digits import digits_spec
+from tests.distributed.digits import digits_spec, summaries
 
 
 def _spec(steps: int):
@@ -57,6 +57,16 @@ def test_one_workers_loop_and_the_driver_compute_the_local_run(cluster, tmp_path
             np.testing.assert_allclose(got[name], local[name], atol=1e-6, rtol=0, err_msg=name)
     # the worker ran the steps: its replica's session here took no prefetched reads, the driver's did
     assert t_loop.replicas[0].reads_prefetched == 0 and t_drv.replicas[0].reads_prefetched > 30
+    # the chief's loop fetched the summaries in its own steps (TF's chief runs the summary op
+    # with its train op): the local run's values, at the local run's steps (the driver's are
+    # evaluated after the step, in a step of their own)
+    got, want = summaries(tmp_path / "loop"), summaries(tmp_path / "local")
+    assert sorted(got) == sorted(want) == [1, 20, 40]
+    for step in want:
+        assert got[step].keys() == want[step].keys() == {"loss", "accuracy", "learning_rate", "hidden/kernel"}
+        for tag, value in want[step].items():
+            np.testing.assert_allclose(got[step][tag], value, rtol=1e-6, err_msg=f"{tag} at {step}")
+
 
 
 def test_a_run_leaves_no_graphs_or_loops_on_the_tasks(cluster, tmp_path):

@@ -16,7 +16,7 @@ from specflow.train.evaluate import evaluate_checkpoint, load_split
 from specflow.train.graph import build_training_graph
 from specflow.train.loop import Trainer, TrainOptions
 from specflow.train.sharding import ShardBatches
-from tests.distributed.digits import DIGITS
+from tests.distributed.digits import DIGITS, summaries
 from tests.distributed.digits import digits_spec as _spec
 
 MODELS = Path(__file__).resolve().parents[2] / "models"
@@ -117,6 +117,12 @@ def test_async_trains_on_both_workers_and_the_checkpoint_loads_locally(tasks, tm
     path, metrics = evaluate_checkpoint(spec, tmp_path)
     assert path.endswith("model.ckpt-150")
     assert metrics["accuracy"] > 0.85 and abs(metrics["accuracy"] - result.eval_metrics["accuracy"]) < 1e-6
+    # the chief's loop fetched the summaries (every 20 steps) in its own steps, the global step
+    # moving on between them as the other worker trains
+    got = summaries(tmp_path)
+    steps = sorted(got)
+    assert steps[0] <= 3 and steps[-1] > 120 and 6 <= len(steps) <= 10, steps
+    assert all(v.keys() == {"loss", "accuracy", "learning_rate", "hidden/kernel"} for v in got.values())
 
 
 def test_checkpoints_move_between_local_and_cluster_runs(tasks, tmp_path):
