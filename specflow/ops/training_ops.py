@@ -120,13 +120,31 @@ def _apply_one(op: _Apply) -> Callable:
 def _apply_with_slots(op: _Apply) -> Callable:
     """The kernel of an optimizer with slot variables (momentum, Adam, ...)."""
 
+    n, scalars, grad = op.n_variables, op.scalars, op.grad
+
     def apply(ctx, *inputs):
-        n = op.n_variables
-        found = [_variable(ctx, h) for h in inputs[:n]]
+        # The common case inline, as in _apply_one (every variable, every step): each variable
+        # found as ReadVariableOp finds it, and the last call's lock order reused while the
+        # variables are the same (their locks the same objects).
+        epoch = getattr(ctx.resources, "epoch", None)
+        dtype = ctx.attrs["T"]
+        found = []
+        for h in inputs[:n]:
+            f = h._found if type(h) is ResourceHandle else None
+            v = f[1] if f is not None and f[0] is epoch else None
+            if type(v) is not Variable or v.value is None or v.dtype is not dtype:
+                v = _variable(ctx, h)
+            found.append(v)
         var, args = found[0], inputs[n:]
-        _check_scalars(ctx, op, args)
+        for j in scalars:
+            if args[j].ndim:
+                _check_scalars(ctx, op, args)
         # Lock every variable once, in a fixed order, so two updates sharing variables cannot deadlock.
-        locks = [v.lock for v in sorted({id(v): v for v in found}.values(), key=_name)]
+        cached = ctx.state.get("locks")  # (each input's lock, the distinct locks in name order)
+        if cached is None or any(v.lock is not lock for v, lock in zip(found, cached[0])):
+            ordered = [v.lock for v in sorted({id(v): v for v in found}.values(), key=_name)]
+            cached = ctx.state["locks"] = ([v.lock for v in found], ordered)
+        locks = cached[1]
         for lock in locks:
             lock.acquire()
         try:
@@ -137,7 +155,8 @@ def _apply_with_slots(op: _Apply) -> Callable:
                         f"slot variable '{v.name}' ({arg}) has shape {list(v.value.shape)}, but variable "
                         f"'{var.name}' has shape {list(shape)}"
                     )
-            _check_grad(ctx, args[op.grad], var)
+            if args[grad].shape != shape:
+                _check_grad(ctx, args[grad], var)
             arrays = [writable_value(v) for v in found]
             op.update(ctx.xp, ctx.attrs, *arrays, *args)
             for v, value in zip(found, arrays):
@@ -255,10 +274,28 @@ def _adam(xp, attrs, var, m, v, beta1_power, beta2_power, lr, beta1, beta2, epsi
         a[()] for a in (beta1_power, beta2_power, lr, beta1, beta2, epsilon)
     )
     alpha = lr * xp.sqrt(1 - beta2_power) / (1 - beta1_power)
-    m += (grad - m) * (1 - beta1)
-    v += (grad * grad - v) * (1 - beta2)
+    if grad.dtype != var.dtype or not var.ndim:  # bfloat16, updated in float32 (writable_value): the
+        # promotions as written; a scalar: numpy arithmetic on 0-d arrays gives scalars, not arrays
+        m += (grad - m) * (1 - beta1)
+        v += (grad * grad - v) * (1 - beta2)
+        step = m * beta1 + (1 - beta1) * grad if attrs["use_nesterov"] else m
+        var -= step * alpha / (xp.sqrt(v) + epsilon)
+        return
+    # The same operations in the same order, in place in two temporaries instead of nine (a
+    # step updates every variable).
+    t = grad - m
+    t *= 1 - beta1
+    m += t
+    xp.multiply(grad, grad, out=t)
+    t -= v
+    t *= 1 - beta2
+    v += t
     step = m * beta1 + (1 - beta1) * grad if attrs["use_nesterov"] else m
-    var -= step * alpha / (xp.sqrt(v) + epsilon)
+    d = xp.sqrt(v)
+    d += epsilon
+    xp.multiply(step, alpha, out=t)
+    t /= d
+    var -= t
 
 
 @functools.cache

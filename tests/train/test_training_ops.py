@@ -215,6 +215,36 @@ def test_an_update_nothing_else_holds_runs_in_place():
     assert not np.array_equal(g.read(["var"])[0], g.values["var"])
 
 
+def test_an_update_takes_the_lock_of_a_recreated_variable():
+    """The kernel reuses its last lock order while its variables are the same objects: one
+    destroyed and initialized again is another, whose lock the update must take (a stale lock
+    would let this step run while another thread holds the new variable)."""
+    import threading
+
+    op, variables, tensors, _, _ = next(o for o in OPS if o[0] == "ResourceApplyAdam")
+    g = ApplyGraph(op, variables, tensors, {}, "float32")
+    g.step()
+    g.session.devices[0].resource_mgr.delete("", "m")
+    g.session.run([], targets=[g.init])  # m back at its initial value, in a new Variable
+    new = _stored(g, "m")
+    started, finished = threading.Event(), threading.Event()
+
+    def step():
+        started.set()
+        g.step()
+        finished.set()
+
+    with new.lock:
+        worker = threading.Thread(target=step)
+        worker.start()
+        started.wait()
+        assert not finished.wait(0.3)  # waiting for m's lock
+    worker.join(10)
+    assert finished.is_set()
+    m = g.read(["m"])[0]
+    np.testing.assert_allclose(m, g.values["m"] + (g.grad - g.values["m"]) * (1 - HYPER["beta1"]), rtol=1e-5)
+
+
 def test_a_fetched_value_never_changes_in_the_same_step_or_later_ones():
     g = ApplyGraph("ResourceApplyGradientDescent", ["var"], ["alpha", "delta"], {}, "float32")
     read = g.vars["var"].read
