@@ -79,18 +79,19 @@ class ReplicaLoop:
         """TF's step timer: the first step, then one whose global step may reach the next
         multiple of ``summary_every`` past the last summarized one (the global step moves on
         between this loop's steps when other workers train too)."""
-        every = self.recipe.summary_every
-        if not self.recipe.summaries or every <= 0:
+        if not self.recipe.summaries:
             return False
         if self.summarized is None or self.last_gs is None:
             return True
+        every = self.recipe.summary_every
         return (self.last_gs + 1) // every > self.summarized // every
 
-    def run(self, j: int, count: int) -> tuple[list[tuple[float, int, dict | None]], tuple | None]:
+    def run(self, j: int, count: int) -> tuple[list[tuple[float, int, dict]], tuple | None]:
         """Steps on batches ``j ..``: per step done (loss, the global step it made, the
-        summaries' values or None), and the packed error that ended the chunk early, if one did."""
+        summaries' values it fetched, if any), and the packed error that ended the chunk early,
+        if one did."""
         r = self.recipe
-        done: list[tuple[float, int]] = []
+        done: list[tuple[float, int, dict]] = []
         if time.perf_counter() - self.last_end > max(PAUSE_S, 4 * self.last_step_s):  # paused: the others went on
             self.session.forget_prefetched()
             self.pauses += 1
@@ -108,7 +109,7 @@ class ReplicaLoop:
             self.last_gs = int(gs) + 1  # read before its update (as TF's hooks' is): the step it made
             if due:
                 self.summarized = self.last_gs
-            done.append((float(loss), self.last_gs, dict(zip(r.summaries, more)) if due else None))
+            done.append((float(loss), self.last_gs, dict(zip(r.summaries, more)) if due else {}))
         self.steps += len(done)
         if done:
             self.last_end = time.perf_counter()

@@ -418,7 +418,7 @@ class DistributedTrainer(Recovery, Trainer):
                     self._stop.set()
                 elif error is None and r[4] == self.gen and not self.restoring:  # one from before a restore is void
                     k, j, loss, gs, _, fetched = r
-                    self._after_step(gs, loss, k, j, (fetched or {}) if self.worker_loops else None)
+                    self._after_step(gs, loss, k, j, fetched)
                     seen()
                 else:
                     seen()
@@ -447,7 +447,8 @@ class DistributedTrainer(Recovery, Trainer):
             g = self.graph
             loss, gs = self.replicas[k].run([g.loss, g.global_step.read], self._feeds(k, j),
                                             targets=self._ends(g.train_op))  # fmt: skip
-            return [(float(loss), int(gs) + 1, None)], None, time.perf_counter() - t0  # as ReplicaLoop.run
+            # as ReplicaLoop.run; None: the hooks' fetches are evaluated by the driver (_after_step)
+            return [(float(loss), int(gs) + 1, None)], None, time.perf_counter() - t0
         box, key = self._loop_recipe(k)
         actor = self.cluster.actors[self.tasks[k]]
         try:
@@ -470,8 +471,8 @@ class DistributedTrainer(Recovery, Trainer):
             graph, seed = replica_random_streams(g.graph_def, self.spec.model.seed, k)
             hook = next((h for h in self.hooks if isinstance(h, SummarySaverHook)), None)
             summaries: dict[str, str] = {}
-            if k == 0 and hook is not None:  # the chief's loop fetches them in its own steps, as TF's
-                graph, summaries = summaries_fetched_here(graph, hook.fetches(self), self.tasks[k])  # chief does
+            if k == 0 and hook is not None:  # the chief's loop fetches them in its own steps, as TF's chief does
+                graph, summaries = summaries_fetched_here(graph, hook.fetches(self), self.tasks[k])
             recipe = LoopRecipe(run=self._run_id, key=key, task=self.tasks[k], cluster_spec=self.cluster.spec,
                                 graph_def=graph, graph_seed=seed, strategy=self.strategy,
                                 lossy_transfers=self.options.lossy(self.spec), fetches=[g.loss, g.global_step.read],

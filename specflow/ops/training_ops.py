@@ -91,19 +91,26 @@ def _check_grad(ctx: KernelContext, grad, var: Variable) -> None:
         )
 
 
+def _found_variable(ctx: KernelContext, handle, epoch) -> Variable:
+    """The variable behind ``handle``, found as ReadVariableOp finds it (the handle remembers it
+    for the resource manager's ``epoch``) when it is initialized with dtype ``T``; anything else
+    (first use, a re-created variable, an error to report) through ``_variable``."""
+    found = handle._found if type(handle) is ResourceHandle else None
+    var = found[1] if found is not None and found[0] is epoch else None
+    if type(var) is not Variable or var.value is None or var.dtype is not ctx.attrs["T"]:
+        var = _variable(ctx, handle)
+    return var
+
+
 def _apply_one(op: _Apply) -> Callable:
     """The kernel of an optimizer with no slots (gradient descent): one variable, one lock."""
 
     scalars, grad, update = op.scalars, op.grad, op.update
 
     def apply(ctx, resource, *args):
-        # The common case inline (this runs for every variable every step): the variable found
-        # as in ReadVariableOp, checks that pass cost a comparison each, and anything else
-        # (first use, a re-created variable, an error to report) goes through the helpers.
-        found = resource._found if type(resource) is ResourceHandle else None
-        var = found[1] if found is not None and found[0] is getattr(ctx.resources, "epoch", None) else None
-        if type(var) is not Variable or var.value is None or var.dtype is not ctx.attrs["T"]:
-            var = _initialized(ctx, resource, _UPDATED, dtype_attr="T")
+        # Checks that pass cost a comparison each (this runs for every variable every step);
+        # anything else (an error to report) goes through the helpers.
+        var = _found_variable(ctx, resource, getattr(ctx.resources, "epoch", None))
         for j in scalars:
             if args[j].ndim:
                 _check_scalars(ctx, op, args)
@@ -123,18 +130,10 @@ def _apply_with_slots(op: _Apply) -> Callable:
     n, scalars, grad = op.n_variables, op.scalars, op.grad
 
     def apply(ctx, *inputs):
-        # The common case inline, as in _apply_one (every variable, every step): each variable
-        # found as ReadVariableOp finds it, and the last call's lock order reused while the
-        # variables are the same (their locks the same objects).
+        # As in _apply_one (every variable, every step), and the last call's lock order reused
+        # while the variables are the same (their locks the same objects).
         epoch = getattr(ctx.resources, "epoch", None)
-        dtype = ctx.attrs["T"]
-        found = []
-        for h in inputs[:n]:
-            f = h._found if type(h) is ResourceHandle else None
-            v = f[1] if f is not None and f[0] is epoch else None
-            if type(v) is not Variable or v.value is None or v.dtype is not dtype:
-                v = _variable(ctx, h)
-            found.append(v)
+        found = [_found_variable(ctx, h, epoch) for h in inputs[:n]]
         var, args = found[0], inputs[n:]
         for j in scalars:
             if args[j].ndim:
