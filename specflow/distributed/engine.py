@@ -22,7 +22,7 @@ from typing import Any
 from specflow.errors import SpecflowError
 
 from .cluster_spec import ClusterSpec, as_cluster_spec, check_task_count
-from .reaper import release, start_watcher
+from .reaper import reaped, release
 
 INSTALL_HINT = "running on a cluster needs Ray: pip install 'specflow[distributed]' (or pip install 'ray>=2.40')"
 _started_here = False
@@ -85,9 +85,10 @@ def _init(ray, address: str | None, quiet: dict) -> None:
         else:
             # Tasks reserve no CPU (num_cpus=0 per actor): the count only sizes Ray's own pool.
             # address="local": a new private instance, never one found running on this machine.
-            ray.init(address="local", num_cpus=max(2, os.cpu_count() or 2), **quiet)
+            with reaped() as watcher:  # Ray's processes go with this one, even on kill -9
+                ray.init(address="local", num_cpus=max(2, os.cpu_count() or 2), **quiet)
             _started_here = True
-            _watchers.append(start_watcher())  # Ray's processes go with this one, even on kill -9
+            _watchers.append(watcher)
             atexit.register(shutdown_ray)
     except (ConnectionError, RuntimeError, ValueError) as e:
         where = f"the Ray cluster at {address}" if address else "a local Ray instance"

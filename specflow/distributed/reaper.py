@@ -6,50 +6,55 @@ GCS and the raylet with a killed client, and the actors follow their raylet, but
 seeing their raylet gone, first try to report it to the GCS that is gone too, and wait 60 s for
 it (Ray hard-codes that timeout): a user who reran the command found them still there.
 
-So after a private ``ray.init`` the client starts this small watcher (stdlib only, its own
-session so a Ctrl-C on the terminal does not reach it) with the Ray processes it has then, each
-with its start time (a pid reused meanwhile is left alone), and keeps a pipe to it open. When
-the pipe closes (the client exited, however it died, or shut Ray down), the watcher gives Ray's
-own shutdown a moment and then kills whichever of those processes remain.
+So before a private ``ray.init`` the client starts this small watcher (stdlib only, its own
+session so a Ctrl-C on the terminal does not reach it) and keeps a pipe to it open; while
+``ray.init`` runs, the client's environment holds a mark unique to it, which every process Ray
+starts then inherits, and the processes those start in turn (the raylet's workers). When the
+pipe closes (the client exited, however it died, even inside ``ray.init``, or shut Ray down), the
+watcher gives Ray's own shutdown a moment and then kills whichever processes carry the mark. The
+mark is read from ``/proc/PID/environ``, the environment a process was started with: the client's
+own never has it, nor does anything it starts after ``ray.init`` returns.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
+import uuid
+from collections.abc import Iterator
 
 GRACE_S = 1.0
+MARK = "SPECFLOW_RAY_OWNER"
 
+# Kills in a few rounds: a process killed in one may have started another (a raylet its worker).
 _WATCHER = r"""
 import os, signal, sys, time
-procs = [tuple(map(int, p.split(":"))) for p in sys.argv[2:]]
-def started(pid):
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return int(f.read().rsplit(")", 1)[1].split()[19])
-    except (OSError, ValueError, IndexError):
-        return None
+mark = sys.argv[2].encode()
+def marked():
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open(f"/proc/{name}/environ", "rb") as f:
+                    if mark in f.read().split(b"\0"):
+                        yield int(name)
+            except OSError:
+                pass
 while sys.stdin.buffer.read(65536):
     pass
 time.sleep(float(sys.argv[1]))
-for pid, start in procs:
-    if started(pid) == start:
+for _ in range(5):
+    found = [pid for pid in marked() if pid != os.getpid()]
+    if not found:
+        break
+    for pid in found:
         try:
             os.kill(pid, signal.SIGKILL)
         except OSError:
             pass
+    time.sleep(0.05)
 """
-
-
-def _children() -> dict[int, list[int]]:
-    kids: dict[int, list[int]] = {}
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            stat = _stat(int(name))
-            if stat is not None:
-                kids.setdefault(int(stat[1]), []).append(int(name))
-    return kids
 
 
 def _stat(pid: int) -> list[str] | None:
@@ -67,36 +72,30 @@ def alive(pid: int) -> bool:
     return stat is not None and stat[0] != "Z"
 
 
-def _is_ray(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            return b"ray" in f.read().lower()
-    except OSError:
-        return False
-
-
-def ray_descendants(root: int) -> list[tuple[int, int]]:
-    """(pid, start time) of the Ray processes under ``root``."""
-    kids, todo, out = _children(), [root], []
-    while todo:
-        for child in kids.get(todo.pop(), []):
-            todo.append(child)
-            stat = _stat(child)
-            if stat is not None and _is_ray(child):
-                out.append((child, int(stat[19])))
-    return out
-
-
-def start_watcher() -> subprocess.Popen | None:
-    """The watcher over this process's Ray processes (None where there is no /proc to read)."""
+@contextlib.contextmanager
+def reaped() -> Iterator[subprocess.Popen | None]:
+    """Processes started inside the block, and all they start, are killed when this process is
+    gone or ``release`` is called on the watcher it yields (None where there is no /proc). Left
+    by an exception, the block releases the watcher itself: what it had started goes now."""
     if not os.path.isdir("/proc"):
-        return None
-    procs = ray_descendants(os.getpid())
-    if not procs:
-        return None
-    return subprocess.Popen([sys.executable, "-c", _WATCHER, str(GRACE_S), *(f"{p}:{s}" for p, s in procs)],
-                            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True, close_fds=True)  # fmt: skip
+        yield None
+        return
+    entry = f"{MARK}={os.getpid()}-{uuid.uuid4().hex}"
+    watcher = subprocess.Popen([sys.executable, "-c", _WATCHER, str(GRACE_S), entry], stdin=subprocess.PIPE,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+                               close_fds=True)  # fmt: skip
+    before = os.environ.get(MARK)
+    os.environ[MARK] = entry.split("=", 1)[1]
+    try:
+        yield watcher
+    except BaseException:
+        release(watcher)
+        raise
+    finally:
+        if before is None:
+            os.environ.pop(MARK, None)
+        else:  # this process was itself started by a marked one: its mark stays its own
+            os.environ[MARK] = before
 
 
 def release(watcher: subprocess.Popen | None) -> None:

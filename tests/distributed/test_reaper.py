@@ -1,5 +1,5 @@
-"""A client killed with SIGKILL takes its Ray processes with it (reaper.py): Ray's agents
-otherwise outlived it by 60 s."""
+"""A client killed with SIGKILL takes the Ray processes it started with it (reaper.py), even one
+killed inside ``ray.init``: Ray's agents otherwise outlived it by 60 s."""
 
 from __future__ import annotations
 
@@ -18,36 +18,58 @@ pytestmark = pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads /proc"
 
 ROOT = Path(__file__).resolve().parents[2]
 
-# A stand-in client: two children whose command lines name Ray (as Ray's agents' do) and one
-# that does not, then the watcher over them; it prints the pids and waits to be killed.
+# A stand-in client: inside ``reaped`` (where ``ray.init`` runs) two children, one of which
+# starts a grandchild of its own; then one started after the block. It prints the pids and waits
+# to be killed, after the block or, with "inside", still in it (a client killed in ``ray.init``).
 CLIENT = r"""
 import subprocess, sys, time
-from specflow.distributed.reaper import start_watcher
+from specflow.distributed.reaper import reaped
 sleep = "import time; time.sleep(60)"
-ray_like = [subprocess.Popen([sys.executable, "-c", sleep, "ray::DashboardAgent"]) for _ in range(2)]
-other = subprocess.Popen([sys.executable, "-c", sleep, "not-it"], start_new_session=True)
-watcher = start_watcher()
-print(*(p.pid for p in ray_like), other.pid, watcher.pid, flush=True)
-time.sleep(60)
+parent = "import subprocess, sys, time; print(subprocess.Popen([sys.executable, '-c', %r]).pid, flush=True); time.sleep(60)" % sleep
+def main(inside):
+    with reaped() as watcher:
+        started = [subprocess.Popen([sys.executable, "-c", sleep])]
+        started.append(subprocess.Popen([sys.executable, "-c", parent], stdout=subprocess.PIPE, text=True))
+        grandchild = int(started[1].stdout.readline())
+        if inside:
+            print(*(p.pid for p in started), grandchild, 0, watcher.pid, flush=True)
+            time.sleep(60)
+    after = subprocess.Popen([sys.executable, "-c", sleep])
+    print(*(p.pid for p in started), grandchild, after.pid, watcher.pid, flush=True)
+    time.sleep(60)
+main(sys.argv[1] == "inside")
 """
 
 
-def test_the_ray_processes_of_a_killed_client_go_with_it():
+@pytest.mark.parametrize("where", ["after", "inside"])
+def test_the_processes_a_killed_client_started_in_the_block_go_with_it(where):
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
-    client = subprocess.Popen([sys.executable, "-c", CLIENT], stdout=subprocess.PIPE, text=True, env=env)
-    *ray_like, other, watcher = map(int, client.stdout.readline().split())
+    client = subprocess.Popen([sys.executable, "-c", CLIENT, where], stdout=subprocess.PIPE, text=True, env=env)
+    *marked, after, watcher = map(int, client.stdout.readline().split())
+    others = [after] if after else []
     try:
-        assert all(alive(p) for p in [*ray_like, other, watcher])
+        assert all(alive(p) for p in [*marked, *others, watcher])
         os.kill(client.pid, signal.SIGKILL)
         client.wait()
         deadline = time.monotonic() + 10
-        while any(alive(p) for p in ray_like) and time.monotonic() < deadline:
+        while any(alive(p) for p in marked) and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert not any(alive(p) for p in ray_like)  # within about GRACE_S
-        assert alive(other)  # only Ray's processes are the watcher's business
+        assert not any(alive(p) for p in marked)  # within about GRACE_S
+        assert all(alive(p) for p in others)  # started after the block: not the watcher's business
     finally:
-        for p in [*ray_like, other]:
+        for p in [*marked, *others]:
             try:
                 os.kill(p, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+
+
+def test_the_mark_is_only_in_the_environment_inside_the_block():
+    from specflow.distributed.reaper import MARK, reaped, release
+
+    assert MARK not in os.environ
+    with reaped() as watcher:
+        assert os.environ[MARK].startswith(f"{os.getpid()}-")
+    assert MARK not in os.environ
+    release(watcher)
+    assert watcher.wait(timeout=10) == 0
