@@ -38,6 +38,7 @@ from .placement import ClusterStep, TaskAssignment, compile_cluster_step
 from .remote_rendezvous import pack_error, unpack_error
 from .stages import MAX_STAGES, step_calls
 from .task_partition import flow_group, piece_args, pure_read, split_virtual
+from .wire import unwire, wire
 
 
 @dataclass
@@ -310,7 +311,7 @@ class ClusterSession(Session):
                         cell = _Cell(method.options(**group).remote(call, then_call, *boxes))
                     else:
                         packed = self.cluster.actors[task].run_graph_flow_then_packed
-                        cell = _Cell(packed.options(**group).remote((call, then_call, boxes)))
+                        cell = _Cell(packed.options(**group).remote(wire((call, then_call, boxes))))
                     got = [_Part(cell, i) for i in range(2 + len(then_down))]
                     every.append(cell.ref)
                 else:
@@ -474,7 +475,7 @@ def _values(items: list) -> list:
         if isinstance(r, _Part):
             cell = r.cell
             if not cell.done:
-                cell.value, cell.done = got[cell.ref], True
+                cell.value, cell.done = unwire(got[cell.ref]), True
             out.append(cell.value[r.index])
         elif isinstance(r, ray.ObjectRef):
             out.append(got[r])

@@ -28,6 +28,8 @@ from specflow import errors as _errors
 from specflow.errors import Location, RuntimeFailure, SpecflowError
 from specflow.runtime.rendezvous import Rendezvous
 
+from .wire import unwire, wire
+
 FLUSH_DELAY_S = 0.002
 # Arrays this large go through Ray's object store by an explicit ray.put, the receiver getting
 # them zero-copy: measured here, 64 MiB nested in a call's arguments took 3-7x as long as put +
@@ -75,10 +77,11 @@ class _Stored:
 def _by_store(items: list) -> list:
     """Send items with their large arrays replaced by object-store references: one ``ray.put``
     of them all (each put has a cost of its own, about 1 ms for a few MB here: a 1024x1024 and a
-    784x1024 float32 took 4-5 ms as two puts, 2.4-3.3 ms as one)."""
+    784x1024 float32 took 4-5 ms as two puts, 2.4-3.3 ms as one); items of small arrays only go
+    as one blob (wire.py)."""
     large = [i for i, (_, v, _) in enumerate(items) if getattr(v, "nbytes", 0) >= STORE_BYTES]
     if not large:
-        return items
+        return wire(items) if items else items  # an empty outbox stays falsy: nothing sent
     import ray
 
     ref = ray.put([items[i][1] for i in large])
@@ -91,7 +94,8 @@ def _by_store(items: list) -> list:
 
 def resolve_stored(items: list) -> list:
     """Items as sent, with values sent through the object store read back (one ``ray.get`` for
-    the batch; zero-copy on this node)."""
+    the batch; zero-copy on this node), or from their blob."""
+    items = unwire(items)
     refs = list(dict.fromkeys(v.ref for _, v, _ in items if type(v) is _Stored))
     if not refs:
         return items

@@ -38,6 +38,7 @@ from .inbox_args import inbox_as_args, inbox_values
 from .remote_rendezvous import FLUSH_DELAY_S, RemoteRendezvous, pack_error, resolve_stored, unpack_error
 from .replica_loop import ReplicaLoops
 from .task_partition import partition_piece, route_of
+from .wire import unwire, wire
 
 _DONE_MEMORY = 4096  # finished step ids remembered, so a late message for one is dropped
 
@@ -205,9 +206,10 @@ class TaskWorker:
 
     def run_graph_flow_then_packed(self, packed: tuple):
         """``run_graph_flow_then(call, then, *inboxes)`` with (call, then, inboxes) as one
-        argument, the inboxes values (a replica's own loop sends them, ``replica_loop.py``)."""
-        call, then, inboxes = packed
-        return self.run_graph_flow_then(call, then, *inboxes)
+        argument, the inboxes values (a replica's own loop sends them, ``replica_loop.py``); both
+        ways as one blob when small (wire.py)."""
+        call, then, inboxes = unwire(packed)
+        return wire(self.run_graph_flow_then(call, then, *inboxes))
 
     def _flow(self, call: tuple, inboxes) -> tuple[tuple, dict | None]:
         handle, step_id, args, n_args, n_retvals, downstream = call
