@@ -23,6 +23,7 @@ from typing import Any
 from specflow.api.function import ConcreteFunction, Function
 from specflow.api.module import Module
 from specflow.api.op_functions import to_tensor
+from specflow.api.restored_functions import restored_functions
 from specflow.api.saved_objects import SavedMethod, object_attributes, object_methods
 from specflow.api.signature_tape import TapedSignature
 from specflow.api.tensor import EagerTensor, Tensor
@@ -103,7 +104,8 @@ def _checked_run(session, name: str, inputs: dict, outputs: dict, extra_feeds: d
 class LoadedModule(Module):
     """What sf.load returns. ``signatures``: name -> SignatureFunction (also ``m.<signature>``);
     ``functions``: each call of a spec function (``m.block1(x)``: the call node's subgraph with
-    the model's variables, its output or a dict of them); ``train_step`` (a spec with a
+    the model's variables, its output or a dict of them), or a TF2 SavedModel's saved
+    tf.functions by dotted path (``m.scaled``, ``m.sub.f``: RestoredFunction); ``train_step`` (a spec with a
     ``train:`` section): ``m.train_step(images=x, labels=y)`` runs one optimizer step and returns
     the loss; ``close()`` releases the Session."""
 
@@ -133,12 +135,16 @@ class LoadedModule(Module):
     def __call__(self, *args, **kwargs):
         """A SavedModel whose root was saved with a ``__call__`` (a tf.Module's, a Keras model's):
         the signature serving that ``__call__``, returning what it returned (as
-        ``tf.saved_model.load(...)(x)``); where no signature is known to serve it, the serving
-        signature, its one output itself."""
+        ``tf.saved_model.load(...)(x)``); where no signature is known to serve it, the saved
+        ``__call__`` itself when one of its concrete functions takes the arguments, else the
+        serving signature, its one output itself."""
         method = self.__dict__.get("_methods", {}).get("__call__")
         if method is not None:  # the signature serving the saved __call__
             return method(*args, **kwargs)
         sig = self.signatures.get("serving_default") if self.__dict__.get("_callable") else None
+        restored = self.functions.get("__call__")
+        if restored is not None and (sig is None or restored.accepts(args, kwargs)):
+            return restored(*args, **kwargs)  # the saved __call__ itself, no signature serving it
         if sig is None:
             raise TypeError(f"the loaded model '{self.name}' is not callable (its root was saved without a "
                             f"__call__); call a signature: {', '.join(self.signatures) or 'it has none'}")
@@ -277,9 +283,10 @@ def _load_saved_model(path: Path, tags) -> LoadedModule:
         sigs[name] = SignatureFunction(name, dict(sig.inputs), dict(sig.outputs),
                                        lambda feeds, name=name: model.run(name, feeds), taped=taped,
                                        keywords_only=True)
-    module = LoadedModule(str(path), model.session, variables, sigs)
+    functions = restored_functions(model)  # built lazily: a function's graph on its first call
+    module = LoadedModule(str(path), model.session, variables, sigs, functions=functions)
     module._saved = model  # sf.save writes it again
-    module._objects, module._callable = object_attributes(model.meta_graph, model.graph_def, every)
+    module._objects, module._callable = object_attributes(model.meta_graph, model.graph_def, every, functions)
     module._methods = {name: SavedMethod(name, sigs[sig], args, keys, returns)
                        for name, (sig, args, keys, returns) in object_methods(model.meta_graph).items() if sig in sigs}  # fmt: skip
     return module

@@ -1,7 +1,7 @@
 """A TF2 SavedModel's object graph as attributes of what sf.load returns, as
 ``tf.saved_model.load`` gives them: ``m.l1.kernel`` is the sf.Variable saved at that path, ``m.l1``
-an :class:`SavedObject` (an sf.Module: ``m.l1.trainable_variables``), and a root saved with a
-``__call__`` makes ``m(x)`` call its serving signature."""
+an :class:`SavedObject` (an sf.Module: ``m.l1.trainable_variables``), ``m.sub.f`` a saved
+function (restored_functions.py), and a root saved with a ``__call__`` makes ``m(x)`` call it."""
 
 from __future__ import annotations
 
@@ -18,12 +18,16 @@ class SavedObject(Module):
             setattr(self, k, v)
 
     def __repr__(self) -> str:
-        return f"<saved object '{self.name}': {len(self.variables)} variable(s)>"
+        from specflow.api.restored_functions import RestoredFunction
+
+        n = sum(isinstance(v, RestoredFunction) for v in vars(self).values())
+        return f"<saved object '{self.name}': {len(self.variables)} variable(s), {n} function(s)>"
 
 
-def object_attributes(meta_graph, graph, variables: dict) -> tuple[dict, bool]:
-    """The root's attributes (name -> sf.Variable or SavedObject, only those holding variables)
-    and whether the root has a ``__call__``. ``variables``: graph variable name -> sf.Variable.
+def object_attributes(meta_graph, graph, variables: dict, functions: dict | None = None) -> tuple[dict, bool]:
+    """The root's attributes (name -> sf.Variable, saved function or SavedObject, only those
+    holding variables or functions) and whether the root has a ``__call__``. ``variables``: graph
+    variable name -> sf.Variable; ``functions``: dotted path (``sub.f``) -> saved function.
 
     Which variable an object path names is read from the SavedModel's own restore function:
     it assigns checkpoint key ``l1/kernel/.ATTRIBUTES/VARIABLE_VALUE`` to its variable's handle.
@@ -44,6 +48,15 @@ def object_attributes(meta_graph, graph, variables: dict) -> tuple[dict, bool]:
                 break
         else:
             node.setdefault(parts[-1], var)
+    for path, fn in (functions or {}).items():
+        node = tree
+        parts = path.split(".")
+        for p in parts[:-1]:
+            node = node.setdefault(p, {})
+            if not isinstance(node, dict):
+                break
+        else:
+            node.setdefault(parts[-1], fn)
 
     def build(name: str, value):
         if isinstance(value, dict):
@@ -56,6 +69,17 @@ def object_attributes(meta_graph, graph, variables: dict) -> tuple[dict, bool]:
 
 def _restored_paths(graph) -> dict[str, str]:
     """Object path -> the variable (VarHandleOp shared_name) the restore function assigns it to."""
+    nodes = graph.node_map()
+    out = {}
+    for key, handle in restored_handles(graph).items():
+        node = nodes[handle]
+        out[key.split("/.ATTRIBUTES/")[0]] = node.attrs.get("shared_name") or node.name
+    return out
+
+
+def restored_handles(graph) -> dict[str, str]:
+    """Checkpoint key (``l1/kernel/.ATTRIBUTES/VARIABLE_VALUE``) -> the VarHandleOp node the
+    SavedModel's restore function assigns that key's value to."""
     from specflow.graph.graph_def import parse_input
 
     nodes = graph.node_map()
@@ -75,7 +99,7 @@ def _restored_paths(graph) -> dict[str, str]:
             continue
         keys = [k.decode() if isinstance(k, bytes) else str(k) for k in list(names.attrs["value"].ravel())]
         if src.index < len(keys) and "/.ATTRIBUTES/" in keys[src.index]:
-            out[keys[src.index].split("/.ATTRIBUTES/")[0]] = handle.attrs.get("shared_name") or handle.name
+            out[keys[src.index]] = handle.name
     return out
 
 

@@ -44,7 +44,7 @@ from specflow.export.function_def import call_function_def, function_def
 from specflow.graph.dtypes import dtype_of
 from specflow.graph.graph_def import GraphDef
 from specflow.graph.shapes import Shape
-from specflow.io.tf_graph import shape_to_proto
+from specflow.io.tf_graph import dtype_from_enum, shape_from_proto, shape_to_proto
 from specflow.io.tf_object_graph import VALUE_ATTRIBUTE
 from specflow.ops.registry import TensorSpec
 
@@ -369,6 +369,33 @@ def encode(value) -> struct_pb2.StructuredValue:
         raise ExportError(f"a saved function's signature holds a {type(value).__name__} ({value!r}); "
                           "TF2 SavedModels store tensors, None, bool, int, float, str, lists, tuples and dicts")
     return out
+
+
+def decode(value: struct_pb2.StructuredValue):
+    """``encode``'s inverse, as ``tf.saved_model.load`` reads a concrete function's structured
+    signature: TensorSpecs as :class:`ArgSpec`, a named tuple as a plain tuple (only its fields
+    matter to a call). Other TypeSpecs (ragged, sparse) are an ExportError naming the kind."""
+    kind = value.WhichOneof("kind")
+    if kind in (None, "none_value"):
+        return None
+    if kind in ("bool_value", "int64_value", "float64_value", "string_value"):
+        return getattr(value, kind)
+    if kind in ("tensor_spec_value", "bounded_tensor_spec_value"):
+        ts = getattr(value, kind)
+        return ArgSpec(ts.name or None, TensorSpec(dtype_from_enum(ts.dtype), shape_from_proto(ts.shape)))
+    if kind in ("tuple_value", "list_value"):
+        items = [decode(v) for v in getattr(value, kind).values]
+        return tuple(items) if kind == "tuple_value" else items
+    if kind == "named_tuple_value":
+        return tuple(decode(pair.value) for pair in value.named_tuple_value.values)
+    if kind == "dict_value":
+        return {k: decode(v) for k, v in value.dict_value.fields.items()}
+    if kind == "tensor_shape_value":
+        return shape_from_proto(value.tensor_shape_value)
+    if kind == "tensor_dtype_value":
+        return dtype_from_enum(value.tensor_dtype_value)
+    detail = value.type_spec_value.type_spec_class_name if kind == "type_spec_value" else kind
+    raise ExportError(f"a saved function's signature holds a {detail or kind}, which specflow does not support")
 
 
 def _checkpoint_graph(nodes: list, children: list, keys: dict) -> trackable_object_graph_pb2.TrackableObjectGraph:

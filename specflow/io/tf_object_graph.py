@@ -52,7 +52,7 @@ def object_graph_variables(meta_graph, tensors: Mapping[str, np.ndarray], where:
         trackable.ParseFromString(bytes(np.asarray(tensors[OBJECT_GRAPH_KEY], dtype=object).item()))
     except (DecodeError, ValueError, TypeError) as e:
         raise CheckpointError(f"{where}: corrupted {OBJECT_GRAPH_KEY} ({e})") from None
-    matched = _match_objects(saved, trackable.nodes)
+    matched = match_objects(saved, trackable.nodes)
     values = {}
     for i, node in enumerate(saved):
         if node.WhichOneof("kind") != "variable":
@@ -76,7 +76,7 @@ def object_graph_variables(meta_graph, tensors: Mapping[str, np.ndarray], where:
     return values
 
 
-def _match_objects(saved, checkpointed) -> dict[int, int]:
+def match_objects(saved, checkpointed) -> dict[int, int]:
     """SavedModel object id -> checkpoint object id, found by walking both graphs from the root
     through children of the same name, as TF's checkpoint restore does. The SavedModel may hold
     objects the checkpoint lacks (``captured_tensor``s, constants, functions), so ids differ."""
