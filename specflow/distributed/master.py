@@ -368,7 +368,7 @@ class ClusterSession(Session):
         """This process's own task's call, run in-process: its upstream outboxes fetched here
         (Ray resolves them for a remote call), its result and outboxes returned as values,
         which Ray sends inline to the tasks downstream."""
-        got = self.local[1].run_graph_flow(call, *_values(boxes))
+        got = self.local[1].run_graph_flow(call, *_values(boxes), blob=False)
         return (_here(got[0]), *got[1:]) if call[5] else _here(got)
 
     def _abort(self, plan: _ClusterPlan, step_id: int, error: RuntimeFailure) -> RuntimeFailure:

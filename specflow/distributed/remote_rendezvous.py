@@ -74,14 +74,14 @@ class _Stored:
         return (_Stored, (self.ref, self.index))
 
 
-def _by_store(items: list) -> list:
+def _by_store(items: list, blob: bool = True) -> list:
     """Send items with their large arrays replaced by object-store references: one ``ray.put``
     of them all (each put has a cost of its own, about 1 ms for a few MB here: a 1024x1024 and a
     784x1024 float32 took 4-5 ms as two puts, 2.4-3.3 ms as one); items of small arrays only go
-    as one blob (wire.py)."""
+    as one blob (wire.py) unless ``blob`` is false (they travel inside a larger one)."""
     large = [i for i, (_, v, _) in enumerate(items) if getattr(v, "nbytes", 0) >= STORE_BYTES]
     if not large:
-        return wire(items) if items else items  # an empty outbox stays falsy: nothing sent
+        return wire(items) if blob and items else items  # an empty outbox stays falsy: nothing sent
     import ray
 
     ref = ray.put([items[i][1] for i in large])
@@ -162,14 +162,14 @@ class RemoteRendezvous(Rendezvous):
         Rendezvous.set_quiet(self, quiet)  # count busy partitions for the master's watch
         return False
 
-    def take_outbox(self) -> dict[str, list]:
+    def take_outbox(self, blob: bool = True) -> dict[str, list]:
         """The held cross-task sends by destination task (dataflow protocol). Large arrays go
         by this task's own ray.put, as when pushing: returned inside the call's result they
         would be stored as an object the driver owns and frees later, so the next step's copy
         lands on fresh pages (measured 3-5x slower for 64 MiB here)."""
         with self._out_lock:
             out, self._outbox = self._outbox, {}
-        return {task: _by_store(items) for task, items in out.items()}
+        return {task: _by_store(items, blob) for task, items in out.items()}
 
     def flush(self) -> None:
         if self.hold:

@@ -177,7 +177,7 @@ class TaskWorker:
         rv.tasks = tasks
         return self._run(handle, step_id, rv, args, n_args, n_retvals)
 
-    def run_graph_flow(self, call: tuple, *inboxes: list | None):
+    def run_graph_flow(self, call: tuple, *inboxes: list | None, blob: bool = True):
         """RunGraph of a step whose tasks send to each other without a cycle (the master's
         dataflow protocol): ``inboxes`` are the upstream tasks' outboxes for this task (Ray
         resolves them before the call runs, so every receive's value is here before the first
@@ -185,9 +185,10 @@ class TaskWorker:
         downstream task, for the master to pass on by reference. Returns run_graph's tuple,
         followed by those outboxes (None for each when the step failed here). ``call`` is
         (handle, step_id, args, n_args, n_retvals, downstream): one argument, as Ray serializes
-        each argument on its own."""
+        each argument on its own. ``blob``: small outboxes as blobs (false where the caller sends
+        them on inside one of its own: the master's in-process call, ``_run_here``)."""
         downstream = call[5]
-        result, out = self._flow(call, inboxes)
+        result, out = self._flow(call, inboxes, blob)
         if not downstream:
             return result
         return (result, *_outboxes(out, downstream))
@@ -198,10 +199,13 @@ class TaskWorker:
         variables with no inbox) in the same call: the master's prefetched reads for async
         replicas, one call a step on a ps instead of two. Returns call's result, then's result
         and then's outboxes (None each when either failed)."""
+        return self._flow_then(call, then, inboxes, True)
+
+    def _flow_then(self, call: tuple, then: tuple, inboxes, blob: bool) -> tuple:
         result, _ = self._flow(call, inboxes)
         if result[1] is not None:
             return (result, result, *[None] * len(then[5]))
-        after, out = self._flow(then, ())
+        after, out = self._flow(then, (), blob)
         return (result, after, *_outboxes(out, then[5]))
 
     def run_graph_flow_then_packed(self, packed: tuple):
@@ -209,9 +213,9 @@ class TaskWorker:
         argument, the inboxes values (a replica's own loop sends them, ``replica_loop.py``); both
         ways as one blob when small (wire.py)."""
         call, then, inboxes = unwire(packed)
-        return wire(self.run_graph_flow_then(call, then, *inboxes))
+        return wire(self._flow_then(call, then, inboxes, False))
 
-    def _flow(self, call: tuple, inboxes) -> tuple[tuple, dict | None]:
+    def _flow(self, call: tuple, inboxes, blob: bool = True) -> tuple[tuple, dict | None]:
         handle, step_id, args, n_args, n_retvals, downstream = call
         rv = self._rendezvous(step_id, hold=True)
         if rv is None:
@@ -228,7 +232,7 @@ class TaskWorker:
             else:
                 rv.deliver(items)
                 result = self._run(handle, step_id, rv, args, n_args, n_retvals)
-        out = rv.take_outbox() if rv is not None and result[1] is None else None
+        out = rv.take_outbox(blob) if rv is not None and result[1] is None else None
         sent = {} if out is None else {d: 1 for d in downstream if out.get(d)}
         return (result[0], result[1], sent, result[3]), out
 
