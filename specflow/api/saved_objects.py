@@ -39,24 +39,10 @@ def object_attributes(meta_graph, graph, variables: dict, functions: dict | None
     for path, var_name in _restored_paths(graph).items():
         var = variables.get(var_name)
         parts = path.split("/")
-        if var is None or not all(p.isidentifier() for p in parts):
-            continue
-        node = tree
-        for p in parts[:-1]:
-            node = node.setdefault(p, {})
-            if not isinstance(node, dict):
-                break
-        else:
-            node.setdefault(parts[-1], var)
+        if var is not None and all(p.isidentifier() for p in parts):
+            _place(tree, parts, var)
     for path, fn in (functions or {}).items():
-        node = tree
-        parts = path.split(".")
-        for p in parts[:-1]:
-            node = node.setdefault(p, {})
-            if not isinstance(node, dict):
-                break
-        else:
-            node.setdefault(parts[-1], fn)
+        _place(tree, path.split("."), fn)
 
     def build(name: str, value):
         if isinstance(value, dict):
@@ -65,6 +51,17 @@ def object_attributes(meta_graph, graph, variables: dict, functions: dict | None
 
     callable_root = any(c.local_name == "__call__" for c in meta_graph.object_graph_def.nodes[0].children)
     return {k: build(k, v) for k, v in tree.items()}, callable_root
+
+
+def _place(tree: dict, parts: list[str], value) -> None:
+    """``value`` at path ``parts`` of the nested dicts ``tree`` (the first one placed there stays;
+    a path through a non-object is dropped)."""
+    node = tree
+    for p in parts[:-1]:
+        node = node.setdefault(p, {})
+        if not isinstance(node, dict):
+            return
+    node.setdefault(parts[-1], value)
 
 
 def _restored_paths(graph) -> dict[str, str]:
