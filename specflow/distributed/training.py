@@ -434,8 +434,18 @@ class DistributedTrainer(Recovery, Trainer):
                 self.stopped_by = "end_of_data"
             else:
                 raise error
-        self.step = int(self.session.run(self.graph.global_step.read))
+        self.step = self._global_step()
         return loss
+
+    def _global_step(self) -> int:
+        """The global step as the ps holds it. A task lost meanwhile (killed after the loops'
+        last step, during the final save) is brought back first, a ps from the latest checkpoint."""
+        gen = self.gen
+        try:
+            return int(self.session.run(self.graph.global_step.read))
+        except RuntimeFailure as e:
+            self.recover(gen, e)
+        return int(self.session.run(self.graph.global_step.read))
 
     def _replica_chunk(self, k: int, j: int, count: int) -> tuple[list[tuple[float, int]], tuple | None, float]:
         """Steps of replica ``k`` on its batches ``j ..``: run by the worker's own loop
