@@ -9,11 +9,14 @@ it (Ray hard-codes that timeout): a user who reran the command found them still 
 So before a private ``ray.init`` the client starts this small watcher (stdlib only, its own
 session so a Ctrl-C on the terminal does not reach it) and keeps a pipe to it open; while
 ``ray.init`` runs, the client's environment holds a mark unique to it, which every process Ray
-starts then inherits, and the processes those start in turn (the raylet's workers). When the
-pipe closes (the client exited, however it died, even inside ``ray.init``, or shut Ray down), the
-watcher gives Ray's own shutdown a moment and then kills whichever processes carry the mark. The
-mark is read from ``/proc/PID/environ``, the environment a process was started with: the client's
-own never has it, nor does anything it starts after ``ray.init`` returns.
+starts then inherits, and the processes those start in turn (the raylet's workers). Once
+``ray.init`` returns, the client also sends the watcher the Ray processes under it, each with its
+start time (a pid reused meanwhile is left alone): a process that set its title over its
+environment (Ray's agents do) no longer shows the mark. When the pipe closes (the client exited,
+however it died, even inside ``ray.init``, or shut Ray down), the watcher gives Ray's own shutdown
+a moment and then kills those processes and whichever carry the mark. The mark is read from
+``/proc/PID/environ``, the environment a process was started with: the client's own never has it,
+nor does anything it starts after ``ray.init`` returns.
 """
 
 from __future__ import annotations
@@ -28,10 +31,18 @@ from collections.abc import Iterator
 GRACE_S = 1.0
 MARK = "SPECFLOW_RAY_OWNER"
 
+# The client may also send "pid:start" lines: Ray's processes as listed once ray.init returned,
+# which a process whose title overwrote its environment (Ray's agents) no longer shows marked.
 # Kills in a few rounds: a process killed in one may have started another (a raylet its worker).
 _WATCHER = r"""
 import os, signal, sys, time
 mark = sys.argv[2].encode()
+def started(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[19])
+    except (OSError, ValueError, IndexError):
+        return None
 def marked():
     for name in os.listdir("/proc"):
         if name.isdigit():
@@ -41,11 +52,12 @@ def marked():
                         yield int(name)
             except OSError:
                 pass
-while sys.stdin.buffer.read(65536):
-    pass
+listed = [tuple(map(int, line.split(b":"))) for line in sys.stdin.buffer if line.strip()]
 time.sleep(float(sys.argv[1]))
 for _ in range(5):
-    found = [pid for pid in marked() if pid != os.getpid()]
+    found = [pid for pid, start in listed if started(pid) == start and pid != os.getpid()]
+    found += [pid for pid in marked() if pid != os.getpid()]
+    listed = []
     if not found:
         break
     for pid in found:
@@ -72,6 +84,36 @@ def alive(pid: int) -> bool:
     return stat is not None and stat[0] != "Z"
 
 
+def _children() -> dict[int, list[int]]:
+    kids: dict[int, list[int]] = {}
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            stat = _stat(int(name))
+            if stat is not None:
+                kids.setdefault(int(stat[1]), []).append(int(name))
+    return kids
+
+
+def _is_ray(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return b"ray" in f.read().lower()
+    except OSError:
+        return False
+
+
+def ray_descendants(root: int) -> list[tuple[int, int]]:
+    """(pid, start time) of the Ray processes under ``root``."""
+    kids, todo, out = _children(), [root], []
+    while todo:
+        for child in kids.get(todo.pop(), []):
+            todo.append(child)
+            stat = _stat(child)
+            if stat is not None and _is_ray(child):
+                out.append((child, int(stat[19])))
+    return out
+
+
 @contextlib.contextmanager
 def reaped() -> Iterator[subprocess.Popen | None]:
     """Processes started inside the block, and all they start, are killed when this process is
@@ -96,6 +138,12 @@ def reaped() -> Iterator[subprocess.Popen | None]:
             os.environ.pop(MARK, None)
         else:  # this process was itself started by a marked one: its mark stays its own
             os.environ[MARK] = before
+    try:  # what runs now by its pid and start time, titles and all
+        listed = [p for p in ray_descendants(os.getpid()) if p[0] != watcher.pid]  # its argv names the mark
+        watcher.stdin.write(b"".join(b"%d:%d\n" % p for p in listed))
+        watcher.stdin.flush()
+    except OSError:  # the watcher is gone: nothing to tell
+        pass
 
 
 def release(watcher: subprocess.Popen | None) -> None:

@@ -19,11 +19,13 @@ pytestmark = pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads /proc"
 ROOT = Path(__file__).resolve().parents[2]
 
 # A stand-in client: inside ``reaped`` (where ``ray.init`` runs) two children, one of which
-# starts a grandchild of its own; then one started after the block. It prints the pids and waits
-# to be killed, after the block or, with "inside", still in it (a client killed in ``ray.init``).
+# starts a grandchild of its own, and one named as Ray's agents are whose environment lacks the
+# mark (an agent's title overwrites its environment); then one started after the block. It prints
+# the pids and waits to be killed, after the block or, with "inside", still in it (a client
+# killed in ``ray.init``).
 CLIENT = r"""
-import subprocess, sys, time
-from specflow.distributed.reaper import reaped
+import os, subprocess, sys, time
+from specflow.distributed.reaper import MARK, reaped
 sleep = "import time; time.sleep(60)"
 parent = "import subprocess, sys, time; print(subprocess.Popen([sys.executable, '-c', %r]).pid, flush=True); time.sleep(60)" % sleep
 def main(inside):
@@ -31,11 +33,16 @@ def main(inside):
         started = [subprocess.Popen([sys.executable, "-c", sleep])]
         started.append(subprocess.Popen([sys.executable, "-c", parent], stdout=subprocess.PIPE, text=True))
         grandchild = int(started[1].stdout.readline())
+        unmarked = dict(os.environ)
+        del unmarked[MARK]
+        agent = subprocess.Popen([sys.executable, "-c", sleep, "ray::DashboardAgent"], env=unmarked)
+        while b"ray::" not in open(f"/proc/{agent.pid}/cmdline", "rb").read():  # as Ray's, running
+            time.sleep(0.01)
         if inside:
-            print(*(p.pid for p in started), grandchild, 0, watcher.pid, flush=True)
+            print(*(p.pid for p in started), grandchild, agent.pid, 0, watcher.pid, flush=True)
             time.sleep(60)
     after = subprocess.Popen([sys.executable, "-c", sleep])
-    print(*(p.pid for p in started), grandchild, after.pid, watcher.pid, flush=True)
+    print(*(p.pid for p in started), grandchild, agent.pid, after.pid, watcher.pid, flush=True)
     time.sleep(60)
 main(sys.argv[1] == "inside")
 """
@@ -45,8 +52,10 @@ main(sys.argv[1] == "inside")
 def test_the_processes_a_killed_client_started_in_the_block_go_with_it(where):
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
     client = subprocess.Popen([sys.executable, "-c", CLIENT, where], stdout=subprocess.PIPE, text=True, env=env)
-    *marked, after, watcher = map(int, client.stdout.readline().split())
+    *marked, agent, after, watcher = map(int, client.stdout.readline().split())
     others = [after] if after else []
+    if where == "after":  # listed once the block ended, by its pid and start time
+        marked.append(agent)
     try:
         assert all(alive(p) for p in [*marked, *others, watcher])
         os.kill(client.pid, signal.SIGKILL)
@@ -57,7 +66,7 @@ def test_the_processes_a_killed_client_started_in_the_block_go_with_it(where):
         assert not any(alive(p) for p in marked)  # within about GRACE_S
         assert all(alive(p) for p in others)  # started after the block: not the watcher's business
     finally:
-        for p in [*marked, *others]:
+        for p in [*marked, agent, *others]:
             try:
                 os.kill(p, signal.SIGKILL)
             except ProcessLookupError:
