@@ -31,33 +31,70 @@ from collections.abc import Iterator
 GRACE_S = 1.0
 MARK = "SPECFLOW_RAY_OWNER"
 
-# The client may also send "pid:start" lines: Ray's processes as listed once ray.init returned,
-# which a process whose title overwrote its environment (Ray's agents) no longer shows marked.
-# Kills in a few rounds: a process killed in one may have started another (a raylet its worker).
+# Until the client's "done" line (ray.init returned) the watcher also records, every 50 ms, the
+# marked processes and every process under them, by pid and start time: a process that sets its
+# title over its environment (Ray's agents do) no longer shows the mark, but its parent (the
+# raylet) does. With "done" come the client's own "pid:start" lines, the Ray processes under it
+# then. At the end it kills those recorded that still run (the same start time: a pid reused
+# meanwhile is left alone) and whichever carry the mark, in a few rounds (a process killed in one
+# may have started another: a raylet its worker).
 _WATCHER = r"""
-import os, signal, sys, time
+import os, select, signal, sys, time
 mark = sys.argv[2].encode()
-def started(pid):
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return int(f.read().rsplit(")", 1)[1].split()[19])
-    except (OSError, ValueError, IndexError):
-        return None
-def marked():
+me = os.getpid()
+def table():
+    out = {}
     for name in os.listdir("/proc"):
         if name.isdigit():
             try:
-                with open(f"/proc/{name}/environ", "rb") as f:
-                    if mark in f.read().split(b"\0"):
-                        yield int(name)
-            except OSError:
+                with open(f"/proc/{name}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+                out[int(name)] = (int(fields[1]), int(fields[19]))
+            except (OSError, ValueError, IndexError):
                 pass
-listed = [tuple(map(int, line.split(b":"))) for line in sys.stdin.buffer if line.strip()]
+    return out
+def is_marked(pid):
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            return mark in f.read().split(b"\0")
+    except OSError:
+        return False
+recorded = {}
+def record():
+    procs = table()
+    for pid, (ppid, start) in procs.items():
+        if pid not in recorded and pid != me and is_marked(pid):
+            recorded[pid] = start
+    grew = True
+    while grew:
+        grew = False
+        for pid, (ppid, start) in procs.items():
+            if pid not in recorded and pid != me and recorded.get(ppid) == procs.get(ppid, (0, -1))[1]:
+                recorded[pid], grew = start, True
+fd, buf, done = sys.stdin.fileno(), b"", False
+while True:
+    if done or select.select([fd], [], [], 0.05)[0]:
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            break
+        buf += chunk
+        *lines, buf = buf.split(b"\n")
+        for line in lines:
+            if line == b"done":
+                done = True
+            elif line.strip():
+                pid, start = map(int, line.split(b":"))
+                recorded[pid] = start
+    if not done:
+        record()
+if not done:
+    record()
 time.sleep(float(sys.argv[1]))
 for _ in range(5):
-    found = [pid for pid, start in listed if started(pid) == start and pid != os.getpid()]
-    found += [pid for pid in marked() if pid != os.getpid()]
-    listed = []
+    procs = table()
+    found = [pid for pid, start in recorded.items() if procs.get(pid, (0, None))[1] == start and pid != me]
+    found += [pid for pid in procs if pid != me and pid not in recorded and is_marked(pid)]
+    recorded = {}
     if not found:
         break
     for pid in found:
@@ -140,7 +177,7 @@ def reaped() -> Iterator[subprocess.Popen | None]:
             os.environ[MARK] = before
     try:  # what runs now by its pid and start time, titles and all
         listed = [p for p in ray_descendants(os.getpid()) if p[0] != watcher.pid]  # its argv names the mark
-        watcher.stdin.write(b"".join(b"%d:%d\n" % p for p in listed))
+        watcher.stdin.write(b"".join(b"%d:%d\n" % p for p in listed) + b"done\n")
         watcher.stdin.flush()
     except OSError:  # the watcher is gone: nothing to tell
         pass

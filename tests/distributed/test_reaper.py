@@ -19,7 +19,7 @@ pytestmark = pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads /proc"
 ROOT = Path(__file__).resolve().parents[2]
 
 # A stand-in client: inside ``reaped`` (where ``ray.init`` runs) two children, one of which
-# starts a grandchild of its own, and one named as Ray's agents are whose environment lacks the
+# starts a grandchild of its own without the mark, and one named as Ray's agents are whose environment lacks the
 # mark (an agent's title overwrites its environment); then one started after the block. It prints
 # the pids and waits to be killed, after the block or, with "inside", still in it (a client
 # killed in ``ray.init``).
@@ -27,7 +27,9 @@ CLIENT = r"""
 import os, subprocess, sys, time
 from specflow.distributed.reaper import MARK, reaped
 sleep = "import time; time.sleep(60)"
-parent = "import subprocess, sys, time; print(subprocess.Popen([sys.executable, '-c', %r]).pid, flush=True); time.sleep(60)" % sleep
+# the grandchild without the mark, as Ray's agents lose it when they set their titles
+parent = ("import os, subprocess, sys, time; env = dict(os.environ); del env[%r]; "
+          "print(subprocess.Popen([sys.executable, '-c', %r], env=env).pid, flush=True); time.sleep(60)") % (MARK, sleep)
 def main(inside):
     with reaped() as watcher:
         started = [subprocess.Popen([sys.executable, "-c", sleep])]
@@ -38,6 +40,7 @@ def main(inside):
         agent = subprocess.Popen([sys.executable, "-c", sleep, "ray::DashboardAgent"], env=unmarked)
         while b"ray::" not in open(f"/proc/{agent.pid}/cmdline", "rb").read():  # as Ray's, running
             time.sleep(0.01)
+        time.sleep(0.3)  # the rest of ray.init
         if inside:
             print(*(p.pid for p in started), grandchild, agent.pid, 0, watcher.pid, flush=True)
             time.sleep(60)
