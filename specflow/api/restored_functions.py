@@ -21,10 +21,11 @@ import threading
 
 import numpy as np
 
+from specflow.api.function import flatten
 from specflow.api.tensor import EagerTensor, Tensor
 from specflow.errors import ExportError, SpecflowError
 from specflow.export.function_call import FunctionCall
-from specflow.export.object_graph import ArgSpec, decode
+from specflow.export.object_graph import ArgSpec, decode, map_structure
 from specflow.graph.dtypes import dtype_of
 from specflow.graph.shapes import Shape
 
@@ -44,7 +45,7 @@ class _Concrete:
             raise ExportError(f"function '{name}' has no ((args...), {{kwargs}}) input signature")
         self.args, self.kwargs = tuple(structured[0]), structured[1]
         self.outputs = decode(saved.output_signature)
-        self.leaves = [leaf for leaf in _flatten((self.args, self.kwargs)) if isinstance(leaf, ArgSpec)]
+        self.leaves = [leaf for leaf in flatten((self.args, self.kwargs))[0] if isinstance(leaf, ArgSpec)]
 
     def accepts(self, args: tuple, kwargs: dict, convert: bool) -> list | None:
         """The tensor arguments, flat in the function's order, if this function takes the call."""
@@ -61,7 +62,7 @@ class _Concrete:
             self._call = FunctionCall(model, self.name, [nodes[i] for i in self._saved.bound_inputs],
                                       [leaf.spec.shape for leaf in self.leaves])
         got = self._call(flat)
-        if len(got) != sum(isinstance(leaf, ArgSpec) for leaf in _flatten(self.outputs)):
+        if len(got) != sum(isinstance(leaf, ArgSpec) for leaf in flatten(self.outputs)[0]):
             raise ExportError(f"function '{self.name}' returns {len(got)} tensor(s), which its saved output "
                               "signature does not describe (corrupted SavedModel?)")
         values = iter(got)
@@ -72,7 +73,7 @@ class _Concrete:
             v = next(values)
             return EagerTensor(v, spec.spec.dtype, _CPU0)
 
-        return _map(self.outputs, leaf)
+        return map_structure(self.outputs, leaf)
 
 
 class RestoredFunction:
@@ -288,29 +289,9 @@ class _CaptureNodes:
 # --- structures ----------------------------------------------------------------------------------------
 
 
-def _flatten(value) -> list:
-    """Leaves in TensorFlow's nest order: sequences in order, dicts by sorted key."""
-    if isinstance(value, dict):
-        return [leaf for k in sorted(value) for leaf in _flatten(value[k])]
-    if isinstance(value, (list, tuple)):
-        return [leaf for v in value for leaf in _flatten(v)]
-    return [value]
-
-
-def _map(structure, fn):
-    """``structure`` with each leaf replaced by ``fn(leaf)``, leaves visited in ``_flatten``'s
-    order (dict keys sorted), the dicts keeping their own key order."""
-    if isinstance(structure, dict):
-        done = {k: _map(structure[k], fn) for k in sorted(structure)}
-        return {k: done[k] for k in structure}
-    if isinstance(structure, (list, tuple)):
-        return type(structure)(_map(v, fn) for v in structure)
-    return fn(structure)
-
-
 def _match(expected, value, convert: bool, flat: list) -> bool:
     """Whether ``value`` fits the structured signature ``expected``, appending its tensors to
-    ``flat`` (in ``_flatten``'s order)."""
+    ``flat`` (in ``flatten``'s order)."""
     if isinstance(expected, ArgSpec):
         arr = _as_array(value, expected, convert)
         if arr is None:

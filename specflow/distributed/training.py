@@ -230,12 +230,16 @@ class DistributedTrainer(Recovery, Trainer):
         """The held-out metrics. A task lost meanwhile (the run's last evaluation comes after its
         final save: a task killed then failed the run) is brought back, a ps from the latest
         checkpoint, and the evaluation runs again on the model as restored."""
+        return self._after_recovery(super().evaluate)
+
+    def _after_recovery(self, run):
+        """``run()``; if a task was lost meanwhile, it again once the task is brought back."""
         gen = self.gen
         try:
-            return super().evaluate()
+            return run()
         except RuntimeFailure as e:
             self.recover(gen, e)
-        return super().evaluate()
+        return run()
 
     def _feeds(self, k: int, j: int) -> dict:
         return replica_feeds(self.shards[k], j, self.graph.training_flag)
@@ -440,12 +444,7 @@ class DistributedTrainer(Recovery, Trainer):
     def _global_step(self) -> int:
         """The global step as the ps holds it. A task lost meanwhile (killed after the loops'
         last step, during the final save) is brought back first, a ps from the latest checkpoint."""
-        gen = self.gen
-        try:
-            return int(self.session.run(self.graph.global_step.read))
-        except RuntimeFailure as e:
-            self.recover(gen, e)
-        return int(self.session.run(self.graph.global_step.read))
+        return int(self._after_recovery(lambda: self.session.run(self.graph.global_step.read)))
 
     def _replica_chunk(self, k: int, j: int, count: int) -> tuple[list[tuple[float, int]], tuple | None, float]:
         """Steps of replica ``k`` on its batches ``j ..``: run by the worker's own loop

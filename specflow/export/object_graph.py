@@ -311,14 +311,17 @@ def _output_specs(trace: Trace):
             return ArgSpec(f"output_{x}", trace.outputs[x][1])
         return x
 
-    return _map(trace.structure, leaf)
+    return map_structure(trace.structure, leaf)
 
 
-def _map(value, fn):
+def map_structure(value, fn):
+    """``value`` (nested dicts, lists, tuples) with each leaf replaced by ``fn(leaf)``, the leaves
+    visited in TensorFlow's nest order (dict keys sorted), each dict keeping its own key order."""
     if isinstance(value, dict):
-        return {k: _map(v, fn) for k, v in value.items()}
+        done = {k: map_structure(value[k], fn) for k in sorted(value)}
+        return {k: done[k] for k in value}
     if isinstance(value, (list, tuple)):
-        return type(value)(_map(v, fn) for v in value)
+        return type(value)(map_structure(v, fn) for v in value)
     return fn(value)
 
 

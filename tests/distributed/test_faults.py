@@ -408,7 +408,7 @@ def test_a_task_lost_after_the_final_save_is_brought_back(cluster, tmp_path, und
     try:
         trainer, result = _run(spec, tmp_path, cluster, listener)
     finally:
-        if not trainer_recovered(cluster, task):
+        if not _task_alive(cluster, task):
             cluster.restart(task)  # the run ended without needing it: the module's cluster does
     # brought back when a read after the save needed it (a worker's may not be: the run ends)
     assert listener.killed and [r["tasks"] for r in trainer.recoveries] in ([], [[task]])
@@ -416,7 +416,7 @@ def test_a_task_lost_after_the_final_save_is_brought_back(cluster, tmp_path, und
     _check_finished(spec, tmp_path, result, undisturbed)
 
 
-def trainer_recovered(cluster, task: str) -> bool:
+def _task_alive(cluster, task: str) -> bool:
     """Whether ``task``'s actor is alive (a recovery brought it back, or it was never killed)."""
     from specflow.distributed.reaper import alive
 
