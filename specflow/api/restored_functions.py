@@ -12,7 +12,9 @@ Python values equal. Arrays and sf.Tensors are tried first; then Python numbers 
 converted to the signature's dtype where TensorFlow would convert them (an int to a float, not a
 float to an int). The chosen function runs through export/function_call.py in the model's
 Session, its captures bound to the model's own variables, and its outputs come back as sf.Tensors
-in the structure the function returned.
+in the structure the function returned. Under a recording GradientTape or inside sf.function the
+same call graph runs op by op instead (api/signature_tape.py, as a signature does), so gradients
+reach its inputs and the model's variables, as through TensorFlow's restored functions.
 """
 
 from __future__ import annotations
@@ -22,11 +24,13 @@ import threading
 import numpy as np
 
 from specflow.api.function import flatten
+from specflow.api.signature_tape import TapedSignature
 from specflow.api.tensor import EagerTensor, Tensor
 from specflow.errors import ExportError, SpecflowError
 from specflow.export.function_call import FunctionCall
 from specflow.export.object_graph import ArgSpec, decode, map_structure
 from specflow.graph.dtypes import dtype_of
+from specflow.graph.graph_def import GraphDef
 from specflow.graph.shapes import Shape
 
 _CPU0 = "/job:localhost/replica:0/task:0/device:CPU:0"
@@ -40,6 +44,7 @@ class _Concrete:
         self._saved = saved  # its SavedConcreteFunction
         self._captures = captures  # () -> node id -> graph node name (read once, on first use)
         self._call: FunctionCall | None = None
+        self._taped: TapedSignature | None = None
         structured = decode(saved.canonicalized_input_signature)
         if not (isinstance(structured, tuple) and len(structured) == 2 and isinstance(structured[1], dict)):
             raise ExportError(f"function '{name}' has no ((args...), {{kwargs}}) input signature")
@@ -52,7 +57,30 @@ class _Concrete:
         flat: list[np.ndarray] = []
         return flat if _match((self.args, self.kwargs), (args, kwargs), convert, flat) else None
 
-    def run(self, model, flat: list[np.ndarray]):
+    def run(self, model, flat: list, variables: dict):
+        """``flat``: the tensor arguments (arrays, or sf.Tensors under a tape or in a trace)."""
+        call = self._function_call(model)
+        specs = [leaf.spec for leaf in flatten(self.outputs)[0] if isinstance(leaf, ArgSpec)]
+        taped = self._taped_call(call, model, variables, specs)
+        if taped.applies(None):  # op by op: a recording tape sees the ops, a trace takes them in
+            aliases = [f"input_{i}" for i in range(len(flat))]
+
+            def run(feeds: dict) -> dict:  # a call with loops, eagerly: through the Session
+                return {f"output_{k}": v for k, v in enumerate(call([feeds[a] for a in aliases]))}
+
+            out = taped(dict(zip(aliases, flat)), run)
+            got = [out[f"output_{k}"] for k in range(len(specs))]
+        else:
+            got = call([np.asarray(v.numpy()) if hasattr(v, "numpy") else v for v in flat])
+            if len(got) != len(specs):
+                raise ExportError(f"function '{self.name}' returns {len(got)} tensor(s), which its saved output "
+                                  "signature does not describe (corrupted SavedModel?)")
+            got = [EagerTensor(v, spec.dtype, _CPU0) for v, spec in zip(got, specs)]
+        values = iter(got)
+        # a Python value the function returned comes back as it was
+        return map_structure(self.outputs, lambda spec: next(values) if isinstance(spec, ArgSpec) else spec)
+
+    def _function_call(self, model) -> FunctionCall:
         if self._call is None:
             nodes = self._captures()
             missing = [i for i in self._saved.bound_inputs if i not in nodes]
@@ -61,19 +89,23 @@ class _Concrete:
                                   "is not a variable or constant specflow can bind")
             self._call = FunctionCall(model, self.name, [nodes[i] for i in self._saved.bound_inputs],
                                       [leaf.spec.shape for leaf in self.leaves])
-        got = self._call(flat)
-        if len(got) != sum(isinstance(leaf, ArgSpec) for leaf in flatten(self.outputs)[0]):
-            raise ExportError(f"function '{self.name}' returns {len(got)} tensor(s), which its saved output "
-                              "signature does not describe (corrupted SavedModel?)")
-        values = iter(got)
+        return self._call
 
-        def leaf(spec):
-            if not isinstance(spec, ArgSpec):
-                return spec  # a Python value the function returned: returned as it was
-            v = next(values)
-            return EagerTensor(v, spec.spec.dtype, _CPU0)
-
-        return map_structure(self.outputs, leaf)
+    def _taped_call(self, call: FunctionCall, model, variables: dict, specs: list) -> TapedSignature:
+        """The call's graph as a TapedSignature (built on first use): run op by op under a
+        recording GradientTape, as TensorFlow's restored functions are differentiable, and
+        joining an sf.function's trace; its call node a target, so an assignment the outputs do
+        not depend on runs too."""
+        if self._taped is None:
+            feeds, fetches, target, added = call.build()
+            if len(fetches) != len(specs):
+                raise ExportError(f"function '{self.name}' returns {len(fetches)} tensor(s), which its saved "
+                                  "output signature does not describe (corrupted SavedModel?)")
+            graph = GraphDef(model.graph_def.nodes + added.nodes)
+            inputs = {f"input_{i}": (f, leaf.spec) for i, (f, leaf) in enumerate(zip(feeds, self.leaves))}
+            outputs = {f"output_{k}": (f, spec) for k, (f, spec) in enumerate(zip(fetches, specs))}
+            self._taped = TapedSignature(self.name, graph, inputs, outputs, variables, targets=(target,))
+        return self._taped
 
 
 class RestoredFunction:
@@ -82,9 +114,10 @@ class RestoredFunction:
 
     def __init__(self, name: str, model, concretes: list[_Concrete], params: list[str],
                  defaults: dict | None = None, kwonly: list[str] | None = None, varargs: bool = False,
-                 varkw: bool = False):
+                 varkw: bool = False, variables: dict | None = None):
         self.name = name
         self._model = model
+        self._variables = variables or {}  # shared_name -> sf.Variable: what the graph's handles are
         self.concrete_functions = concretes
         self.params = params
         self._defaults = defaults or {}
@@ -95,7 +128,7 @@ class RestoredFunction:
         bound_args, bound_kwargs = self._bind(args, kwargs)
         chosen = self._choose(bound_args, bound_kwargs)
         if chosen is not None:
-            return chosen[0].run(self._model, chosen[1])
+            return chosen[0].run(self._model, chosen[1], self._variables)
         got = self._text(bound_args, bound_kwargs, _describe_value)
         have = "; ".join(f"{self.name}({self._text(c.args, c.kwargs, _describe)})"
                          for c in self.concrete_functions) or "none"
@@ -164,9 +197,10 @@ class RestoredFunction:
 # --- building them from the object graph ------------------------------------------------------------
 
 
-def restored_functions(model) -> dict[str, RestoredFunction]:
+def restored_functions(model, variables: dict | None = None) -> dict[str, RestoredFunction]:
     """Every saved function reachable from the root through objects' attributes (identifier names;
-    the ``signatures`` map and a function's own traces left out), by dotted path (``sub.f``)."""
+    the ``signatures`` map and a function's own traces left out), by dotted path (``sub.f``).
+    ``variables``: every variable of the model's session by shared name (sf.Variables)."""
     meta_graph = model.meta_graph
     if meta_graph is None or not meta_graph.object_graph_def.nodes:
         return {}
@@ -190,14 +224,14 @@ def restored_functions(model) -> dict[str, RestoredFunction]:
                 if kind == "user_object":
                     next_level.append((child.node_id, where))
                 elif kind in ("function", "bare_concrete_function"):
-                    fn = _restored(child.local_name, node, graph, model, captures)
+                    fn = _restored(child.local_name, node, graph, model, captures, variables)
                     if fn is not None:
                         out[where] = fn
         todo = next_level
     return out
 
 
-def _restored(name: str, node, graph, model, captures) -> RestoredFunction | None:
+def _restored(name: str, node, graph, model, captures, variables) -> RestoredFunction | None:
     """The node as a RestoredFunction; None when its signatures hold what specflow cannot decode
     (a RaggedTensorSpec) or it has no concrete function."""
     try:
@@ -208,7 +242,7 @@ def _restored(name: str, node, graph, model, captures) -> RestoredFunction | Non
             keywords = list(bare.argument_keywords)
             if c.kwargs or len(c.args) != len(keywords):
                 return None  # a signature-style function (keyword arguments only): sf.load's signatures
-            return RestoredFunction(name, model, [c], keywords)
+            return RestoredFunction(name, model, [c], keywords, variables=variables)
         names = [n for n in node.function.concrete_functions if n in graph.concrete_functions]
         concretes = [_Concrete(n, graph.concrete_functions[n], captures) for n in names]
     except SpecflowError:  # a signature specflow cannot read: the function is left out
@@ -225,7 +259,7 @@ def _restored(name: str, node, graph, model, captures) -> RestoredFunction | Non
     if not params and not spec:  # no FunctionSpec: the first trace's argument names
         params = [(a.name if isinstance(a, ArgSpec) else None) or f"arg_{i}" for i, a in enumerate(concretes[0].args)]
     return RestoredFunction(name, model, concretes, params, named_defaults, list(spec.get("kwonlyargs") or []),
-                            spec.get("varargs") is not None, spec.get("varkw") is not None)
+                            spec.get("varargs") is not None, spec.get("varkw") is not None, variables)
 
 
 def _fields(structured) -> dict:
@@ -312,14 +346,16 @@ def _match(expected, value, convert: bool, flat: list) -> bool:
         return False
 
 
-def _as_array(value, expected: ArgSpec, convert: bool) -> np.ndarray | None:
-    """``value`` as the array fed for a tensor argument of ``expected``'s spec, or None if it does
-    not fit: an array or sf.Tensor of the same dtype; with ``convert``, also Python numbers (and
-    lists of them) where the dtype can hold them."""
+def _as_array(value, expected: ArgSpec, convert: bool):
+    """``value`` as what is fed for a tensor argument of ``expected``'s spec, or None if it does
+    not fit: an sf.Tensor or sf.Variable of the same dtype (as itself: a tape or a trace takes it) or an array of
+    that dtype; with ``convert``, also Python numbers (and lists of them) where the dtype can
+    hold them."""
     want = expected.spec.dtype
     if isinstance(value, Tensor):
-        arr = value.numpy()
-    elif isinstance(value, (np.ndarray, np.generic)):
+        ok = value.dtype == want and expected.spec.shape.is_compatible_with(value.shape)
+        return value if ok else None
+    if isinstance(value, (np.ndarray, np.generic)):
         arr = np.asarray(value)
     elif convert and not isinstance(value, dict):
         arr = _convert(value, want)

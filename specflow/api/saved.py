@@ -283,7 +283,7 @@ def _load_saved_model(path: Path, tags) -> LoadedModule:
         sigs[name] = SignatureFunction(name, dict(sig.inputs), dict(sig.outputs),
                                        lambda feeds, name=name: model.run(name, feeds), taped=taped,
                                        keywords_only=True)
-    functions = restored_functions(model)  # built lazily: a function's graph on its first call
+    functions = restored_functions(model, every)  # built lazily: a function's graph on its first call
     module = LoadedModule(str(path), model.session, variables, sigs, functions=functions)
     module._saved = model  # sf.save writes it again
     module._objects, module._callable = object_attributes(model.meta_graph, model.graph_def, every, functions)

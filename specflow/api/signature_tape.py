@@ -33,8 +33,9 @@ class TapedSignature:
     """Runs one signature of ``graph`` eagerly; ``variables``: shared_name -> sf.Variable."""
 
     def __init__(self, name: str, graph: GraphDef, inputs: dict, outputs: dict, variables: dict,
-                 extra_feeds: dict | None = None):
+                 extra_feeds: dict | None = None, targets: tuple[str, ...] = ()):
         self.name = name
+        self.targets = list(targets)  # nodes run for their effects too (a restored function's call)
         self.inputs = inputs
         self.outputs = outputs
         self.variables = variables
@@ -47,7 +48,7 @@ class TapedSignature:
     def nodes(self) -> list:
         if self._nodes is None:
             fed = {parse_input(t).node for t, _ in self.inputs.values()} | set(self.extra)
-            wanted = [t for t, _ in self.outputs.values()]
+            wanted = [t for t, _ in self.outputs.values()] + self.targets
             self._nodes = _in_order(_closure(self._graph, wanted, fed), fed)
             self.loops = [f"'{n.name}' ({n.op})" for n in self._nodes if n.op in FRAME_OPS]
         return self._nodes
@@ -70,7 +71,7 @@ class TapedSignature:
 
         if self._graph_call is None:
             fed = {parse_input(t).node for t, _ in self.inputs.values()} | set(self.extra)
-            closure = _closure(self._graph, [t for t, _ in self.outputs.values()], fed)
+            closure = _closure(self._graph, [t for t, _ in self.outputs.values()] + self.targets, fed)
             self._graph_call = GraphCall(
                 self.name, closure.nodes, {a: parse_input(t).node for a, (t, _) in self.inputs.items()},
                 {a: t for a, (t, _) in self.outputs.items()}, self.extra, self.variables)

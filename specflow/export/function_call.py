@@ -37,23 +37,25 @@ class FunctionCall:
         self.name = name
         self.captures = captures
         self.shapes = shapes  # of the tensor arguments, for the placeholders (None: unknown)
-        self._built: tuple[list[str], list[str], str] | None = None  # feeds, fetches, target
+        self._built: tuple[list[str], list[str], str, GraphDef] | None = None  # feeds, fetches, target, graph
         self._lock = threading.Lock()
 
     def __call__(self, values: list[np.ndarray]) -> list[np.ndarray]:
-        feeds, fetches, target = self._build()
+        feeds, fetches, target, _ = self.build()
         if len(values) != len(feeds):
             raise ExportError(f"function '{self.name}' takes {len(feeds)} tensor(s), got {len(values)}")
         out = self.model.session.run(fetches, dict(zip(feeds, values)), targets=[target])
         return [np.asarray(v) for v in out]
 
-    def _build(self) -> tuple[list[str], list[str], str]:
+    def build(self) -> tuple[list[str], list[str], str, GraphDef]:
+        """The session extended (once): the feeds, fetches and target of a call, and the nodes
+        added (what a recording GradientTape runs op by op, api/restored_functions.py)."""
         with self._lock:  # once per function, however many threads call it first
             if self._built is None:
                 self._built = self._extend()
             return self._built
 
-    def _extend(self) -> tuple[list[str], list[str], str]:
+    def _extend(self) -> tuple[list[str], list[str], str, GraphDef]:
         meta_graph, session = self.model.meta_graph, self.model.session
         library = {f.signature.name: f for f in meta_graph.graph_def.library.function}
         if self.name not in library:
@@ -89,4 +91,4 @@ class FunctionCall:
         fetches = [f"{call.name}:{k}" for k in range(len(sig.output_arg))]
         check_supported(GraphDef(list(nodes.values()) + added.nodes), fetches + [call.name], feeds)
         session.extend(added)
-        return feeds, fetches, call.name
+        return feeds, fetches, call.name, added

@@ -100,6 +100,39 @@ def test_a_loaded_model_saved_after_a_restored_call_keeps_what_it_assigned(tmp_p
     close(again.signatures["serving_default"](x=x)["output_0"], m(x))
 
 
+def test_restored_functions_are_differentiable_under_a_gradient_tape():
+    """As TensorFlow's restored functions are: gradients reach the model's variables and the
+    inputs (against the analytic ones), eagerly and inside sf.function; a function run under a
+    recording tape for its assignment still assigns."""
+    rec = np.load(DATA / "tf_functions_expected.npz")
+    m = sf.load(DATA / "tf_functions")
+    x, v2 = rec["x"], rec["v2"]
+    xt = sf.constant(x)
+    with sf.GradientTape() as tape:
+        tape.watch(xt)
+        y = m.scaled(xt, 2.0)["y"]  # 2 x @ w
+        loss = sf.reduce_sum(y * y)
+        assert m.bump() is None
+    gw, gb, gx = tape.gradient(loss, [m.w, m.b, xt])
+    close(y, rec["scaled_y"])
+    close(gw, 4.0 * x.T @ y.numpy())  # d/dw sum((2 x w)^2) = 2 x^T (2 y)
+    assert gb is None  # scaled does not read b
+    close(gx, 4.0 * y.numpy() @ m.w.numpy().T)
+    close(m.counter.numpy(), 1.0)
+    with sf.GradientTape() as tape:  # a Python value traced as a constant; a list returned
+        first, (second,) = m.mode(v2)
+        loss = sf.reduce_sum(first) + 3.0 * sf.reduce_sum(second) + sf.reduce_sum(m.double(v2))
+    close(tape.gradient(loss, m.b), [4.0, 4.0])  # mode returns b (3 b summed), double adds b
+
+    @sf.function
+    def step(x):
+        with sf.GradientTape() as tape:
+            loss = sf.reduce_sum(m.scaled(x, 2.0)["y"] ** 2)
+        return tape.gradient(loss, m.w)
+
+    close(step(xt), gw)
+
+
 # --- SavedModels made by TensorFlow here -------------------------------------------------------------
 
 
@@ -255,3 +288,59 @@ def test_a_module_saved_without_signatures_is_callable_through_its_restored_call
     same(s(v), t(tf.constant(v)))
     same(s(v, square=True), t(tf.constant(v), square=True))
     same(s(v, True), t(tf.constant(v), True))
+
+
+def test_restored_function_gradients_match_tensorflows(tf, tmp_path):
+    """Gradients of restored functions (one with a while loop, one with a cond on a tensor) and
+    of what they return, against tf.GradientTape over tf.saved_model.load's."""
+
+    class M(tf.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = tf.Variable(np.linspace(-1, 1, 6, dtype=np.float32).reshape(3, 2))
+            self.b = tf.Variable([0.5, -0.5])
+
+        @tf.function
+        def __call__(self, x, training=False):
+            y = tf.tanh(tf.matmul(x, self.w) + self.b)
+            return y * 2.0 if training else y
+
+        @tf.function(input_signature=[tf.TensorSpec([None, 3], tf.float32), tf.TensorSpec([], tf.int32)])
+        def repeat(self, x, n):
+            h = tf.matmul(x, self.w)
+            for _ in tf.range(n):  # a While in the saved function
+                h = tf.sin(h) + self.b
+            return h
+
+        @tf.function(input_signature=[tf.TensorSpec([None, 3], tf.float32)])
+        def gate(self, x):
+            h = tf.matmul(x, self.w)
+            return tf.cond(tf.reduce_sum(h) > 0, lambda: h * self.b, lambda: h - self.b)
+
+    m = M()
+    m(tf.ones([2, 3]))
+    m(tf.ones([2, 3]), training=True)
+    tf.saved_model.save(m, str(tmp_path / "m"))
+    t = tf.saved_model.load(str(tmp_path / "m"))
+    s = sf.load(tmp_path / "m")
+    x = np.random.default_rng(1).standard_normal((2, 3)).astype(np.float32)
+    calls = [
+        (lambda f, x: f(x), {}),
+        (lambda f, x: f(x, training=True), {}),
+        (lambda f, x: f.repeat(x, 3), {}),
+        (lambda f, x: f.gate(x), {}),
+        (lambda f, x: f.gate(-x), {}),
+    ]
+    for call, _ in calls:
+        xt = tf.constant(x)
+        with tf.GradientTape() as tape:
+            tape.watch(xt)
+            loss = tf.reduce_sum(call(t, xt) ** 2)
+        want = tape.gradient(loss, [t.w, t.b, xt])
+        xs = sf.constant(x)
+        with sf.GradientTape() as tape:
+            tape.watch(xs)
+            loss = sf.reduce_sum(call(s, xs) ** 2)
+        got = tape.gradient(loss, [s.w, s.b, xs])
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-5, atol=1e-6)
