@@ -43,3 +43,16 @@ TF_NAMES = (
     "squeeze stack stop_gradient subtract tanh tile top_k transpose unstack where zeros zeros_like"
 ).split()
 EXPORTS.update({n: ("specflow.api.tf_names", n) for n in TF_NAMES})
+
+# Functional control flow and its helpers (sf.map_fn, sf.scan, sf.switch_case, sf.control_dependencies,
+# ...: api/tf_control_names.py), sf.custom_gradient, and sf.debugging's checks (TensorFlow keeps
+# Assert and four asserts at its top level too).
+CONTROL_NAMES = (
+    "map_fn vectorized_map scan foldl foldr switch_case case control_dependencies group no_op gradients "
+    "init_scope executing_eagerly is_tensor get_static_value ensure_shape print"
+).split()
+EXPORTS.update({n: ("specflow.api.tf_control_names", n) for n in CONTROL_NAMES})
+EXPORTS["custom_gradient"] = ("specflow.api.custom_gradient", "custom_gradient")
+EXPORTS["debugging"] = ("specflow.api.debugging", None)
+EXPORTS.update({n: ("specflow.api.debugging", n) for n in ("Assert", "assert_equal", "assert_greater", "assert_less",
+                                                            "assert_rank")})

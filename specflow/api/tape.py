@@ -315,6 +315,7 @@ class GradientTape:
         if not connected or not xs:
             return [None] * len(sources)
         first_new = len(b.graph_def.nodes)
+        b.eager_replay = (names, tensors)  # a custom gradient's grad_fn reads recorded tensors (api/custom_gradient.py)
         grads = gradients(b, connected, xs, grad_ys=grad_ys)
         outer = [t for t in STATE.tapes if t is not self]
         if framed:

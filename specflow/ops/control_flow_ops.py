@@ -17,7 +17,7 @@ import numpy as np
 
 from specflow.errors import GraphError
 from specflow.graph import dtypes
-from specflow.graph.graph_def import parse_input
+from specflow.graph.graph_def import parse_input, tensor_name
 from specflow.graph.shapes import Shape
 from specflow.ops import grad_util as gu
 from specflow.ops.inference import InferenceContext, no_outputs
@@ -63,8 +63,22 @@ def _switch(ctx, data, pred):
 @gradient("Switch")
 def _switch_grad(b, node, dys):
     """TF's cond gradient: exactly one branch was taken, so exactly one of the branch gradients
-    is alive (the other branch's ops, its ZerosLike included, saw dead inputs); Merge picks it."""
-    return [gu.emit(b, "Merge", dys[0], dys[1]), None]
+    is alive (the other branch's ops, its ZerosLike included, saw dead inputs); Merge picks it.
+
+    A variable's handle switched into one branch only (a branch reading it, the other not) has
+    a gradient from that branch alone: the other side's is zeros of the variable, read through
+    that side's output so that it is alive exactly when that branch runs (TF merges the one
+    gradient with itself there, leaving it dead when the other branch runs)."""
+    false_dy, true_dy = (d.dense(b) if isinstance(d, gu.IndexedSlices) else d for d in dys)
+    if false_dy is None or true_dy is None:
+        have = true_dy if false_dy is None else false_dy
+        if have is None or b.spec(node.data_inputs[0]).dtype != dtypes.resource:
+            return [None, None]  # nothing carries a gradient here (TF: None too)
+        side = 0 if false_dy is None else 1
+        read = gu.emit(b, "ReadVariableOp", tensor_name(node.name, side), dtype=b.spec(have).dtype)
+        zeros = gu.emit(b, "ZerosLike", read)
+        false_dy, true_dy = (zeros, have) if side == 0 else (have, zeros)
+    return [gu.emit(b, "Merge", false_dy, true_dy), None]
 
 
 # --- Merge -------------------------------------------------------------------------------------

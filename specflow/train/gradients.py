@@ -25,6 +25,11 @@ from specflow.ops.registry import NOT_DIFFERENTIABLE, get_op, output_dtypes
 from specflow.train.loop_gradients import backprop_loop
 from specflow.train.loop_structure import analyze_loops
 
+# TF's gradient_override_map: a node whose ``_gradient_op_type`` attr names an entry here takes
+# that gradient function instead of its op's (sf.custom_gradient's IdentityN, api/custom_gradient.py).
+# A name not here (a TF graph's "CustomGradient-N" without its Python function) keeps the op's own.
+OVERRIDES: dict[str, object] = {}
+
 
 def _carries_gradient(dtype) -> bool:
     # A TensorList (variant) carries its elements' gradients as a list of them.
@@ -166,7 +171,7 @@ def _node_gradient(b, node: NodeDef, grads: dict[str, list[str]], ys, accept) ->
     out_dts = _out_dtypes(node)
     if not any(_tensor(node.name, k) in grads for k in range(len(out_dts))):
         return
-    fn = get_op(node.op).gradient
+    fn = OVERRIDES.get(node.attrs.get("_gradient_op_type")) or get_op(node.op).gradient
     if fn is None:
         raise GraphError(
             f"no gradient is registered for op {node.op}, but the gradient of "
