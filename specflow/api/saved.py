@@ -459,7 +459,14 @@ def _python_serving_model(module, concretes: dict[str, ConcreteFunction]):
         outs = {}
         aliases = _output_aliases(cf)
         for alias, t, (dtype, shape) in zip(aliases, cf.outputs, cf.output_specs):
-            outs[alias] = (_rename(t, renamed), TensorSpec(dtype, shape))
+            tensor = _rename(t, renamed)
+            if cf.target is not None:  # the function's effects (assigns, prints) run with its outputs, as
+                # a call of the whole TF function does in TF1-style loaders (sf.load, predict, Serving)
+                node = NodeDef(f"{prefix}{alias}_after_effects", "Identity", [tensor, f"^{renamed[cf.target]}"], "",
+                               {"T": dtype})
+                nodes.append(node)
+                tensor = f"{node.name}:0"
+            outs[alias] = (tensor, TensorSpec(dtype, shape))
         if not outs:
             raise ExportError(f"sf.save: signature '{sig_name}' returns no tensors")
         sigs[sig_name] = SignatureIO(ins, outs)

@@ -439,24 +439,59 @@ def ensure_shape(x, shape, name: str | None = None):
     return call("EnsureShape", _t(x), shape=as_shape(shape), name=name)
 
 
-def print(*inputs, output_stream=sys.stderr, summarize: int = 3, sep: str = " ", end: str = "\n",
+def print(*inputs, output_stream=None, summarize: int = 3, sep: str = " ", end: str = "\n",
           name: str | None = None):  # noqa: A001 (TensorFlow's name)
-    """Eagerly, the values as TensorFlow prints them (numpy's summarizing, ``summarize`` items a
-    side). Inside sf.function there is no print op yet: an error says so."""
-    if STATE.trace is not None:
-        raise GraphError("sf.print inside an sf.function is not supported (specflow has no PrintV2 op); "
-                         "return the value, or run the function eagerly (sf.config.run_functions_eagerly(True))")
-    parts = []
-    for x in inputs:
-        if isinstance(x, Tensor):
-            with np.printoptions(threshold=2 * summarize, edgeitems=summarize):
-                parts.append(np.array2string(np.asarray(x.numpy()), separator=" "))
-        else:
-            parts.append(str(x))
-    stream = output_stream
-    if isinstance(stream, str):
-        stream = {"stderr": sys.stderr, "stdout": sys.stdout}.get(stream, sys.stderr)
-    builtins.print(*parts, sep=sep, end=end, file=stream)
+    """The values as TensorFlow prints them (ops/print_ops.py: ``summarize`` items from each end
+    of every dimension); Python values and structures as Python writes them, tensors inside.
+    Inside sf.function it is a StringFormat and a PrintV2 op, run in program order."""
+    from specflow.ops.print_ops import format_tensor
+
+    tensors: list = []
+    texts = [_print_template(x, tensors) for x in inputs]
+    if output_stream is None or output_stream is sys.stderr:  # TensorFlow's default, sys.stderr
+        output_stream = "stderr"
+    stream = "stdout" if output_stream is sys.stdout else output_stream
+    if STATE.trace is None:
+        values = iter(format_tensor(np.asarray(t.numpy()), summarize) for t in tensors)
+        text = "".join(part if part is not _SLOT else next(values) for x in texts for part in x + [sep])
+        text = text[: len(text) - len(sep)] if inputs else ""
+        target = stream if hasattr(stream, "write") else {"stdout": sys.stdout}.get(stream, sys.stderr)
+        target.write(text + end)
+        target.flush()
+        return None
+    if not isinstance(stream, str):
+        raise GraphError("sf.print inside an sf.function prints to sys.stderr or sys.stdout only")
+    placeholder = "{}"
+    parts = [part for x in texts for part in x + [sep]][:-1] if inputs else []
+    if any(placeholder in p for p in parts if p is not _SLOT):
+        placeholder = "{sf_print_slot}"
+    template = "".join(placeholder if p is _SLOT else p for p in parts)
+    line = call("StringFormat", tensors, template=template, placeholder=placeholder, summarize=int(summarize))
+    return call("PrintV2", line, output_stream=stream, end=end, name=name)
+
+
+_SLOT = object()  # where a tensor goes in a print's template
+
+
+def _print_template(x, tensors: list) -> list:
+    """``x`` as text parts, a tensor as a _SLOT (appended to ``tensors``): structures as Python
+    writes them (``[1, <tensor>]``, ``{'a': <tensor>}``)."""
+    from specflow.api.variables import Variable
+
+    if isinstance(x, Variable):
+        x = x._read()
+    if isinstance(x, Tensor):
+        tensors.append(x)
+        return [_SLOT]
+    if isinstance(x, (list, tuple)) and any(isinstance(v, Tensor) for v in flatten(x)[0]):
+        inner = [p for i, v in enumerate(x) for p in ([", "] if i else []) + _print_template(v, tensors)]
+        close = "," if isinstance(x, tuple) and len(x) == 1 else ""
+        return ["[" if isinstance(x, list) else "(", *inner, close + ("]" if isinstance(x, list) else ")")]
+    if isinstance(x, dict) and any(isinstance(v, Tensor) for v in flatten(x)[0]):
+        inner = [p for i, (k, v) in enumerate(x.items()) for p in ([", "] if i else []) + [f"{k!r}: "]
+                 + _print_template(v, tensors)]
+        return ["{", *inner, "}"]
+    return [str(x)]
 
 
 NAMES = ["map_fn", "vectorized_map", "scan", "foldl", "foldr", "switch_case", "case", "control_dependencies",

@@ -48,6 +48,7 @@ from specflow.ops import (  # noqa: F401,E402  (importing registers the ops)
     optional_ops,
     parse_ops,
     pool_ops,
+    print_ops,
     quantize_dequantize_ops,
     ragged_ops,
     random_dist_ops,

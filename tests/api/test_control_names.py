@@ -314,5 +314,69 @@ def test_queries_shapes_scopes_and_print():
     out = io.StringIO()
     sf.print("x:", sf.constant([1, 2, 3]), output_stream=out)
     assert out.getvalue() == "x: [1 2 3]\n"
-    with pytest.raises(sf.SpecflowError, match="sf.print inside an sf.function is not supported"):
-        sf.function(lambda x: sf.print(x))(np.float32(1.0))
+
+
+def test_print_eagerly_and_in_a_function_as_tensorflow_writes_it(capfd):
+    sf.print("x is", sf.constant(np.arange(10)), {"a": sf.constant([1.5, 2.0])}, 7, [1, 2])
+    assert capfd.readouterr().err == "x is [0 1 2 ... 7 8 9] {'a': [1.5 2]} 7 [1, 2]\n"
+
+    @sf.function
+    def f(x):
+        sf.print("in fn", x, [x, 3], summarize=2)
+        return x * 2.0
+
+    close(f(np.arange(6, dtype=np.float32)), np.arange(6) * 2.0)
+    assert capfd.readouterr().err == "in fn [0 1 ... 4 5] [[0 1 ... 4 5], 3]\n"
+    nodes = [n.op for n in f.get_concrete_function(np.arange(6, dtype=np.float32)).graph_def.nodes]
+    assert "StringFormat" in nodes and "PrintV2" in nodes
+    f(np.arange(3, dtype=np.float32))  # a new trace prints too
+    assert capfd.readouterr().err == "in fn [0 1 2] [[0 1 2], 3]\n"
+
+
+def test_a_saved_function_that_prints_prints_when_loaded(tmp_path, capfd):
+    @sf.function(input_signature=[sf.TensorSpec([None], sf.float32)])
+    def g(v):
+        sf.print("v:", v)
+        return v + 1.0
+
+    module = sf.Module()
+    module.g = g
+    sf.save(module, tmp_path / "m", signatures={"serving_default": g})
+    capfd.readouterr()
+    loaded = sf.load(tmp_path / "m")
+    close(loaded.g(np.ones(4, np.float32)), np.full(4, 2.0))
+    assert capfd.readouterr().err == "v: [1 1 1 1]\n"
+
+
+def test_a_tensorflow_savedmodel_that_prints_loads_and_prints_the_same(tmp_path, capfd):
+    tf = pytest.importorskip("tensorflow")
+
+    class M(tf.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = tf.Variable([1.0, 2.0])
+
+        @tf.function(input_signature=[tf.TensorSpec([None, 2], tf.float32)])
+        def __call__(self, x):
+            tf.print("x is", x, "sum", tf.reduce_sum(x), summarize=2)
+            return x * self.w
+
+    tf.saved_model.save(M(), str(tmp_path / "m"))
+    x = np.arange(10, dtype=np.float32).reshape(5, 2) / 3
+    capfd.readouterr()
+    want = tf.saved_model.load(str(tmp_path / "m"))(x).numpy()
+    printed = capfd.readouterr().err
+    got = sf.load(tmp_path / "m")(x)
+    assert capfd.readouterr().err == printed and printed.startswith("x is [[0 0.333333343]")
+    close(got, want)
+
+    @sf.function(input_signature=[sf.TensorSpec([None], sf.float32)])
+    def g(v):
+        sf.print("v:", v)
+        return v + 1.0
+
+    module = sf.Module()
+    module.g = g
+    sf.save(module, tmp_path / "ours", signatures={"serving_default": g})
+    close(tf.saved_model.load(str(tmp_path / "ours")).g(np.ones(4, np.float32)), np.full(4, 2.0))
+    assert capfd.readouterr().err.endswith("v: [1 1 1 1]\n")

@@ -193,3 +193,25 @@ def test_wrap_function_of_a_tensorflow_graph_file(tmp_path):
     (tmp_path / "frozen.pb").write_bytes(to_tf_graph_def(b.graph_def).SerializeToString())
     f = sf.wrap_function(tmp_path / "frozen.pb", feeds=["x:0"], fetches="y:0")
     np.testing.assert_allclose(f(np.array([[1.0, 1.0]], np.float32)).numpy(), [[3.0]])
+
+
+def test_a_saved_signatures_effects_run_when_it_is_called_after_loading(tmp_path):
+    """An assignment the outputs do not read still runs, before the outputs, as a call of the
+    whole function does in TensorFlow (sf.load, predict and TF1-style servers run the signature's
+    tensors, not a call op)."""
+    m = sf.Module()
+    m.c = sf.Variable(0.0)
+
+    @sf.function(input_signature=[sf.TensorSpec([None], sf.float32)])
+    def g(v):
+        m.c.assign_add(1.0)
+        return v + m.c
+
+    m.g = g
+    sf.save(m, tmp_path / "m", signatures={"serving_default": g})
+    loaded = sf.load(tmp_path / "m")
+    np.testing.assert_allclose(loaded.g(np.ones(2, np.float32)).numpy(), [2.0, 2.0])
+    assert loaded.c.numpy() == 1.0
+    out = loaded.signatures["serving_default"](v=np.ones(2, np.float32))["output_0"]
+    np.testing.assert_allclose(out.numpy(), [3.0, 3.0])
+    assert loaded.c.numpy() == 2.0
