@@ -44,6 +44,24 @@ TF_NAMES = (
 ).split()
 EXPORTS.update({n: ("specflow.api.tf_names", n) for n in TF_NAMES})
 
+# More of TensorFlow's top level: array/indexing names (api/tf_array_names.py), math names
+# (api/tf_math_names.py) and linalg names (api/linalg.py); each module's NAMES, kept equal by a test.
+TF_ARRAY_NAMES = (
+    "argsort batch_to_space bitcast boolean_mask broadcast_dynamic_shape broadcast_static_shape clip_by_norm "
+    "complex dynamic_partition dynamic_stitch gather_nd histogram_fixed_width identity_n linspace meshgrid "
+    "parallel_stack repeat reverse_sequence roll saturate_cast scatter_nd searchsorted shape_n slice sort "
+    "space_to_batch space_to_batch_nd strided_slice tensor_scatter_nd_add tensor_scatter_nd_max "
+    "tensor_scatter_nd_min tensor_scatter_nd_sub tensor_scatter_nd_update unique unique_with_counts unravel_index"
+).split()
+TF_MATH_NAMES = (
+    "acos acosh add_n asin asinh atan atan2 atanh cosh realdiv scalar_mul sinh tan truediv truncatediv truncatemod"
+).split()
+TF_LINALG_NAMES = "eig eigvals eye matrix_square_root norm tensordot".split()
+EXPORTS.update({n: ("specflow.api.tf_array_names", n) for n in TF_ARRAY_NAMES})
+EXPORTS.update({n: ("specflow.api.tf_math_names", n) for n in TF_MATH_NAMES})
+EXPORTS.update({n: ("specflow.api.linalg", n) for n in TF_LINALG_NAMES})
+EXPORTS["linalg"] = ("specflow.api.linalg", None)
+
 # Functional control flow and its helpers (sf.map_fn, sf.scan, sf.switch_case, sf.control_dependencies,
 # ...: api/tf_control_names.py), sf.custom_gradient, and sf.debugging's checks (TensorFlow keeps
 # Assert and four asserts at its top level too).

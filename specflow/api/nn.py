@@ -9,16 +9,24 @@ import numpy as np
 
 from specflow.api.op_functions import call
 from specflow.api.tensor import Tensor
+from specflow.api.tf_math_names import (  # noqa: F401 (tf.math has them too; sf.nn re-exports)
+    in_top_k,
+    l2_normalize,
+    log_softmax,
+    softmax,
+    softsign,
+    zero_fraction,
+)
 from specflow.api.tf_names import (
     _t,
     cast,
     expand_dims,
     random_uniform,
     reduce_mean,
-    reduce_sum,
     shape,
     squeeze,
     stop_gradient,
+    top_k,  # noqa: F401 (tf.nn.top_k)
     transpose,
 )
 
@@ -37,7 +45,6 @@ relu6 = _unary("Relu6", "relu6")
 elu = _unary("Elu", "elu")
 selu = _unary("Selu", "selu")
 softplus = _unary("Softplus", "softplus")
-softsign = _unary("Softsign", "softsign")
 sigmoid = _unary("Sigmoid", "sigmoid")
 tanh = _unary("Tanh", "tanh")
 
@@ -61,25 +68,6 @@ def gelu(features, approximate: bool = False, name: str | None = None):
         inner = (x + 0.044715 * x * x * x) * np.sqrt(2.0 / np.pi)
         return 0.5 * x * (1.0 + call("Tanh", inner))
     return 0.5 * x * (1.0 + call("Erf", x * (1.0 / np.sqrt(2.0))))
-
-
-def _on_last_axis(op: str, logits, axis, name):
-    x = _t(logits)
-    r = x.shape.rank
-    if axis is None or axis == -1 or (r is not None and axis == r - 1):
-        return call(op, x, name=name)
-    axis = axis % r
-    perm = list(range(r))
-    perm[axis], perm[-1] = perm[-1], perm[axis]
-    return transpose(call(op, transpose(x, perm)), perm)
-
-
-def softmax(logits, axis=None, name: str | None = None):
-    return _on_last_axis("Softmax", logits, axis, name)
-
-
-def log_softmax(logits, axis=None, name: str | None = None):
-    return _on_last_axis("LogSoftmax", logits, axis, name)
 
 
 def _four(v, name: str) -> list[int]:
@@ -210,12 +198,46 @@ def l2_loss(t, name: str | None = None):
     return call("L2Loss", _t(t), name=name)
 
 
-def l2_normalize(x, axis=None, epsilon: float = 1e-12, name: str | None = None):
-    x = _t(x)
-    square_sum = reduce_sum(call("Square", x), axis, keepdims=True)
-    return call("Mul", x, call("Rsqrt", call("Maximum", square_sum, np.asarray(epsilon, x.dtype.numpy))), name=name)
-
-
 def embedding_lookup(params, ids, name: str | None = None):
     return call("GatherV2", params, ids, np.int32(0), name=name)
 
+
+
+# The rest of tf.nn (depthwise/separable/3-D/transposed convolution, more pooling, morphology,
+# LRN, more losses and statistics): api/nn_more.py.
+from specflow.api.nn_more import (  # noqa: E402,F401
+    approx_max_k,
+    approx_min_k,
+    atrous_conv2d,
+    avg_pool1d,
+    avg_pool3d,
+    batch_norm_with_global_normalization,
+    compute_average_loss,
+    conv1d_transpose,
+    conv3d,
+    conv3d_transpose,
+    conv_transpose,
+    convolution,
+    crelu,
+    depth_to_space,
+    depthwise_conv2d,
+    depthwise_conv2d_backprop_filter,
+    depthwise_conv2d_backprop_input,
+    dilation2d,
+    erosion2d,
+    local_response_normalization,
+    log_poisson_loss,
+    lrn,
+    max_pool1d,
+    max_pool3d,
+    max_pool_with_argmax,
+    normalize_moments,
+    pool,
+    scale_regularization_loss,
+    separable_conv2d,
+    space_to_batch,
+    space_to_depth,
+    sufficient_statistics,
+    weighted_cross_entropy_with_logits,
+    weighted_moments,
+)

@@ -370,3 +370,6 @@ random.uniform = random_uniform
 NAMES = sorted(n for n, v in list(vars(sys.modules[__name__]).items())
                if callable(v) and not n.startswith("_") and getattr(v, "__module__", None) == __name__
                and n not in ("random_normal", "random_uniform"))
+
+# The rest of tf.math and tf.random: each module adds its names to the namespaces above.
+from specflow.api import tf_math_names, tf_random_names  # noqa: E402,F401
