@@ -77,40 +77,21 @@ def scan(fn, elems, initializer=None, parallel_iterations=10, back_prop=True, sw
     """``acc = fn(acc, x)`` over the elements (from the last with ``reverse``), every ``acc``
     stacked, in the elements' order. Without ``initializer`` the first element is the first
     ``acc`` (and the first output)."""
-    leaves, structure = flatten(elems)
-    if not leaves:
-        raise ValueError("scan: elems must hold at least one tensor")
-    init = _first(leaves, structure, reverse) if initializer is None else initializer
-    init_leaves, init_structure = flatten(init)
-    init_leaves = [_t(a) for a in init_leaves]
-    specs = [TensorSpec(a.shape, a.dtype) for a in init_leaves]
-
-    def step(acc, x):
-        out = fn(unflatten(init_structure, acc), x)
-        flat, got = flatten(out)
-        if got != init_structure or len(flat) != len(acc):
-            raise GraphError(f"scan: fn returned {_describe(out)} for an accumulator of {_describe(init)}")
-        flat = [_checked(o, s, "scan") for o, s in zip(flat, specs)]
-        return flat, flat
-
-    # without an initializer the first element is the first output (the last, reversed)
-    _, outs = _loop(step, leaves, structure, init_leaves, specs, specs, reverse=reverse,
-                    skip_first=initializer is None, parallel_iterations=parallel_iterations, name=name or "scan",
-                    first_out=init_leaves)
-    return unflatten(init_structure, outs)
+    return _accumulate(fn, elems, initializer, reverse, parallel_iterations, name or "scan", collect=True)
 
 
 def foldl(fn, elems, initializer=None, parallel_iterations=10, back_prop=True, swap_memory=False, name=None):
     """``acc = fn(acc, x)`` over the elements in order; the last ``acc``."""
-    return _fold(fn, elems, initializer, False, parallel_iterations, name or "foldl")
+    return _accumulate(fn, elems, initializer, False, parallel_iterations, name or "foldl", collect=False)
 
 
 def foldr(fn, elems, initializer=None, parallel_iterations=10, back_prop=True, swap_memory=False, name=None):
     """``acc = fn(acc, x)`` over the elements from the last; the last ``acc``."""
-    return _fold(fn, elems, initializer, True, parallel_iterations, name or "foldr")
+    return _accumulate(fn, elems, initializer, True, parallel_iterations, name or "foldr", collect=False)
 
 
-def _fold(fn, elems, initializer, reverse: bool, parallel_iterations, name: str):
+def _accumulate(fn, elems, initializer, reverse: bool, parallel_iterations, name: str, collect: bool):
+    """scan (``collect``: every accumulator stacked) and the folds (the last one)."""
     leaves, structure = flatten(elems)
     if not leaves:
         raise ValueError(f"{name}: elems must hold at least one tensor")
@@ -124,11 +105,14 @@ def _fold(fn, elems, initializer, reverse: bool, parallel_iterations, name: str)
         flat, got = flatten(out)
         if got != init_structure or len(flat) != len(acc):
             raise GraphError(f"{name}: fn returned {_describe(out)} for an accumulator of {_describe(init)}")
-        return [_checked(o, s, name) for o, s in zip(flat, specs)], []
+        flat = [_checked(o, s, name) for o, s in zip(flat, specs)]
+        return flat, flat if collect else []
 
-    acc, _ = _loop(step, leaves, structure, init_leaves, specs, [], reverse=reverse, skip_first=initializer is None,
-                   parallel_iterations=parallel_iterations, name=name)
-    return unflatten(init_structure, acc)
+    # without an initializer the first element is the first accumulator (and scan's first output)
+    acc, outs = _loop(step, leaves, structure, init_leaves, specs, specs if collect else [], reverse=reverse,
+                      skip_first=initializer is None, parallel_iterations=parallel_iterations, name=name,
+                      first_out=init_leaves if collect else None)
+    return unflatten(init_structure, outs if collect else acc)
 
 
 def _loop(step, leaves, structure, acc, acc_specs, out_specs, reverse: bool, skip_first: bool,

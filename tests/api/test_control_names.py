@@ -333,7 +333,7 @@ def test_print_eagerly_and_in_a_function_as_tensorflow_writes_it(capfd):
     assert capfd.readouterr().err == "in fn [0 1 2] [[0 1 2], 3]\n"
 
 
-def test_a_saved_function_that_prints_prints_when_loaded(tmp_path, capfd):
+def _save_printing_module(path) -> None:
     @sf.function(input_signature=[sf.TensorSpec([None], sf.float32)])
     def g(v):
         sf.print("v:", v)
@@ -341,7 +341,11 @@ def test_a_saved_function_that_prints_prints_when_loaded(tmp_path, capfd):
 
     module = sf.Module()
     module.g = g
-    sf.save(module, tmp_path / "m", signatures={"serving_default": g})
+    sf.save(module, path, signatures={"serving_default": g})
+
+
+def test_a_saved_function_that_prints_prints_when_loaded(tmp_path, capfd):
+    _save_printing_module(tmp_path / "m")
     capfd.readouterr()
     loaded = sf.load(tmp_path / "m")
     close(loaded.g(np.ones(4, np.float32)), np.full(4, 2.0))
@@ -370,13 +374,6 @@ def test_a_tensorflow_savedmodel_that_prints_loads_and_prints_the_same(tmp_path,
     assert capfd.readouterr().err == printed and printed.startswith("x is [[0 0.333333343]")
     close(got, want)
 
-    @sf.function(input_signature=[sf.TensorSpec([None], sf.float32)])
-    def g(v):
-        sf.print("v:", v)
-        return v + 1.0
-
-    module = sf.Module()
-    module.g = g
-    sf.save(module, tmp_path / "ours", signatures={"serving_default": g})
+    _save_printing_module(tmp_path / "ours")
     close(tf.saved_model.load(str(tmp_path / "ours")).g(np.ones(4, np.float32)), np.full(4, 2.0))
     assert capfd.readouterr().err.endswith("v: [1 1 1 1]\n")
