@@ -196,7 +196,8 @@ class GraphTensor(Tensor):
         n = self._shape[0] if self._shape.rank else None
         if n is None:
             raise GraphError(f"cannot iterate over tensor '{self.name}' of shape {self._shape} inside "
-                             "sf.function; use sf.while_loop")
+                             "sf.function (its length is known only when it runs); write the loop with "
+                             "sf.while_loop, sf.map_fn or sf.scan")
         for i in range(n):
             yield self[i]
 

@@ -179,7 +179,7 @@ def range(start, limit=None, delta=1, dtype=None, name: str | None = None):  # n
                  for v in (start, limit, delta)]
         dtype = dtypes.float32 if "f" in kinds else dtypes.int32
     dt = as_dtype(dtype)
-    args = [cast(v, dt) if isinstance(v, Tensor) and v.dtype != dt else np.asarray(v, dt.numpy)
+    args = [(cast(v, dt) if v.dtype != dt else v) if isinstance(v, Tensor) else np.asarray(v, dt.numpy)
             for v in (start, limit, delta)]
     return call("Range", *args, name=name)
 

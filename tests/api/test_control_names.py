@@ -377,3 +377,18 @@ def test_a_tensorflow_savedmodel_that_prints_loads_and_prints_the_same(tmp_path,
     _save_printing_module(tmp_path / "ours")
     close(tf.saved_model.load(str(tmp_path / "ours")).g(np.ones(4, np.float32)), np.full(4, 2.0))
     assert capfd.readouterr().err.endswith("v: [1 1 1 1]\n")
+
+
+def test_a_loop_over_a_traced_length_is_written_with_the_loop_functions():
+    @sf.function
+    def total(n):
+        return sf.foldl(lambda a, i: a + i, sf.range(n), initializer=np.int32(0))
+
+    assert int(total(np.int32(5))) == 10
+
+    @sf.function
+    def python_loop(n):
+        return [i for i in sf.range(n)]
+
+    with pytest.raises(sf.SpecflowError, match="cannot iterate .* sf.while_loop, sf.map_fn or sf.scan"):
+        python_loop(np.int32(3))
