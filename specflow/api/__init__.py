@@ -27,6 +27,7 @@ EXPORTS = {
     "optimizers": ("specflow.api.optimizers", None),
     "keras": ("specflow.api.keras", None),
     "saved_model": ("specflow.api.saved_model", None),
+    "data": ("specflow.api.data", None),
     "math": ("specflow.api.tf_names", "math"),
     "random": ("specflow.api.tf_names", "random"),
 }

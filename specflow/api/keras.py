@@ -1,7 +1,9 @@
 """``sf.keras``: the Keras layers a first model reaches for, as sf.Modules built on their first
 call (``Dense``, ``Conv2D``, ``MaxPooling2D``, ``AveragePooling2D``, ``Flatten``, ``Dropout``,
 ``Embedding``, ``LayerNormalization``, ``GlobalAveragePooling1D/2D``), ``Sequential``, the common
-losses and ``sf.keras.optimizers`` (= sf.optimizers). No ``fit``: a custom loop trains them.
+losses and ``sf.keras.optimizers`` (= sf.optimizers). A custom loop trains them, or Keras's
+``compile``/``fit``/``evaluate``/``predict`` on ``Sequential`` and on subclasses of ``sf.keras.Model``
+(api/keras_model.py), with ``sf.keras.callbacks`` (History, EarlyStopping).
 
 The math is Keras 3's (layer norm's arrangement, the losses' clipping of probabilities, the
 weight layouts), so weights copied from a Keras model with ``set_weights(model.get_weights())``
@@ -230,7 +232,10 @@ class LayerNormalization(Layer):
         return x * inv + res
 
 
-class Sequential(Layer):
+from specflow.api.keras_model import TrainingMixin  # noqa: E402 (its Model subclasses Layer, above)
+
+
+class Sequential(TrainingMixin, Layer):
     def __init__(self, layers=None, name: str | None = None):
         super().__init__(name)
         self.layers = list(layers or [])
@@ -333,4 +338,15 @@ from specflow.api import keras_rnn  # noqa: E402 (its layers subclass Layer, abo
 
 for _cls in (keras_rnn.LSTM, keras_rnn.GRU, keras_rnn.Bidirectional):
     setattr(layers, _cls.__name__, _cls)
-__all__ = ["layers", "losses", "optimizers", "utils", "Sequential"]
+from specflow.api.keras_callbacks import callbacks  # noqa: E402
+
+
+def __getattr__(name: str):
+    if name == "Model":  # on first use: keras_model imports this module (either may be imported first)
+        from specflow.api.keras_model import Model
+
+        return Model
+    raise AttributeError(f"module 'specflow.keras' has no attribute '{name}'")
+
+
+__all__ = ["layers", "losses", "optimizers", "utils", "callbacks", "Model", "Sequential"]  # noqa: F822 (Model: __getattr__)
