@@ -19,7 +19,7 @@ import numpy as np
 from specflow.api import eager
 from specflow.api.context import STATE, dtype_of, eager_device
 from specflow.api.tensor import EagerTensor, GraphTensor, Tensor
-from specflow.errors import OpError, ShapeError, did_you_mean
+from specflow.errors import OpError, ShapeError, SpecflowError, did_you_mean
 from specflow.graph import dtypes
 from specflow.graph.dtypes import DType, as_dtype
 from specflow.ops.registry import ArgDef, OpDef, TensorSpec, all_ops, get_op
@@ -276,7 +276,45 @@ def _list_size(arg, attrs: dict) -> int | None:
 
 
 def binary(op: str, x, y):
+    x, y = _operands(x, y)
     return function_for(op)(x, y)
+
+
+def _operands(x, y):
+    """An operator's numpy-array operand in the tensor operand's dtype, as TensorFlow's operators
+    convert it (``x32 + np.array([1.0])``, ``i32 + np.arange(3)``): floats to a float tensor's
+    width, ints to a float tensor or to an int tensor whose range holds them, bools to bool.
+    Anything else stays as it is (a float array beside an int tensor is the op's dtype error:
+    TensorFlow would truncate it)."""
+    if isinstance(x, Tensor) and isinstance(y, np.ndarray):
+        return x, _like(y, x.dtype)
+    if isinstance(y, Tensor) and isinstance(x, np.ndarray):
+        return _like(x, y.dtype), y
+    return x, y
+
+
+def _like(a: np.ndarray, want) -> np.ndarray:
+    kind = a.dtype.kind
+    if dtype_of(a) == want:
+        return a
+    fits = ((want.is_floating and kind in "iuf") or (want.is_complex and kind in "iufc")
+            or (want.is_bool and kind == "b"))
+    if want.is_integer and kind in "iu":
+        info = np.iinfo(want.numpy)
+        fits = not a.size or (a.min() >= info.min and a.max() <= info.max)
+    return a.astype(want.numpy) if fits else a
+
+
+def compare(op: str, x, y):
+    """``x == y`` / ``x != y`` on a tensor, as TensorFlow 2's: elementwise Equal/NotEqual, and a
+    plain False (True for ``!=``) for None or a value that cannot be compared with it (another
+    kind, shapes that do not broadcast)."""
+    if y is None or not isinstance(y, (Tensor, np.ndarray, np.generic, int, float, complex, bool, list, tuple)):
+        return op == "NotEqual"
+    try:
+        return function_for(op)(*_operands(x, y))
+    except (SpecflowError, TypeError, ValueError):
+        return op == "NotEqual"
 
 
 def truediv(x, y):
@@ -285,6 +323,7 @@ def truediv(x, y):
         dt = v.dtype if isinstance(v, Tensor) else (dtype_of(v) if isinstance(v, np.ndarray) else None)
         return dt is not None and (dt.is_integer)
 
+    x, y = _operands(x, y)
     if is_int(x) or is_int(y):
         x = call("Cast", x, DstT=dtypes.float64) if isinstance(x, Tensor) else np.asarray(x, np.float64)
         y = call("Cast", y, DstT=dtypes.float64) if isinstance(y, Tensor) else np.asarray(y, np.float64)
@@ -292,6 +331,7 @@ def truediv(x, y):
 
 
 def matmul_any(x, y):
+    x, y = _operands(x, y)
     rank = [v.shape.rank if isinstance(v, Tensor) else np.ndim(v) for v in (x, y)]
     if rank[0] == 2 and rank[1] == 2:
         return call("MatMul", x, y)

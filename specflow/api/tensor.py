@@ -104,7 +104,16 @@ class Tensor:
     def __invert__(self):
         return _ops().call("LogicalNot", self)
 
-    # ``==`` stays identity (tensors are dict keys in tapes and caches); sf.ops.equal compares.
+    # ``==`` and ``!=`` compare elementwise, as in TensorFlow 2 (Equal/NotEqual, broadcasting;
+    # None or a value of another kind is simply unequal). Hashing stays by identity, so tensors
+    # remain dict keys in tapes and caches: a dict compares keys by identity first and only calls
+    # ``==`` for equal hashes, which distinct live tensors never have.
+    def __eq__(self, o):
+        return _ops().compare("Equal", self, o)
+
+    def __ne__(self, o):
+        return _ops().compare("NotEqual", self, o)
+
     __hash__ = object.__hash__
 
     def __getitem__(self, key):

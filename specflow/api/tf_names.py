@@ -174,10 +174,11 @@ def ones_like(input, dtype=None, name: str | None = None):  # noqa: A002
 def range(start, limit=None, delta=1, dtype=None, name: str | None = None):  # noqa: A001
     if limit is None:
         start, limit = 0, start
-    if dtype is None:
-        kinds = [np.asarray(v).dtype.kind if not isinstance(v, Tensor) else ("f" if v.dtype.is_floating else "i")
-                 for v in (start, limit, delta)]
-        dtype = dtypes.float32 if "f" in kinds else dtypes.int32
+    if dtype is None:  # TensorFlow's: the widest of the arguments' (a Python int int32, a float float32)
+        order = [dtypes.int32, dtypes.int64, dtypes.float32, dtypes.float64]
+        found = [v.dtype if isinstance(v, Tensor) else as_dtype(v.dtype) if isinstance(v, (np.ndarray, np.generic))
+                 else dtypes.float32 if isinstance(v, float) else dtypes.int32 for v in (start, limit, delta)]
+        dtype = max((d for d in found if d in order), key=order.index, default=dtypes.int32)
     dt = as_dtype(dtype)
     args = [(cast(v, dt) if v.dtype != dt else v) if isinstance(v, Tensor) else np.asarray(v, dt.numpy)
             for v in (start, limit, delta)]

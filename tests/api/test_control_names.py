@@ -392,3 +392,10 @@ def test_a_loop_over_a_traced_length_is_written_with_the_loop_functions():
 
     with pytest.raises(sf.SpecflowError, match="cannot iterate .* sf.while_loop, sf.map_fn or sf.scan"):
         python_loop(np.int32(3))
+
+
+def test_range_takes_the_widest_of_its_arguments_dtypes_as_tensorflow():
+    assert sf.range(sf.constant(np.int64(4))).dtype == sf.int64
+    assert sf.range(np.int64(3)).dtype == sf.int64 and sf.range(3).dtype == sf.int32
+    assert sf.range(0, 2.5, 0.5).dtype == sf.float32
+    assert sf.range(sf.constant(2.0, sf.float64)).dtype == sf.float64

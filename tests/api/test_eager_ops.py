@@ -146,3 +146,34 @@ def test_dtypes_are_module_attributes():
     assert sf.ops.cast(sf.constant([1.5]), DstT=sf.int32).dtype == sf.int32
     with pytest.raises(AttributeError):
         sf.float31  # noqa: B018
+
+
+def test_equality_is_elementwise_as_in_tensorflow_2_and_hashing_by_identity():
+    a = sf.constant([1, 2, 3])
+    np.testing.assert_array_equal((a == 2).numpy(), [False, True, False])
+    np.testing.assert_array_equal((a != np.array([1, 2, 4])).numpy(), [False, False, True])
+    assert (a == None) is False and (a != None) is True  # noqa: E711 (the operator is what is tested)
+    assert (a == "text") is False and (a == sf.constant([1, 2])) is False  # cannot be compared
+    v, w = sf.Variable(3.0), sf.Variable(4.0)
+    assert bool(v == 3.0) and not bool(v == w)
+    assert {v: "v", w: "w"}[w] == "w" and len({a, sf.constant([1, 2, 3])}) == 2  # keys by identity
+
+    @sf.function
+    def evens(x):
+        return sf.boolean_mask(x, x % 2 == 0)
+
+    np.testing.assert_array_equal(evens(np.arange(6)).numpy(), [0, 2, 4])
+
+
+def test_an_operators_numpy_operand_takes_the_tensors_dtype_as_in_tensorflow():
+    x = sf.constant([1.0, 2.0])
+    for got, want in [(x + np.array([1.0, 3.0]), [2.0, 5.0]), (np.array([1.0, 3.0]) * x, [1.0, 6.0]),
+                      (x / np.array([2.0, 4.0]), [0.5, 0.5]), (x + np.array([1, 2]), [2.0, 4.0])]:
+        assert got.dtype == sf.float32
+        np.testing.assert_array_equal(got.numpy(), want)
+    i = sf.constant([1, 2, 3])
+    assert (i + np.array([1, 2, 4])).dtype == sf.int32
+    with pytest.raises(sf.SpecflowError, match="dtype mismatch"):  # TensorFlow would truncate 1.5 to 1
+        i + np.array([1.5, 2.0, 4.0])
+    with pytest.raises(sf.SpecflowError, match="dtype mismatch"):  # and wrap 2**40
+        i[:2] + np.array([2**40, 1])
