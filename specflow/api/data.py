@@ -76,8 +76,7 @@ class Dataset:
         return Dataset(gen, lambda: _traced_spec(map_func, self, what), self._card, "MapDataset")
 
     def filter(self, predicate, name=None) -> Dataset:
-        """The elements for which ``predicate`` returns True (a bool scalar; ``==`` on sf.Tensors is
-        identity, so compare with ``sf.equal``)."""
+        """The elements for which ``predicate`` returns True (a bool scalar)."""
 
         def gen():
             for e in self._make_iter():
