@@ -76,20 +76,22 @@ def stateless_uniform(shape, seed, minval=0, maxval=None, dtype=dtypes.float32, 
     return call("AddV2", rnd * call("Sub", maxval, minval), minval, name=name)
 
 
-def stateless_normal(shape, seed, mean=0.0, stddev=1.0, dtype=dtypes.float32, name: str | None = None,
-                     alg="auto_select"):
+def _stateless_scaled(op: str, shape, seed, mean, stddev, dtype, name, alg):
+    """A standard draw of ``op`` times ``stddev`` plus ``mean``, as TF's stateless normals compose it."""
     dt = as_dtype(dtype)
     key, counter, a = _key_counter_alg(seed, alg)
-    rnd = call("StatelessRandomNormalV2", _random_shape(shape), key, counter, a, dtype=dt)
+    rnd = call(op, _random_shape(shape), key, counter, a, dtype=dt)
     return call("AddV2", call("Mul", rnd, _param(stddev, dt)), _param(mean, dt), name=name)
+
+
+def stateless_normal(shape, seed, mean=0.0, stddev=1.0, dtype=dtypes.float32, name: str | None = None,
+                     alg="auto_select"):
+    return _stateless_scaled("StatelessRandomNormalV2", shape, seed, mean, stddev, dtype, name, alg)
 
 
 def stateless_truncated_normal(shape, seed, mean=0.0, stddev=1.0, dtype=dtypes.float32, name: str | None = None,
                                alg="auto_select"):
-    dt = as_dtype(dtype)
-    key, counter, a = _key_counter_alg(seed, alg)
-    rnd = call("StatelessTruncatedNormalV2", _random_shape(shape), key, counter, a, dtype=dt)
-    return call("AddV2", call("Mul", rnd, _param(stddev, dt)), _param(mean, dt), name=name)
+    return _stateless_scaled("StatelessTruncatedNormalV2", shape, seed, mean, stddev, dtype, name, alg)
 
 
 def stateless_categorical(logits, num_samples, seed, dtype=dtypes.int64, name: str | None = None):
