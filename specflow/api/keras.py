@@ -338,6 +338,11 @@ from specflow.api import keras_rnn  # noqa: E402 (its layers subclass Layer, abo
 
 for _cls in (keras_rnn.LSTM, keras_rnn.GRU, keras_rnn.Bidirectional):
     setattr(layers, _cls.__name__, _cls)
+from specflow.api import keras_layers_blocks, keras_layers_more  # noqa: E402 (their layers subclass Layer)
+
+for _cls in keras_layers_more.LAYERS + keras_layers_blocks.LAYERS:
+    setattr(layers, _cls.__name__, _cls)
+_MASKED = (*_MASKED, "SimpleRNN")  # Sequential hands it the mask, as to LSTM/GRU
 from specflow.api.keras_callbacks import callbacks  # noqa: E402
 
 
