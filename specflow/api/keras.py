@@ -344,6 +344,9 @@ for _cls in keras_layers_more.LAYERS + keras_layers_blocks.LAYERS:
     setattr(layers, _cls.__name__, _cls)
 _MASKED = (*_MASKED, "SimpleRNN")  # Sequential hands it the mask, as to LSTM/GRU
 from specflow.api.keras_callbacks import callbacks  # noqa: E402
+from specflow.api.keras_functional import Input, InputLayer  # noqa: E402 (wraps the layers above)
+
+layers.Input, layers.InputLayer = Input, InputLayer
 
 
 def __getattr__(name: str):
@@ -354,4 +357,4 @@ def __getattr__(name: str):
     raise AttributeError(f"module 'specflow.keras' has no attribute '{name}'")
 
 
-__all__ = ["layers", "losses", "optimizers", "utils", "callbacks", "Model", "Sequential"]  # noqa: F822 (Model: __getattr__)
+__all__ = ["layers", "losses", "optimizers", "utils", "callbacks", "Model", "Sequential", "Input"]  # noqa: F822 (Model: __getattr__)

@@ -391,10 +391,17 @@ class Model(TrainingMixin, Layer):
     x, training=None)``. Weights are in Keras's order: the model's own variables, then each layer's
     in the order the attributes were set."""
 
+    def __new__(cls, *args, **kwargs):
+        if cls is Model and (args or "inputs" in kwargs or "outputs" in kwargs):  # Model(inputs, outputs)
+            from specflow.api.keras_functional import Functional
+
+            return object.__new__(Functional)
+        return object.__new__(cls)
+
     def __init__(self, *args, name: str | None = None, **kwargs):
         if args or kwargs:
-            raise ValueError("sf.keras.Model is a base class to subclass (the functional Model(inputs, outputs) is "
-                             f"not supported); got arguments {list(kwargs) or len(args)}")
+            raise ValueError("sf.keras.Model: subclass it (super().__init__() takes only name=) or build a functional "
+                             f"model with Model(inputs, outputs); got arguments {list(kwargs) or len(args)}")
         super().__init__(name)
 
     def __call__(self, *args, training=None, **kwargs):
