@@ -75,3 +75,15 @@ EXPORTS["custom_gradient"] = ("specflow.api.custom_gradient", "custom_gradient")
 EXPORTS["debugging"] = ("specflow.api.debugging", None)
 EXPORTS.update({n: ("specflow.api.debugging", n) for n in ("Assert", "assert_equal", "assert_greater", "assert_less",
                                                             "assert_rank")})
+
+# TensorFlow's core names beyond ops (api/tf_core_names.py), tf.nest (api/nest.py) and tf.summary
+# (api/summary.py, eager only, on io/summaries' event-file writer).
+EXPORTS.update({
+    "name_scope": ("specflow.api.tf_core_names", "name_scope"),
+    "TensorShape": ("specflow.api.tf_core_names", "TensorShape"),
+    "dtypes": ("specflow.api.tf_core_names", "dtypes"),
+    "DType": ("specflow.api.tf_core_names", "DType"),
+    "as_dtype": ("specflow.api.tf_core_names", "as_dtype"),
+    "nest": ("specflow.api.nest", None),
+    "summary": ("specflow.api.summary", None),
+})

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterator
 
@@ -18,6 +19,25 @@ class Module:
     @property
     def name(self) -> str:
         return getattr(self, "_module_name", _snake(type(self).__name__))
+
+    @property
+    def name_scope(self):
+        """This module's name scope (absolute: "name/"), as TensorFlow's ``Module.name_scope``."""
+        from specflow.api.tf_core_names import name_scope
+
+        return name_scope(self.name + "/")
+
+    @classmethod
+    def with_name_scope(cls, method):
+        """Decorates a method to run inside the module's name scope (TF's ``Module.with_name_scope``):
+        inside ``sf.function`` its nodes are named "module_name/..."."""
+
+        @functools.wraps(method)
+        def scoped(self, *args, **kwargs):
+            with self.name_scope:
+                return method(self, *args, **kwargs)
+
+        return scoped
 
     def _walk(self, seen: set[int] | None = None, prefix: str = "") -> Iterator[tuple[str, object]]:
         """(attribute path, value) for every variable and module reachable from this one's

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from contextlib import contextmanager
 
 from specflow.api.context import STATE
 from specflow.api.graph_call import RECORD_OP
@@ -32,6 +33,7 @@ class GradientTape:
         self._keep: list = []  # the tensors whose ids are in _live (so an id is not reused)
         self._reads: dict[str, list[EagerTensor]] = {}  # variable uid -> its recorded reads
         self._watched_vars: set[str] = set()
+        self._seen_vars: dict[str, object] = {}  # uid -> each variable this tape watched (watched_variables)
         self._watched_graph: set[str] = set()  # inside sf.function: the tensors watch() was given
         self._used = False
         self._recording = False
@@ -62,6 +64,7 @@ class GradientTape:
         for v in x if isinstance(x, (list, tuple)) else [x]:
             if isinstance(v, Variable):
                 self._watched_vars.add(v._uid)
+                self._seen_vars.setdefault(v._uid, v)
             elif isinstance(v, EagerTensor):
                 self._mark(v)
             elif isinstance(v, GraphTensor):
@@ -94,7 +97,56 @@ class GradientTape:
     def _record_read(self, var, t: EagerTensor) -> None:
         if (self.watch_accessed_variables and var.trainable) or var._uid in self._watched_vars:
             self._reads.setdefault(var._uid, []).append(t)
+            self._seen_vars.setdefault(var._uid, var)
             self._mark(t)
+
+    def _traced_read(self, var) -> None:
+        """A read of ``var`` inside sf.function while this tape records (for watched_variables)."""
+        if self._watches(var):
+            self._seen_vars.setdefault(var._uid, var)
+
+    # --- TF's tape controls ---------------------------------------------------------------------------
+
+    @contextmanager
+    def stop_recording(self):
+        """``with tape.stop_recording():`` the ops run (eagerly) or traced inside are not recorded
+        by this tape: they are constants to its gradients (other tapes still record them)."""
+        if not self._recording:
+            raise ValueError("GradientTape.stop_recording needs the tape to be recording (inside its `with`)")
+        trace = STATE.trace
+        index = STATE.tapes.index(self)
+        STATE.tapes.remove(self)
+        self._recording = False
+        if trace is not None:
+            key = id(trace)
+            if key not in self._made:  # recording since before the trace began: all of it so far
+                self._made[key] = _node_names(trace)
+            elif key in self._open:
+                self._made[key] |= _node_names(trace) - self._open.pop(key)
+        try:
+            yield
+        finally:
+            STATE.tapes.insert(min(index, len(STATE.tapes)), self)
+            self._recording = True
+            if trace is not None:
+                self._open[id(trace)] = _node_names(trace)
+
+    def reset(self) -> None:
+        """Forget everything recorded (and watched) so far, as a new tape would; a tape inside its
+        ``with`` goes on recording from here."""
+        self._records, self._keep, self._live, self._reads = [], [], set(), {}
+        self._watched_vars, self._watched_graph, self._seen_vars = set(), set(), {}
+        self._used = False
+        self._made, self._open = {}, {}
+        trace = STATE.trace
+        if trace is not None and self._recording:
+            self._made[id(trace)] = set()
+            self._open[id(trace)] = _node_names(trace)
+
+    def watched_variables(self) -> tuple:
+        """The variables this tape watched (read while recording, or given to ``watch``), in
+        creation order, as TensorFlow orders them."""
+        return tuple(sorted(self._seen_vars.values(), key=lambda v: v._serial))
 
     # --- gradients ----------------------------------------------------------------------------------
 
@@ -146,6 +198,40 @@ class GradientTape:
             out.append(call("Reshape", stacked, np.asarray(shape + s.shape.as_list(), np.int64)))
         self._release()
         return unflatten(structure, out)
+
+    def batch_jacobian(self, target, source, unconnected_gradients="none", parallel_iterations=None,
+                       experimental_use_pfor=True):
+        """Per-example jacobians: for ``target`` [b, t...] and ``source`` [b, s...] (each row of
+        the target depending only on the same row of the source, as TensorFlow assumes), the
+        tensor [b, t..., s...] of d target[i, t...] / d source[i, s...]."""
+        import numpy as np
+
+        from specflow.api.op_functions import call
+
+        zero = _zero_unconnected(unconnected_gradients)
+        self._use()
+        shape = target.shape.as_list() if target.shape.rank is not None else None
+        sshape = source.shape.as_list() if source.shape.rank is not None else None
+        if shape is None or None in shape or sshape is None or None in sshape:
+            raise GraphError(f"GradientTape.batch_jacobian needs full shapes, got target {target.shape}, source "
+                             f"{source.shape}")
+        if not shape or not sshape or shape[0] != sshape[0]:
+            raise ValueError(f"batch_jacobian: target {target.shape} and source {source.shape} need the same "
+                             "first (batch) dimension")
+        batch, rest = shape[0], int(np.prod(shape[1:], dtype=np.int64))
+        parts = []
+        for j in range(rest):
+            seed = np.zeros((batch, rest), target.dtype.numpy)
+            seed[:, j] = 1
+            parts.append(self._gradients([target], [source], [_as_eager(seed.reshape(shape))])[0])
+        self._release()
+        if all(g is None for g in parts):
+            if not zero:
+                return None
+            return _zeros_of(shape + sshape[1:], source.dtype)
+        parts = [_zeros_like(source) if g is None else g for g in parts]
+        stacked = call("Pack", parts, axis=1)  # [b, rest, s...]
+        return call("Reshape", stacked, np.asarray(shape + sshape[1:], np.int64))
 
     def _use(self) -> None:
         if self._used and not self.persistent:
@@ -358,6 +444,12 @@ def _zeros_like(source):
     from specflow.api.op_functions import call
 
     return call("ZerosLike", source)
+
+
+def _zeros_of(shape: list, dtype):
+    import numpy as np
+
+    return _as_eager(np.zeros(shape, dtype.numpy))
 
 
 def _as_eager(g, dtype=None) -> EagerTensor:

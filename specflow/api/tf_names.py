@@ -341,8 +341,37 @@ def _random_shape(shape):
     return _shape_arg(shape)
 
 
+_DEFAULT_GRAPH_SEED = 87654321
+_GLOBAL_SEED: list = [None, 0]  # sf.random.set_seed's seed, and the op seeds handed out since
+
+
 def _seeds(seed):
-    return {} if seed is None else {"seed": 87654321, "seed2": int(seed)}
+    """A stateful random op's (seed, seed2), by TensorFlow's rule (``random_seed.get_seed``): no
+    global seed: the op seed alone (none: nondeterministic); a global seed: it and the op seed, or,
+    without one, the next of a counter that ``set_seed`` restarts."""
+    g = _GLOBAL_SEED[0]
+    if g is None:
+        return {} if seed is None else {"seed": _DEFAULT_GRAPH_SEED, "seed2": int(seed)}
+    if seed is None:
+        seed = _GLOBAL_SEED[1]
+        _GLOBAL_SEED[1] += 1
+    if g == 0 and int(seed) == 0:  # (0, 0) would mean "unseeded" to the kernel, as in TF
+        return {"seed": 0, "seed2": 2**31 - 1}
+    return {"seed": g, "seed2": int(seed)}
+
+
+def set_seed(seed) -> None:
+    """TensorFlow's ``tf.random.set_seed``: with a global seed, random ops made without an op seed
+    get a deterministic one (a counter restarted here), so the program draws the same numbers
+    again; eager random ops restart their streams. ``None`` goes back to nondeterministic draws."""
+    from specflow.api import eager
+
+    _GLOBAL_SEED[0] = None if seed is None else int(seed)
+    _GLOBAL_SEED[1] = 0
+    for key in list(eager._CACHE):  # eager kernels keep their generator per (seed, seed2): drop them
+        if len(key) > 2 and isinstance(key[2], tuple) and any(isinstance(p, tuple) and p[:1] == ("seed",)
+                                                               for p in key[2]):
+            eager._CACHE.pop(key, None)
 
 
 def random_normal(shape, mean=0.0, stddev=1.0, dtype=dtypes.float32, seed=None, name: str | None = None):
@@ -367,10 +396,11 @@ random = types.ModuleType("specflow.random", "TensorFlow's tf.random names: norm
                           "seeded per op, as TensorFlow's op-level seed).")
 random.normal = random_normal
 random.uniform = random_uniform
+random.set_seed = set_seed
 
 NAMES = sorted(n for n, v in list(vars(sys.modules[__name__]).items())
                if callable(v) and not n.startswith("_") and getattr(v, "__module__", None) == __name__
-               and n not in ("random_normal", "random_uniform"))
+               and n not in ("random_normal", "random_uniform", "set_seed"))
 
 # The rest of tf.math and tf.random: each module adds its names to the namespaces above.
 from specflow.api import tf_math_names, tf_random_names  # noqa: E402,F401

@@ -114,7 +114,8 @@ class Variable(Tensor):
 
     def _attach(self, var: resources.Variable, dev) -> None:
         self.device = dev.name
-        self._uid = f"{self.name.replace('/', '_')}_{next(_IDS)}"
+        self._serial = next(_IDS)  # creation order (GradientTape.watched_variables sorts by it)
+        self._uid = f"{self.name.replace('/', '_')}_{self._serial}"
         self._var = var
         self._managers = [dev.resources]
         dev.resources.lookup_or_create(CONTAINER, self._uid, lambda: var)
@@ -145,6 +146,8 @@ class Variable(Tensor):
         if trace is not None:
             from specflow.api.op_functions import call
 
+            for tape in STATE.tapes:
+                tape._traced_read(self)
             return call("ReadVariableOp", trace.variable_handle(self), dtype=self.dtype)
         value = self._var.value  # a read hands out the stored array (updates never change it)
         if value is None:
@@ -179,6 +182,33 @@ class Variable(Tensor):
 
     def assign_sub(self, delta, read_value: bool = False):
         return self._update("AssignSubVariableOp", delta, read_value)
+
+    def scatter_nd_update(self, indices, updates, name=None):
+        """``variable[indices] = updates`` (ResourceScatterNdUpdate; TF's indices [..., k])."""
+        return self._scatter_nd("ResourceScatterNdUpdate", indices, updates, name)
+
+    def scatter_nd_add(self, indices, updates, name=None):
+        return self._scatter_nd("ResourceScatterNdAdd", indices, updates, name)
+
+    def scatter_nd_sub(self, indices, updates, name=None):
+        return self._scatter_nd("ResourceScatterNdSub", indices, updates, name)
+
+    def _scatter_nd(self, op: str, indices, updates, name):
+        from specflow.api.op_functions import call, convert_to_tensor
+
+        if not isinstance(indices, Tensor):
+            indices = np.asarray(indices)
+            indices = indices.astype(np.int64 if indices.dtype == np.int64 else np.int32)
+        if not isinstance(updates, Tensor):
+            updates = convert_to_tensor(updates, self.dtype)
+        call(op, self, indices, updates, name=name)
+        return self
+
+    @property
+    def initial_value(self):
+        """As in TensorFlow 2, not kept for a variable (it would double every variable's memory)."""
+        raise RuntimeError(f"variable '{self.name}': initial_value is not supported for eager variables (as in "
+                           "TensorFlow 2); keep the value you created it from")
 
     def _update(self, op: str, value, read_value: bool):
         from specflow.api.op_functions import call

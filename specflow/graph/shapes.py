@@ -83,6 +83,7 @@ class Shape:
     __repr__ = __str__
 
     def is_compatible_with(self, other: Shape) -> bool:
+        other = as_shape(other)  # a list or tuple too (TensorFlow's TensorShape takes them)
         if self.dims is None or other.dims is None:
             return True
         if len(self.dims) != len(other.dims):
