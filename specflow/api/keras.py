@@ -7,9 +7,11 @@ losses and ``sf.keras.optimizers`` (= sf.optimizers). A custom loop trains them,
 
 The math is Keras 3's (layer norm's arrangement, the losses' clipping of probabilities, the
 weight layouts), so weights copied from a Keras model with ``set_weights(model.get_weights())``
-give Keras's outputs and gradients. Initial values come from numpy (Glorot uniform kernels, zero
-biases, uniform(-0.05, 0.05) embeddings), seeded by ``sf.keras.utils.set_random_seed``; they are
-not TensorFlow's draws."""
+give Keras's outputs and gradients. Initial values come from numpy (by default Glorot uniform
+kernels, zero biases, uniform(-0.05, 0.05) embeddings; ``kernel_initializer=`` etc. take
+``sf.keras.initializers``), seeded by ``sf.keras.utils.set_random_seed``; they are not
+TensorFlow's draws. ``sf.keras.regularizers``, ``metrics`` (stateful objects), ``activations``,
+``optimizers.schedules`` and ``backend`` live in api/keras_*.py modules named after them."""
 
 from __future__ import annotations
 
@@ -17,6 +19,8 @@ import types
 
 import numpy as np
 
+from specflow.api import keras_initializers as initializers
+from specflow.api import keras_regularizers as regularizers
 from specflow.api import nn, optimizers, tf_names
 from specflow.api.module import Module
 from specflow.api.op_functions import call
@@ -29,6 +33,7 @@ _RNG = [np.random.default_rng()]
 def set_random_seed(seed: int) -> None:
     """Seed the initial values of layers built from now on."""
     _RNG[0] = np.random.default_rng(seed)
+    tf_names.random.set_seed(seed)
 
 
 def _activation(name):
@@ -55,11 +60,37 @@ class Layer(Module):
         self.built = False
         self._weight_order: list[str] = []
 
-    def add_weight(self, attr: str, value: np.ndarray, trainable: bool = True) -> Variable:
+    def add_weight(self, attr: str, value: np.ndarray, trainable: bool = True, regularizer=None) -> Variable:
         var = Variable(value, trainable=trainable, name=f"{self.name}/{attr}")
         setattr(self, attr, var)
         self._weight_order.append(attr)
+        if regularizer is not None:
+            self.__dict__.setdefault("_sf_regularizers", []).append((attr, regularizers.get(regularizer)))
         return var
+
+    @property
+    def losses(self) -> list:
+        """The penalties of this layer's regularized weights, then its sub-layers' (Keras's
+        ``layer.losses``), computed from the current values when read."""
+        out, seen = [], set()
+
+        def visit(v):
+            if isinstance(v, Layer):
+                if id(v) not in seen:
+                    seen.add(id(v))
+                    out.extend(reg(getattr(v, attr)) for attr, reg in v.__dict__.get("_sf_regularizers", ()))
+                    for k, item in vars(v).items():
+                        if not k.startswith("_sf_"):
+                            visit(item)
+            elif isinstance(v, (list, tuple)):
+                for item in v:
+                    visit(item)
+            elif isinstance(v, dict):
+                for item in v.values():
+                    visit(item)
+
+        visit(self)
+        return out
 
     def build(self, input_shape) -> None:
         pass
@@ -97,15 +128,22 @@ def _known(shape, what: str, layer: str) -> int:
 
 
 class Dense(Layer):
-    def __init__(self, units: int, activation=None, use_bias: bool = True, name: str | None = None):
+    def __init__(self, units: int, activation=None, use_bias: bool = True, kernel_initializer="glorot_uniform",
+                 bias_initializer="zeros", kernel_regularizer=None, bias_regularizer=None, name: str | None = None):
         super().__init__(name)
         self.units, self.activation, self.use_bias = int(units), _activation(activation), use_bias
+        self.kernel_initializer = initializers.get(kernel_initializer)
+        self.bias_initializer = initializers.get(bias_initializer)
+        self.kernel_regularizer = regularizers.get(kernel_regularizer)
+        self.bias_regularizer = regularizers.get(bias_regularizer)
 
     def build(self, input_shape):
         n = _known(input_shape, "features", self.name)
-        self.add_weight("kernel", _glorot((n, self.units), n, self.units))
+        self.add_weight("kernel", initializers.make(self.kernel_initializer, (n, self.units)),
+                        regularizer=self.kernel_regularizer)
         if self.use_bias:
-            self.add_weight("bias", np.zeros(self.units, np.float32))
+            self.add_weight("bias", initializers.make(self.bias_initializer, (self.units,)),
+                            regularizer=self.bias_regularizer)
 
     def call(self, x, training=None):
         y = tf_names.matmul(x, self.kernel)
@@ -116,8 +154,13 @@ class Dense(Layer):
 
 class Conv2D(Layer):
     def __init__(self, filters: int, kernel_size, strides=1, padding: str = "valid", activation=None,
-                 use_bias: bool = True, dilation_rate=1, name: str | None = None):
+                 use_bias: bool = True, dilation_rate=1, kernel_initializer="glorot_uniform", bias_initializer="zeros",
+                 kernel_regularizer=None, bias_regularizer=None, name: str | None = None):
         super().__init__(name)
+        self.kernel_initializer = initializers.get(kernel_initializer)
+        self.bias_initializer = initializers.get(bias_initializer)
+        self.kernel_regularizer = regularizers.get(kernel_regularizer)
+        self.bias_regularizer = regularizers.get(bias_regularizer)
         self.filters = int(filters)
         self.kernel_size = tuple(np.broadcast_to(np.atleast_1d(kernel_size), 2).tolist())
         self.strides, self.padding, self.dilation_rate = strides, padding.upper(), dilation_rate
@@ -126,9 +169,11 @@ class Conv2D(Layer):
     def build(self, input_shape):
         c = _known(input_shape, "channels", self.name)
         kh, kw = self.kernel_size
-        self.add_weight("kernel", _glorot((kh, kw, c, self.filters), kh * kw * c, kh * kw * self.filters))
+        self.add_weight("kernel", initializers.make(self.kernel_initializer, (kh, kw, c, self.filters)),
+                        regularizer=self.kernel_regularizer)
         if self.use_bias:
-            self.add_weight("bias", np.zeros(self.filters, np.float32))
+            self.add_weight("bias", initializers.make(self.bias_initializer, (self.filters,)),
+                            regularizer=self.bias_regularizer)
 
     def call(self, x, training=None):
         y = nn.conv2d(x, self.kernel, self.strides, self.padding, dilations=self.dilation_rate)
@@ -196,10 +241,12 @@ class Embedding(Layer):
     """``mask_zero=True``: id 0 is padding; ``Sequential`` hands the mask (ids != 0) to the
     layers after it that take one (LSTM, GRU, Bidirectional, GlobalAveragePooling1D), as Keras."""
 
-    def __init__(self, input_dim: int, output_dim: int, mask_zero: bool = False, name: str | None = None):
+    def __init__(self, input_dim: int, output_dim: int, mask_zero: bool = False, embeddings_initializer="uniform",
+                 embeddings_regularizer=None, name: str | None = None):
         super().__init__(name)
         self.input_dim, self.output_dim, self.mask_zero = int(input_dim), int(output_dim), mask_zero
-        self.add_weight("embeddings", _RNG[0].uniform(-0.05, 0.05, (self.input_dim, self.output_dim)).astype(np.float32))
+        self.add_weight("embeddings", initializers.make(embeddings_initializer, (self.input_dim, self.output_dim)),
+                        regularizer=embeddings_regularizer)
         self.built = True
 
     def __call__(self, ids, training=None):
@@ -334,6 +381,48 @@ for _cls in (SparseCategoricalCrossentropy, CategoricalCrossentropy, MeanSquared
     setattr(losses, _cls.__name__, _cls)
 utils = types.ModuleType("specflow.keras.utils")
 utils.set_random_seed = set_random_seed
+from specflow.api import keras_activations as activations  # noqa: E402
+from specflow.api import keras_losses_more, keras_metric_objects, keras_metrics, keras_schedules  # noqa: E402
+
+for _name, _fn in keras_losses_more.FUNCTIONS.items():
+    setattr(losses, _name, _fn)
+for _cls in keras_losses_more.CLASSES:
+    setattr(losses, _cls.__name__, _cls)
+metrics = types.ModuleType("specflow.keras.metrics", "Keras's stateful metrics (api/keras_metric_objects.py).")
+for _cls in keras_metric_objects.CLASSES:
+    setattr(metrics, _cls.__name__, _cls)
+for _name in ("binary_accuracy", "categorical_accuracy", "sparse_categorical_accuracy", "mean_squared_error",
+              "mean_absolute_error"):
+    setattr(metrics, _name, getattr(keras_metrics, _name))
+metrics.accuracy = keras_metric_objects.accuracy
+metrics.top_k_categorical_accuracy = keras_metric_objects.top_k_categorical_accuracy
+metrics.sparse_top_k_categorical_accuracy = keras_metric_objects.sparse_top_k_categorical_accuracy
+optimizers.schedules = types.ModuleType("specflow.keras.optimizers.schedules", "Keras's learning-rate schedules.")
+for _cls in keras_schedules.CLASSES:
+    setattr(optimizers.schedules, _cls.__name__, _cls)
+backend = types.ModuleType("specflow.keras.backend")
+
+
+def clear_session() -> None:
+    """Keras's ``clear_session``: here a no-op (layer names are not uniquified by a global counter
+    and the seeded generator is left as set_random_seed left it), kept for scripts that call it."""
+
+
+def to_categorical(y, num_classes=None) -> np.ndarray:
+    """Keras's: integer labels as one-hot rows (float64), a trailing dimension of 1 dropped."""
+    y = np.asarray(y, dtype="int64")
+    shape = y.shape
+    if shape and shape[-1] == 1 and len(shape) > 1:
+        shape = shape[:-1]
+    y = y.reshape(-1)
+    num_classes = int(np.max(y)) + 1 if num_classes is None else int(num_classes)
+    out = np.zeros((y.shape[0], num_classes))
+    out[np.arange(y.shape[0]), y] = 1
+    return out.reshape(shape + (num_classes,))
+
+
+backend.clear_session = clear_session
+utils.to_categorical = to_categorical
 from specflow.api import keras_rnn  # noqa: E402 (its layers subclass Layer, above)
 
 for _cls in (keras_rnn.LSTM, keras_rnn.GRU, keras_rnn.Bidirectional):
@@ -357,4 +446,5 @@ def __getattr__(name: str):
     raise AttributeError(f"module 'specflow.keras' has no attribute '{name}'")
 
 
-__all__ = ["layers", "losses", "optimizers", "utils", "callbacks", "Model", "Sequential", "Input"]  # noqa: F822 (Model: __getattr__)
+__all__ = ["layers", "losses", "optimizers", "utils", "callbacks", "Model", "Sequential", "Input",  # noqa: F822
+           "initializers", "regularizers", "metrics", "activations", "backend"]  # (Model: __getattr__)

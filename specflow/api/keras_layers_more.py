@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from specflow.api import keras_initializers as initializers
+from specflow.api import keras_regularizers as regularizers
 from specflow.api import nn, nn_more, tf_names
 from specflow.api.keras import Layer, _activation, _glorot, _known
 from specflow.errors import GraphError
@@ -88,14 +90,26 @@ class _Conv(Layer):
     rank = 2
 
     def __init__(self, filters: int, kernel_size, strides=1, padding: str = "valid", activation=None,
-                 use_bias: bool = True, dilation_rate=1, name: str | None = None):
+                 use_bias: bool = True, dilation_rate=1, name: str | None = None, kernel_initializer="glorot_uniform",
+                 bias_initializer="zeros", kernel_regularizer=None, bias_regularizer=None):
         super().__init__(name)
+        self.kernel_initializer = initializers.get(kernel_initializer)  # used by Conv1D and Conv2DTranspose
+        self.bias_initializer = initializers.get(bias_initializer)
+        self.kernel_regularizer = regularizers.get(kernel_regularizer)
+        self.bias_regularizer = regularizers.get(bias_regularizer)
         r = self.rank
         self.filters = int(filters)
         self.kernel_size = _tuple(kernel_size, r, "kernel_size")
         self.strides, self.dilation_rate = _tuple(strides, r, "strides"), _tuple(dilation_rate, r, "dilation_rate")
         self.padding = _pad(padding, self.name, causal=isinstance(self, Conv1D))
         self.activation, self.use_bias = _activation(activation), use_bias
+
+    def _add_kernel_and_bias(self, kernel_shape) -> None:
+        self.add_weight("kernel", initializers.make(self.kernel_initializer, kernel_shape),
+                        regularizer=self.kernel_regularizer)
+        if self.use_bias:
+            self.add_weight("bias", initializers.make(self.bias_initializer, (self.filters,)),
+                            regularizer=self.bias_regularizer)
 
     def _finish(self, y):
         if self.use_bias:
@@ -111,9 +125,7 @@ class Conv1D(_Conv):
     def build(self, input_shape):
         c = _known(input_shape, "channels", self.name)
         (k,) = self.kernel_size
-        self.add_weight("kernel", _glorot((k, c, self.filters), k * c, k * self.filters))
-        if self.use_bias:
-            self.add_weight("bias", np.zeros(self.filters, np.float32))
+        self._add_kernel_and_bias((k, c, self.filters))
 
     def call(self, x, training=None):
         padding = self.padding
@@ -136,9 +148,7 @@ class Conv2DTranspose(_Conv):
     def build(self, input_shape):
         c = _known(input_shape, "channels", self.name)
         kh, kw = self.kernel_size
-        self.add_weight("kernel", _glorot((kh, kw, self.filters, c), kh * kw * c, kh * kw * self.filters))
-        if self.use_bias:
-            self.add_weight("bias", np.zeros(self.filters, np.float32))
+        self._add_kernel_and_bias((kh, kw, self.filters, c))
 
     def call(self, x, training=None):
         h, w, _ = _static(x, self.name)

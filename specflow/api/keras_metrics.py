@@ -115,6 +115,29 @@ class MeanMetric:
         return float(total / count) if count else 0.0
 
 
+class ObjectMetric:
+    """A stateful metric object (sf.keras.metrics.*) in compile's metric list."""
+
+    def __init__(self, metric):
+        self.metric, self.name, self.direction = metric, metric.name, getattr(metric, "direction", None)
+
+    def reset_state(self) -> None:
+        self.metric.reset_state()
+
+    def update_samples(self, y_true, y_pred) -> None:
+        self.metric.update_state(y_true, y_pred)
+
+    def result_tensor(self):
+        return self.metric.result()
+
+    def result(self) -> float:
+        return float(np.asarray(self.metric.result()))
+
+
+def _is_object(identifier) -> bool:
+    return hasattr(identifier, "update_state") and hasattr(identifier, "result")
+
+
 def resolve_metric(identifier, y_true, y_pred) -> tuple:
     """(name, per-sample function, direction) for a compile() metric, given the first batch."""
     if callable(identifier):
@@ -129,12 +152,15 @@ def resolve_metric(identifier, y_true, y_pred) -> tuple:
 
 
 def direction_of(identifier) -> str | None:
+    if _is_object(identifier):
+        return getattr(identifier, "direction", None)
     name = str(identifier)
     return "up" if name.lower() in ("accuracy", "acc") else METRICS.get(name, (None, None))[1]
 
 
 def check_metric(identifier) -> None:
-    if callable(identifier) or str(identifier).lower() in ("accuracy", "acc") or identifier in METRICS:
+    if _is_object(identifier) or callable(identifier) or str(identifier).lower() in ("accuracy", "acc") \
+            or identifier in METRICS:
         return
     raise ValueError(f"Could not interpret metric identifier: {identifier!r} (known: accuracy, acc, "
                      f"{', '.join(METRICS)}, or a function (y_true, y_pred) -> per-sample values)")
@@ -161,6 +187,9 @@ def resolve_loss(identifier):
     for cls in (keras.SparseCategoricalCrossentropy, keras.CategoricalCrossentropy, keras.BinaryCrossentropy,
                 keras.MeanSquaredError):
         table[cls.__name__] = cls
+    from specflow.api import keras_losses_more
+
+    table.update(keras_losses_more.NAMES)
     if isinstance(identifier, str):
         if identifier not in table:
             raise ValueError(f"Could not interpret loss identifier: {identifier!r} (known: {', '.join(table)})")
@@ -170,7 +199,8 @@ def resolve_loss(identifier):
     if not callable(identifier):
         raise ValueError(f"Could not interpret loss identifier: {identifier!r} (a name, a loss object or a function "
                          "(y_true, y_pred) -> loss)")
-    return identifier, isinstance(identifier, keras.SparseCategoricalCrossentropy)
+    sparse = isinstance(identifier, keras.SparseCategoricalCrossentropy) or getattr(identifier, "_sf_sparse", False)
+    return identifier, sparse
 
 
 def resolve_optimizer(identifier):
@@ -215,7 +245,8 @@ class Compiled:
 
     def build_metrics(self, y, y_pred) -> None:
         if self.metrics is None:
-            self.metrics = [MeanMetric(*resolve_metric(m, y, y_pred)) for m in self.metric_ids]
+            self.metrics = [ObjectMetric(m) if _is_object(m) else MeanMetric(*resolve_metric(m, y, y_pred))
+                            for m in self.metric_ids]
 
     def loss(self, y, y_pred):
         y = tf_names._t(y)

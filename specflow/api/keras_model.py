@@ -225,7 +225,7 @@ class TrainingMixin:
         c = self._sf_compiled
         with GradientTape() as tape:
             y_pred = self(x, training=True)
-            loss = c.loss(y, y_pred)
+            loss = self._with_penalties(c.loss(y, y_pred))
         variables = self.trainable_weights
         grads = tape.gradient(loss, variables)
         c.optimizer.apply_gradients(zip(grads, variables))
@@ -234,7 +234,14 @@ class TrainingMixin:
     def _test_step(self, x, y):
         c = self._sf_compiled
         y_pred = self(x, training=False)
-        return c.update(x, y, y_pred, c.loss(y, y_pred))
+        return c.update(x, y, y_pred, self._with_penalties(c.loss(y, y_pred)))
+
+    def _with_penalties(self, loss):
+        """The compiled loss plus the regularizers' penalties (``sum(model.losses)``), as Keras."""
+        penalties = self.losses
+        for p in penalties:
+            loss = loss + p
+        return loss
 
     def _predict_step(self, x):
         return self(x, training=False)
