@@ -14,19 +14,12 @@ import re
 import numpy as np
 
 from specflow.errors import GraphError
+from specflow.schema.initializers import compute_fans
 
 
 def _fans(shape) -> tuple[float, float]:
-    """Keras's ``compute_fans``."""
-    shape = tuple(int(s) for s in shape)
-    if len(shape) == 0:
-        return 1.0, 1.0
-    if len(shape) == 1:
-        return float(shape[0]), float(shape[0])
-    if len(shape) == 2:
-        return float(shape[0]), float(shape[1])
-    receptive = math.prod(shape[:-2])
-    return float(shape[-2] * receptive), float(shape[-1] * receptive)
+    """Keras's ``compute_fans`` (the spec's initializers use the same rule)."""
+    return compute_fans([int(s) for s in shape])
 
 
 class Initializer:

@@ -38,10 +38,7 @@ class ExponentialDecay(LearningRateSchedule):
         self.staircase, self.name = staircase, name
 
     def __call__(self, step):
-        p = _f32(step) / np.float32(self.decay_steps)
-        if self.staircase:
-            p = tf_names.floor(p)
-        return np.float32(self.initial_learning_rate) * tf_names.pow(np.float32(self.decay_rate), p)
+        return np.float32(self.initial_learning_rate) * tf_names.pow(np.float32(self.decay_rate), _progress(self, step))
 
 
 class PiecewiseConstantDecay(LearningRateSchedule):
@@ -85,6 +82,12 @@ class PolynomialDecay(LearningRateSchedule):
         return (lr0 - end) * tf_names.pow(np.float32(1) - p, np.float32(self.power)) + end
 
 
+def _progress(schedule, step):
+    """step / decay_steps, floored with ``staircase`` (the exponential and inverse-time decays)."""
+    p = _f32(step) / np.float32(schedule.decay_steps)
+    return tf_names.floor(p) if schedule.staircase else p
+
+
 class InverseTimeDecay(LearningRateSchedule):
     """lr0 / (1 + decay_rate * step / decay_steps) (the ratio floored with ``staircase``)."""
 
@@ -93,10 +96,7 @@ class InverseTimeDecay(LearningRateSchedule):
         self.staircase, self.name = staircase, name
 
     def __call__(self, step):
-        p = _f32(step) / np.float32(self.decay_steps)
-        if self.staircase:
-            p = tf_names.floor(p)
-        denom = np.float32(1) + np.float32(self.decay_rate) * p
+        denom = np.float32(1) + np.float32(self.decay_rate) * _progress(self, step)
         return np.float32(self.initial_learning_rate) / denom
 
 
