@@ -291,6 +291,9 @@ class Sequential(TrainingMixin, Layer):
         self.layers.append(layer)
 
     def __call__(self, x, training: bool | None = None, mask=None):
+        from specflow.api.keras_export import note_input
+
+        note_input(self, x)
         for layer in self.layers:
             takes_mask = isinstance(layer, GlobalAveragePooling1D) or type(layer).__name__ in _MASKED
             if takes_mask:

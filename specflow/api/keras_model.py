@@ -21,6 +21,7 @@ import numpy as np
 
 from specflow.api import keras_metrics as km
 from specflow.api.keras_callbacks import CallbackList
+from specflow.api.keras_export import note_input
 from specflow.api.module import Module
 from specflow.api.tensor import Tensor
 from specflow.api.variables import Variable
@@ -372,6 +373,12 @@ class TrainingMixin:
     def predict_on_batch(self, x):
         return np.asarray(self._function("predict")(_leaf(x)))
 
+    def export(self, filepath, format: str = "tf_saved_model", verbose: bool = True, input_signature=None) -> None:
+        """Keras 3's ``model.export``: a SavedModel for inference (api/keras_export.py)."""
+        from specflow.api.keras_export import export_saved_model
+
+        export_saved_model(self, filepath, format, verbose, input_signature)
+
     def _layer_list(self) -> list:
         return list(getattr(self, "layers", []))
 
@@ -418,6 +425,8 @@ class Model(TrainingMixin, Layer):
         params = inspect.signature(self.call).parameters
         if "training" in params or any(p.kind is p.VAR_KEYWORD for p in params.values()):
             kwargs["training"] = training
+        if args:
+            note_input(self, args[0])
         out = self.call(*args, **kwargs)
         self.built = True
         return out

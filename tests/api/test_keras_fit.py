@@ -299,3 +299,33 @@ def test_fit_takes_a_dataset_whose_length_is_unknown_or_infinite():
 
     m.fit(endless, epochs=2, steps_per_epoch=3, verbose=0, callbacks=[Count()])
     assert seen == [0, 1, 2, 0, 1, 2]
+
+
+def test_export_writes_a_savedmodel_serving_the_model(tmp_path):
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((6, 4)).astype(np.float32)
+    m = sf.keras.Sequential([sf.keras.layers.Dense(3, activation="relu"), sf.keras.layers.Dense(2)])
+    with pytest.raises(ValueError, match="has not been called yet"):
+        m.export(tmp_path / "early", verbose=False)
+    m.compile(optimizer="sgd", loss="mse")
+    m.fit(x, rng.standard_normal((6, 2)).astype(np.float32), epochs=1, verbose=0)
+    m.export(tmp_path / "m", verbose=False)
+    loaded = sf.load(tmp_path / "m")
+    np.testing.assert_allclose(loaded.serve(x).numpy(), m.predict(x, verbose=0), rtol=1e-6, atol=1e-6)
+    out = loaded.signatures["serving_default"](x=x)
+    np.testing.assert_allclose(next(iter(out.values())).numpy(), m.predict(x, verbose=0), rtol=1e-6, atol=1e-6)
+    inp = sf.keras.Input((4,))
+    functional = sf.keras.Model(inp, sf.keras.layers.Dense(2)(inp))
+    functional.export(tmp_path / "f", verbose=False)  # the Input gives the spec
+    np.testing.assert_allclose(sf.load(tmp_path / "f").serve(x).numpy(), functional(x).numpy(), rtol=1e-6)
+
+
+def test_an_exported_model_serves_in_tensorflow(tmp_path):
+    tf = pytest.importorskip("tensorflow")
+    x = np.random.default_rng(1).standard_normal((5, 8, 8, 3)).astype(np.float32)
+    m = sf.keras.Sequential([sf.keras.layers.Conv2D(4, 3, activation="relu"), sf.keras.layers.BatchNormalization(),
+                             sf.keras.layers.Flatten(), sf.keras.layers.Dense(2)])
+    m(x)
+    m.export(tmp_path / "m", verbose=False)
+    loaded = tf.saved_model.load(str(tmp_path / "m"))  # held: TF's loaded functions need their object alive
+    np.testing.assert_allclose(loaded.serve(x).numpy(), m(x).numpy(), rtol=1e-5, atol=1e-6)
