@@ -52,6 +52,18 @@ def _glorot(shape, fan_in: int, fan_out: int) -> np.ndarray:
     return _RNG[0].uniform(-limit, limit, shape).astype(np.float32)
 
 
+def held(value):
+    """What an attribute holds, through lists, tuples and dicts (how layers and variables are kept)."""
+    if isinstance(value, (list, tuple)):
+        for item in value:
+            yield from held(item)
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from held(item)
+    else:
+        yield value
+
+
 class Layer(Module):
     """Built on the first call from the input's shape (``build``); ``weights`` in Keras's order."""
 
@@ -74,20 +86,16 @@ class Layer(Module):
         ``layer.losses``), computed from the current values when read."""
         out, seen = [], set()
 
-        def visit(v):
-            if isinstance(v, Layer):
-                if id(v) not in seen:
-                    seen.add(id(v))
-                    out.extend(reg(getattr(v, attr)) for attr, reg in v.__dict__.get("_sf_regularizers", ()))
-                    for k, item in vars(v).items():
-                        if not k.startswith("_sf_"):
+        def visit(layer):
+            if id(layer) in seen:
+                return
+            seen.add(id(layer))
+            out.extend(reg(getattr(layer, attr)) for attr, reg in layer.__dict__.get("_sf_regularizers", ()))
+            for k, value in vars(layer).items():
+                if not k.startswith("_sf_"):
+                    for item in held(value):
+                        if isinstance(item, Layer):
                             visit(item)
-            elif isinstance(v, (list, tuple)):
-                for item in v:
-                    visit(item)
-            elif isinstance(v, dict):
-                for item in v.values():
-                    visit(item)
 
         visit(self)
         return out

@@ -395,7 +395,7 @@ class TrainingMixin:
         print_fn(f"Total params: {total}\nTrainable params: {trainable}\nNon-trainable params: {total - trainable}")
 
 
-from specflow.api.keras import Layer  # noqa: E402 (keras.py's Sequential takes TrainingMixin, above)
+from specflow.api.keras import Layer, held  # noqa: E402 (keras.py's Sequential takes TrainingMixin, above)
 
 _INTERNAL = {"_module_name", "_weight_order", "built", "history", "stop_training"}
 
@@ -437,22 +437,13 @@ class Model(TrainingMixin, Layer):
     def _tracked(self):
         """(own variables, sub-layers/modules), attributes in the order they were set."""
         own, subs = [], []
-
-        def visit(v):
-            if isinstance(v, Variable):
-                own.append(v)
-            elif isinstance(v, Module):
-                subs.append(v)
-            elif isinstance(v, (list, tuple)):
-                for item in v:
-                    visit(item)
-            elif isinstance(v, dict):
-                for item in v.values():
-                    visit(item)
-
-        for k, v in vars(self).items():
+        for k, value in vars(self).items():
             if k not in _INTERNAL and not k.startswith("_sf_"):
-                visit(v)
+                for item in held(value):
+                    if isinstance(item, Variable):
+                        own.append(item)
+                    elif isinstance(item, Module):
+                        subs.append(item)
         return own, subs
 
     def _layer_list(self) -> list:

@@ -435,10 +435,10 @@ def print(*inputs, output_stream=None, summarize: int = 3, sep: str = " ", end: 
     if output_stream is None or output_stream is sys.stderr:  # TensorFlow's default, sys.stderr
         output_stream = "stderr"
     stream = "stdout" if output_stream is sys.stdout else output_stream
+    parts = [part for x in texts for part in x + [sep]][:-1]  # the inputs' parts, sep between
     if STATE.trace is None:
         values = iter(format_tensor(np.asarray(t.numpy()), summarize) for t in tensors)
-        text = "".join(part if part is not _SLOT else next(values) for x in texts for part in x + [sep])
-        text = text[: len(text) - len(sep)] if inputs else ""
+        text = "".join(next(values) if p is _SLOT else p for p in parts)
         target = stream if hasattr(stream, "write") else {"stdout": sys.stdout}.get(stream, sys.stderr)
         target.write(text + end)
         target.flush()
@@ -446,7 +446,6 @@ def print(*inputs, output_stream=None, summarize: int = 3, sep: str = " ", end: 
     if not isinstance(stream, str):
         raise GraphError("sf.print inside an sf.function prints to sys.stderr or sys.stdout only")
     placeholder = "{}"
-    parts = [part for x in texts for part in x + [sep]][:-1] if inputs else []
     if any(placeholder in p for p in parts if p is not _SLOT):
         placeholder = "{sf_print_slot}"
     template = "".join(placeholder if p is _SLOT else p for p in parts)
