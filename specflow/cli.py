@@ -20,6 +20,7 @@ from specflow.cli_args import (
     _check_output_dir,
     _check_spec_path,
     _flags_without_metavar,
+    _help_without_metavar,
     _is_model,
     _output_file,
     _read_feed,
@@ -586,7 +587,9 @@ _flags_without_metavar(app)
 
 
 def main() -> None:
-    app()
+    command = typer.main.get_command(app)
+    _help_without_metavar(command)
+    command()
 
 
 if __name__ == "__main__":  # pragma: no cover

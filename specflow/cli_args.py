@@ -154,14 +154,29 @@ def _check_logdir(logdir: Path) -> None:
 
 def _flags_without_metavar(app: typer.Typer) -> None:
     """Show on/off options as flags in --help (``--resume``), not as ``--resume <bool>``, which
-    reads as if it took a value. Applied to every command, whoever declared it."""
+    reads as if it took a value, and each command's summary in the command list as one wrapped
+    paragraph. Applied to every command, whoever declared it."""
     import inspect as pyinspect
 
     for cmd in app.registered_commands:
+        if cmd.short_help is None and cmd.callback.__doc__:
+            # The command list shows the docstring's first paragraph with its source line breaks
+            # (ragged lines under 80 columns); joined, rich wraps it to the table's width.
+            first = pyinspect.cleandoc(cmd.callback.__doc__).split("\n\n")[0]
+            cmd.short_help = " ".join(first.split())
         for p in pyinspect.signature(cmd.callback).parameters.values():
             info = p.default
             if isinstance(info, typer.models.OptionInfo) and isinstance(info.default, bool) and info.metavar is None:
                 info.metavar = ""
+
+
+def _help_without_metavar(command) -> None:
+    """``--help`` as a flag too: typer (0.29) builds it per command on first use and shows it as
+    ``--help <bool>``; build it now, for the group and every command, without the type."""
+    for cmd in [command, *getattr(command, "commands", {}).values()]:
+        option = cmd.get_help_option(cmd.context_class(cmd))
+        if option is not None:
+            option.metavar = ""
 
 
 def _cast_inputs(sig, feeds: dict) -> dict:

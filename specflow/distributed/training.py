@@ -226,6 +226,13 @@ class DistributedTrainer(Recovery, Trainer):
         self.listener.on_checkpoint(step, path)
         return path
 
+    def eval_step(self, step: int) -> int:
+        """Async: the global step read as the evaluation starts, as ``save`` names a checkpoint.
+        The workers' loops run on while the chief's hooks run, so the model evaluated is that
+        step's or a little later's, not the chief's view ``step`` (1 ps + 1 worker, a BN model:
+        0.81 labelled step 200 was the model of step ~220)."""
+        return step if self.sync is not None else max(step, self._global_step())
+
     def evaluate(self) -> dict[str, float]:
         """The held-out metrics. A task lost meanwhile (the run's last evaluation comes after its
         final save: a task killed then failed the run) is brought back, a ps from the latest

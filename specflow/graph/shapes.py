@@ -11,7 +11,7 @@ class Shape:
     __slots__ = ("dims",)
 
     def __init__(self, dims: Iterable[int | None] | None):
-        if dims is None:
+        if dims is None or (isinstance(dims, Shape) and dims.dims is None):
             self.dims = None
         else:
             out = []

@@ -167,6 +167,7 @@ class EvalHook(Hook):
             self._eval(run, run.step)
 
     def _eval(self, run, step: int) -> None:
+        step = run.eval_step(step)
         self.last_metrics = run.evaluate()
         self._last = step
         for name, value in self.last_metrics.items():

@@ -163,6 +163,10 @@ class Trainer:
         self.listener.on_checkpoint(step, path)
         return path
 
+    def eval_step(self, step: int) -> int:
+        """The global step an evaluation due at ``step`` is labelled with: ``step`` here."""
+        return step
+
     def evaluate(self) -> dict[str, float]:
         return evaluate(self.session, self.cfg, self.graph.training_flag, self.test_arrays, eval_metrics(self.spec))
 

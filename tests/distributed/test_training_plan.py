@@ -79,3 +79,34 @@ def test_inspect_refuses_what_train_refuses_at_the_spec_line(tmp_path):
         line = (body.split(message.split(":")[0].rsplit(".", 1)[-1])[0].count("\n")) + 1
         assert r.exit_code == 1 and r.output.startswith(f"error: {tmp_path / name}:{line}:"), r.output
         assert message in r.output and len(r.output.strip().splitlines()) == 1, r.output
+
+
+SEPARABLE = """
+specflow: 1
+name: separable
+inputs:
+  images: {dtype: float32, shape: [null, 64]}
+  labels: {dtype: int64, shape: [null]}
+nodes:
+  img: {op: Reshape, inputs: [images], shape: [-1, 8, 8, 1]}
+  c1: {layer: conv2d, inputs: [img], filters: 4, kernel_size: 3, padding: same}
+  c2: {layer: separable_conv2d, inputs: [c1], filters: 8, kernel_size: 3, padding: same}
+  gp: {layer: global_avg_pool, inputs: [c2]}
+  logits: {layer: dense, inputs: [gp], units: 10}
+  xent: {op: SparseSoftmaxCrossEntropyWithLogits, inputs: [logits, labels]}
+  loss: {op: Mean, inputs: ["xent:0"]}
+train:
+  loss: loss
+  optimizer: {sgd: {learning_rate: 0.1}}
+  data: {source: {builtin: digits}, feeds: {images: x, labels: y}, batch_size: 8}
+  steps: 10
+"""
+
+
+def test_inspect_places_a_depthwise_gradient_whose_sizes_cross_tasks(tmp_path):
+    # The depthwise input gradient's input_sizes arrives by _Recv on the worker's piece (a shape
+    # of unknown rank): its shape check once failed formatting its message.
+    spec = tmp_path / "separable.yaml"
+    spec.write_text(SEPARABLE)
+    data = json.loads(_inspect(str(spec), "--cluster", "local:ps=2,worker=2", "--format", "json"))
+    assert {"c2/depthwise_kernel", "c2/pointwise_kernel", "c1/kernel"} <= set(data["training"]["variables"])
