@@ -339,7 +339,9 @@ def matmul_any(x, y):
 
 
 def getitem(x, key):
-    """``x[key]`` for ints, slices, ``...`` and ``None``, as one StridedSlice."""
+    """``x[key]`` for ints, slices, ``...``, ``None`` and scalar integer tensors (a traced loop
+    counter, ``shape(x)[0]``), as one StridedSlice; with a traced index its begin/end/strides
+    are packed tensors, as TF's ``_slice_helper`` builds them."""
     if not isinstance(key, tuple):
         key = (key,)
     begin, end, strides = [], [], []
@@ -353,26 +355,43 @@ def getitem(x, key):
             masks["new_axis_mask"] |= bit
             begin.append(0), end.append(0), strides.append(1)
         elif isinstance(k, slice):
-            step = 1 if k.step is None else int(k.step)
-            begin.append(0 if k.start is None else int(k.start))
-            end.append(0 if k.stop is None else int(k.stop))
-            strides.append(step)
+            begin.append(0 if k.start is None else _index(k.start))
+            end.append(0 if k.stop is None else _index(k.stop))
+            strides.append(1 if k.step is None else _index(k.step))
             if k.start is None:
                 masks["begin_mask"] |= bit
             if k.stop is None:
                 masks["end_mask"] |= bit
-        elif isinstance(k, (int, np.integer)) or (isinstance(k, EagerTensor) and k.shape.rank == 0):
-            k = int(k)
-            begin.append(k), end.append(k + 1 if k != -1 else 0), strides.append(1)
-            masks["shrink_axis_mask"] |= bit
-            if k == -1:
-                masks["end_mask"] |= bit
         else:
-            raise TypeError(f"tensor indices must be ints, slices, ... or None, got {type(k).__name__}")
-    as_i32 = lambda v: np.asarray(v, np.int32)  # noqa: E731
-    return call("StridedSlice", x, as_i32(begin), as_i32(end), as_i32(strides), **masks)
+            k = _index(k)
+            # (a shrunk axis reads only begin: end 0 for -1 is that element, as in TF)
+            begin.append(k), end.append(k + 1 if isinstance(k, Tensor) or k != -1 else 0), strides.append(1)
+            masks["shrink_axis_mask"] |= bit
+    traced = [v for v in (*begin, *end, *strides) if isinstance(v, Tensor)]
+    if not traced:
+        return call("StridedSlice", x, *(np.asarray(v, np.int32) for v in (begin, end, strides)), **masks)
+    dtype = dtypes.int64 if any(v.dtype == dtypes.int64 for v in traced) else dtypes.int32
+    return call("StridedSlice", x, *(_packed(v, dtype) for v in (begin, end, strides)), **masks)
 
 
+def _index(k):
+    """An index or slice bound: a Python int, or a scalar int32/int64 tensor (an eager one as
+    its int)."""
+    if isinstance(k, (int, np.integer)) and not isinstance(k, bool) or (
+            isinstance(k, np.ndarray) and k.ndim == 0 and k.dtype.kind in "iu"):
+        return int(k)
+    if isinstance(k, Tensor) and k.shape.rank == 0 and k.dtype in (dtypes.int32, dtypes.int64):
+        return int(k) if isinstance(k, EagerTensor) else k
+    raise TypeError("tensor indices must be ints, slices, ..., None or scalar int32/int64 tensors, "
+                    f"got {type(k).__name__}" + (f" of dtype {k.dtype.name} and shape {k.shape}"
+                                                 if isinstance(k, Tensor) else ""))
+
+
+def _packed(values: list, dtype):
+    """Ints and traced scalars as one vector of ``dtype``: a Pack, as TF's ``stack``."""
+    parts = [call("Cast", v, DstT=dtype) if isinstance(v, Tensor) and v.dtype != dtype else
+             v if isinstance(v, Tensor) else np.asarray(v, dtype.numpy) for v in values]  # fmt: skip
+    return call("Pack", parts, axis=0)
 
 
 def constant(value, dtype=None) -> Tensor:

@@ -57,10 +57,12 @@ reduce_all = _reduce("All")
 
 
 def reduce_logsumexp(input_tensor, axis=None, keepdims: bool = False, name: str | None = None):
-    """log(sum(exp(x))) computed stably (the max subtracted first, as TensorFlow does)."""
+    """log(sum(exp(x))) computed stably, as TensorFlow does: the max subtracted first, or 0
+    where the max is not finite (an all -inf row gives -inf, a +inf one +inf, not NaN)."""
     x = _t(input_tensor)
     axes = _axes(x, axis)
-    m = stop_gradient(call("Max", x, axes, keep_dims=True))
+    raw = call("Max", x, axes, keep_dims=True)
+    m = stop_gradient(call("SelectV2", call("IsFinite", raw), raw, call("ZerosLike", raw)))
     out = call("Log", call("Sum", call("Exp", x - m), axes, keep_dims=True)) + m
     return out if keepdims else call("Squeeze", out, squeeze_dims=_dims(x, axis), name=name)
 

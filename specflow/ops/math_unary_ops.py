@@ -245,8 +245,6 @@ _TWO_OVER_ROOT_PI = 2 / np.sqrt(np.pi)
 _UNARY_GRADS = {
     "Abs": lambda b, x, y, dy: _mul(b, dy, gu.emit(b, "Sign", x)),
     "Square": lambda b, x, y, dy: _mul(b, dy, _mul(b, x, scalar(b, 2, x))),
-    "Sqrt": lambda b, x, y, dy: gu.emit(b, "RealDiv", _mul(b, dy, scalar(b, 0.5, y)), y),
-    "Rsqrt": lambda b, x, y, dy: _mul(b, dy, _mul(b, _mul(b, gu.emit(b, "Square", y), y), scalar(b, -0.5, y))),
     "Exp": lambda b, x, y, dy: _mul(b, dy, y),
     "Log": lambda b, x, y, dy: _mul(b, dy, gu.emit(b, "Reciprocal", x)),
     "Log1p": lambda b, x, y, dy: _mul(b, dy, gu.emit(b, "Reciprocal", gu.emit(b, "AddV2", scalar(b, 1, x), x))),
@@ -254,7 +252,6 @@ _UNARY_GRADS = {
     "Sigmoid": lambda b, x, y, dy: gu.emit(b, "SigmoidGrad", y, dy),
     "Sin": lambda b, x, y, dy: _mul(b, dy, gu.emit(b, "Cos", x)),
     "Cos": lambda b, x, y, dy: _mul(b, gu.emit(b, "Neg", dy), gu.emit(b, "Sin", x)),
-    "Reciprocal": lambda b, x, y, dy: _mul(b, dy, gu.emit(b, "Neg", gu.emit(b, "Square", y))),
     "Tan": lambda b, x, y, dy: _mul(b, dy, gu.emit(b, "Square", gu.emit(b, "Reciprocal", gu.emit(b, "Cos", x)))),
     "Asin": lambda b, x, y, dy: _mul(b, dy, gu.emit(b, "Rsqrt", _one_minus_square(b, x))),
     "Acos": lambda b, x, y, dy: _mul(b, gu.emit(b, "Neg", dy), gu.emit(b, "Rsqrt", _one_minus_square(b, x))),
@@ -334,6 +331,20 @@ def _register_unary_gradient(name, fn):
 
 for _name, _fn in _UNARY_GRADS.items():
     _register_unary_gradient(_name, _fn)
+
+
+def _register_grad_op_gradient(name: str, grad_op: str) -> None:
+    """TF's gradient of Sqrt, Rsqrt and Reciprocal: its SqrtGrad/RsqrtGrad/ReciprocalGrad of
+    the output (math_grad_ops.py; the kernel conjugates). Those give 0 where dy is 0: the
+    usual guard ``where(x > 0, sqrt(x), 0)`` has gradient 0, not NaN, at x <= 0."""
+
+    @gradient(name)
+    def grad(b, node, dys):
+        return [gu.emit(b, grad_op, node.name, dys[0])]
+
+
+for _name in ("Sqrt", "Rsqrt", "Reciprocal"):
+    _register_grad_op_gradient(_name, _name + "Grad")
 
 
 @gradient("Neg")
