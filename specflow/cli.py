@@ -436,7 +436,8 @@ def eval_(
 @handle_errors
 def export(
     spec: Path = typer.Argument(..., help="The model spec (YAML) that was trained."),
-    logdir: Path = typer.Option(..., "--logdir", help="The training run's directory (its checkpoints)."),
+    logdir: Path | None = typer.Option(None, "--logdir", help="The training run's directory (its checkpoints); "
+                                       "required unless the spec has no variables."),
     output: Path = typer.Option(..., "--out", "-o", help="The SavedModel directory (or .onnx file) to write."),
     checkpoint: int | None = typer.Option(None, "--checkpoint", help="The step to export (default: latest)."),
     signature: list[str] | None = typer.Option(None, "--signature", help="Export only this signature (repeatable)."),
@@ -449,7 +450,11 @@ def export(
     from specflow.views.saved_model_view import export_summary
 
     _check_format(export_format, FORMATS)
-    s = _load_with_run_flags(spec, logdir, set_)
+    if logdir is None:
+        _check_spec_path(spec)
+        s = _load(spec, set_)
+    else:
+        s = _load_with_run_flags(spec, logdir, set_)
     _quiet_numeric_warnings()
     result = export_model(s, logdir, output, fmt=export_format, step=checkpoint,
                           signatures=list(signature or []) or None, overwrite=overwrite)

@@ -318,7 +318,8 @@ class _SpecWriter:
         return out
 
     def const(self, value: np.ndarray, spec_name: str):
-        if value.size <= INLINE_LIMIT or value.dtype == object:
+        # (complex values go to .npy whatever their size: YAML has no complex numbers)
+        if (value.size <= INLINE_LIMIT and value.dtype.kind != "c") or value.dtype == object:
             return _plain(value, f"Const '{spec_name}'")
         self.const_dir.mkdir(parents=True, exist_ok=True)
         path = self.const_dir / f"{spec_name}.npy"
@@ -349,7 +350,7 @@ def _plain(value: Any, where: str) -> Any:
     if isinstance(value, Shape):
         return None if value.rank is None else list(value.dims)
     if isinstance(value, np.ndarray):
-        if value.dtype == object:
+        if value.dtype == object or value.dtype.kind == "c":
             return [_plain(x, where) for x in value.ravel().tolist()] if value.ndim else _plain(value.item(), where)
         if value.dtype in (np.float32, np.float16):  # shortest text that reads back to the same bits
             short = np.array([float(str(x)) for x in value.ravel()], dtype=object)
@@ -366,6 +367,8 @@ def _plain(value: Any, where: str) -> Any:
         raise ExportError(f"{where} names function '{value.name}', which an op-level spec cannot hold")
     if isinstance(value, float) and not math.isfinite(value):
         return value  # YAML writes .inf / .nan
+    if isinstance(value, complex):
+        raise ExportError(f"{where} holds a complex number, which a spec attr cannot hold")
     return value
 
 

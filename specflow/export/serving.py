@@ -53,13 +53,22 @@ class ServingModel:
 
 def serving_model(spec, logdir, step: int | None = None, signatures: list[str] | None = None) -> ServingModel:
     """The serving form of ``spec`` with variable values from the checkpoint of ``step`` (default:
-    the latest) in ``logdir``, keeping the signatures named (default: all of the spec's)."""
+    the latest) in ``logdir``, keeping the signatures named (default: all of the spec's).
+    ``logdir`` None: a spec without variables, served as it is."""
     sigs = select_signatures(spec, signatures)
-    path = checkpoint_path(spec, logdir, step)
+    if logdir is None:  # a model without variables (an imported function) needs no training run
+        if spec.variables:
+            raise ExportError(f"{spec.path} has {len(spec.variables)} variable(s): give --logdir, the training run "
+                              "whose checkpoint holds their values")
+        path = None
+    else:
+        path = checkpoint_path(spec, logdir, step)
     graph = fold_training_flag(spec.graph_def, spec.lowered.training_flag, spec.tensor_spec)
     outputs = [t for sig in sigs.values() for t, _ in sig.outputs.values()]
     inputs = [t for sig in sigs.values() for t, _ in sig.inputs.values()]
     graph = closure(decide_training_conds(graph, spec.lowered.training_flag, outputs + inputs), outputs + inputs)
+    if path is None:
+        return ServingModel(graph, sigs, {}, None, {})
     tensors = CheckpointManager(Path(logdir)).restore(path)
     values = variable_values(spec, graph, tensors, path)
     trainable = {v.name: v.trainable for v in spec.variables if v.name in values}

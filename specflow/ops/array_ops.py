@@ -35,6 +35,8 @@ def const_value(value, dtype) -> np.ndarray:
     except (TypeError, ValueError) as e:
         raise ValueError(f"bad value {value!r} ({e})") from None
     kind = raw.dtype.kind
+    if raw.size == 0 and kind == "f":  # ``[]``: numpy's default float64, whatever the dtype
+        return np.empty(raw.shape, dtype=object if dtype.name == "string" else np_dt)
     if dtype.name == "string":
         if kind not in "SUO" or (kind == "O" and not all(isinstance(v, (str, bytes)) for v in raw.flat)):
             raise ValueError(f"expected strings for dtype string, got {value!r}")

@@ -155,7 +155,7 @@ def export_summary(result) -> Table:
     t.add_column("", style="bold")
     t.add_column("")
     t.add_row("exported", Text(f"{result.out} ({result.format})"))
-    t.add_row("checkpoint", Text(result.checkpoint))
+    t.add_row("checkpoint", Text(result.checkpoint or "none (the spec has no variables)"))
     t.add_row("signatures", Text(", ".join(result.signatures)))
     t.add_row("variables", Text(f"{len(result.variables)} "
                                 f"({sum(int(np.prod(s)) for _, s in result.variables.values()):,} values)"))

@@ -19,6 +19,7 @@ from specflow.schema.loader import load_spec
 
 DATA = Path(__file__).resolve().parents[1] / "io" / "data"
 TF2, KERAS = DATA / "tf2", DATA / "keras"
+MODELS = Path(__file__).resolve().parents[2] / "models"
 
 
 def run_spec(path: Path, signature: str, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -177,6 +178,40 @@ def test_an_imported_spec_exports_again(tmp_path):
         (alias,) = model.signatures["serving_default"].inputs
         got = model.run("serving_default", {alias: inputs["inputs"]})
     np.testing.assert_allclose(got["output_0"], want["output_0"], rtol=0, atol=1e-4)
+
+
+EDGE = """
+specflow: 1
+name: edge
+inputs:
+  x: {dtype: float32, shape: [null, 3]}
+nodes:
+  c: {op: Const, dtype: complex64, value: {npy: c.npy}}
+  empty: {op: Const, dtype: int32, value: []}
+  shp: {op: ConcatV2, inputs: [{op: Shape, inputs: [x]}, empty], axis: 0}
+  same: {op: Reshape, inputs: [x, shp]}
+  y: {op: Real, inputs: [{op: Mul, inputs: [{op: Complex, inputs: [same, same]}, c]}]}
+signatures:
+  serving_default: {inputs: {x: x}, outputs: {y: y}}
+"""
+
+
+def test_a_model_without_variables_exports_and_imports_with_empty_and_complex_constants(tmp_path):
+    """No --logdir for a spec without variables; an empty int Const (``[]``, numpy's float64)
+    and a complex one (.npy: YAML has no complex numbers) survive export -> import -> run."""
+    np.save(tmp_path / "c.npy", np.array(2 + 1j, np.complex64))
+    (tmp_path / "edge.yaml").write_text(EDGE)
+    r = CliRunner().invoke(app, ["export", str(tmp_path / "edge.yaml"), "--out", str(tmp_path / "sm")])
+    assert r.exit_code == 0, r.output
+    assert "none (the spec has no variables)" in r.output
+    r = CliRunner().invoke(app, ["import", str(tmp_path / "sm"), "--out", str(tmp_path / "back.yaml")])
+    assert r.exit_code == 0, r.output
+    back = yaml.safe_load((tmp_path / "back.yaml").read_text())["nodes"]
+    assert back["empty"]["value"] == [] and back["c"]["value"] == {"npy": "back_constants/c.npy"}
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    np.testing.assert_array_equal(run_spec(tmp_path / "back.yaml", "serving_default", {"x": x})["y"], 2 * x - x)
+    r = CliRunner().invoke(app, ["export", str(MODELS / "digits_mlp.yaml"), "--out", str(tmp_path / "d")])
+    assert r.exit_code == 1 and "has 4 variable(s): give --logdir" in r.output
 
 
 def test_a_tf1_metagraphs_trainable_collection_says_which_variables_train():
