@@ -16,6 +16,8 @@ for both branches and TensorFlow's gradients (GradientTape) w.r.t. the input and
 loop with ``maximum_iterations`` and loop invariants; ``tf1_cond.pb`` one with a v1 ``tf.cond``;
 each with ``<name>.npz``: ``in_x`` and ``in_neg_x`` (its negation: every conditional takes the
 other branch) with the outputs for each (``out_<tensor>``, ``outneg_<tensor>``, ``:`` as ``_``).
+``lowered_conds.pb`` is a TF2 function with conds (nested, in a while body) frozen with its
+control flow lowered (convert_variables_to_constants_v2's default), with the same kind of .npz.
 """
 
 from __future__ import annotations
@@ -257,6 +259,37 @@ def tf1_cond(x):
     return [tf.identity(y, name="y"), tf.identity(z, name="z"), tf.identity(w, name="w")]
 
 
+def lowered_conds() -> None:
+    """TF2 conds frozen as convert_variables_to_constants_v2 does by default, lowered to
+    Switch/Merge with TF's If-lowering names (``cond/switch_pred/_2``, ``cond/x/_5``): two
+    inputs and outputs, a cond nested in a branch, a cond in a while body."""
+
+    @tf.function
+    def f(x):
+        s = tf.reduce_sum(x)
+        a, b = tf.cond(s > 0, lambda: (x * 2.0, s + 1.0), lambda: (x - 1.0, s * 3.0))
+        c = tf.cond(x[0, 0] > 0,
+                    lambda: tf.cond(x[1, 1] > 0, lambda: tf.exp(x), lambda: tf.square(x)),
+                    lambda: tf.sin(x))
+        _, d = tf.while_loop(lambda i, v: i < 3,
+                             lambda i, v: (i + 1, tf.cond(tf.reduce_mean(v) > 0.1, lambda: v * 0.5, lambda: v + 1.0)),
+                             [0, x])
+        return tf.identity(a, name="a"), tf.identity(b, name="b"), tf.identity(c, name="c"), tf.identity(d, name="d")
+
+    frozen_fn = convert_variables_to_constants_v2(f.get_concrete_function(tf.TensorSpec((None, 3), tf.float32,
+                                                                                        name="x")))
+    graph_def = frozen_fn.graph.as_graph_def()
+    assert not any(n.op in ("If", "StatelessIf", "While", "StatelessWhile") for n in graph_def.node)
+    (OUT / "lowered_conds.pb").write_bytes(graph_def.SerializeToString())
+    value = np.random.default_rng(4).standard_normal((2, 3)).astype("float32")
+    saved = {"in_x": value, "in_neg_x": -value}
+    for key, v in (("out", value), ("outneg", -value)):
+        for t, got in zip(frozen_fn.outputs, frozen_fn(tf.constant(v))):
+            saved[f"{key}_{t.name.replace(':', '_')}"] = got.numpy()
+    np.savez(OUT / "lowered_conds.npz", **saved)
+    print(f"lowered_conds: {len(graph_def.node)} nodes, outputs {[t.name for t in frozen_fn.outputs]}")
+
+
 if __name__ == "__main__":
     OUT.mkdir(parents=True, exist_ok=True)
     for name, (build, shape) in FIXTURES.items():
@@ -270,6 +303,8 @@ if __name__ == "__main__":
         cond_loop()
     if not ONLY or "methods" in ONLY:
         methods()
+    if not ONLY or "lowered_conds" in ONLY:
+        lowered_conds()
     for name, build in (("tf1_loops", tf1_loops), ("tf1_cond", tf1_cond)):
         if not ONLY or name in ONLY:
             tf1_graph(name, build)

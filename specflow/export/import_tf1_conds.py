@@ -66,6 +66,7 @@ def all_tf1_conds(nodes: list[NodeDef], taken: set[str]) -> list[Tf1Cond]:
                 cond_of[n.name] = key
     if not cond_of:
         return []
+    _lowered_if_scopes(cond_of)
     order = _order(scope, by_name)
     if order is None:
         return []
@@ -123,7 +124,29 @@ def _key(n: NodeDef, by_name: dict) -> tuple[str, str] | None:
     if (src is not None and src.op == "Identity" and src.data_inputs and not _is_pred_switch(n)
             and src.name.rpartition("/")[2].startswith("pred_id")):  # TF1's <scope>/pred_id
         return canonical_tensor(src.data_inputs[0]), src.name.rpartition("/")[0]
-    return canonical_tensor(n.data_inputs[1]), n.name.rpartition("/")[0]
+    return canonical_tensor(n.data_inputs[1]), _unsuffixed(n.name).rpartition("/")[0]
+
+
+def _lowered_if_scopes(cond_of: dict[str, tuple[str, str]]) -> None:
+    """A lowered If's input Switches are named ``<if>/<input node>/_N``, and the input node's
+    name may hold slashes (``Func/cond/then/_10/input/_56``): each takes the scope of its If's
+    ``<if>/switch_pred/_N`` on the same predicate, the longest that prefixes its name."""
+    lowered: dict[str, list[str]] = {}
+    for name, (pred, scope) in cond_of.items():
+        if _unsuffixed(name) == f"{scope}/switch_pred":
+            lowered.setdefault(pred, []).append(scope)
+    for name, (pred, scope) in cond_of.items():
+        fits = [s for s in lowered.get(pred, ()) if name.startswith(s + "/")]
+        if fits and scope not in fits:
+            cond_of[name] = (pred, max(fits, key=len))
+
+
+def _unsuffixed(name: str) -> str:
+    """``name`` without a ``/_N`` uniquifier: TF's lowering of an If (a TF2 graph frozen with
+    lowered control flow) names its Switches ``<if>/switch_pred/_2`` and ``<if>/<input>/_5``,
+    all in the If's scope ``<if>``."""
+    head, _, last = name.rpartition("/")
+    return head if head and last.startswith("_") and last[1:].isdigit() else name
 
 
 def _back_edge(i: str, by_name: dict) -> bool:

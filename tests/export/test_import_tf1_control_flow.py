@@ -97,6 +97,24 @@ def test_a_tf1_graphs_conds_import_as_cond_nodes_with_loops_and_conds_inside(tmp
     assert max(verify_import(TF2 / "tf1_cond.pb", result).values()) == 0
 
 
+def test_a_frozen_tf2_graphs_lowered_conds_import_as_cond_nodes(tmp_path):
+    """lowered_conds.pb: TF2 conds lowered by convert_variables_to_constants_v2 (TF's If-lowering
+    names: <if>/switch_pred/_N, <if>/<input node>/_N with slashes in the input's name): two
+    outputs, a cond nested in a branch, a cond in a while body. TF's outputs for x and -x."""
+    out = tmp_path / "c.yaml"
+    result = import_model(TF2 / "lowered_conds.pb", out)
+    nodes = yaml.safe_load(out.read_text())["nodes"]
+    assert not _ops(nodes) & PRIMITIVES
+    assert len(_constructs(nodes, "cond")) == 4 and len(_whiles(nodes)) == 1
+    assert _constructs(nodes["cond_1"]["cond"]["then"]["nodes"], "cond")
+    saved = np.load(TF2 / "lowered_conds.npz")
+    for key, x in (("out", saved["in_x"]), ("outneg", saved["in_neg_x"])):
+        got = run_spec(out, "serving_default", {"x": x})
+        for name in ["Identity", "Identity_1", "Identity_2", "Identity_3"]:
+            np.testing.assert_allclose(got[name], saved[f"{key}_{name}_0"], rtol=1e-6, atol=1e-6, err_msg=name)
+    assert max(verify_import(TF2 / "lowered_conds.pb", result).values()) == 0
+
+
 def test_values_inside_loops_and_branches_are_not_a_frozen_graphs_outputs():
     """An inner loop's unused Exit, a loop's Exit inside a branch and an unused branch pivot are
     sinks no one outside can fetch: no signature output."""
