@@ -178,7 +178,7 @@ def function_def(name: str, graph: GraphDef, inputs: list[tuple[str, str, Tensor
                           attr={"T": attr_value_pb2.AttrValue(type=spec.dtype.tf_enum)})
         sig.output_arg.add(name=out, type=spec.dtype.tf_enum)
         fdef.ret[out] = f"{ident}:output:0"
-    for s in stateful:
+    for s in _control_outputs(body, stateful, {parse_input(t).node for t in args}):
         sig.control_output.append(s)
         fdef.control_ret[s] = s
     sig.is_stateful = bool(stateful)
@@ -191,18 +191,7 @@ def _enter_args(body: list[NodeDef], args: dict[str, DType]) -> list[NodeDef]:
     (one per frame level, shared by the frame's readers). TF's executor refuses an edge between
     frames other than Enter/Exit; a flat graph reads a hoisted VarHandleOp in the loop directly,
     but as a function the handle is an arg, which lives in the outer frame."""
-    frames: dict[str, tuple[tuple[str, int], ...]] = {}  # node -> its frame: (name, parallel iterations) path
-    for node in body:  # graph order: an Enter before its frame's nodes (back edges come later)
-        arg_nodes = {parse_input(t).node for t in args}
-        src = next((parse_input(i).node for i in node.inputs  # an arg is in every frame it is carried to
-                    if parse_input(i).node in frames and parse_input(i).node not in arg_nodes), None)
-        outer = frames.get(src, ())
-        if node.op in ("Enter", "RefEnter"):
-            frames[node.name] = (*outer, (node.attrs["frame_name"], int(node.attrs.get("parallel_iterations", 10))))
-        elif node.op in ("Exit", "RefExit"):
-            frames[node.name] = outer[:-1]
-        else:
-            frames[node.name] = outer
+    frames = _frame_paths(body, {parse_input(t).node for t in args})
     out: list[NodeDef] = []
     enters: dict[tuple, str] = {}  # (arg tensor, frame path) -> the tensor that carries it there
     names = {n.name for n in body}
@@ -229,6 +218,34 @@ def _enter_args(body: list[NodeDef], args: dict[str, DType]) -> list[NodeDef]:
                            else i for i in node.inputs]
         out.append(node)
     return out
+
+
+def _frame_paths(body: list[NodeDef], arg_nodes: set[str]) -> dict[str, tuple[tuple[str, int], ...]]:
+    """Node -> the while-loop frames it runs in, outermost first, each (name, parallel
+    iterations): an Enter opens its frame, an Exit leaves it, other nodes run in their inputs'."""
+    frames: dict[str, tuple[tuple[str, int], ...]] = {}
+    for node in body:  # graph order: an Enter before its frame's nodes (back edges come later)
+        src = next((parse_input(i).node for i in node.inputs  # an arg is in every frame it is carried to
+                    if parse_input(i).node in frames and parse_input(i).node not in arg_nodes), None)
+        outer = frames.get(src, ())
+        if node.op in ("Enter", "RefEnter"):
+            frames[node.name] = (*outer, (node.attrs["frame_name"], int(node.attrs.get("parallel_iterations", 10))))
+        elif node.op in ("Exit", "RefExit"):
+            frames[node.name] = outer[:-1]
+        else:
+            frames[node.name] = outer
+    return frames
+
+
+def _control_outputs(body: list[NodeDef], stateful: list[str], arg_nodes: set[str]) -> list[str]:
+    """What the function's callers wait for: its stateful nodes outside loops, and for a loop
+    holding any (an assignment, an Assert of ``max_iterations``) the loop's Exits. TF's runtime
+    refuses a control output inside a loop's frame ("inputs from different frames")."""
+    frames = _frame_paths(body, arg_nodes)
+    loops = {frames[s][0] for s in stateful if frames.get(s)}
+    exits = [n.name for n in body if n.op in ("Exit", "RefExit") and not frames[n.name]
+             and (frames.get(parse_input(n.inputs[0]).node) or ((None, 0),))[0] in loops]  # fmt: skip
+    return [s for s in stateful if not frames.get(s)] + exits
 
 
 def _read(nodes: dict[str, NodeDef], tensor: str, args: dict[str, str]) -> str:

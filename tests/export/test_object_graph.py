@@ -253,3 +253,24 @@ def test_a_method_trace_tf_cannot_describe_is_left_out_with_a_warning(tmp_path, 
     assert not og.nodes[children(og, 0)["odd"]].function.concrete_functions
     np.testing.assert_allclose(sf.load(tmp_path / "m").serving_default(x=np.full(2, 3, np.float32))["output_0"]
                                .numpy(), [3, 3])
+
+
+class Looping(sf.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = sf.Variable(0.5)
+
+    @sf.function(input_signature=[sf.TensorSpec([None], "float32")])
+    def __call__(self, x):  # the loop reads a variable: a stateful node inside
+        return sf.while_loop(lambda i, a: i < 3, lambda i, a: (i + 1, a * self.w), [0, x], maximum_iterations=5)[1]
+
+
+def test_a_functions_control_outputs_are_outside_its_loops(tmp_path):
+    """TF's function runtime refuses a control output inside a while loop's frame ("inputs from
+    different frames"): a loop holding stateful nodes is waited for through its Exits."""
+    sf.save(Looping(), tmp_path / "m")
+    (fdef,) = [f for f in meta(tmp_path / "m").graph_def.library.function if "__call__" in f.signature.name]
+    ops = {n.name: n.op for n in fdef.node_def}
+    assert "ReadVariableOp" in ops.values() and fdef.control_ret
+    assert {ops[n] for n in fdef.control_ret.values()} == {"Exit"}, dict(fdef.control_ret)
+    np.testing.assert_allclose(sf.load(tmp_path / "m")(np.float32([1, 2])).numpy(), [0.125, 0.25])

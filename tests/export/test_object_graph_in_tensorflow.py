@@ -11,7 +11,7 @@ import pytest
 import specflow as sf
 from specflow.export.exporter import export_model
 from specflow.export.loader import load_saved_model
-from tests.export.test_object_graph import TF_CALL, TF_F3, X, Y, saved_net
+from tests.export.test_object_graph import TF_CALL, TF_F3, Looping, X, Y, saved_net
 
 tf = pytest.importorskip("tensorflow")
 
@@ -55,3 +55,31 @@ def test_spec_export_is_a_tf2_object(trained, tmp_path):
     assert sorted(v.name for v in m.trainable_variables) == \
         ["hidden/bias:0", "hidden/kernel:0", "logits/bias:0", "logits/kernel:0"]
     np.testing.assert_array_equal(m.hidden.kernel.numpy(), sf.load(tmp_path / "m").hidden.kernel.numpy())
+
+
+def test_a_loop_reading_a_variable_runs_in_tensorflow(tmp_path):
+    """A function whose while loop reads a variable: its control outputs are the loop's Exits,
+    not nodes in the loop's frame, which TF refuses."""
+    sf.save(Looping(), tmp_path / "m")
+    m = tf.saved_model.load(str(tmp_path / "m"))
+    np.testing.assert_allclose(m(tf.constant([1.0, 2.0])).numpy(), [0.125, 0.25])
+    np.testing.assert_allclose(m.signatures["serving_default"](x=tf.constant([1.0, 2.0]))["output_0"].numpy(),
+                               [0.125, 0.25])
+
+
+def test_a_keras_lstm_imported_then_exported_runs_in_tensorflow(tmp_path):
+    from typer.testing import CliRunner
+
+    from specflow.cli import app
+    from specflow.export.importer import import_model
+    from tests.export.test_import import TF2, recorded
+
+    import_model(TF2 / "lstm", tmp_path / "lstm.yaml")
+    r = CliRunner().invoke(app, ["export", str(tmp_path / "lstm.yaml"), "--logdir", str(tmp_path / "lstm_checkpoint"),
+                                 "--out", str(tmp_path / "export")])
+    assert r.exit_code == 0, r.output
+    inputs, want = recorded(TF2 / "lstm.npz")
+    serve = tf.saved_model.load(str(tmp_path / "export")).signatures["serving_default"]
+    (arg,) = serve.structured_input_signature[1]
+    got = serve(**{arg: tf.constant(inputs["inputs"])})
+    np.testing.assert_allclose(got["output_0"].numpy(), want["output_0"], rtol=0, atol=1e-4)
