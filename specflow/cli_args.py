@@ -42,12 +42,13 @@ def _tensor_of(s, ref: str) -> str:
     reads = {v.name: v.read for v in s.variables}
     if ref in reads:
         return reads[ref]
-    if s.graph_def.node_map().get(ref.split(":")[0]) is not None:
-        return ref
-    try:
+    try:  # the spec's reading first: a layer's output op carries its node's name, `r:1` is its h
         return s.resolve(ref)
     except SpecflowError:
-        return ref  # the session names the missing tensor
+        if ref.split(":")[0] in s.model.nodes:
+            raise  # a spec node without that output: its error says how many it has
+        # a graph tensor (hidden/MatMul:0), or none: the session checks it, with suggestions
+        return ref
 
 
 class DirPath(type(Path())):

@@ -168,7 +168,8 @@ class Trainer:
         return step
 
     def evaluate(self) -> dict[str, float]:
-        return evaluate(self.session, self.cfg, self.graph.training_flag, self.test_arrays, eval_metrics(self.spec))
+        with state.generators_untouched(self.session):
+            return evaluate(self.session, self.cfg, self.graph.training_flag, self.test_arrays, eval_metrics(self.spec))
 
     # --- the loop -------------------------------------------------------------------------------
 

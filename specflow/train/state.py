@@ -9,6 +9,7 @@ resumed run draw the same batches and the same random numbers as an uninterrupte
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -128,3 +129,23 @@ def set_generator_states(kernel_state: dict[str, dict], tensors: dict[str, np.nd
 
 
 _M64 = (1 << 64) - 1
+
+
+@contextlib.contextmanager
+def generators_untouched(session):
+    """Random ops run inside leave their generators as they were: an evaluation (dropout's
+    RandomUniform runs with ``training`` false too, its output unselected) must not move the
+    training's random stream, or a run's numbers would depend on its eval schedule and a run
+    resumed after a final evaluation would differ from one that never stopped."""
+    kernel_state = getattr(session, "kernel_state", None)
+    if kernel_state is None:
+        yield
+        return
+    before = generator_states(kernel_state)
+    try:
+        yield
+    finally:
+        for key in generator_states(kernel_state).keys() - before.keys():  # first run here: as never run
+            kernel_state.get(key[len(RNG_PREFIX):], {}).pop("rng", None)
+        set_generator_states(kernel_state, before)
+

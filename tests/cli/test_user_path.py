@@ -187,6 +187,25 @@ def test_fetch_and_feed_take_every_spec_reference(tmp_path):
     assert r.exit_code == 0, r.output
 
 
+def test_fetch_takes_a_layers_other_outputs(tmp_path):
+    """A layer's output op carries its node's name, so `r:1` is the spec's reading (an LSTM's
+    h), not output 1 of that op; an output past the layer's is its error, not the graph's."""
+    spec = tmp_path / "lstm.yaml"
+    spec.write_text("specflow: 1\nname: l\ninputs: {seq: {dtype: float32, shape: [null, 5, 3]}}\n"
+                    "nodes: {r: {layer: lstm, inputs: [seq], units: 4, return_state: true}}\n")
+    np.save(tmp_path / "s.npy", np.random.default_rng(0).standard_normal((2, 5, 3)).astype(np.float32))
+    out = tmp_path / "o.npz"
+    r = cli("run", spec, "--feed", f"seq={tmp_path / 's.npy'}", "--fetch", "r", "--fetch", "r:1", "--fetch", "r:2",
+            "--fetch", "r/while/h", "--out", out)
+    assert r.exit_code == 0, r.output
+    got = np.load(out)
+    np.testing.assert_array_equal(got["r"], got["r:1"])  # the last output is the final h
+    np.testing.assert_array_equal(got["r:1"], got["r/while/h"])
+    assert got["r:2"].shape == (2, 4) and not np.array_equal(got["r:2"], got["r:1"])
+    r = cli("run", spec, "--feed", f"seq={tmp_path / 's.npy'}", "--fetch", "r:5")
+    assert r.exit_code == 1 and "'r' has 3 output(s); 'r:5' does not exist" in one_error(r)
+
+
 def test_an_error_after_a_set_names_the_set():
     err = one_error(cli("validate", MLP, "--set", "inputs.images.shape=[null, 7]"))
     assert "(after --set inputs.images.shape=[null, 7])" in err

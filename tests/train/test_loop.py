@@ -86,6 +86,20 @@ def test_resume_gives_the_same_losses_as_an_uninterrupted_run(tmp_path):
     assert got == want  # bit for bit: same batches, same dropout masks, same updates
 
 
+def test_evaluations_leave_the_training_random_stream_alone(tmp_path):
+    """A run stopped off the eval schedule evaluates at its last step (15), which an unbroken
+    run does not: dropout's RandomUniform runs in evaluation too (training false, its output
+    unselected), and must not move the generator the training's masks come from."""
+    spec = _spec(tmp_path)
+    full, rec_full = _train(spec, tmp_path / "full")
+    _train(spec, tmp_path / "split", steps=15)
+    _, rec_b = _train(_spec(tmp_path), tmp_path / "split", resume=True)
+    assert [rec_b.losses[s] for s in range(16, 41)] == [rec_full.losses[s] for s in range(16, 41)]
+    _, rec_often = _train(_spec(tmp_path, DROPOUT_SPEC.replace("eval: {every_steps: 20", "eval: {every_steps: 3")),
+                          tmp_path / "often")
+    assert rec_often.losses == rec_full.losses
+
+
 def test_a_second_run_on_the_same_logdir_is_refused(tmp_path):
     spec = _spec(tmp_path)
     _train(spec, tmp_path / "run", steps=5)
