@@ -82,7 +82,11 @@ def import_model(source, out, overwrite: bool = False) -> ImportResult:
         roots = [t for s in sigs.values() for t, _ in s.outputs.values()]
         feeds = [t for s in sigs.values() for t, _ in s.inputs.values()]
         check_supported(model.graph_def, roots, feeds)
-        graph = _closure(model.graph_def, roots, {parse_input(f).node for f in feeds})
+        fed = {parse_input(f).node for f in feeds}
+        nodes = model.graph_def.node_map()
+        # a fed PlaceholderWithDefault keeps its default (an input with `default:`)
+        defaults = [nodes[n].data_inputs[0] for n in fed if nodes[n].op == "PlaceholderWithDefault"]
+        graph = _closure(model.graph_def, roots + defaults, fed)
         check_control_flow(graph, source)
         names = _spec_names(graph)
         variables = _variable_values(model, graph, names)
@@ -249,16 +253,29 @@ class _SpecWriter:
         members = set(self.in_construct)
         for loop in loops.values():
             self.loop_refs.update(loop.outer_refs(self.names[loop.name], self.ref))
+        nodes = graph.node_map()
+        users: dict[str, int] = {}
+        for n in graph.nodes:
+            for i in n.inputs:
+                users[parse_input(i).node] = users.get(parse_input(i).node, 0) + 1
+        default_of = {n.name: nodes[parse_input(n.data_inputs[0]).node] for n in graph.nodes
+                      if n.op == "PlaceholderWithDefault" and nodes[parse_input(n.data_inputs[0]).node].op == "Const"}
+        written_defaults = {c.name for c in default_of.values() if users.get(c.name) == 1}
         for n in graph.nodes:
             spec_name = self.names[n.name]
+            if n.name in written_defaults:
+                continue  # its PlaceholderWithDefault's `default:`
             if n.name in loops:
                 self.nodes[spec_name] = construct_node(self, loops[n.name], self.ref)
             elif n.name in members:
                 continue
-            elif n.op == "Placeholder":
+            elif n.op == "Placeholder" or n.name in default_of:
                 shape = n.attrs.get("shape")
                 self.inputs[spec_name] = {"dtype": n.attrs["dtype"].name,
                                           "shape": None if shape is None or shape.rank is None else list(shape.dims)}
+                if n.name in default_of:
+                    self.inputs[spec_name]["default"] = _plain(default_of[n.name].attrs["value"],
+                                                               f"the default of input '{n.name}'")
             elif n.op == "VarHandleOp":
                 v = variables[n.name]
                 var_specs[spec_name] = {"shape": list(v.shape), "dtype": str(n.attrs["dtype"]),

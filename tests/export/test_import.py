@@ -214,6 +214,22 @@ def test_a_model_without_variables_exports_and_imports_with_empty_and_complex_co
     assert r.exit_code == 1 and "has 4 variable(s): give --logdir" in r.output
 
 
+def test_an_input_with_a_default_imports_as_an_input_with_that_default(tmp_path):
+    (tmp_path / "d.yaml").write_text(
+        "specflow: 1\nname: d\ninputs:\n  x: {dtype: float32, shape: [null, 2]}\n"
+        "  s: {dtype: float32, shape: [], default: 2.5}\n  flag: {dtype: bool, shape: [], default: true}\n"
+        "nodes:\n  y: {op: SelectV2, inputs: [flag, {op: Mul, inputs: [x, s]}, x]}\n"
+        "signatures:\n  serving_default: {inputs: {x: x, s: s, flag: flag}, outputs: {y: y}}\n")
+    assert CliRunner().invoke(app, ["export", str(tmp_path / "d.yaml"), "--out", str(tmp_path / "sm")]).exit_code == 0
+    r = CliRunner().invoke(app, ["import", str(tmp_path / "sm"), "--out", str(tmp_path / "back.yaml")])
+    assert r.exit_code == 0, r.output
+    back = yaml.safe_load((tmp_path / "back.yaml").read_text())
+    assert back["inputs"]["s"] == {"dtype": "float32", "shape": [], "default": 2.5}
+    assert back["inputs"]["flag"]["default"] is True and "s.input" not in back["nodes"]
+    x = np.ones((1, 2), np.float32)
+    np.testing.assert_array_equal(run_spec(tmp_path / "back.yaml", "serving_default", {"x": x})["y"], [[2.5, 2.5]])
+
+
 def test_a_tf1_metagraphs_trainable_collection_says_which_variables_train():
     """TF1 SavedModels have no object graph: their `trainable_variables` collection says it (a
     batch-norm's moving statistics sit only in `variables`); TF's own tf_v1_dense lists both."""
