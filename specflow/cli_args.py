@@ -101,8 +101,22 @@ def _save_npz(output: Path, arrays: dict, default_name: str) -> Path:
     from specflow.io.atomic_write import write_atomically
 
     target = _output_file(output, default_name)
+    arrays = {name: _storable(name, np.asarray(a)) for name, a in arrays.items()}
     write_atomically(target, lambda f: np.savez(f, **arrays))
     return target
+
+
+def _storable(name: str, a):
+    """An array ``np.load`` reads without pickle: strings as fixed-width bytes (``S``), not
+    objects; a resource or variant handle is refused (it is no value)."""
+    import numpy as np
+
+    if a.dtype != object:
+        return a
+    if all(isinstance(v, (bytes, str)) for v in a.flat):
+        return np.array([v.encode() if isinstance(v, str) else v for v in a.flat], dtype=bytes).reshape(a.shape)
+    kind = type(next(iter(a.flat))).__name__ if a.size else "object"
+    raise UserError(f"'{name}' is a {kind}, not a value to save (fetch a tensor, or a variable by its name)")
 
 
 def _run_feeds(s, texts: list[str]) -> dict:

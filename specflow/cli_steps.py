@@ -70,7 +70,28 @@ def _run_model(path, fetch, feeds, options, stats) -> list:
                 raise UserError(f"{path} has no tensor '{name}'")
         check_supported(model.graph_def, fetch, list(feeds))
         feeds = {name: _cast_to_placeholder(nodes, name, value) for name, value in feeds.items()}
+        fetch = _variable_reads(model.session, nodes, fetch)
         return model.session.run(fetch, feeds, options=options, run_metadata=stats)
+
+
+def _variable_reads(session, nodes, fetch: list[str]) -> list[str]:
+    """A fetched variable (its VarHandleOp) is read, as ``run SPEC --fetch VAR`` reads it: its
+    handle is no value to print or save."""
+    from specflow.graph.graph_def import GraphDef, NodeDef
+
+    out, added = [], []
+    for name in fetch:
+        node_name, _, index = name.partition(":")
+        node = nodes.get(node_name)
+        if node is not None and node.op == "VarHandleOp" and index in ("", "0"):
+            read = f"{node_name}/_specflow_cli_read"
+            if read not in nodes and all(n.name != read for n in added):
+                added.append(NodeDef(read, "ReadVariableOp", [node_name], node.device, {"dtype": node.attrs["dtype"]}))
+            name = f"{read}:0"
+        out.append(name)
+    if added:
+        session.extend(GraphDef(added))
+    return out
 
 
 def _cast_to_placeholder(nodes, name: str, value):

@@ -233,6 +233,20 @@ def test_one_feed_casting_rule_for_run_and_predict(tmp_path, trained):
         assert "only when no value changes" in cli(command, "--help").output
 
 
+def test_run_on_a_savedmodel_reads_a_fetched_variable(tmp_path, trained):
+    """As `run SPEC --fetch hidden/kernel`: the variable's value, not its resource handle (whose
+    .npz needed pickle to load)."""
+    logdir, export = trained
+    out = tmp_path / "k.npz"
+    r = cli("run", export, "--fetch", "hidden/kernel", "--fetch", "hidden/bias", "--out", out)
+    assert r.exit_code == 0, r.output
+    with np.load(out) as got:  # allow_pickle is off by default
+        assert got["hidden/kernel"].shape == (64, 128) and got["hidden/bias"].dtype == np.float32
+    r = cli("run", MLP, "--checkpoint", logdir, "--fetch", "hidden/kernel", "--out", tmp_path / "s.npz")
+    assert r.exit_code == 0, r.output  # the spec's reading of the same checkpoint
+    np.testing.assert_array_equal(np.load(tmp_path / "s.npz")["hidden/kernel"], np.load(out)["hidden/kernel"])
+
+
 def test_version_and_flags_shown_as_flags():
     from specflow import __version__
 
