@@ -278,6 +278,19 @@ maps("Unpack")(lambda cx: _split(cx, cx.inp(0), int(cx.attr("axis")), int(cx.att
 maps("Split", consts=(0,))(lambda cx: _split(cx, cx.inp(1), int(cx.const(0)), int(cx.attr("num_split")), False))
 
 
+@maps("SplitV", consts=(1, 2))
+def _split_v(cx):
+    sizes, axis = [int(v) for v in cx.const(1)], int(cx.const(2))
+    if -1 in sizes:  # TF's "the rest": from the static size of the split axis
+        spec = cx.spec(0)
+        dim = spec.shape[axis] if spec is not None and spec.shape.rank is not None else None
+        if dim is None:
+            raise cx.fail("a SplitV size of -1 needs the split axis's size known statically")
+        sizes[sizes.index(-1)] = dim - (sum(sizes) + 1)
+    cx.op("Split", [cx.inp(0), cx.tensor(np.array(sizes, dtype=np.int64))],
+          out=[cx.out(k) for k in range(len(sizes))], axis=axis)
+
+
 @maps("Shape", "Size")
 def _shape(cx):
     cx.cast_to(cx.op(cx.node.op, [cx.inp(0)]), cx.attr("out_type"), cx.out())

@@ -21,6 +21,8 @@ def _multi(b, p, name, n, inputs, **attrs):
 
 
 CASES: dict[str, Case] = {
+    "SplitV": Case(lambda b, p: _multi(b, p, "SplitV", 3, [p["x"], c(b, np.array([1, -1, 2], np.int32)),
+                                                            c(b, np.int32(1))], num_split=3), {"x": rand(2, 6)}),
     "Gather": Case(lambda b, p: op(b, "Gather", [c(b, rand(6, 3)), p["i"]]), {"i": np.array([[5, 0], [2, 2]], np.int32)}),
     "GatherNd": Case(lambda b, p: op(b, "GatherNd", [p["x"], c(b, np.array([[1, 0], [0, 2]], np.int32))]),
                      {"x": rand(2, 3, 4)}),
