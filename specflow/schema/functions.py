@@ -10,6 +10,7 @@ chained, so reading a variable does not re-run its initializer.
 
 from __future__ import annotations
 
+import re
 from contextlib import nullcontext
 from typing import Any
 
@@ -106,7 +107,8 @@ def _create_variables(lw: Lowerer, body: Namespace, fn, values: dict, fpath: tup
         try:
             spec = VariableSpec.model_validate(substitute_attrs(raw, values))
         except Exception as e:  # a $attr made it invalid: a pydantic ValidationError
-            raise lw.error(f"variable '{vname}': {str(e).splitlines()[-1].strip()}", vpath) from None
+            why = re.sub(r"\s*\[type=.*\]$", "", str(e).splitlines()[-1].strip())  # pydantic's own details
+            raise lw.error(f"variable '{vname}': {why}", vpath) from None
         with b.location(lw.source.key_location(vpath)), (b.device(spec.device) if spec.device else nullcontext()):
             try:
                 info = create_variable(b, vname, spec.shape, spec.dtype, spec.initializer, spec.trainable,

@@ -412,11 +412,12 @@ class FunctionSpec(StrictModel):
     def cross_checks(cls, data: dict) -> list[dict]:
         attrs = list(_mapping(data, "attrs"))
         errors = []
-        for name, raw in _mapping(data, "nodes").items():
-            for path, ref in _attr_refs(raw):
-                if ref not in attrs:
-                    msg = f"unknown function attr '${ref}'" + did_you_mean("$" + ref, ["$" + a for a in attrs])
-                    errors.append(custom_error("unknown_attr", msg, ("nodes", name) + path, "$" + ref))
+        for section in ("nodes", "variables"):
+            for name, raw in _mapping(data, section).items():
+                for path, ref in _attr_refs(raw):
+                    if ref not in attrs:
+                        msg = f"unknown function attr '${ref}'" + did_you_mean("$" + ref, ["$" + a for a in attrs])
+                        errors.append(custom_error("unknown_attr", msg, (section, name) + path, "$" + ref))
         return errors
 
     @model_validator(mode="after")

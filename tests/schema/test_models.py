@@ -113,6 +113,23 @@ def test_function_body_checked_with_defaults():
     assert errors_of(bad_default) == ["m.yaml:21:45: functions.residual.nodes.d.units: must be >= 1, got 0"]
 
 
+def test_a_function_variables_unknown_attr_is_named():
+    text = """specflow: 1
+name: f
+inputs: {x: {dtype: float32, shape: [null, 4]}}
+functions:
+  block:
+    attrs: {units: {type: int, default: 4}}
+    inputs: {h: {dtype: float32, shape: [null, 4]}}
+    variables: {gamma: {shape: [$unit], initializer: {constant: 1.0}}}
+    nodes: {out: {op: Mul, inputs: [h, gamma]}}
+    outputs: {y: out}
+nodes: {b: {call: block, inputs: [x]}}
+"""
+    assert errors_of(text) == [
+        "m.yaml:8:33: functions.block.variables.gamma.shape.0: unknown function attr '$unit' (did you mean '$units'?)"]
+
+
 @pytest.mark.parametrize(
     "replace, expected",
     [
