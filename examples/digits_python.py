@@ -71,7 +71,7 @@ def main(argv=None) -> int:
             print(f"step {step}: loss {float(loss):.4f}")
     accuracy = float((model.predict(test_x)["probabilities"].numpy().argmax(1) == test_y).mean())
     print(f"held-out accuracy: {accuracy:.4f}")
-    sf.train.Checkpoint(model=model).save(Path(args.export_dir).with_suffix(".ckpt"))
+    sf.train.Checkpoint(model=model).save(Path(args.export_dir).with_suffix(".ckpt") / "ckpt")  # <dir>/ckpt-1
     sf.save(model, args.export_dir, overwrite=True)  # the one sf.function with an input_signature
     print(f"saved {args.export_dir}")
     return 0

@@ -388,14 +388,38 @@ def _loaded_serving_model(module: LoadedModule):
     return ServingModel(graph, dict(sigs), values, checkpoint="", trainable=trainable)
 
 
+def _default_signature(module) -> dict:
+    """TF 2's choice when ``signatures=`` is not given (``find_function_to_export``): the root's
+    ``_default_save_signature`` function, else its one function attribute or method (``__call__``
+    included) with an ``input_signature`` whose trace returns tensors, as ``serving_default``;
+    with several or none, no signature (its methods are saved all the same)."""
+    from specflow.api.variables import Variable
+
+    found, seen = [], set()
+    for name in dir(module):
+        if name.startswith("_sf_function_"):
+            continue
+        try:
+            fn = getattr(module, name, None)
+        except Exception:  # noqa: BLE001 - TF skips an attribute whose accessor fails
+            continue
+        if not isinstance(fn, (Function, ConcreteFunction)) or id(fn) in seen:
+            continue
+        seen.add(id(fn))
+        if name == "_default_save_signature":
+            return {"serving_default": fn}
+        if isinstance(fn, Function):
+            if fn.input_signature is None:
+                continue
+            fn = fn.get_concrete_function(*fn.input_signature)
+        if fn.outputs and not any(isinstance(leaf, Variable) for leaf in (fn.call_structure or ((), []))[1]):
+            found.append(fn)
+    return {"serving_default": found[0]} if len(found) == 1 else {}
+
+
 def _concrete_signatures(module, signatures) -> dict[str, ConcreteFunction]:
     if signatures is None:
-        found = [getattr(module, k) for k in dir(type(module)) if isinstance(getattr(type(module), k, None), Function)]
-        found = [f for f in found if f.input_signature is not None]
-        if len(found) != 1:
-            raise ExportError("sf.save: give signatures= (a concrete function, an sf.function with an "
-                              "input_signature, or a dict name -> either)")
-        signatures = found[0]
+        signatures = _default_signature(module)
     if not isinstance(signatures, dict):
         signatures = {"serving_default": signatures}
     out = {}

@@ -8,4 +8,8 @@ def __getattr__(name):
         from specflow.api import checkpoint
 
         return getattr(checkpoint, name)
+    if name == "CheckpointManager":
+        from specflow.api.checkpoint_manager import CheckpointManager
+
+        return CheckpointManager
     raise AttributeError(f"module 'specflow.train' has no attribute {name!r}")

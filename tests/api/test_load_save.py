@@ -215,3 +215,52 @@ def test_a_saved_signatures_effects_run_when_it_is_called_after_loading(tmp_path
     out = loaded.signatures["serving_default"](v=np.ones(2, np.float32))["output_0"]
     np.testing.assert_allclose(out.numpy(), [3.0, 3.0])
     assert loaded.c.numpy() == 2.0
+
+
+class TwoMethods(sf.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = sf.Variable(2.0)
+
+    @sf.function(input_signature=[sf.TensorSpec([None], sf.float32)])
+    def __call__(self, x):
+        return x * self.w
+
+    @sf.function(input_signature=[sf.TensorSpec([None], sf.float32)])
+    def double(self, x):
+        return x * self.w * 2.0
+
+
+def test_save_without_signatures_chooses_as_tensorflow(tmp_path):
+    """No signatures=: TF 2.21 makes serving_default of the root's one input_signature function
+    (``__call__`` or not; a function without input_signature does not count); with two or more
+    it saves no signature, and the methods still load (before: sf.save refused)."""
+    x = np.array([1.0, 3.0], np.float32)
+    sf.save(TwoMethods(), tmp_path / "two")
+    back = sf.load(tmp_path / "two")
+    assert list(back.signatures) == []
+    np.testing.assert_allclose(back(x).numpy(), [2.0, 6.0])
+    np.testing.assert_allclose(back.double(x).numpy(), [4.0, 12.0])
+
+    class OnlyDouble(sf.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = sf.Variable(2.0)
+            self.plain = sf.function(lambda x: x + self.w)  # no input_signature: not a candidate
+
+        double = TwoMethods.double
+
+    sf.save(OnlyDouble(), tmp_path / "one")
+    back = sf.load(tmp_path / "one")
+    assert list(back.signatures) == ["serving_default"]
+    np.testing.assert_allclose(back.signatures["serving_default"](x=x)["output_0"].numpy(), [4.0, 12.0])
+    sf.save(sf.Module(), tmp_path / "none")  # nothing to serve: saved all the same, as TF does
+    assert list(sf.load(tmp_path / "none").signatures) == []
+
+
+def test_saved_module_without_signatures_loads_in_tensorflow(tmp_path):
+    tf = pytest.importorskip("tensorflow")
+    sf.save(TwoMethods(), tmp_path / "two")
+    loaded = tf.saved_model.load(str(tmp_path / "two"))
+    np.testing.assert_allclose(loaded(tf.constant([1.0])).numpy(), [2.0])
+    np.testing.assert_allclose(loaded.double(tf.constant([1.0])).numpy(), [4.0])
