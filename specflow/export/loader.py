@@ -241,10 +241,49 @@ def load_saved_model(export_dir, tags=("serve",)) -> LoadedModel:
     try:
         restore_variables(model, mg.saver_def, nodes)
         restore_object_graph(model.session, mg, variables_prefix(export_dir))  # TF2 (Keras) models
+        run_init_op(model, mg, nodes)  # lookup tables' initializers, as TF's loader runs it
     except BaseException:
         model.close()
         raise
     return model
+
+
+def run_init_op(model: LoadedModel, meta_graph, nodes) -> None:
+    """Run the meta graph's init op (TF2's ``__saved_model_init_op`` signature, TF1's main op or
+    legacy init op) after the restore, as TensorFlow's loader does: it initializes lookup tables.
+    Asset tensors are fed their files in ``EXPORT_DIR/assets`` (which lookup_ops may then read).
+    An init op needing ops specflow lacks is skipped (what needs it fails when run)."""
+    from specflow.ops.lookup_ops import allow_asset_directory
+
+    init = None
+    if INIT_OP_SIGNATURE in meta_graph.signature_def:
+        outputs = meta_graph.signature_def[INIT_OP_SIGNATURE].outputs
+        if outputs:
+            init = next(iter(outputs.values())).name
+    for key in ("saved_model_main_op", "legacy_init_op"):
+        if init is None and key in meta_graph.collection_def and meta_graph.collection_def[key].node_list.value:
+            init = meta_graph.collection_def[key].node_list.value[0]
+    if not init:
+        return
+    init = init.split(":")[0].lstrip("^")
+    if init not in nodes:
+        raise ExportError(f"the init op '{init}' is not in the graph (corrupted SavedModel?)")
+    assets = os.path.join(model.export_dir, "assets")
+    feeds = {}
+    for asset in meta_graph.asset_file_def:
+        name = check_reference(asset.tensor_info.name, "asset_file_def: ")
+        path = os.path.join(assets, os.path.basename(asset.filename))
+        feeds[canonical_tensor(name)] = np.array(path.encode("utf-8"), dtype=object)
+    if feeds:
+        allow_asset_directory(assets)
+    try:
+        check_supported(model.graph_def, [init], list(feeds))
+    except SpecflowError:
+        return
+    try:
+        model.session.run([], feeds, targets=[init])
+    except SpecflowError as e:
+        raise ExportError(f"cannot run the init op: {e.format()}") from None
 
 
 def restore_variables(model: LoadedModel, saver_def, nodes) -> None:

@@ -11,7 +11,6 @@ Strings are object arrays of bytes (``graph/dtypes.py``); the ops run on CPU onl
 from __future__ import annotations
 
 import os
-import re
 
 import numpy as np
 
@@ -231,15 +230,9 @@ register_op(
 
 @kernel("StaticRegexFullMatch", devices=_CPU)
 def _static_regex_full_match(ctx, input):
-    try:
-        pattern = re.compile(ctx.attrs["pattern"].encode("utf-8") if isinstance(ctx.attrs["pattern"], str)
-                             else ctx.attrs["pattern"])
-    except re.error as e:
-        raise ctx.fail(f"invalid pattern {ctx.attrs['pattern']!r}: {e}") from None
-    arr = np.asarray(input, dtype=object)
-    flat = [pattern.fullmatch(x if isinstance(x, bytes) else str(x).encode("utf-8")) is not None
-            for x in arr.reshape(-1).tolist()]
-    return np.array(flat, dtype=bool).reshape(arr.shape)
+    from specflow.ops.string_more_ops import full_match  # RE2's syntax and meaning (see there)
+
+    return full_match(ctx, input, ctx.attrs["pattern"])
 
 
 register_op(

@@ -44,7 +44,7 @@ def convert_feed(tensor: str, value: Any, spec: TensorSpec) -> np.ndarray:
     if want == dtypes.string:
         if arr.dtype.kind not in "OSU":
             raise ShapeError(f"cannot feed {arr.dtype} to '{tensor}' of dtype string", node=node)
-        if arr.dtype.kind != "O":
+        if arr.dtype.kind != "O" or any(isinstance(x, str) for x in arr.ravel().tolist()):  # str -> UTF-8
             arr = np.array([x.encode() if isinstance(x, str) else x for x in arr.ravel().tolist()],
                            dtype=object).reshape(arr.shape)  # fmt: skip
     elif want.np_type is None:
