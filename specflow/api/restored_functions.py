@@ -289,35 +289,9 @@ class _CaptureNodes:
             return self._nodes
 
     def _find(self) -> dict[int, str]:
-        from tensorboard.compat.proto import trackable_object_graph_pb2
+        from specflow.export.loader import object_handles
 
-        from specflow.api.saved_objects import restored_handles
-        from specflow.export.loader import variables_prefix
-        from specflow.io.tensor_bundle import read_bundle
-        from specflow.io.tf_object_graph import OBJECT_GRAPH_KEY, VALUE_ATTRIBUTE, match_objects
-
-        model = self._model
-        saved = model.meta_graph.object_graph_def.nodes
-        graph_nodes = model.graph_def.node_map()
-        out = {}
-        for i, node in enumerate(saved):
-            if node.WhichOneof("kind") == "constant" and node.constant.operation in graph_nodes:
-                out[i] = node.constant.operation
-        if not any(n.WhichOneof("kind") == "variable" for n in saved):
-            return out
-        bundle = read_bundle(variables_prefix(model.export_dir), [OBJECT_GRAPH_KEY])
-        if OBJECT_GRAPH_KEY not in bundle:
-            return out
-        trackable = trackable_object_graph_pb2.TrackableObjectGraph()
-        trackable.ParseFromString(bytes(np.asarray(bundle[OBJECT_GRAPH_KEY], dtype=object).item()))
-        handles = restored_handles(model.graph_def)
-        for s_id, c_id in match_objects(saved, trackable.nodes).items():
-            if saved[s_id].WhichOneof("kind") != "variable" or c_id >= len(trackable.nodes):
-                continue
-            for attr in trackable.nodes[c_id].attributes:
-                if attr.name == VALUE_ATTRIBUTE and attr.checkpoint_key in handles:
-                    out[s_id] = handles[attr.checkpoint_key]
-        return out
+        return object_handles(self._model.meta_graph, self._model.graph_def, self._model.export_dir)
 
 
 # --- structures ----------------------------------------------------------------------------------------

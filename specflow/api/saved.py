@@ -269,14 +269,15 @@ def _load_saved_model(path: Path, tags) -> LoadedModule:
     from specflow.export.loader import load_model
 
     model = load_model(str(path), tags)
-    saved = saved_variables(model.meta_graph, model.graph_def)
+    saved = object_variables(model) or saved_variables(model.meta_graph, model.graph_def)
     variables, every = {}, {}  # the model's; every variable of the session (what the graph reads)
     for d in model.session.devices:
         for (_, name), res in d.resource_mgr.items():
             if isinstance(res, resources.Variable) and res.value is not None:
-                var = every[name] = Variable._adopt(res, name, True if saved is None else saved.get(name, False))
-                if saved is None or name in saved:
-                    variables[name] = var
+                every[name] = Variable._adopt(res, name, True if saved is None else saved.get(name, False))
+    for name in (saved if saved is not None else every):  # the SavedModel's order
+        if name in every:
+            variables[name] = every[name]
     sigs = {}
     for name, sig in model.signatures.items():
         taped = TapedSignature(name, model.graph_def, dict(sig.inputs), dict(sig.outputs), every)
@@ -290,6 +291,34 @@ def _load_saved_model(path: Path, tags) -> LoadedModule:
     module._methods = {name: SavedMethod(name, sigs[sig], args, keys, returns)
                        for name, (sig, args, keys, returns) in object_methods(model.meta_graph).items() if sig in sigs}  # fmt: skip
     return module
+
+
+def object_variables(model) -> dict[str, bool] | None:
+    """A TF2 model's variables (graph variable name -> trainable) by object identity: each
+    variable object of the object graph is found at the VarHandleOp the restore function fills
+    with its checkpoint key (the one the functions capture), not by its name, which objects may
+    share (a Keras export tracks its variables twice, as ``variables`` and ``_all_variables``).
+    Listed as the root's ``variables`` attribute lists them when it has one (TF's
+    ``loaded.variables``), else in object order; None when the object graph does not say."""
+    from specflow.api.restored_functions import _CaptureNodes
+
+    meta_graph = model.meta_graph
+    if meta_graph is None:
+        return None
+    objects = meta_graph.object_graph_def.nodes
+    ids = [i for i, n in enumerate(objects) if n.WhichOneof("kind") == "variable"]
+    if not ids:
+        return None
+    listed = next((c.node_id for c in objects[0].children if c.local_name == "variables"), None)
+    if listed is not None and objects[listed].children and all(
+            objects[c.node_id].WhichOneof("kind") == "variable" for c in objects[listed].children):
+        ids = [c.node_id for c in objects[listed].children]
+    handles = _CaptureNodes(model)()
+    nodes = model.graph_def.node_map()
+    if not all(i in handles and handles[i] in nodes for i in ids):
+        return None  # (a bundle without an object graph: by name, saved_variables)
+    return {nodes[handles[i]].attrs.get("shared_name") or handles[i]: bool(objects[i].variable.trainable)
+            for i in ids}
 
 
 def saved_variables(meta_graph, graph: GraphDef) -> dict[str, bool] | None:

@@ -248,6 +248,64 @@ def load_saved_model(export_dir, tags=("serve",)) -> LoadedModel:
     return model
 
 
+def object_handles(meta_graph, graph: GraphDef, export_dir: str) -> dict[int, str]:
+    """Object-graph node id -> the graph node a function's captured input reads (a variable's
+    VarHandleOp, a constant's Const). A variable is found by its checkpoint key: the variables
+    bundle's object graph gives each saved object's key, and the SavedModel's restore function
+    assigns that key to the variable's VarHandleOp (or the copy the GraphDef's calls read in
+    its place, ``_graph_copies``)."""
+    from tensorboard.compat.proto import trackable_object_graph_pb2
+
+    from specflow.api.saved_objects import restored_handles
+    from specflow.io.tensor_bundle import read_bundle
+    from specflow.io.tf_object_graph import OBJECT_GRAPH_KEY, VALUE_ATTRIBUTE, match_objects
+
+    saved = meta_graph.object_graph_def.nodes
+    graph_nodes = graph.node_map()
+    out = {}
+    for i, node in enumerate(saved):
+        if node.WhichOneof("kind") == "constant" and node.constant.operation in graph_nodes:
+            out[i] = node.constant.operation
+    if not any(n.WhichOneof("kind") == "variable" for n in saved):
+        return out
+    bundle = read_bundle(variables_prefix(export_dir), [OBJECT_GRAPH_KEY])
+    if OBJECT_GRAPH_KEY not in bundle:
+        return out
+    trackable = trackable_object_graph_pb2.TrackableObjectGraph()
+    trackable.ParseFromString(bytes(np.asarray(bundle[OBJECT_GRAPH_KEY], dtype=object).item()))
+    handles = restored_handles(graph)
+    for s_id, c_id in match_objects(saved, trackable.nodes).items():
+        if saved[s_id].WhichOneof("kind") != "variable" or c_id >= len(trackable.nodes):
+            continue
+        for attr in trackable.nodes[c_id].attributes:
+            if attr.name == VALUE_ATTRIBUTE and attr.checkpoint_key in handles:
+                out[s_id] = handles[attr.checkpoint_key]
+    copies = _graph_copies(meta_graph, out)
+    return {i: copies.get(h, h) for i, h in out.items()}
+
+
+def _graph_copies(meta_graph, handles: dict[int, str]) -> dict[str, str]:
+    """Bound variable handle -> the handle the GraphDef's calls of the same function read in
+    its place. A Keras export tracks its variables twice (``variables`` and ``_all_variables``)
+    and restores both with the same values; its functions bind the first, while the GraphDef's
+    signature calls read the second. specflow runs signatures from the GraphDef, so a restored
+    function (and ``loaded.variables``) reads those same copies: one set of variables, which
+    gradients and assignments through either path reach."""
+    functions = meta_graph.object_graph_def.concrete_functions
+    out: dict[str, str] = {}
+    for node in meta_graph.graph_def.node:
+        if node.op not in ("StatefulPartitionedCall", "PartitionedCall"):
+            continue
+        fn = functions.get(node.attr["f"].func.name)
+        data = [i for i in node.input if not i.startswith("^")]
+        if fn is None or not fn.bound_inputs or len(data) < len(fn.bound_inputs):
+            continue
+        for b, read in zip(fn.bound_inputs, data[len(data) - len(fn.bound_inputs):]):
+            if b in handles:
+                out.setdefault(handles[b], read.split(":")[0])
+    return out
+
+
 def run_init_op(model: LoadedModel, meta_graph, nodes) -> None:
     """Run the meta graph's init op (TF2's ``__saved_model_init_op`` signature, TF1's main op or
     legacy init op) after the restore, as TensorFlow's loader does: it initializes lookup tables.

@@ -264,3 +264,30 @@ def test_a_transformer_saved_by_specflow_runs_in_tensorflow_and_back(tmp_path):
     sf.optimizers.Adam(0.01).apply_gradients(zip(tape.gradient(sf_loss, m.trainable_variables), m.trainable_variables))
     np.testing.assert_allclose(float(sf_loss), float(tf_loss), rtol=1e-5)
     np.testing.assert_allclose(m(x=x, mask=models.MASK).numpy(), theirs(x, models.MASK).numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_a_keras_export_has_one_set_of_variables_which_both_paths_read():
+    """Keras 3's ``model.export`` tracks each variable twice (``variables``, ``_all_variables``);
+    its GraphDef's signature calls read the second copies, its functions bind the first. sf.load
+    lists TF's ``loaded.variables`` (4, not 8) as the copies both its signatures and its restored
+    functions read: gradients reach every one (TF's numbers), an assignment changes both."""
+    keras = Path(__file__).resolve().parents[1] / "io" / "data" / "keras"
+    rec = np.load(keras / "mlp_export.npz")
+    m = sf.load(keras / "mlp_export")
+    x = rec["in_x"]
+    assert len(m.variables) == len(rec["names"]) == 4
+    weights = np.arange(3, dtype=np.float32)
+    for call in (lambda: m.serve(x), lambda: m.signatures["serving_default"](keras_tensor=x)["output_0"]):
+        with sf.GradientTape() as tape:
+            y = call()
+            total = sf.reduce_sum(y * weights)
+        np.testing.assert_allclose(y.numpy(), rec["out"], rtol=1e-6)
+        grads = tape.gradient(total, m.trainable_variables)
+        for k, g in enumerate(grads):
+            np.testing.assert_allclose(g.numpy(), rec[f"grad_{k}"], rtol=1e-5, atol=1e-7)
+    bias = m.variables[1]  # the hidden layer's (the last one's would shift the softmax's logits alike)
+    bias.assign(bias.numpy() + 1.0)
+    moved = m.serve(x).numpy()
+    assert not np.allclose(moved, rec["out"])
+    np.testing.assert_allclose(m.signatures["serving_default"](keras_tensor=x)["output_0"].numpy(), moved, rtol=1e-6)
+    m.close()

@@ -83,6 +83,31 @@ def make(name: str, build, input_shape) -> None:
     print(f"{name}: {size} bytes, input {arg} {x.shape}, outputs {sorted(outputs)}")
 
 
+def exported() -> None:
+    """``mlp_export/``: Keras 3's ``model.export`` of the mlp (its object graph tracks each
+    variable twice, as ``variables`` and ``_all_variables``; its signatures' GraphDef calls read
+    the second copies, its functions bind the first), with TF's ``loaded.variables`` names, its
+    outputs and the gradients of their sum w.r.t. ``loaded.trainable_variables``."""
+    keras.utils.set_random_seed(0)
+    model = mlp()
+    out_dir = HERE / "mlp_export"
+    shutil.rmtree(out_dir, ignore_errors=True)
+    model.export(str(out_dir), verbose=False)
+    for extra in ("fingerprint.pb", "assets"):
+        path = out_dir / extra
+        shutil.rmtree(path) if path.is_dir() else path.unlink(missing_ok=True)
+    loaded = tf.saved_model.load(str(out_dir))
+    x = np.random.default_rng(1).standard_normal((5, 8)).astype("float32")
+    with tf.GradientTape() as tape:
+        y = loaded.serve(tf.constant(x))
+        total = tf.reduce_sum(y * np.arange(3, dtype="float32"))
+    grads = tape.gradient(total, loaded.trainable_variables)
+    np.savez(HERE / "mlp_export.npz", in_x=x, out=y.numpy(), names=np.array([v.name for v in loaded.variables]),
+             **{f"grad_{k}": g.numpy() for k, g in enumerate(grads)})
+    print(f"mlp_export: {len(loaded.variables)} variables")
+
+
 if __name__ == "__main__":
     for name, (build, shape) in FIXTURES.items():
         make(name, build, shape)
+    exported()
