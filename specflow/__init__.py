@@ -15,6 +15,8 @@ def load_spec(path, overrides=None):
     return _load(path, overrides=overrides)
 
 
+newaxis = None  # TensorFlow's tf.newaxis: x[:, sf.newaxis]
+
 _DTYPE_NAMES = frozenset({"bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
                           "float16", "bfloat16", "float32", "float64", "complex64", "complex128", "string",
                           "half", "double"})

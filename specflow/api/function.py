@@ -57,7 +57,7 @@ class TensorSpec:
 
 def flatten(value) -> tuple[list, Any]:
     """The leaves of nested lists/tuples/dicts and the structure to put them back."""
-    if isinstance(value, (list, tuple)) and not hasattr(value, "_fields"):
+    if isinstance(value, (list, tuple)):  # a namedtuple too (TF's nest: an op's outputs, top_k's)
         parts = [flatten(v) for v in value]
         return [x for p in parts for x in p[0]], (type(value), tuple(p[1] for p in parts))
     if isinstance(value, dict):
@@ -81,6 +81,8 @@ def unflatten(structure, leaves: list):
             return next(it)
         if s[0] is dict:
             return {k: build(sub) for k, sub in zip(s[1], s[2])}
+        if hasattr(s[0], "_fields"):
+            return s[0](*[build(sub) for sub in s[1]])
         return s[0](build(sub) for sub in s[1])
 
     return build(structure)

@@ -12,6 +12,8 @@ tensor, a list (a list output), a tuple (several outputs) or None (no outputs).
 
 from __future__ import annotations
 
+import collections
+import functools
 from typing import Any
 
 import numpy as np
@@ -261,7 +263,16 @@ def _result(opdef: OpDef, outs: list, attrs: dict | None = None):
         else:
             grouped.append(outs[i])
         i += n
-    return tuple(grouped)
+    return _outputs_tuple(opdef.name, tuple(arg.name for arg in outputs))(*grouped)
+
+
+@functools.cache
+def _outputs_tuple(op: str, names: tuple[str, ...]):
+    """TF's raw-op result type: a namedtuple named for the op with its output args' names
+    (``top_k(x).values``, ``unique(x).idx``); a plain tuple where a name is no identifier."""
+    if not all(n.isidentifier() and not n.startswith("_") for n in names) or len(set(names)) != len(names):
+        return lambda *values: tuple(values)
+    return collections.namedtuple(op, names)
 
 
 def _list_size(arg, attrs: dict) -> int | None:
@@ -394,8 +405,21 @@ def _packed(values: list, dtype):
     return call("Pack", parts, axis=0)
 
 
-def constant(value, dtype=None) -> Tensor:
-    """``sf.constant([[1., 2.]])``: an eager tensor (inside sf.function, a Const of the trace)."""
+def constant(value, dtype=None, shape=None, name: str | None = None) -> Tensor:
+    """``sf.constant([[1., 2.]])``: an eager tensor (inside sf.function, a Const of the trace).
+    ``shape``: as TensorFlow's, a scalar (or one element) filled to it, or ``value`` reshaped
+    to it when the element counts agree."""
+    if shape is not None:
+        arr = value.numpy() if isinstance(value, EagerTensor) else np.asarray(value)
+        dims = [int(d) for d in np.atleast_1d(np.asarray(shape, dtype=np.int64))]
+        size = int(np.prod(dims, dtype=np.int64))
+        if arr.size == 1:
+            value = np.full(dims, arr.reshape(()), dtype=arr.dtype)
+        elif arr.size == size:
+            value = arr.reshape(dims)
+        else:
+            raise TypeError(f"sf.constant: {arr.size} value(s) cannot make shape {dims} (one value fills any "
+                            "shape; otherwise the counts must agree)")
     t = to_tensor(value, as_dtype(dtype) if dtype is not None else None, "constant")
     return STATE.trace.capture(t) if STATE.trace is not None else t
 

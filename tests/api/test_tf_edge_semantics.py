@@ -85,3 +85,23 @@ def test_an_index_neither_int_nor_integer_tensor_is_refused(index, named):
         x[index]
     with pytest.raises(TypeError, match="float32"):
         x[sf.constant(1.0)]
+
+
+def test_multi_output_ops_return_tfs_named_tuples_eagerly_and_traced():
+    r = sf.math.top_k([3.0, 1.0, 2.0], k=2)
+    assert type(r).__name__ == "TopKV2" and r.values.numpy().tolist() == [3.0, 2.0] and r.indices.numpy().tolist() == [0, 2]
+    u = sf.unique([1, 2, 1])
+    assert u.y.numpy().tolist() == [1, 2] and u.idx.numpy().tolist() == [0, 1, 0]
+    values, _ = sf.math.top_k([3.0, 1.0, 2.0], k=1)  # still a tuple
+    assert values.numpy().tolist() == [3.0]
+    got = sf.function(lambda x: sf.math.top_k(x, 2))(sf.constant([3.0, 1.0, 2.0]))
+    assert type(got).__name__ == "TopKV2" and got.indices.numpy().tolist() == [0, 2]
+
+
+def test_constant_shape_and_newaxis():
+    np.testing.assert_array_equal(sf.constant(1.5, shape=[2, 2]).numpy(), np.full((2, 2), 1.5, np.float32))
+    np.testing.assert_array_equal(sf.constant([1, 2, 3, 4], shape=(2, 2)).numpy(), [[1, 2], [3, 4]])
+    assert sf.constant(7, sf.int64, shape=[]).numpy() == 7
+    with pytest.raises(TypeError, match="3 value"):
+        sf.constant([1, 2, 3], shape=[2, 2])
+    assert sf.constant([1.0, 2.0])[:, sf.newaxis].shape == [2, 1]
