@@ -11,6 +11,7 @@ signatures and ``m.w`` read: they share the handle's resource.
 
 from __future__ import annotations
 
+import re
 import threading
 
 import numpy as np
@@ -65,7 +66,8 @@ class FunctionCall:
         if n_args < 0 or any(a.type == 0 for a in sig.input_arg) or any(a.type == 0 for a in sig.output_arg):
             raise ExportError(f"function '{self.name}' is not a concrete function with {len(self.captures)} "
                               "captured input(s)")
-        scope = f"{SCOPE}/{self.name}"
+        # (a Python lambda's function is ``__inference_<lambda>_34``: '<' is no node-name character)
+        scope = f"{SCOPE}/{re.sub(r'[^A-Za-z0-9_.-]', '_', self.name)}"
         proto = graph_pb2.GraphDef()
         proto.versions.CopyFrom(meta_graph.graph_def.versions)
         proto.library.CopyFrom(meta_graph.graph_def.library)

@@ -344,3 +344,18 @@ def test_restored_function_gradients_match_tensorflows(tf, tmp_path):
         got = tape.gradient(loss, [s.w, s.b, xs])
         for g, w in zip(got, want):
             np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_a_lambdas_function_loads_and_differentiates(tf, tmp_path):
+    """tf.function(lambda ...) is saved as __inference_<lambda>_N: its call graph's scope is
+    made a node name."""
+    m = tf.Module()
+    m.v = tf.Variable(2.0)
+    m.f = tf.function(lambda x: x * m.v, input_signature=[tf.TensorSpec([None], tf.float32)])
+    tf.saved_model.save(m, str(tmp_path / "sm"))
+    back = sf.load(tmp_path / "sm")
+    x = np.float32([1, 2])
+    with sf.GradientTape() as tape:
+        y = sf.reduce_sum(back.f(x))
+    np.testing.assert_array_equal(back.f(x).numpy(), [2, 4])
+    assert tape.gradient(y, back.trainable_variables)[0].numpy() == 3.0
