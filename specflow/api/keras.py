@@ -1,7 +1,10 @@
 """``sf.keras``: the Keras layers a first model reaches for, as sf.Modules built on their first
 call (``Dense``, ``Conv2D``, ``MaxPooling2D``, ``AveragePooling2D``, ``Flatten``, ``Dropout``,
-``Embedding``, ``LayerNormalization``, ``GlobalAveragePooling1D/2D``), ``Sequential``, the common
-losses and ``sf.keras.optimizers`` (= sf.optimizers). A custom loop trains them, or Keras's
+``Embedding``, ``LayerNormalization``, ``GlobalAveragePooling1D/2D``; named as Keras names them:
+"dense", "dense_1", ...), ``Sequential`` (api/keras_sequential.py), Keras's masks
+(api/keras_masking.py), the losses (api/keras_losses_more.py) and ``sf.keras.optimizers``
+(sf.optimizers' rules with Keras's clipping options, and Keras's other optimizers:
+api/keras_optimizers.py). A custom loop trains them, or Keras's
 ``compile``/``fit``/``evaluate``/``predict`` on ``Sequential`` and on subclasses of ``sf.keras.Model``
 (api/keras_model.py), with ``sf.keras.callbacks`` (History, EarlyStopping).
 
@@ -15,13 +18,16 @@ TensorFlow's draws. ``sf.keras.regularizers``, ``metrics`` (stateful objects), `
 
 from __future__ import annotations
 
+import functools
+import inspect
+import re
 import types
 
 import numpy as np
 
 from specflow.api import keras_initializers as initializers
 from specflow.api import keras_regularizers as regularizers
-from specflow.api import nn, optimizers, tf_names
+from specflow.api import nn, tf_names
 from specflow.api.module import Module
 from specflow.api.op_functions import call
 from specflow.api.variables import Variable
@@ -52,6 +58,20 @@ def _glorot(shape, fan_in: int, fan_out: int) -> np.ndarray:
     return _RNG[0].uniform(-limit, limit, shape).astype(np.float32)
 
 
+_NAME_UIDS: dict[str, int] = {}
+
+
+def auto_name(class_name: str) -> str:
+    """Keras's default layer name: the class name in snake case ("global_average_pooling1d"),
+    made unique by a process-wide count ("dense", "dense_1", ...; clear_session() restarts it)."""
+    name = re.sub(r"\W+", "", class_name)
+    name = re.sub("(.)([A-Z][a-z]+)", r"\1_\2", name)
+    name = re.sub("([a-z])([A-Z])", r"\1_\2", name).lower()
+    count = _NAME_UIDS.get(name, 0)
+    _NAME_UIDS[name] = count + 1
+    return name if count == 0 else f"{name}_{count}"
+
+
 def held(value):
     """What an attribute holds, through lists, tuples and dicts (how layers and variables are kept)."""
     if isinstance(value, (list, tuple)):
@@ -65,10 +85,17 @@ def held(value):
 
 
 class Layer(Module):
-    """Built on the first call from the input's shape (``build``); ``weights`` in Keras's order."""
+    """Built on the first call from the input's shape (``build``); ``weights`` in Keras's order.
+
+    ``call(self, inputs, ...)`` gets ``training=`` and ``mask=`` only when it takes them, as in
+    Keras; a layer that ``supports_masking`` hands its input's mask on through ``compute_mask``
+    (api/keras_masking.py). Keras's ``input_shape=``/``input_dim=`` are accepted by every layer
+    (for a Sequential's first layer)."""
+
+    supports_masking = False  # Keras 3: True for layers that pass a mask on (set per class or instance)
 
     def __init__(self, name: str | None = None):
-        super().__init__(name)
+        super().__init__(name if name is not None else auto_name(type(self).__name__))
         self.built = False
         self._weight_order: list[str] = []
 
@@ -103,12 +130,18 @@ class Layer(Module):
     def build(self, input_shape) -> None:
         pass
 
-    def __call__(self, x, training: bool | None = None):
-        x = x if isinstance(x, Variable) else tf_names._t(x)
+    def compute_mask(self, inputs, mask=None):
+        """Keras's default: the input's mask, unchanged (used only when ``supports_masking``)."""
+        return mask
+
+    def __call__(self, inputs, *args, **kwargs):
+        x = _as_inputs(inputs)
         if not self.built:
-            self.build(x.shape.as_list() if x.shape.rank is not None else None)
+            self.build(_shapes(x))
             self.built = True
-        return self.call(x, training=training)
+        return self.call(x, *args, **_accepted(self.call, kwargs))
+
+    __call__._sf_forwards_to_call = True  # keras_masking reads masks off `call`'s parameters
 
     def call(self, x, training=None):  # pragma: no cover - abstract
         raise NotImplementedError
@@ -128,6 +161,52 @@ class Layer(Module):
         for w, v in zip(self.weights, values):
             w.assign(np.asarray(v))
 
+    def count_params(self) -> int:
+        """The number of scalars in the weights (Keras's; the layer must be built)."""
+        if not self.built:
+            raise ValueError(f"You tried to call `count_params` on layer '{self.name}', but the layer isn't built. "
+                             "You can build it manually via: `layer.build(input_shape)`.")
+        return sum(int(np.prod(w.shape.as_list())) for w in self.weights)
+
+
+def _as_inputs(x):
+    """A call's first argument as tensors (a list of them for merge-style layers)."""
+    if isinstance(x, (list, tuple)) and x and not np.isscalar(x[0]) and not isinstance(x[0], (list, tuple)):
+        return [v if isinstance(v, Variable) else tf_names._t(v) for v in x]
+    return x if isinstance(x, Variable) else tf_names._t(x)
+
+
+def _shapes(x):
+    if isinstance(x, list):
+        return [_shapes(v) for v in x]
+    return x.shape.as_list() if x.shape.rank is not None else None
+
+
+def _accepted(fn, kwargs: dict) -> dict:
+    """``kwargs`` less ``training``/``mask`` when ``fn`` does not take them (Keras's call context)."""
+    if not ("training" in kwargs or "mask" in kwargs):
+        return kwargs
+    params = _parameters(fn)
+    if params is None:
+        return kwargs
+    return {k: v for k, v in kwargs.items() if k not in ("training", "mask") or k in params}
+
+
+def _parameters(fn):
+    """Parameter names of ``fn`` (None: it takes **kwargs or cannot be inspected)."""
+    return _parameters_of(getattr(fn, "__func__", fn))
+
+
+@functools.cache
+def _parameters_of(fn):
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return None
+    if any(p.kind is p.VAR_KEYWORD for p in params.values()):
+        return None
+    return frozenset(params)
+
 
 def _known(shape, what: str, layer: str) -> int:
     if shape is None or shape[-1] is None:
@@ -136,6 +215,8 @@ def _known(shape, what: str, layer: str) -> int:
 
 
 class Dense(Layer):
+    supports_masking = True
+
     def __init__(self, units: int, activation=None, use_bias: bool = True, kernel_initializer="glorot_uniform",
                  bias_initializer="zeros", kernel_regularizer=None, bias_regularizer=None, name: str | None = None):
         super().__init__(name)
@@ -219,14 +300,20 @@ class Flatten(Layer):
 
 
 class GlobalAveragePooling1D(Layer):
-    """The mean over time; with a mask, over the unmasked steps only (Keras's)."""
+    """The mean over time; with a mask, over the unmasked steps only (Keras's); the mask ends here."""
+
+    supports_masking = True
 
     def __call__(self, x, mask=None, training=None):
         x = tf_names._t(x)
         if mask is None:
             return tf_names.reduce_mean(x, axis=1)
-        m = tf_names.expand_dims(tf_names.cast(mask, x.dtype), -1)
-        return tf_names.reduce_sum(x * m, axis=1) / tf_names.reduce_sum(m, axis=1)
+        keep = tf_names.expand_dims(tf_names.cast(mask, "bool"), 2)
+        x = tf_names.where(keep, x, np.zeros((), x.dtype.numpy))
+        return tf_names.reduce_sum(x, axis=1) / tf_names.reduce_sum(tf_names.cast(keep, x.dtype), axis=1)
+
+    def compute_mask(self, inputs, mask=None):
+        return None
 
 
 class GlobalAveragePooling2D(Layer):
@@ -237,6 +324,8 @@ class GlobalAveragePooling2D(Layer):
 class Dropout(Layer):
     """Active only with ``training=True`` (a Python bool: each value is its own trace)."""
 
+    supports_masking = True
+
     def __init__(self, rate: float, seed: int | None = None, name: str | None = None):
         super().__init__(name)
         self.rate, self.seed = float(rate), seed
@@ -246,23 +335,32 @@ class Dropout(Layer):
 
 
 class Embedding(Layer):
-    """``mask_zero=True``: id 0 is padding; ``Sequential`` hands the mask (ids != 0) to the
-    layers after it that take one (LSTM, GRU, Bidirectional, GlobalAveragePooling1D), as Keras."""
+    """``mask_zero=True``: id 0 is padding: the output carries the mask ids != 0, which the layers
+    after it pass on or use (LSTM, GRU, Bidirectional, GlobalAveragePooling1D...), as Keras's."""
 
     def __init__(self, input_dim: int, output_dim: int, mask_zero: bool = False, embeddings_initializer="uniform",
                  embeddings_regularizer=None, name: str | None = None):
         super().__init__(name)
         self.input_dim, self.output_dim, self.mask_zero = int(input_dim), int(output_dim), mask_zero
+        self.supports_masking = mask_zero
         self.add_weight("embeddings", initializers.make(embeddings_initializer, (self.input_dim, self.output_dim)),
                         regularizer=embeddings_regularizer)
         self.built = True
 
     def __call__(self, ids, training=None):
+        ids = tf_names._t(ids)
+        if ids.dtype.name not in ("int32", "int64"):
+            ids = tf_names.cast(ids, "int32")  # Keras casts float ids (a Sequential built on float zeros)
         return call("GatherV2", self.embeddings, ids, np.int32(0))
+
+    def compute_mask(self, inputs, mask=None):
+        return tf_names.not_equal(tf_names._t(inputs), 0) if self.mask_zero else None
 
 
 class LayerNormalization(Layer):
     """Keras 3's arithmetic: inv = rsqrt(var + epsilon) * gamma; x * inv + (beta - mean * inv)."""
+
+    supports_masking = True
 
     def __init__(self, axis: int = -1, epsilon: float = 1e-3, center: bool = True, scale: bool = True,
                  name: str | None = None):
@@ -287,118 +385,22 @@ class LayerNormalization(Layer):
         return x * inv + res
 
 
-from specflow.api.keras_model import TrainingMixin  # noqa: E402 (its Model subclasses Layer, above)
-
-
-class Sequential(TrainingMixin, Layer):
-    def __init__(self, layers=None, name: str | None = None):
-        super().__init__(name)
-        self.layers = list(layers or [])
-
-    def add(self, layer) -> None:
-        self.layers.append(layer)
-
-    def __call__(self, x, training: bool | None = None, mask=None):
-        from specflow.api.keras_export import note_input
-
-        note_input(self, x)
-        for layer in self.layers:
-            takes_mask = isinstance(layer, GlobalAveragePooling1D) or type(layer).__name__ in _MASKED
-            if takes_mask:
-                out = layer(x, mask=mask, training=training)
-                if not getattr(layer, "return_sequences", False):
-                    mask = None  # the time axis is gone
-            else:
-                out = layer(x, training=training)
-            if isinstance(layer, Embedding) and layer.mask_zero:
-                mask = tf_names.not_equal(x, 0)
-            x = out
-        return x
-
-    @property
-    def weights(self) -> list:
-        return [w for layer in self.layers if isinstance(layer, Layer) for w in layer.weights]
-
-    def set_weights(self, values) -> None:
-        values = list(values)
-        for layer in self.layers:
-            n = len(layer.weights)
-            layer.set_weights(values[:n])
-            values = values[n:]
-        if values:
-            raise GraphError(f"Sequential.set_weights: {len(values)} value(s) left over")
-
-
-_MASKED = ("LSTM", "GRU", "Bidirectional")
-
-
-# --- losses --------------------------------------------------------------------------------------
-
-_EPSILON = 1e-7  # Keras's backend epsilon: probabilities are clipped to [eps, 1 - eps]
-
-
-class SparseCategoricalCrossentropy:
-    def __init__(self, from_logits: bool = False):
-        self.from_logits = from_logits
-
-    def __call__(self, y_true, y_pred):
-        labels = tf_names.cast(y_true, "int64")
-        if self.from_logits:
-            return tf_names.reduce_mean(nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=y_pred))
-        logp = _clipped_log_probs(y_pred)
-        picked = tf_names.gather(logp, labels, axis=-1, batch_dims=labels.shape.rank)
-        return -tf_names.reduce_mean(picked)
-
-
-def _clipped_log_probs(y_pred):
-    """Keras's probabilities path: normalized over the last axis, clipped to [eps, 1 - eps], logged."""
-    p = y_pred / tf_names.reduce_sum(y_pred, axis=-1, keepdims=True)
-    return tf_names.log(tf_names.clip_by_value(p, _EPSILON, 1 - _EPSILON))
-
-
-class CategoricalCrossentropy:
-    def __init__(self, from_logits: bool = False):
-        self.from_logits = from_logits
-
-    def __call__(self, y_true, y_pred):
-        if self.from_logits:
-            return tf_names.reduce_mean(nn.softmax_cross_entropy_with_logits(labels=y_true, logits=y_pred))
-        logp = _clipped_log_probs(y_pred)
-        return tf_names.reduce_mean(-tf_names.reduce_sum(y_true * logp, axis=-1))
-
-
-class MeanSquaredError:
-    def __call__(self, y_true, y_pred):
-        return tf_names.reduce_mean(tf_names.square(y_pred - y_true))
-
-
-class BinaryCrossentropy:
-    def __init__(self, from_logits: bool = False):
-        self.from_logits = from_logits
-
-    def __call__(self, y_true, y_pred):
-        if self.from_logits:
-            return tf_names.reduce_mean(nn.sigmoid_cross_entropy_with_logits(labels=y_true, logits=y_pred))
-        p = tf_names.clip_by_value(y_pred, _EPSILON, 1 - _EPSILON)
-        return tf_names.reduce_mean(-(y_true * tf_names.log(p) + (1 - y_true) * tf_names.log(1 - p)))
-
-
 layers = types.ModuleType("specflow.keras.layers", "Keras layers on specflow (sf.keras.layers.Dense, ...).")
 for _cls in (Layer, Dense, Conv2D, MaxPooling2D, AveragePooling2D, Flatten, GlobalAveragePooling1D,
              GlobalAveragePooling2D, Dropout, Embedding, LayerNormalization):
     setattr(layers, _cls.__name__, _cls)
-losses = types.ModuleType("specflow.keras.losses", "Keras losses (mean over the batch).")
-for _cls in (SparseCategoricalCrossentropy, CategoricalCrossentropy, MeanSquaredError, BinaryCrossentropy):
-    setattr(losses, _cls.__name__, _cls)
+losses = types.ModuleType("specflow.keras.losses", "Keras 3's losses (api/keras_losses_more.py).")
 utils = types.ModuleType("specflow.keras.utils")
 utils.set_random_seed = set_random_seed
 from specflow.api import keras_activations as activations  # noqa: E402
+from specflow.api import keras_loss_base as _loss_base  # noqa: E402
 from specflow.api import keras_losses_more, keras_metric_objects, keras_metrics, keras_schedules  # noqa: E402
 
 for _name, _fn in keras_losses_more.FUNCTIONS.items():
     setattr(losses, _name, _fn)
 for _cls in keras_losses_more.CLASSES:
     setattr(losses, _cls.__name__, _cls)
+losses.Loss, losses.LossFunctionWrapper = _loss_base.Loss, _loss_base.LossFunctionWrapper
 metrics = types.ModuleType("specflow.keras.metrics", "Keras's stateful metrics (api/keras_metric_objects.py).")
 for _cls in keras_metric_objects.CLASSES:
     setattr(metrics, _cls.__name__, _cls)
@@ -408,15 +410,21 @@ for _name in ("binary_accuracy", "categorical_accuracy", "sparse_categorical_acc
 metrics.accuracy = keras_metric_objects.accuracy
 metrics.top_k_categorical_accuracy = keras_metric_objects.top_k_categorical_accuracy
 metrics.sparse_top_k_categorical_accuracy = keras_metric_objects.sparse_top_k_categorical_accuracy
+from specflow.api import keras_optimizers  # noqa: E402
+from specflow.api import optimizers as _sf_optimizers  # noqa: E402
+
+optimizers = keras_optimizers.namespace
 optimizers.schedules = types.ModuleType("specflow.keras.optimizers.schedules", "Keras's learning-rate schedules.")
 for _cls in keras_schedules.CLASSES:
     setattr(optimizers.schedules, _cls.__name__, _cls)
+_sf_optimizers.schedules = optimizers.schedules  # (sf.optimizers.schedules too, as before)
 backend = types.ModuleType("specflow.keras.backend")
 
 
 def clear_session() -> None:
-    """Keras's ``clear_session``: here a no-op (layer names are not uniquified by a global counter
-    and the seeded generator is left as set_random_seed left it), kept for scripts that call it."""
+    """Keras's ``clear_session``: default layer names count from the start again ("dense"); the
+    seeded generator is left as set_random_seed left it."""
+    _NAME_UIDS.clear()
 
 
 def to_categorical(y, num_classes=None) -> np.ndarray:
@@ -442,9 +450,9 @@ from specflow.api import keras_layers_blocks, keras_layers_more  # noqa: E402 (t
 
 for _cls in keras_layers_more.LAYERS + keras_layers_blocks.LAYERS:
     setattr(layers, _cls.__name__, _cls)
-_MASKED = (*_MASKED, "SimpleRNN")  # Sequential hands it the mask, as to LSTM/GRU
 from specflow.api.keras_callbacks import callbacks  # noqa: E402
 from specflow.api.keras_functional import Input, InputLayer  # noqa: E402 (wraps the layers above)
+from specflow.api.keras_sequential import Sequential  # noqa: E402
 
 layers.Input, layers.InputLayer = Input, InputLayer
 

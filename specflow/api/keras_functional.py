@@ -11,18 +11,23 @@ as Keras does at construction; the dummy batch dim is reported as None. ``model.
 weights follow Keras 3's ``map_graph`` order (by depth from the outputs, then traversal order).
 Layers are intercepted by wrapping each ``Layer`` subclass's own ``__call__`` (existing classes
 here, later ones through ``Layer.__init_subclass__``): a call with no KerasTensor argument goes
-straight to the layer. Not supported: ops on KerasTensors (``x + y``: use Add/Lambda layers),
-Keras's automatic mask propagation, fit/evaluate on several inputs or outputs."""
+straight to the layer. Masks (``Embedding(mask_zero=True)``, ``Masking``) flow through the
+replay as through any layer call (api/keras_masking.py). A subclass of ``sf.keras.Model`` whose
+``__init__`` hands ``(inputs, outputs)`` to ``Model.__init__`` becomes a functional model of that
+subclass (Keras's ``CustomModel(inputs, outputs)``, its ``train_step`` kept). Not supported: ops
+on KerasTensors (``x + y``: use Add/Lambda layers), fit/evaluate on several inputs or outputs."""
 
 from __future__ import annotations
 
 import functools
 import inspect
+import warnings
 
 import numpy as np
 
+from specflow.api import keras_masking as masking
 from specflow.api import tf_names
-from specflow.api.keras import Layer
+from specflow.api.keras import Layer, auto_name
 from specflow.api.keras_model import Model
 from specflow.api.tensor import Tensor
 from specflow.api.variables import Variable
@@ -74,7 +79,7 @@ class InputLayer(Layer):
     """The layer ``Input`` makes (listed first in ``model.layers``, as Keras); no weights."""
 
     def __init__(self, shape, batch_size=None, dtype: str = "float32", name: str | None = None):
-        super().__init__(name or "input_layer")
+        super().__init__(name or auto_name("InputLayer"))
         self.built = True
         kt = KerasTensor((batch_size, *tuple(shape)), dtype, self.name)
         kt._node = _Node(self, (), {}, kt, is_input=True)
@@ -167,16 +172,48 @@ def _wrap_call(fn):
     def __call__(self, *args, **kwargs):
         if _has_keras_tensor(args) or _has_keras_tensor(kwargs):
             return _symbolic_call(self, fn, args, kwargs)
-        return fn(self, *args, **kwargs)
+        return masking.call(self, fn, args, kwargs)
 
     __call__._sf_functional = True
     return __call__
+
+
+def _wrap_init(fn):
+    """Keras's base-layer keywords ``input_shape=``/``input_dim=``, for any layer (a Sequential's
+    first layer builds the model from them)."""
+    if getattr(fn, "_sf_functional", False):
+        return fn
+
+    try:
+        own = {"input_shape", "input_dim"} & set(inspect.signature(fn).parameters)  # the layer's own arguments
+    except (TypeError, ValueError):
+        own = set()
+
+    @functools.wraps(fn)
+    def __init__(self, *args, **kwargs):
+        given = {k: kwargs.pop(k) for k in ("input_shape", "input_dim") if k in kwargs and k not in own}
+        fn(self, *args, **kwargs)
+        shape = given.get("input_shape") if given.get("input_dim") is None else (given["input_dim"],)
+        if shape is not None:
+            warnings.warn("Do not pass an `input_shape`/`input_dim` argument to a layer. When using Sequential models, "
+                          "prefer using an `Input(shape)` object as the first layer in the model instead.",
+                          stacklevel=2)
+            dims = shape if isinstance(shape, (list, tuple)) else (shape,)
+            self.__dict__["_sf_input_shape_arg"] = tuple(None if d is None else int(d) for d in dims)
+
+    __init__._sf_functional = True
+    return __init__
 
 
 def _wrap_class(cls) -> None:
     fn = cls.__dict__.get("__call__")
     if fn is not None:
         cls.__call__ = _wrap_call(fn)
+    init = cls.__dict__.get("__init__")
+    if init is not None:
+        cls.__init__ = _wrap_init(init)
+    if "compute_mask" in cls.__dict__ and "supports_masking" not in cls.__dict__:
+        cls.supports_masking = True  # Keras: overriding compute_mask means the layer supports masking
 
 
 def _install() -> None:
@@ -250,11 +287,47 @@ def _takes(layer, arg: str) -> bool:
     return arg in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
 
 
+def _call_node(node, args, kwargs, graph_masks, real):
+    """Run one node. Keras records a layer's ``mask``/``<name>_mask`` arguments in its node when
+    the graph is built, so on replay they are the masks propagated through the graph (each
+    ``compute_mask`` on them), not what the tensors carry then: a MultiHeadAttention clears its
+    inputs' masks as it runs, yet a later GlobalAveragePooling1D still gets the mask. The other
+    layers read the masks the tensors carry (api/keras_masking.py), as Keras's do."""
+    layer = node.layer
+    if not graph_masks and not masking.supports_masking(layer):
+        return layer(*args, **kwargs)  # no graph mask yet, none made here
+    fn = type(layer).__call__
+    symbolic = masking.bind(layer, fn, node.args, node.kwargs)
+    if symbolic is not None:
+        names, arguments = symbolic
+        kwargs.update(masking.fill_masks(names, arguments, lambda kt: graph_masks.get(id(kt)),
+                                         leaf=lambda v: isinstance(v, KerasTensor)))
+    out = layer(*args, **kwargs)
+    outputs = _flatten(node.outputs)
+    if symbolic is None or not masking.supports_masking(layer):
+        return out
+    first_kt = next(iter(arguments.values()))
+    previous = kwargs.get("mask")
+    if previous is None:
+        previous = masking.map_structure(lambda kt: graph_masks.get(id(kt)), first_kt)
+    first = _map(real, first_kt)
+    carried = masking.map_masks(first)
+    flat_out = _flatten(out)
+    if all(p is c for p, c in zip(_flatten(previous), _flatten(carried))):
+        masks = [masking.get_mask(t) for t in flat_out]  # the same as the tensors carry
+    else:
+        masks = _flatten(layer.compute_mask(first, previous))
+    for kt, m in zip(outputs, masks):
+        if m is not None:
+            graph_masks[id(kt)] = m
+    return out
+
+
 class Functional(Model):
     """``sf.keras.Model(inputs, outputs)``: a graph of layer calls replayed on real tensors."""
 
     def __init__(self, inputs, outputs, name: str | None = None):
-        super().__init__(name=name or "functional")
+        super().__init__(name=name or (auto_name("Functional") if type(self) is Functional else None))
         for what, s in (("inputs", inputs), ("outputs", outputs)):
             bad = [type(t).__name__ for t in _flatten(s) if not isinstance(t, KerasTensor)]
             if bad or not _flatten(s):
@@ -295,6 +368,31 @@ class Functional(Model):
                     out.append(w)
         return out
 
+    @property
+    def losses(self) -> list:
+        """Its layers' regularization penalties (the layers are not attributes Layer.losses walks)."""
+        return [p for layer in self._sf_layers for p in layer.losses]
+
+    @property
+    def input_shape(self):
+        shapes = [tuple(t.shape) for t in self._sf_flat_inputs]
+        return shapes[0] if len(shapes) == 1 else shapes
+
+    @property
+    def output_shape(self):
+        shapes = [tuple(t.shape) for t in self._sf_flat_outputs]
+        return shapes[0] if len(shapes) == 1 else shapes
+
+    def _output_shape_of(self, layer):
+        """The output shape(s) of ``layer``'s node in this graph (its first one), for summary()."""
+        if isinstance(layer, InputLayer):
+            return tuple(layer.output.shape)
+        for node in self._sf_nodes:
+            if node.layer is layer:
+                shapes = [tuple(t.shape) for t in _flatten(node.outputs)]
+                return shapes[0] if len(shapes) == 1 else shapes
+        return None
+
     def get_layer(self, name: str):
         for layer in self._sf_layers:
             if layer.name == name:
@@ -325,19 +423,27 @@ class Functional(Model):
                              "tensor(s)")
         fed = []
         for kt, v in zip(flat, given):
+            mask = masking.get_mask(v)  # kept through the conversions, as Keras's _standardize_inputs
             if isinstance(v, Variable):
                 v = v.read_value()
             v = v if isinstance(v, Tensor) else tf_names._t(np.asarray(v, dtype=np.dtype(kt.dtype)))
             if v.dtype.name != kt.dtype:
                 v = tf_names.cast(v, kt.dtype)
+            masking.set_mask(v, mask)
             if v.shape.rank is not None and v.shape.rank != len(kt.shape):
                 raise ValueError(f"model '{self.name}': input {kt.name} expects rank {len(kt.shape)} {kt.shape}, got "
                                  f"shape {v.shape}")
             fed.append(v)
         return fed
 
-    def call(self, inputs, training=None):
-        values = {id(kt): v for kt, v in zip(self._sf_flat_inputs, self._feed(inputs))}
+    def call(self, inputs, training=None, mask=None):
+        fed = self._feed(inputs)
+        if mask is not None:  # Keras's: the given masks ride on the inputs, and flow from there
+            for v, m in zip(fed, _flatten(mask)):
+                if m is not None:
+                    masking.set_mask(v, m)
+        values = {id(kt): v for kt, v in zip(self._sf_flat_inputs, fed)}
+        graph_masks: dict = {}  # id(KerasTensor) -> its mask as the graph was built (see _call_node)
 
         def real(v):
             return values[id(v)] if isinstance(v, KerasTensor) else v
@@ -346,16 +452,13 @@ class Functional(Model):
             args, kwargs = _map(real, (node.args, node.kwargs))
             if self._sf_training[id(node)] and kwargs.get("training") is None:
                 kwargs["training"] = training
-            out = node.layer(*args, **kwargs)
+            out = _call_node(node, args, kwargs, graph_masks, real)
             for kt, v in zip(_flatten(node.outputs), _flatten(out)):
                 values[id(kt)] = v
         result = _map(real, self._sf_outputs)
         return result
-
     def __call__(self, inputs, training=None, mask=None):
-        if mask is not None:
-            raise ValueError("functional models: `mask` is not supported")
-        return self.call(inputs, training=training)
+        return self.call(inputs, training=training, mask=mask)
 
     # --- training: one input, one output -----------------------------------------------------
 
@@ -387,13 +490,26 @@ class Functional(Model):
                              f"({len(self._sf_flat_inputs)} inputs); call the model on the inputs instead")
         return super().predict(self._unwrap(x), *args, **kwargs)
 
-    def train_on_batch(self, x, y=None, return_dict: bool = False):
+    def train_on_batch(self, x, y=None, *args, **kwargs):
         self._one_to_one("train_on_batch")
-        return super().train_on_batch(self._unwrap(x), self._unwrap(y), return_dict)
+        return super().train_on_batch(self._unwrap(x), self._unwrap(y), *args, **kwargs)
 
-    def test_on_batch(self, x, y=None, return_dict: bool = False):
+    def test_on_batch(self, x, y=None, *args, **kwargs):
         self._one_to_one("test_on_batch")
-        return super().test_on_batch(self._unwrap(x), self._unwrap(y), return_dict)
+        return super().test_on_batch(self._unwrap(x), self._unwrap(y), *args, **kwargs)
+
+
+_FUNCTIONAL_SUBCLASSES: dict = {}
+
+
+def functional_subclass(cls):
+    """``cls`` (a subclass of sf.keras.Model) as a functional model: a class deriving from both,
+    so ``cls``'s methods (train_step, a custom compile...) come before Functional's."""
+    made = _FUNCTIONAL_SUBCLASSES.get(cls)
+    if made is None:
+        made = type(cls.__name__, (cls, Functional), {"__module__": cls.__module__, "__qualname__": cls.__qualname__})
+        _FUNCTIONAL_SUBCLASSES[cls] = made
+    return made
 
 
 _install()

@@ -1,7 +1,7 @@
 """More of ``sf.keras.layers`` with Keras 3's math and weight layouts: ``BatchNormalization``,
 ``Conv1D``, ``Conv2DTranspose``, ``DepthwiseConv2D``, ``SeparableConv2D``, ``MaxPooling1D``,
 ``AveragePooling1D``, ``GlobalMaxPooling1D/2D``, ``UpSampling2D`` (nearest), ``ZeroPadding2D``,
-``Cropping2D``, ``Reshape``, ``Permute``, ``RepeatVector`` (channels-last only). The activation,
+``Cropping2D``, ``Reshape``, ``Permute``, ``RepeatVector`` (channels-last only), ``Masking``. The activation,
 merge and attention layers are in api/keras_layers_blocks.py.
 
 ``BatchNormalization(training=True)`` normalizes with the batch's moments (``sf.nn.moments``: the
@@ -17,7 +17,10 @@ from specflow.api import keras_initializers as initializers
 from specflow.api import keras_regularizers as regularizers
 from specflow.api import nn, nn_more, tf_names
 from specflow.api.keras import Layer, _activation, _glorot, _known
+from specflow.api.keras_masking import set_mask
 from specflow.errors import GraphError
+
+_EPSILON = 1e-7  # Keras's backend epsilon
 
 
 def _tuple(v, n: int, what: str) -> tuple:
@@ -45,7 +48,11 @@ def _static(x, layer: str) -> list[int]:
 
 
 class BatchNormalization(Layer):
-    """Weights gamma, beta, moving_mean, moving_variance (the last two non-trainable), Keras's order."""
+    """Weights gamma, beta, moving_mean, moving_variance (the last two non-trainable), Keras's order.
+    With a mask (one dimension less than the input), training's moments are over the unmasked
+    positions only (Keras's ``_moments``)."""
+
+    supports_masking = True
 
     def __init__(self, axis: int = -1, momentum: float = 0.99, epsilon: float = 1e-3, center: bool = True,
                  scale: bool = True, name: str | None = None):
@@ -70,9 +77,12 @@ class BatchNormalization(Layer):
         self.add_weight("moving_mean", np.zeros(n, np.float32), trainable=False)
         self.add_weight("moving_variance", np.ones(n, np.float32), trainable=False)
 
-    def call(self, x, training=None):
+    def call(self, x, training=None, mask=None):
+        if mask is not None and mask.shape.rank != x.shape.rank - 1:
+            raise ValueError(f"The mask provided should be one dimension less than the inputs. Received: "
+                             f"mask.shape={mask.shape}, inputs.shape={x.shape}")
         if training:
-            mean, variance = nn.moments(x, axes=self._reduce)
+            mean, variance = nn.moments(x, axes=self._reduce) if mask is None else self._masked_moments(x, mask)
             m, rest = np.float32(self.momentum), np.float32(1.0 - self.momentum)
             self.moving_mean.assign(self.moving_mean * m + mean * rest)
             self.moving_variance.assign(self.moving_variance * m + variance * rest)
@@ -84,6 +94,36 @@ class BatchNormalization(Layer):
             mean, variance, gamma, beta = (None if v is None else tf_names.reshape(v, self._bshape)
                                            for v in (mean, variance, gamma, beta))
         return nn.batch_normalization(x, mean, variance, beta, gamma, np.float32(self.epsilon))
+
+    def _masked_moments(self, x, mask):
+        keep = tf_names.broadcast_to(tf_names.expand_dims(tf_names.cast(mask, "bool"), -1), tf_names.shape(x))
+        zero, eps = np.zeros((), x.dtype.numpy), np.asarray(_EPSILON, x.dtype.numpy)
+        weights = tf_names.reduce_sum(tf_names.cast(keep, x.dtype), axis=self._reduce, keepdims=True)
+        mean = tf_names.reduce_sum(tf_names.where(keep, x, zero), axis=self._reduce, keepdims=True) / (weights + eps)
+        sq = tf_names.square(tf_names.where(keep, x - mean, zero))
+        variance = tf_names.reduce_sum(sq, axis=self._reduce, keepdims=True) / (weights + eps)
+        return tf_names.squeeze(mean), tf_names.squeeze(variance)
+
+
+class Masking(Layer):
+    """Keras's: time steps whose features all equal ``mask_value`` are masked (and zeroed)."""
+
+    supports_masking = True
+
+    def __init__(self, mask_value=0.0, name: str | None = None):
+        super().__init__(name)
+        self.mask_value = mask_value
+
+    def compute_mask(self, inputs, mask=None):
+        x = tf_names._t(inputs)
+        return tf_names.reduce_any(tf_names.not_equal(x, np.asarray(self.mask_value, x.dtype.numpy)), axis=-1)
+
+    def call(self, x, training=None):
+        keep = tf_names.reduce_any(tf_names.not_equal(x, np.asarray(self.mask_value, x.dtype.numpy)), axis=-1,
+                                   keepdims=True)
+        out = tf_names.where(keep, x, np.zeros((), x.dtype.numpy))
+        set_mask(out, tf_names.squeeze(keep, [-1]))
+        return out
 
 
 class _Conv(Layer):
@@ -336,6 +376,6 @@ class RepeatVector(Layer):
         return tf_names.tile(tf_names.expand_dims(x, 1), [1, self.n, 1])
 
 
-LAYERS = (BatchNormalization, Conv1D, Conv2DTranspose, DepthwiseConv2D, SeparableConv2D, MaxPooling1D,
+LAYERS = (BatchNormalization, Masking, Conv1D, Conv2DTranspose, DepthwiseConv2D, SeparableConv2D, MaxPooling1D,
           AveragePooling1D, GlobalMaxPooling1D, GlobalMaxPooling2D, UpSampling2D, ZeroPadding2D, Cropping2D,
           Reshape, Permute, RepeatVector)

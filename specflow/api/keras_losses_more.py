@@ -1,9 +1,10 @@
-"""More of ``sf.keras.losses``: Keras 3's per-sample loss functions (``mean_squared_error``,
-``huber``, ``kl_divergence``, ``sparse_categorical_crossentropy(y_true, y_pred,
-from_logits=False)``, ...: one value per sample, reduced over the last axis) and the loss
-classes ``MeanAbsoluteError``, ``Huber``, ``KLDivergence``, ``CosineSimilarity``, ``Hinge``,
-``LogCosh`` (``loss(y_true, y_pred, sample_weight=None)``: Keras's "sum_over_batch_size", the
-weighted per-sample values' sum over their number)."""
+"""``sf.keras.losses``: Keras 3's per-sample loss functions (``mean_squared_error``, ``huber``,
+``kl_divergence``, ``poisson``, ``sparse_categorical_crossentropy(y_true, y_pred,
+from_logits=False, ignore_class=None)``, ...: one value per sample, reduced over the last axis)
+and the loss classes over them (api/keras_loss_base.py: ``loss(y_true, y_pred,
+sample_weight=None)``, ``reduction=`` "sum_over_batch_size" by default, ``y_pred``'s mask
+honoured). Integer labels of shape (N, 1) are squeezed, as Keras does; the crossentropies take
+``label_smoothing=``, sparse ``ignore_class=`` (those entries masked out of the mean)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ import math
 import numpy as np
 
 from specflow.api import nn, tf_names
+from specflow.api.keras_loss_base import LossFunctionWrapper
+from specflow.api.keras_masking import set_mask
 from specflow.api.keras_metrics import squeeze_or_expand
 
 _EPSILON = 1e-7
@@ -91,103 +94,176 @@ def squared_hinge(y_true, y_pred):
                                 axis=-1)
 
 
-def binary_crossentropy(y_true, y_pred, from_logits=False):
+def mean_squared_logarithmic_error(y_true, y_pred):
     y_true, y_pred = _prep(y_true, y_pred)
-    if from_logits:
-        return tf_names.reduce_mean(nn.sigmoid_cross_entropy_with_logits(labels=y_true, logits=y_pred), axis=-1)
-    p = tf_names.clip_by_value(y_pred, _c(y_pred, _EPSILON), _c(y_pred, 1 - _EPSILON))
-    bce = y_true * tf_names.log(p) + (_c(p, 1) - y_true) * tf_names.log(_c(p, 1) - p)
-    return tf_names.reduce_mean(-bce, axis=-1)
+    eps, one = _c(y_pred, _EPSILON), _c(y_pred, 1.0)
+    first = tf_names.log(tf_names.maximum(y_pred, eps) + one)
+    second = tf_names.log(tf_names.maximum(y_true, eps) + one)
+    return tf_names.reduce_mean(tf_names.square(first - second), axis=-1)
 
 
-def categorical_crossentropy(y_true, y_pred, from_logits=False):
-    from specflow.api.keras import _clipped_log_probs
-
-    y_pred = tf_names._t(y_pred)
+def poisson(y_true, y_pred):
+    y_pred = _float(y_pred)
     y_true = tf_names.cast(y_true, y_pred.dtype)
-    if from_logits:
-        return nn.softmax_cross_entropy_with_logits(labels=y_true, logits=y_pred)
-    return -tf_names.reduce_sum(y_true * _clipped_log_probs(y_pred), axis=-1)
+    return tf_names.reduce_mean(y_pred - y_true * tf_names.log(y_pred + _c(y_pred, _EPSILON)), axis=-1)
 
 
-def sparse_categorical_crossentropy(y_true, y_pred, from_logits=False):
-    from specflow.api.keras import _clipped_log_probs
-
+def _float(y_pred):
     y_pred = tf_names._t(y_pred)
+    return y_pred if y_pred.dtype.is_floating else tf_names.cast(y_pred, "float32")
+
+
+def _binary_crossentropy(target, output, from_logits=False):
+    """The backend's elementwise binary crossentropy (probabilities clipped to [eps, 1 - eps])."""
+    if from_logits:
+        return nn.sigmoid_cross_entropy_with_logits(labels=target, logits=output)
+    p = tf_names.clip_by_value(output, _c(output, _EPSILON), _c(output, 1 - _EPSILON))
+    one = _c(p, 1)
+    return -(target * tf_names.log(p) + (one - target) * tf_names.log(one - p))
+
+
+def _smooth_binary(y_true, label_smoothing):
+    if not label_smoothing:
+        return y_true
+    return y_true * _c(y_true, 1.0 - label_smoothing) + _c(y_true, 0.5 * label_smoothing)
+
+
+def binary_crossentropy(y_true, y_pred, from_logits=False, label_smoothing=0.0, axis=-1):
+    y_pred = _float(y_pred)
+    y_true = _smooth_binary(tf_names.cast(y_true, y_pred.dtype), label_smoothing)
+    return tf_names.reduce_mean(_binary_crossentropy(y_true, y_pred, from_logits), axis=axis)
+
+
+def binary_focal_crossentropy(y_true, y_pred, apply_class_balancing=False, alpha=0.25, gamma=2.0, from_logits=False,
+                              label_smoothing=0.0, axis=-1):
+    """Keras's: the binary crossentropy times (1 - p_t) ** gamma (p_t: the probability of the
+    true class), with class balancing times alpha (positives) or 1 - alpha (negatives)."""
+    y_pred = _float(y_pred)
+    y_true = _smooth_binary(tf_names.cast(y_true, y_pred.dtype), label_smoothing)
+    if from_logits:
+        y_pred = nn.sigmoid(y_pred)
+    bce = _binary_crossentropy(y_true, y_pred)
+    one = _c(y_pred, 1.0)
+    p_t = y_true * y_pred + (one - y_true) * (one - y_pred)
+    focal = tf_names.pow(one - p_t, _c(y_pred, gamma)) * bce
+    if apply_class_balancing:
+        focal = (y_true * _c(y_pred, alpha) + (one - y_true) * _c(y_pred, 1 - alpha)) * focal
+    return tf_names.reduce_mean(focal, axis=axis)
+
+
+def _clipped_log_probs(y_pred, axis=-1):
+    """Keras's probabilities path: normalized over ``axis``, clipped to [eps, 1 - eps], logged."""
+    p = y_pred / tf_names.reduce_sum(y_pred, axis=axis, keepdims=True)
+    return tf_names.log(tf_names.clip_by_value(p, _c(p, _EPSILON), _c(p, 1 - _EPSILON)))
+
+
+def categorical_crossentropy(y_true, y_pred, from_logits=False, label_smoothing=0.0, axis=-1):
+    y_pred = _float(y_pred)
+    y_true = tf_names.cast(y_true, y_pred.dtype)
+    if label_smoothing:
+        classes = tf_names.cast(tf_names.shape(y_true)[-1], y_pred.dtype)
+        y_true = y_true * _c(y_pred, 1.0 - label_smoothing) + _c(y_pred, label_smoothing) / classes
+    if from_logits:
+        return nn.softmax_cross_entropy_with_logits(labels=y_true, logits=y_pred, axis=axis)
+    return -tf_names.reduce_sum(y_true * _clipped_log_probs(y_pred, axis), axis=axis)
+
+
+def _sparse_xent(labels, logits):
+    """tf.nn.sparse_softmax_cross_entropy_with_logits of any rank (the op takes [batch, classes])."""
+    if logits.shape.rank == 2:
+        return nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits)
+    flat = nn.sparse_softmax_cross_entropy_with_logits(labels=tf_names.reshape(labels, [-1]),
+                                                       logits=tf_names.reshape(logits, [-1, logits.shape[-1]]))
+    return tf_names.reshape(flat, tf_names.shape(labels))
+
+
+def sparse_categorical_crossentropy(y_true, y_pred, from_logits=False, ignore_class=None, axis=-1):
+    """Keras's: labels of y_pred's rank with a last dimension of 1 squeezed; probabilities
+    clipped and logged, then softmax crossentropy (the TF backend's arithmetic); entries labelled
+    ``ignore_class`` give 0 and are masked out of the loss's mean."""
+    y_pred = _float(y_pred)
     labels = tf_names._t(y_true)
+    if axis not in (-1, y_pred.shape.rank - 1):
+        raise ValueError(f"Only axis=-1 is currently supported. Received: axis={axis}")
     if labels.shape.rank == y_pred.shape.rank and labels.shape[-1] == 1:
         labels = tf_names.squeeze(labels, [-1])
+    valid = None
+    if ignore_class is not None:
+        valid = tf_names.not_equal(tf_names.cast(labels, y_pred.dtype), _c(y_pred, ignore_class))
+        labels = tf_names.where(valid, labels, tf_names.zeros_like(labels))
+        y_pred = tf_names.where(tf_names.expand_dims(valid, -1), y_pred, tf_names.zeros_like(y_pred))
     labels = tf_names.cast(labels, "int64")
-    if from_logits:
-        return nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=y_pred)
-    return -tf_names.gather(_clipped_log_probs(y_pred), labels, axis=-1, batch_dims=labels.shape.rank)
+    if not from_logits:
+        y_pred = tf_names.log(tf_names.clip_by_value(y_pred, _c(y_pred, _EPSILON), _c(y_pred, 1 - _EPSILON)))
+    res = _sparse_xent(labels, y_pred)
+    if valid is not None:
+        res = tf_names.where(valid, res, tf_names.zeros_like(res))
+        set_mask(res, valid)
+    return res
 
 
-sparse_categorical_crossentropy._sf_sparse = True  # compile() hands it integer labels
 mse, mae, kld, logcosh = mean_squared_error, mean_absolute_error, kl_divergence, log_cosh
-KLD, MSE, MAE = kl_divergence, mean_squared_error, mean_absolute_error
+msle = mean_squared_logarithmic_error
+KLD, MSE, MAE, MSLE = kl_divergence, mean_squared_error, mean_absolute_error, mean_squared_logarithmic_error
 
-FUNCTIONS = {f.__name__: f for f in (mean_squared_error, mean_absolute_error, huber, log_cosh, kl_divergence,
-                                     cosine_similarity, hinge, squared_hinge, binary_crossentropy,
-                                     categorical_crossentropy, sparse_categorical_crossentropy)}
-FUNCTIONS.update({"mse": mse, "mae": mae, "kld": kld, "logcosh": log_cosh, "kullback_leibler_divergence": kld})
-
-
-class _Wrapper:
-    """Keras's LossFunctionWrapper with "sum_over_batch_size": sum(w * values) / size(values)."""
-
-    fn = staticmethod(mean_squared_error)
-
-    def __init__(self, name=None, **kwargs):
-        self.name, self.kwargs = name, kwargs
-
-    def __call__(self, y_true, y_pred, sample_weight=None):
-        values = self.fn(y_true, y_pred, **self.kwargs)
-        if sample_weight is not None:
-            w = tf_names.cast(sample_weight, values.dtype)
-            values, w = squeeze_or_expand(values, w)
-            values = values * w
-        total = tf_names.reduce_sum(values)
-        return tf_names.divide_no_nan(total, tf_names.cast(tf_names.size(values), total.dtype))
+FUNCTIONS = {f.__name__: f for f in (mean_squared_error, mean_absolute_error, mean_squared_logarithmic_error, huber,
+                                     log_cosh, kl_divergence, poisson, cosine_similarity, hinge, squared_hinge,
+                                     binary_crossentropy, binary_focal_crossentropy, categorical_crossentropy,
+                                     sparse_categorical_crossentropy)}
+FUNCTIONS.update({"mse": mse, "mae": mae, "msle": msle, "kld": kld, "logcosh": log_cosh,
+                  "kullback_leibler_divergence": kld, "huber_loss": huber, "MSE": MSE, "MAE": MAE, "MSLE": MSLE,
+                  "KLD": KLD})
 
 
-class MeanAbsoluteError(_Wrapper):
-    fn = staticmethod(mean_absolute_error)
+# --- the classes (Keras 3's LossFunctionWrapper subclasses, their names and defaults) ------------
 
 
-class Huber(_Wrapper):
-    fn = staticmethod(huber)
+def _loss_class(class_name: str, fn, default_name: str, params: tuple = ()):
+    """A LossFunctionWrapper subclass taking ``params`` (name, default) before reduction/name."""
 
-    def __init__(self, delta=1.0, name=None):
-        super().__init__(name, delta=delta)
+    def __init__(self, *args, reduction="sum_over_batch_size", name=default_name, dtype=None, **kwargs):
+        if len(args) > len(params):
+            raise TypeError(f"{class_name} takes at most {len(params)} positional argument(s)")
+        values = dict(params)
+        values.update(zip((p for p, _ in params), args))
+        unknown = set(kwargs) - set(values)
+        if unknown:
+            raise TypeError(f"{class_name}: unexpected argument(s) {sorted(unknown)}")
+        values.update(kwargs)
+        LossFunctionWrapper.__init__(self, fn, reduction=reduction, name=name, dtype=dtype, **values)
+        for k, v in values.items():
+            setattr(self, k, v)
 
-
-class KLDivergence(_Wrapper):
-    fn = staticmethod(kl_divergence)
-
-
-class CosineSimilarity(_Wrapper):
-    fn = staticmethod(cosine_similarity)
-
-    def __init__(self, axis=-1, name=None):
-        super().__init__(name, axis=axis)
-
-
-class Hinge(_Wrapper):
-    fn = staticmethod(hinge)
+    return type(class_name, (LossFunctionWrapper,), {"__init__": __init__, "fn": staticmethod(fn),
+                                                    "__doc__": f"Keras's {class_name}: ``{fn.__name__}`` reduced."})
 
 
-class SquaredHinge(_Wrapper):
-    fn = staticmethod(squared_hinge)
+MeanSquaredError = _loss_class("MeanSquaredError", mean_squared_error, "mean_squared_error")
+MeanAbsoluteError = _loss_class("MeanAbsoluteError", mean_absolute_error, "mean_absolute_error")
+MeanSquaredLogarithmicError = _loss_class("MeanSquaredLogarithmicError", mean_squared_logarithmic_error,
+                                          "mean_squared_logarithmic_error")
+Poisson = _loss_class("Poisson", poisson, "poisson")
+Huber = _loss_class("Huber", huber, "huber_loss", (("delta", 1.0),))
+KLDivergence = _loss_class("KLDivergence", kl_divergence, "kl_divergence")
+CosineSimilarity = _loss_class("CosineSimilarity", cosine_similarity, "cosine_similarity", (("axis", -1),))
+Hinge = _loss_class("Hinge", hinge, "hinge")
+SquaredHinge = _loss_class("SquaredHinge", squared_hinge, "squared_hinge")
+LogCosh = _loss_class("LogCosh", log_cosh, "log_cosh")
+BinaryCrossentropy = _loss_class("BinaryCrossentropy", binary_crossentropy, "binary_crossentropy",
+                                 (("from_logits", False), ("label_smoothing", 0.0), ("axis", -1)))
+BinaryFocalCrossentropy = _loss_class(
+    "BinaryFocalCrossentropy", binary_focal_crossentropy, "binary_focal_crossentropy",
+    (("apply_class_balancing", False), ("alpha", 0.25), ("gamma", 2.0), ("from_logits", False),
+     ("label_smoothing", 0.0), ("axis", -1)))
+CategoricalCrossentropy = _loss_class("CategoricalCrossentropy", categorical_crossentropy, "categorical_crossentropy",
+                                      (("from_logits", False), ("label_smoothing", 0.0), ("axis", -1)))
+SparseCategoricalCrossentropy = _loss_class("SparseCategoricalCrossentropy", sparse_categorical_crossentropy,
+                                            "sparse_categorical_crossentropy",
+                                            (("from_logits", False), ("ignore_class", None)))
 
-
-class LogCosh(_Wrapper):
-    fn = staticmethod(log_cosh)
-
-
-CLASSES = (MeanAbsoluteError, Huber, KLDivergence, CosineSimilarity, Hinge, SquaredHinge, LogCosh)
-# compile(loss=name) for these: name -> a factory of the callable loss
-NAMES = {"huber": Huber, "huber_loss": Huber, "kl_divergence": KLDivergence, "kld": KLDivergence,
-         "kullback_leibler_divergence": KLDivergence, "cosine_similarity": CosineSimilarity, "hinge": Hinge,
-         "squared_hinge": SquaredHinge, "log_cosh": LogCosh, "logcosh": LogCosh,
-         **{c.__name__: c for c in CLASSES}}
+CLASSES = (MeanSquaredError, MeanAbsoluteError, MeanSquaredLogarithmicError, Poisson, Huber, KLDivergence,
+           CosineSimilarity, Hinge, SquaredHinge, LogCosh, BinaryCrossentropy, BinaryFocalCrossentropy,
+           CategoricalCrossentropy, SparseCategoricalCrossentropy)
+# compile(loss=...) names -> a factory of the loss (Keras wraps its functions the same way)
+NAMES = {**{c.__name__: c for c in CLASSES},
+         **{name: (lambda fn=fn: LossFunctionWrapper(fn, name=fn.__name__)) for name, fn in FUNCTIONS.items()}}

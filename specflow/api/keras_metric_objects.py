@@ -5,7 +5,7 @@ takes them. ``Mean``/``Sum`` take values; the others reduce ``y_true``/``y_pred`
 values (Keras's ``MeanMetricWrapper``) or to confusion counts (``Precision``, ``Recall``, ``AUC``
 with Keras's thresholds). Sample weights follow Keras's ``reduce_to_samplewise_values``: values
 of higher rank are averaged down to the weights' rank, the weights broadcast, and ``count`` adds
-the weights' sum."""
+the weights' sum; a mask riding on ``y_pred`` (padding) weighs its masked steps 0."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ import numpy as np
 
 from specflow.api import keras_metrics as km
 from specflow.api import tf_names
+from specflow.api.keras_masking import get_mask
 from specflow.api.variables import Variable
 
 _EPSILON = 1e-7
@@ -115,9 +116,15 @@ class MeanMetricWrapper(Mean):
         self._fn_kwargs = kwargs
 
     def update_state(self, y_true, y_pred, sample_weight=None):
+        from specflow.api.keras_loss_base import apply_mask
+
+        mask = get_mask(y_pred)  # a sequence model's padding: those steps weigh 0, as Keras's
         y_pred = tf_names._t(y_pred)
         y_true = tf_names._t(y_true)
-        super().update_state(self._fn(y_true, y_pred, **self._fn_kwargs), sample_weight=sample_weight)
+        values = self._fn(y_true, y_pred, **self._fn_kwargs)
+        if mask is not None:
+            sample_weight = apply_mask(None if sample_weight is None else _f32(sample_weight), mask, "float32", "sum")
+        super().update_state(values, sample_weight=sample_weight)
 
 
 def accuracy(y_true, y_pred):

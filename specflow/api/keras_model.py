@@ -2,134 +2,32 @@
 ``sf.keras.Sequential`` (both take ``TrainingMixin``): ``compile``, ``fit``, ``evaluate``,
 ``predict``, ``train_on_batch``, ``test_on_batch``, ``predict_on_batch``.
 
-A train step is one ``sf.function`` per compiled model (forward under a GradientTape, loss,
-gradients, ``optimizer.apply_gradients``, the metrics' updates), traced once per batch
-signature; ``run_eagerly=True`` runs the same Python step op by op. The numbers are Keras's:
-the epoch's ``loss`` is the mean of the batch losses weighted by batch size, metrics are means
-over the epoch's samples (api/keras_metrics.py), ``validation_split`` takes the last fraction of
-the arrays before shuffling, float arrays are fed as float32, ``batch_size`` defaults to 32 and
-the last batch is partial. ``x`` is arrays (or sf.Tensors) with ``y``, or a re-iterable of
-``(x, y)`` batches (an ``sf.data.Dataset``), iterated afresh each epoch."""
+As in Keras 3 (TensorFlow backend), ``fit`` runs ``self.train_step(data)`` inside one
+``sf.function`` per compiled model (traced once per batch signature; ``run_eagerly=True`` runs
+it op by op), ``evaluate`` ``test_step`` and ``predict`` ``predict_step``: a subclass may
+override them, with ``self.compute_loss(x=, y=, y_pred=, sample_weight=)``, ``self.metrics``,
+``self.optimizer`` and ``self.trainable_variables``, and the dict a step returns is the logs (the
+metrics' results instead when the keys are the same, as Keras's ``_get_metrics_result_or_logs``).
+The default steps are Keras's: forward under a GradientTape, the compiled loss plus the
+regularizers' penalties, ``optimizer.apply_gradients``, the loss tracker (``Mean`` of the batch
+losses weighted by batch size) and the compiled metrics (api/keras_compile.py). Data handling
+(batches, sample weights, validation_split) is api/keras_data_adapter.py."""
 
 from __future__ import annotations
 
 import inspect
-import math
 import time
+import warnings
 
 import numpy as np
 
-from specflow.api import keras_metrics as km
+from specflow.api import keras_data_adapter as adapter
+from specflow.api import tf_names
 from specflow.api.keras_callbacks import CallbackList
+from specflow.api.keras_compile import Compiled, CompileMetrics
 from specflow.api.keras_export import note_input
 from specflow.api.module import Module
-from specflow.api.tensor import Tensor
 from specflow.api.variables import Variable
-
-
-def _as_array(a):
-    """Keras's array adapter: a tensor/list as numpy, float arrays as float32."""
-    if isinstance(a, Tensor):
-        a = a.numpy()
-    a = np.asarray(a)
-    return a.astype(np.float32) if a.dtype.kind == "f" and a.dtype != np.float32 else a
-
-
-def _is_batches(x) -> bool:
-    """An iterable of batches (a Dataset, a list of (x, y) tuples) rather than one array."""
-    if isinstance(x, (np.ndarray, Tensor)) or x is None:
-        return False
-    if isinstance(x, list):
-        return bool(x) and isinstance(x[0], tuple)
-    return hasattr(x, "__iter__")
-
-
-def _unpack(batch, what: str, need_y: bool = True):
-    if isinstance(batch, (tuple, list)) and len(batch) in (1, 2, 3):
-        if len(batch) == 3:
-            raise ValueError(f"{what}: (x, y, sample_weight) batches are not supported (no sample weights)")
-        bx, by = batch[0], batch[1] if len(batch) == 2 else None
-    else:
-        bx, by = batch, None
-    if need_y and by is None:
-        raise ValueError(f"{what}: each batch must be an (x, y) tuple, got {type(batch).__name__}")
-    return _leaf(bx), None if by is None else _leaf(by)
-
-
-def _leaf(v):
-    return v if isinstance(v, Tensor) else _as_array(v)
-
-
-def _length(batches) -> int | None:
-    """How many batches an iterable holds, when it says (a Dataset after filter or repeat() does
-    not: its len() raises, as TF's does)."""
-    try:
-        return len(batches) if hasattr(batches, "__len__") else None
-    except TypeError:
-        return None
-
-
-class _Data:
-    """One input of fit/evaluate/predict: arrays batched by ``batch_size`` (reshuffled on each
-    pass when ``shuffle``), or an iterable of batches iterated afresh on each pass. With
-    ``steps_per_epoch``, passes continue one iterator across epochs, as Keras's EpochIterator."""
-
-    def __init__(self, x, y, batch_size, what: str, shuffle: bool = False, steps=None, need_y: bool = True):
-        self.what, self.shuffle, self.steps, self.need_y = what, shuffle, steps, need_y
-        self.batches = _is_batches(x)
-        if self.batches:
-            if y is not None:
-                raise ValueError(f"{what}: `y` is not supported when x is an iterable of (x, y) batches")
-            if batch_size is not None:
-                raise ValueError(f"{what}: `batch_size` must not be given when x is an iterable of batches")
-            self.x, self.y = x, None
-            self.num_batches = _length(x)
-        else:
-            if x is None:
-                raise ValueError(f"{what}: x is missing")
-            self.x = _as_array(x)
-            if need_y and y is None:
-                raise ValueError(f"{what}: y is missing: give the targets (y=...), or x as an iterable of (x, y) batches")
-            self.y = None if y is None else _as_array(y)
-            if self.x.ndim == 0:
-                raise ValueError(f"{what}: x must have a batch dimension, got a scalar")
-            if self.y is not None and len(self.y) != len(self.x):
-                raise ValueError(f"{what}: data cardinality is ambiguous: x has {len(self.x)} samples, y has "
-                                 f"{len(self.y)}; make sure all arrays contain the same number of samples")
-            self.batch_size = 32 if batch_size is None else int(batch_size)
-            self.num_batches = math.ceil(len(self.x) / self.batch_size)
-        self._it, self._seen = None, 0
-
-    def _fresh(self):
-        if self.batches:
-            for b in self.x:
-                yield _unpack(b, self.what, self.need_y)
-            return
-        n, bs = len(self.x), self.batch_size
-        order = np.random.permutation(n) if self.shuffle else None
-        for start in range(0, n, bs):
-            sl = slice(start, start + bs) if order is None else order[start:start + bs]
-            yield self.x[sl], None if self.y is None else self.y[sl]
-
-    def epoch(self):
-        if self.steps is None:
-            yield from self._fresh()
-            return
-        if self._it is None:
-            self._it, self._seen = self._fresh(), 0
-        for _ in range(int(self.steps)):
-            if self.num_batches and self._seen >= self.num_batches:
-                break
-            try:
-                batch = next(self._it)
-            except StopIteration:
-                self.num_batches = self.num_batches or self._seen
-                self._it = None
-                return
-            self._seen += 1
-            yield batch
-        if self.num_batches and self._seen >= self.num_batches:
-            self._it = None
 
 
 def _fmt(logs: dict) -> str:
@@ -138,6 +36,26 @@ def _fmt(logs: dict) -> str:
 
 def _verbose(verbose) -> int:
     return 1 if verbose == "auto" else int(verbose)
+
+
+def pythonify_logs(logs) -> dict:
+    """Keras's: nested dicts flattened, values as floats, sorted by name."""
+    out = {}
+    for k, v in sorted((logs or {}).items()):
+        if isinstance(v, dict):
+            out.update(pythonify_logs(v))
+        else:
+            try:
+                out[k] = float(np.asarray(v))
+            except (TypeError, ValueError):
+                out[k] = v
+    return out
+
+
+def _first_leaf(x):
+    while isinstance(x, (list, tuple, dict)):
+        x = next(iter(x.values())) if isinstance(x, dict) else x[0]
+    return x
 
 
 class TrainingMixin:
@@ -165,16 +83,14 @@ class TrainingMixin:
 
     # --- compile -----------------------------------------------------------------------------
 
-    def compile(self, optimizer="rmsprop", loss=None, loss_weights=None, metrics=None, run_eagerly: bool = False) -> None:
+    def compile(self, optimizer="rmsprop", loss=None, loss_weights=None, metrics=None, weighted_metrics=None,
+                run_eagerly: bool = False, steps_per_execution=1, jit_compile="auto") -> None:
         """Keras's parameters (in its order): optimizer "rmsprop" | "adam" | "sgd" | "adamw" |
-        "adagrad" or an object; loss a name, an sf.keras.losses object or a function;
-        loss_weights a number (one output); metrics ["accuracy", "mse", ...]."""
-        self._sf_compiled = km.Compiled(optimizer, loss, metrics, run_eagerly)
-        if loss_weights is not None:
-            w = loss_weights if np.isscalar(loss_weights) else np.asarray(loss_weights).reshape(-1)
-            if not np.isscalar(w) and w.size != 1:
-                raise ValueError(f"loss_weights: one number for the model's one output, got {loss_weights!r}")
-            self._sf_compiled.loss_weight = np.float32(w if np.isscalar(w) else w[0])
+        "adagrad" | ... or an object; loss a name, an sf.keras.losses object or a function, or
+        None (a custom train_step may compute its own); loss_weights a number (one output);
+        metrics ["accuracy", "mse", ...] or metric objects (sample weights ignored), weighted_metrics
+        the same, weighted. ``steps_per_execution`` and ``jit_compile`` have no effect."""
+        self._sf_compiled = Compiled(optimizer, loss, loss_weights, metrics, run_eagerly, weighted_metrics)
 
     @property
     def compiled(self) -> bool:
@@ -184,29 +100,142 @@ class TrainingMixin:
     def optimizer(self):
         return self._sf_compiled.optimizer if self.compiled else None
 
+    def compiled_loss(self, y, y_pred, sample_weight=None, regularization_losses=None):
+        """Keras 3's deprecated shim: ``compute_loss(y=y, y_pred=y_pred, sample_weight=...)``."""
+        warnings.warn("`model.compiled_loss()` is deprecated. Instead, use `model.compute_loss(x, y, y_pred, "
+                      "sample_weight, training)`.", stacklevel=2)
+        return self.compute_loss(x=None, y=y, y_pred=y_pred, sample_weight=sample_weight)
+
+    @property
+    def compiled_metrics(self):
+        """Keras 3's deprecated shim: ``update_state(y, y_pred, sample_weight=None)`` updates
+        every metric of ``self.metrics`` (a ``Mean``, the loss tracker, with ``y_pred``)."""
+        model = self
+
+        class DeprecatedCompiledMetric:
+            def update_state(_, y, y_pred, sample_weight=None):
+                from specflow.api.keras_metric_objects import Mean, MeanMetricWrapper
+
+                warnings.warn("`model.compiled_metrics()` is deprecated. Instead, use e.g.: for metric in "
+                              "self.metrics: metric.update_state(y, y_pred)", stacklevel=2)
+                for m in model.metrics:
+                    if isinstance(m, Mean) and not isinstance(m, MeanMetricWrapper):
+                        m.update_state(y_pred, sample_weight=sample_weight)
+                    else:
+                        m.update_state(y, y_pred, sample_weight=sample_weight)
+
+        return DeprecatedCompiledMetric()
+
+    @property
+    def metrics(self) -> list:
+        """Keras's order: the loss tracker, the compiled metrics' container, then the metric
+        objects set as attributes of the model."""
+        out = []
+        if self.compiled:
+            out.append(self._sf_compiled.loss_tracker)
+            if self._sf_compiled.metrics is not None:
+                out.append(self._sf_compiled.metrics)
+        for k, value in vars(self).items():
+            if not k.startswith("_sf_"):
+                out.extend(item for item in held(value) if _is_metric(item) and item not in out)
+        return out
+
     @property
     def metrics_names(self) -> list[str]:
-        return [m.name for m in self._sf_compiled.all_metrics()] if self.compiled else []
+        return [m.name for m in self.metrics]
+
+    def reset_metrics(self) -> None:
+        for m in self.metrics:
+            m.reset_state()
+
+    def get_metrics_result(self) -> dict:
+        """Each metric's result by name (a container's dict merged in), as Keras's."""
+        out = {}
+        for m in self.metrics:
+            result = m.result()
+            if isinstance(result, dict):
+                out.update(result)
+            else:
+                out[m.name] = result
+        return out
 
     def _metric_directions(self) -> dict:
         """Metric name -> "up" or "down" (None: unknown), for EarlyStopping's mode="auto"."""
-        if not self.compiled:
-            return {}
-        c = self._sf_compiled
-        if c.metrics is not None:
-            return {m.name: m.direction for m in c.all_metrics()}
-        return {"loss": "down", **{str(m): km.direction_of(m) for m in c.metric_ids if not callable(m)}}
+        out = {}
+        for m in self.metrics:
+            if isinstance(m, CompileMetrics):
+                out.update(m.directions())
+            else:
+                out[m.name] = getattr(m, "direction", None)
+        return out
 
-    def _need_compiled(self) -> km.Compiled:
+    def _need_compiled(self) -> Compiled:
         if not self.compiled:
             raise ValueError("You must call `compile()` before using the model.")
         return self._sf_compiled
 
-    def reset_metrics(self) -> None:
-        for m in self._need_compiled().all_metrics():
-            m.reset_state()
+    # --- the steps (Keras 3's, TensorFlow backend) ------------------------------------------------
 
-    # --- the steps ---------------------------------------------------------------------------
+    def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
+        """The compiled loss plus the regularizers' penalties (``self.losses``), as Keras's."""
+        c = self._need_compiled()
+        losses = []
+        if c.loss is not None:
+            losses.append(c.loss(y, y_pred, sample_weight))
+        for penalty in self.losses:
+            penalty = tf_names._t(penalty)
+            losses.append(tf_names.reduce_sum(penalty if penalty.dtype.is_floating else tf_names.cast(penalty,
+                                                                                                      "float32")))
+        if not losses:
+            raise ValueError("No loss to compute. Provide a `loss` argument in `compile()`.")
+        total = losses[0]
+        for value in losses[1:]:
+            total = total + value
+        return total
+
+    def _compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
+        """compute_loss, without ``training=`` for an override that does not take it."""
+        params = inspect.signature(self.compute_loss).parameters
+        if "training" in params or any(p.kind is p.VAR_KEYWORD for p in params.values()):
+            return self.compute_loss(x=x, y=y, y_pred=y_pred, sample_weight=sample_weight, training=training)
+        return self.compute_loss(x=x, y=y, y_pred=y_pred, sample_weight=sample_weight)
+
+    def compute_metrics(self, x, y, y_pred, sample_weight=None) -> dict:
+        c = self._need_compiled()
+        if c.metrics is not None:
+            c.metrics.update_state(y, y_pred, sample_weight)
+        return self.get_metrics_result()
+
+    def _track_loss(self, loss, x) -> None:
+        n = tf_names.cast(tf_names.shape(_first_leaf(x))[0], "float32")
+        self._sf_compiled.loss_tracker.update_state(loss, sample_weight=n)
+
+    def train_step(self, data) -> dict:
+        from specflow.api.tape import GradientTape
+
+        x, y, sample_weight = adapter.unpack(data)
+        with GradientTape() as tape:
+            y_pred = self(x, training=True)
+            loss = self._compute_loss(x=x, y=y, y_pred=y_pred, sample_weight=sample_weight, training=True)
+            self._track_loss(loss, x)
+        variables = self.trainable_weights
+        if variables:
+            grads = tape.gradient(loss, variables)
+            self.optimizer.apply_gradients(zip(grads, variables))
+        else:
+            warnings.warn("The model does not have any trainable weights.", stacklevel=2)
+        return self.compute_metrics(x, y, y_pred, sample_weight=sample_weight)
+
+    def test_step(self, data) -> dict:
+        x, y, sample_weight = adapter.unpack(data)
+        y_pred = self(x, training=False)
+        loss = self._compute_loss(x=x, y=y, y_pred=y_pred, sample_weight=sample_weight, training=False)
+        self._track_loss(loss, x)
+        return self.compute_metrics(x, y, y_pred, sample_weight=sample_weight)
+
+    def predict_step(self, data):
+        x, _, _ = adapter.unpack(data)
+        return self(x, training=False)
 
     def _function(self, kind: str):
         c = self._sf_compiled if self.compiled else None
@@ -215,82 +244,52 @@ class TrainingMixin:
         if fn is None:
             from specflow.api.function import function
 
-            step = {"train": self._train_step, "test": self._test_step, "predict": self._predict_step}[kind]
+            step = {"train": self.train_step, "test": self.test_step, "predict": self.predict_step}[kind]
             fn = step if (c is not None and c.run_eagerly) else function(step, name=f"{kind}_function")
             cache[kind] = fn
         return fn
 
-    def _train_step(self, x, y):
-        from specflow.api.tape import GradientTape
+    def _needs_targets(self, step: str) -> bool:
+        """The default train/test step with a compiled loss needs y (a clear error early)."""
+        overridden = getattr(type(self), step) is not getattr(TrainingMixin, step)
+        return not overridden and self.compiled and self._sf_compiled.loss is not None
 
-        c = self._sf_compiled
-        with GradientTape() as tape:
-            y_pred = self(x, training=True)
-            loss = self._with_penalties(c.loss(y, y_pred))
-        variables = self.trainable_weights
-        grads = tape.gradient(loss, variables)
-        c.optimizer.apply_gradients(zip(grads, variables))
-        return c.update(x, y, y_pred, loss)
-
-    def _test_step(self, x, y):
-        c = self._sf_compiled
-        y_pred = self(x, training=False)
-        return c.update(x, y, y_pred, self._with_penalties(c.loss(y, y_pred)))
-
-    def _with_penalties(self, loss):
-        """The compiled loss plus the regularizers' penalties (``sum(model.losses)``), as Keras."""
-        penalties = self.losses
-        for p in penalties:
-            loss = loss + p
-        return loss
-
-    def _predict_step(self, x):
-        return self(x, training=False)
-
-    def _logs(self, results) -> dict:
-        """Keras's logs: name -> float, sorted by name (its ``pythonify_logs``)."""
-        return dict(sorted((m.name, float(r)) for m, r in zip(self._sf_compiled.all_metrics(), results)))
-
-    def _results(self) -> dict:
-        return dict(sorted((m.name, m.result()) for m in self._sf_compiled.all_metrics()))
+    def _metrics_or_logs(self, logs) -> dict:
+        """Keras's ``_get_metrics_result_or_logs``: the metrics' results when the step's logs
+        have the same keys, else the step's logs (a custom step's own)."""
+        results = self.get_metrics_result()
+        if isinstance(logs, dict) and set(logs) == set(results):
+            return pythonify_logs(results)
+        return pythonify_logs(logs)
 
     def _in_order(self, logs: dict, return_dict: bool):
-        """The dict, or Keras's list: loss, then the metrics in compile order (one value: a float)."""
+        """The dict, or Keras's list: in ``metrics``' order (a container's metrics in theirs),
+        then the other keys sorted; one value: a float."""
         if return_dict:
             return logs
-        values = [logs[m.name] for m in self._sf_compiled.all_metrics()]
+        names = []
+        for m in self.metrics:
+            names.extend([sub.name for sub in m.metrics] if isinstance(m, CompileMetrics) else [m.name])
+        values = [logs[n] for n in names if n in logs] + [logs[k] for k in sorted(logs) if k not in names]
         return values[0] if len(values) == 1 else values
 
     # --- fit / evaluate / predict --------------------------------------------------------------
 
     def fit(self, x=None, y=None, batch_size=None, epochs: int = 1, verbose="auto", callbacks=None,
-            validation_split: float = 0.0, validation_data=None, shuffle: bool = True, initial_epoch: int = 0,
-            steps_per_epoch=None):
-        """Keras's fit (no sample/class weights, validation_freq or validation_steps); returns the History."""
+            validation_split: float = 0.0, validation_data=None, shuffle: bool = True, sample_weight=None,
+            initial_epoch: int = 0, steps_per_epoch=None, validation_batch_size=None):
+        """Keras's fit (no class weights, validation_freq or validation_steps); returns the History."""
         self._need_compiled()
         if validation_split and validation_data is None:
-            if _is_batches(x):
-                raise ValueError("`validation_split` is only supported for Tensors or NumPy arrays, not an "
-                                 "iterable of batches")
-            x, vx = _as_array(x), None
-            y = None if y is None else _as_array(y)
-            split_at = int(math.floor(len(x) * (1.0 - validation_split)))
-            if split_at in (0, len(x)):
-                raise ValueError(f"Training data contains {len(x)} samples, which is not sufficient to split it into a "
-                                 f"validation and training set as specified by `validation_split={validation_split}`.")
-            if y is not None and len(y) != len(x):
-                _Data(x, y, batch_size, "fit")  # the cardinality error
-            x, vx = x[:split_at], x[split_at:]
-            y, vy = (None, None) if y is None else (y[:split_at], y[split_at:])
-            validation_data = (vx, vy)
-        data = _Data(x, y, batch_size, "fit", shuffle=shuffle, steps=steps_per_epoch)
+            (x, y, sample_weight), validation_data = adapter.split_validation(x, y, sample_weight, validation_split)
+        data = adapter.Data(x, y, batch_size, "fit", shuffle=shuffle, steps=steps_per_epoch,
+                            need_y=self._needs_targets("train_step"), sample_weight=sample_weight)
         val = None
         if validation_data is not None:
-            if _is_batches(validation_data) and not isinstance(validation_data, tuple):
-                val = validation_data
+            if adapter.is_batches(validation_data) and not isinstance(validation_data, tuple):
+                val = (validation_data, None, None)
             else:
-                vx, vy = _unpack(tuple(validation_data), "fit: validation_data")
-                val = (vx, vy)
+                val = adapter.unpack(tuple(validation_data))
         verbose = _verbose(verbose)
         cbs = CallbackList(callbacks, self, {"epochs": epochs, "steps": steps_per_epoch or data.num_batches,
                                              "verbose": verbose})
@@ -303,17 +302,18 @@ class TrainingMixin:
             self.reset_metrics()
             cbs.on_epoch_begin(epoch, logs={})
             start, logs, steps = time.perf_counter(), {}, 0
-            for step, (bx, by) in enumerate(data.epoch()):
+            for step, batch in enumerate(data.epoch()):
                 cbs.on_train_batch_begin(step, logs={})
-                logs = self._logs(train(bx, by))
+                logs = train(batch)
                 steps += 1
-                cbs.on_train_batch_end(step, logs=logs)
+                cbs.on_train_batch_end(step, logs=pythonify_logs(logs))
                 if self.stop_training:
                     break
-            epoch_logs = self._results()
+            epoch_logs = self._metrics_or_logs(logs)
             if val is not None:
-                vx, vy, vbs = (*val, batch_size) if isinstance(val, tuple) else (val, None, None)
-                vlogs = self._evaluate(vx, vy, vbs, cbs)
+                vx, vy, vsw = val
+                vbs = None if adapter.is_batches(vx) else (validation_batch_size or batch_size)
+                vlogs = self._evaluate(vx, vy, vsw, vbs, cbs)
                 epoch_logs = dict(sorted({**epoch_logs, **{f"val_{k}": v for k, v in vlogs.items()}}.items()))
             if verbose:
                 print(f"Epoch {epoch + 1}/{epochs} - {steps} steps - {time.perf_counter() - start:.2f}s - "
@@ -324,54 +324,57 @@ class TrainingMixin:
         cbs.on_train_end(logs=epoch_logs)
         return self.history
 
-    def _evaluate(self, x, y, batch_size, cbs) -> dict:
-        data = _Data(x, y, batch_size, "evaluate")
+    def _evaluate(self, x, y, sample_weight, batch_size, cbs) -> dict:
+        data = adapter.Data(x, y, batch_size, "evaluate", need_y=self._needs_targets("test_step"),
+                            sample_weight=sample_weight)
         self.reset_metrics()
         test = self._function("test")
         cbs.on_test_begin(logs={})
         logs = {}
-        for step, (bx, by) in enumerate(data.epoch()):
+        for step, batch in enumerate(data.epoch()):
             cbs.on_test_batch_begin(step, logs={})
-            logs = self._logs(test(bx, by))
-            cbs.on_test_batch_end(step, logs=logs)
-        logs = self._results()
+            logs = test(batch)
+            cbs.on_test_batch_end(step, logs=pythonify_logs(logs))
+        logs = self._metrics_or_logs(logs)
         cbs.on_test_end(logs=logs)
         return logs
 
-    def evaluate(self, x=None, y=None, batch_size=None, verbose="auto", return_dict: bool = False, callbacks=None):
+    def evaluate(self, x=None, y=None, batch_size=None, verbose="auto", sample_weight=None, steps=None,
+                 callbacks=None, return_dict: bool = False):
         """The loss (and metrics) over the data: a float, [loss, *metrics], or a dict."""
         self._need_compiled()
-        logs = self._evaluate(x, y, batch_size, CallbackList(callbacks, self, add_history=False))
+        if steps is not None and not adapter.is_batches(x):
+            raise ValueError("evaluate: `steps` is supported for an iterable of batches only")
+        logs = self._evaluate(x, y, sample_weight, batch_size, CallbackList(callbacks, self, add_history=False))
         if _verbose(verbose):
             print(_fmt(logs), flush=True)
         return self._in_order(logs, return_dict)
 
-    def predict(self, x, batch_size=None, verbose="auto"):
-        """``model(x, training=False)`` over batches, as numpy, concatenated (one array per output)."""
-        data = _Data(x, None, batch_size, "predict", need_y=False)
+    def predict(self, x, batch_size=None, verbose="auto", steps=None, callbacks=None):
+        """``predict_step`` (``model(x, training=False)``) over batches, as numpy, concatenated
+        (leaf by leaf for several outputs)."""
+        data = adapter.Data(x, None, batch_size, "predict", need_y=False, steps=steps)
         fn = self._function("predict")
-        outs = [fn(bx) for bx, _ in data.epoch()]
+        outs = [fn(batch) for batch in data.epoch()]
         if not outs:
             raise ValueError("predict: no data (x is empty)")
-        if isinstance(outs[0], (list, tuple)):
-            return [np.concatenate([np.asarray(o[i]) for o in outs]) for i in range(len(outs[0]))]
-        return np.concatenate([np.asarray(o) for o in outs])
+        return _concat(outs)
 
-    def train_on_batch(self, x, y=None, return_dict: bool = False):
-        """One train step on one batch; the metrics are reset first (Keras's reset_metrics=True)."""
+    def train_on_batch(self, x, y=None, sample_weight=None, return_dict: bool = False):
+        """One train step on one batch, the metrics reset first (Keras 3's)."""
         self._need_compiled()
         self.reset_metrics()
-        bx, by = _Data(x, y, len(_as_array(x)) or 1, "train_on_batch").epoch().__next__()
-        return self._in_order(self._logs(self._function("train")(bx, by)), return_dict)
+        logs = pythonify_logs(self._function("train")(adapter.leaves(adapter.pack(x, y, sample_weight))))
+        return self._in_order(logs, return_dict)
 
-    def test_on_batch(self, x, y=None, return_dict: bool = False):
+    def test_on_batch(self, x, y=None, sample_weight=None, return_dict: bool = False):
         self._need_compiled()
         self.reset_metrics()
-        bx, by = _Data(x, y, len(_as_array(x)) or 1, "test_on_batch").epoch().__next__()
-        return self._in_order(self._logs(self._function("test")(bx, by)), return_dict)
+        logs = pythonify_logs(self._function("test")(adapter.leaves(adapter.pack(x, y, sample_weight))))
+        return self._in_order(logs, return_dict)
 
     def predict_on_batch(self, x):
-        return np.asarray(self._function("predict")(_leaf(x)))
+        return _concat([self._function("predict")(adapter.leaves((x,)))])
 
     def export(self, filepath, format: str = "tf_saved_model", verbose: bool = True, input_signature=None) -> None:
         """Keras 3's ``model.export``: a SavedModel for inference (api/keras_export.py)."""
@@ -382,20 +385,34 @@ class TrainingMixin:
     def _layer_list(self) -> list:
         return list(getattr(self, "layers", []))
 
-    def summary(self, print_fn=print) -> None:
-        """Layer, type and parameter count per layer (built layers only), and the totals."""
-        rows = [(getattr(layer, "name", "?"), type(layer).__name__,
-                 sum(int(np.prod(w.shape.as_list())) for w in getattr(layer, "weights", [])))
-                for layer in self._layer_list()]
-        total = sum(int(np.prod(w.shape.as_list())) for w in self.weights)
-        trainable = sum(int(np.prod(w.shape.as_list())) for w in self.trainable_weights)
-        print_fn(f'Model: "{self.name}"')
-        for name, kind, count in rows:
-            print_fn(f"  {name:<28} {kind:<24} {count:>10}")
-        print_fn(f"Total params: {total}\nTrainable params: {trainable}\nNon-trainable params: {total - trainable}")
+    def count_params(self) -> int:
+        return sum(int(np.prod(w.shape.as_list())) for w in self.weights)
+
+    def summary(self, line_length: int = 90, print_fn=None) -> None:
+        """Keras's table: each layer's name (type), output shape (where known) and parameter
+        count, then the totals."""
+        from specflow.api.keras_summary import summary
+
+        summary(self, line_length, print_fn or print)
+
+
+def _concat(outs: list):
+    first = outs[0]
+    if isinstance(first, dict):
+        return {k: _concat([o[k] for o in outs]) for k in first}
+    if isinstance(first, (list, tuple)):
+        return [_concat([o[i] for o in outs]) for i in range(len(first))]
+    return np.concatenate([np.asarray(o) for o in outs])
+
+
+def _is_metric(item) -> bool:
+    from specflow.api.keras_metric_objects import Metric
+
+    return isinstance(item, Metric)
 
 
 from specflow.api.keras import Layer, held  # noqa: E402 (keras.py's Sequential takes TrainingMixin, above)
+from specflow.api.optimizers import Optimizer  # noqa: E402
 
 _INTERNAL = {"_module_name", "_weight_order", "built", "history", "stop_training"}
 
@@ -413,6 +430,15 @@ class Model(TrainingMixin, Layer):
         return object.__new__(cls)
 
     def __init__(self, *args, name: str | None = None, **kwargs):
+        if len(args) == 2 or (len(args) == 1 and "outputs" in kwargs) or {"inputs", "outputs"} <= set(kwargs):
+            # a subclass handing (inputs, outputs) on: it becomes a functional model of its class (Keras's
+            # inject_functional_model_class), its own methods (train_step...) kept
+            from specflow.api.keras_functional import Functional, functional_subclass
+
+            if not isinstance(self, Functional):
+                self.__class__ = functional_subclass(type(self))
+            Functional.__init__(self, *args, name=name, **kwargs)
+            return
         if args or kwargs:
             raise ValueError("sf.keras.Model: subclass it (super().__init__() takes only name=) or build a functional "
                              f"model with Model(inputs, outputs); got arguments {list(kwargs) or len(args)}")
@@ -431,6 +457,8 @@ class Model(TrainingMixin, Layer):
         self.built = True
         return out
 
+    __call__._sf_forwards_to_call = True  # keras_masking reads masks off `call`'s parameters
+
     def call(self, *args, **kwargs):
         raise NotImplementedError(f"{type(self).__name__} must define call(self, inputs, training=None)")
 
@@ -442,7 +470,7 @@ class Model(TrainingMixin, Layer):
                 for item in held(value):
                     if isinstance(item, Variable):
                         own.append(item)
-                    elif isinstance(item, Module):
+                    elif isinstance(item, Module) and not isinstance(item, Optimizer):  # a GAN's own optimizers
                         subs.append(item)
         return own, subs
 

@@ -24,6 +24,7 @@ def _orthogonal(n: int, m: int) -> np.ndarray:
 
 class _RNN(Layer):
     gates = 4
+    supports_masking = True
 
     def __init__(self, units: int, activation="tanh", recurrent_activation="sigmoid", return_sequences: bool = False,
                  return_state: bool = False, go_backwards: bool = False, zero_output_for_mask: bool = False,
@@ -52,6 +53,8 @@ class _RNN(Layer):
         zeros = tf_names.zeros([batch, self.units], x.dtype)
         states = list(initial_state) if initial_state is not None else [zeros] * self._n_states
         output = zeros
+        if isinstance(mask, (list, tuple)):
+            mask = mask[0] if mask else None  # Keras: the sequences' mask (one per input: the first)
         mask = None if mask is None else tf_names.cast(mask, "bool")
         outputs = []
         for t in (range(steps - 1, -1, -1) if self.go_backwards else range(steps)):
@@ -65,6 +68,13 @@ class _RNN(Layer):
             outputs.append(output)
         result = tf_names.stack(outputs, axis=1) if self.return_sequences else output
         return [result, *states] if self.return_state else result
+
+    def compute_mask(self, inputs, mask=None):
+        """Keras's: the sequence mask stays on returned sequences; states carry none."""
+        if isinstance(mask, (list, tuple)):
+            mask = mask[0] if mask else None
+        output_mask = mask if self.return_sequences else None
+        return [output_mask] + [None] * self._n_states if self.return_state else output_mask
 
 
 class LSTM(_RNN):
@@ -110,6 +120,8 @@ class GRU(_RNN):
 class Bidirectional(Layer):
     """A layer and its mirror (``go_backwards``), outputs merged (concat, sum, ave, mul)."""
 
+    supports_masking = True
+
     def __init__(self, layer: _RNN, merge_mode: str = "concat", backward_layer: _RNN | None = None,
                  name: str | None = None):
         super().__init__(name)
@@ -141,6 +153,11 @@ class Bidirectional(Layer):
         if self.merge_mode == "ave":
             return (y + y_rev) / 2
         return y * y_rev
+
+    def compute_mask(self, inputs, mask=None):
+        if isinstance(mask, (list, tuple)):
+            mask = mask[0] if mask else None
+        return mask if self.return_sequences else None
 
     @property
     def weights(self) -> list:

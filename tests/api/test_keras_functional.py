@@ -115,11 +115,12 @@ def test_transformer_block_matches_eager_composition_and_traced_replay():
 
 
 def test_layer_order_follows_keras_depth_order():
+    K.backend.clear_session()  # default names count from "dense" again, as in Keras
     a, b = K.Input((4,), name="a"), K.Input((2,), name="b")
     d1, d2, cat, head = L.Dense(5), L.Dense(3), L.Concatenate(), L.Dense(1)
     model = K.Model([a, b], head(cat([d2(d1(a)), b])))
     # Keras 3 lists the shallow input b after the deeper Dense layers (by depth from the outputs)
-    assert [layer.name for layer in model.layers] == ["a", "dense", "dense", "b", "concatenate", "dense"]
+    assert [layer.name for layer in model.layers] == ["a", "dense", "dense_1", "b", "concatenate", "dense_2"]
     assert model.layers[1] is d1 and model.layers[2] is d2
     values = [_r(*w.shape) for w in model.weights]
     model.set_weights(values)
