@@ -143,7 +143,17 @@ def dropout(x, rate, noise_shape=None, seed=None, name: str | None = None):
 def sparse_softmax_cross_entropy_with_logits(labels=None, logits=None, name: str | None = None):
     if labels is None or logits is None:
         raise ValueError("sparse_softmax_cross_entropy_with_logits needs labels= and logits=")
-    return call("SparseSoftmaxCrossEntropyWithLogits", logits, labels, name=name)[0]
+    logits, labels = _t(logits), _t(labels)
+    if logits.shape.rank is None or logits.shape.rank == 2:
+        return call("SparseSoftmaxCrossEntropyWithLogits", logits, labels, name=name)[0]
+    if logits.shape.rank < 2:
+        raise ValueError(f"sparse_softmax_cross_entropy_with_logits: logits must have rank >= 2, got shape "
+                         f"{logits.shape}")
+    # the op takes a matrix: the leading dims flattened and restored, as TensorFlow does
+    n = logits.shape[-1] if logits.shape[-1] is not None else -1
+    flat = call("SparseSoftmaxCrossEntropyWithLogits", call("Reshape", logits, np.array([-1, n], np.int32)),
+                call("Reshape", labels, np.array([-1], np.int32)))[0]
+    return call("Reshape", flat, shape(labels), name=name)
 
 
 def softmax_cross_entropy_with_logits(labels=None, logits=None, axis: int = -1, name: str | None = None):

@@ -105,3 +105,19 @@ def test_constant_shape_and_newaxis():
     with pytest.raises(TypeError, match="3 value"):
         sf.constant([1, 2, 3], shape=[2, 2])
     assert sf.constant([1.0, 2.0])[:, sf.newaxis].shape == [2, 1]
+
+
+def test_sparse_softmax_cross_entropy_of_higher_rank_logits():
+    """TF flattens the leading dims for the op (a sequence model's [batch, time, classes])."""
+    rng = np.random.default_rng(0)
+    logits, labels = rng.standard_normal((2, 3, 5)).astype(np.float32), rng.integers(0, 5, (2, 3))
+    want = -np.take_along_axis(logits - np.log(np.exp(logits).sum(-1, keepdims=True)), labels[..., None], -1)[..., 0]
+    got = sf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits)
+    np.testing.assert_allclose(got.numpy(), want, rtol=1e-5)
+    traced = sf.function(lambda a, b: sf.nn.sparse_softmax_cross_entropy_with_logits(labels=b, logits=a))
+    np.testing.assert_allclose(traced(logits, labels).numpy(), want, rtol=1e-5)
+    v = sf.Variable(logits)
+    with sf.GradientTape() as tape:
+        y = sf.reduce_sum(sf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=v))
+    soft = np.exp(logits) / np.exp(logits).sum(-1, keepdims=True)
+    np.testing.assert_allclose(tape.gradient(y, v).numpy(), soft - np.eye(5)[labels], rtol=1e-5, atol=1e-6)
