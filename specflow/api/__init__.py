@@ -20,6 +20,7 @@ EXPORTS = {
     "constant": ("specflow.api.op_functions", "constant"),
     "convert_to_tensor": ("specflow.api.op_functions", "convert_to_tensor"),
     "wrap_function": ("specflow.api.wrap", "wrap_function"),
+    "TensorArray": ("specflow.api.tensor_array", "TensorArray"),
     "load": ("specflow.api.saved", "load"),
     "save": ("specflow.api.saved", "save"),
     # namespaces (attr None: the module itself)

@@ -113,7 +113,8 @@ def while_loop(cond_fn, body_fn, loop_vars, *, max_iterations: int | None = None
                 raise GraphError(f"while loop '{name}' ran more than max_iterations={max_iterations} times")
             out = body_fn(*vals)
             vals = list(out) if isinstance(out, (list, tuple)) else [out]
-        out = [v if isinstance(v, Tensor) else to_tensor(v) for v in vals]
+        out = [v if isinstance(v, Tensor) or getattr(type(v), "_sf_composite", False) else to_tensor(v)
+               for v in vals]
         return tuple(out) if isinstance(loop_vars, tuple) else out
     with trace.active():
         start = [_as_graph(trace, v) for v in leaves]

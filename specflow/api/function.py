@@ -57,6 +57,9 @@ class TensorSpec:
 
 def flatten(value) -> tuple[list, Any]:
     """The leaves of nested lists/tuples/dicts and the structure to put them back."""
+    if getattr(type(value), "_sf_composite", False):  # sf.TensorArray: its list tensor(s)
+        comps = value._sf_components()
+        return list(comps), (type(value)._sf_rebuild, value._sf_meta(), tuple(None for _ in comps))
     if isinstance(value, (list, tuple)):  # a namedtuple too (TF's nest: an op's outputs, top_k's)
         parts = [flatten(v) for v in value]
         return [x for p in parts for x in p[0]], (type(value), tuple(p[1] for p in parts))
@@ -81,6 +84,8 @@ def unflatten(structure, leaves: list):
             return next(it)
         if s[0] is dict:
             return {k: build(sub) for k, sub in zip(s[1], s[2])}
+        if len(s) == 3:  # a composite: its rebuild, its metadata, its components
+            return s[0](s[1], [build(sub) for sub in s[2]])
         if hasattr(s[0], "_fields"):
             return s[0](*[build(sub) for sub in s[1]])
         return s[0](build(sub) for sub in s[1])
