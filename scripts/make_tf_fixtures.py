@@ -18,6 +18,8 @@ each with ``<name>.npz``: ``in_x`` and ``in_neg_x`` (its negation: every conditi
 other branch) with the outputs for each (``out_<tensor>``, ``outneg_<tensor>``, ``:`` as ``_``).
 ``lowered_conds.pb`` is a TF2 function with conds (nested, in a while body) frozen with its
 control flow lowered (convert_variables_to_constants_v2's default), with the same kind of .npz.
+``custom_gradient/`` is a tf.Module using two tf.custom_gradients (saved gradient functions), with
+TF's gradients in ``custom_gradient.npz``.
 """
 
 from __future__ import annotations
@@ -259,6 +261,47 @@ def tf1_cond(x):
     return [tf.identity(y, name="y"), tf.identity(z, name="z"), tf.identity(w, name="w")]
 
 
+def custom_gradient() -> None:
+    """``custom_gradient/``: a tf.Module whose function uses two tf.custom_gradients (TF 2 saves
+    their gradient functions in the library's registered_gradients), one reading x outside its
+    gradient (log1pexp's stable form) and one clipping dy; ``custom_gradient.npz``: the input,
+    TF's output and TF's gradients w.r.t. the input and the variable."""
+
+    @tf.custom_gradient
+    def log1pexp(x):
+        e = tf.exp(x)
+        return tf.math.log(1 + e), lambda dy: dy * (1 - 1 / (1 + e))
+
+    @tf.custom_gradient
+    def clip_grad(x):
+        return tf.identity(x), lambda dy: tf.clip_by_value(dy, -0.1, 0.1)
+
+    class M(tf.Module):
+        def __init__(self):
+            self.w = tf.Variable([0.5, -1.5, 2.0])
+
+        @tf.function(input_signature=[tf.TensorSpec([None, 3], tf.float32)])
+        def f(self, x):
+            return {"y": log1pexp(x * self.w) + clip_grad(x) * 3.0}
+
+    m = M()
+    out_dir = OUT / "custom_gradient"
+    shutil.rmtree(out_dir, ignore_errors=True)
+    tf.saved_model.save(m, str(out_dir), signatures={"serving_default": m.f})
+    for extra in ("fingerprint.pb", "assets"):
+        path = out_dir / extra
+        shutil.rmtree(path) if path.is_dir() else path.unlink(missing_ok=True)
+    loaded = tf.saved_model.load(str(out_dir))
+    x = tf.constant(np.random.default_rng(5).standard_normal((2, 3)).astype("float32"))
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = loaded.signatures["serving_default"](x=x)["y"]
+        total = tf.reduce_sum(y * tf.constant([[1.0, 2.0, 3.0], [-1.0, 0.5, 0.25]]))
+    gx, gw = tape.gradient(total, [x, loaded.w])
+    np.savez(OUT / "custom_gradient.npz", in_x=x.numpy(), out_y=y.numpy(), grad_x=gx.numpy(), grad_w=gw.numpy())
+    print(f"custom_gradient: grad_x {gx.numpy().ravel()}")
+
+
 def lowered_conds() -> None:
     """TF2 conds frozen as convert_variables_to_constants_v2 does by default, lowered to
     Switch/Merge with TF's If-lowering names (``cond/switch_pred/_2``, ``cond/x/_5``): two
@@ -305,6 +348,8 @@ if __name__ == "__main__":
         methods()
     if not ONLY or "lowered_conds" in ONLY:
         lowered_conds()
+    if not ONLY or "custom_gradient" in ONLY:
+        custom_gradient()
     for name, build in (("tf1_loops", tf1_loops), ("tf1_cond", tf1_cond)):
         if not ONLY or name in ONLY:
             tf1_graph(name, build)

@@ -23,6 +23,7 @@ from specflow.api.tensor import EagerTensor, GraphTensor, Tensor
 from specflow.errors import ExportError
 from specflow.graph.graph_def import GraphDef, parse_input
 from specflow.graph.topo import needed
+from specflow.io.tf_graph import GRADIENT_OP_TYPE
 
 _CPU0 = "/job:localhost/replica:0/task:0/device:CPU:0"  # where a Session's fetched values are
 FRAME_OPS = {"Enter", "RefEnter", "Exit", "RefExit", "Merge", "RefMerge", "Switch", "RefSwitch",
@@ -169,7 +170,8 @@ class TapedSignature:
                 continue
             if node.op == "Placeholder":
                 raise ExportError(f"signature '{self.name}' needs '{node.name}', which is not one of its inputs")
-            attrs = {k: v for k, v in node.attrs.items() if not k.startswith("_")}
+            # (a saved custom gradient's key stays: export/saved_gradients.py)
+            attrs = {k: v for k, v in node.attrs.items() if not k.startswith("_") or k == GRADIENT_OP_TYPE}
             if trace is None:
                 outs = eager.execute(get_op(node.op), [v._handle if _is_variable(v) else v for v in ins], attrs)
             else:

@@ -24,6 +24,7 @@ from google.protobuf.message import DecodeError
 from tensorboard.compat.proto import meta_graph_pb2
 
 from specflow.errors import ExportError, Location, SpecflowError
+from specflow.export.saved_gradients import register_saved_gradients
 from specflow.export.serving import SignatureIO
 from specflow.graph.graph_def import GraphDef, canonical_tensor
 from specflow.graph.names import check_function_name, check_reference
@@ -231,6 +232,7 @@ def load_saved_model(export_dir, tags=("serve",)) -> LoadedModel:
         e.location = e.location or Location(pb_path)
         raise
     model = LoadedModel(export_dir, list(mg.meta_info_def.tags), signatures_of(mg), graph, mg)
+    register_saved_gradients(mg, graph, model)  # tf.custom_gradient's saved functions
     nodes = graph.node_map()
     for sig_name, sig in model.signatures.items():
         for alias, (tensor, _) in {**sig.inputs, **sig.outputs}.items():

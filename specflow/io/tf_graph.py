@@ -167,10 +167,13 @@ def node_to_proto(node: NodeDef) -> node_def_pb2.NodeDef:
     return proto
 
 
+GRADIENT_OP_TYPE = "_gradient_op_type"  # a custom gradient's key (export/saved_gradients.py); read, never written
+
+
 def node_from_proto(proto: node_def_pb2.NodeDef) -> NodeDef:
     attrs: dict[str, Any] = {}
     for key in sorted(proto.attr):
-        if not is_tf_attr(key):
+        if not is_tf_attr(key) and key != GRADIENT_OP_TYPE:
             continue
         try:
             attrs[key] = attr_from_proto(proto.attr[key])

@@ -291,3 +291,27 @@ def test_a_keras_export_has_one_set_of_variables_which_both_paths_read():
     assert not np.allclose(moved, rec["out"])
     np.testing.assert_allclose(m.signatures["serving_default"](keras_tensor=x)["output_0"].numpy(), moved, rtol=1e-6)
     m.close()
+
+
+def test_a_savedmodels_custom_gradients_are_its_own():
+    """tf.custom_gradient's saved gradient functions (registered_gradients) replace the ops'
+    own gradients, as TF's loader registers them: TF's gradients w.r.t. input and variable,
+    through the signature eagerly, in sf.function, and through the restored function."""
+    rec = np.load(TF2 / "custom_gradient.npz")
+    m = sf.load(TF2 / "custom_gradient")
+    x = sf.constant(rec["in_x"])
+    weights = sf.constant([[1.0, 2.0, 3.0], [-1.0, 0.5, 0.25]])
+
+    def grads(call, x):
+        with sf.GradientTape() as tape:
+            tape.watch(x)
+            total = sf.reduce_sum(call(x) * weights)
+        return tape.gradient(total, [x, m.trainable_variables[0]])
+
+    paths = {"signature": lambda v: m.signatures["serving_default"](x=v)["y"], "method": lambda v: m.f(v)["y"]}
+    for name, call in paths.items():
+        np.testing.assert_allclose(call(x).numpy(), rec["out_y"], rtol=1e-6, err_msg=name)
+        for got in (grads(call, x), sf.function(lambda v, call=call: grads(call, v))(x)):
+            np.testing.assert_allclose(got[0].numpy(), rec["grad_x"], rtol=1e-5, err_msg=name)
+            np.testing.assert_allclose(got[1].numpy(), rec["grad_w"], rtol=1e-5, err_msg=name)
+    m.close()
