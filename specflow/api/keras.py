@@ -148,7 +148,16 @@ class Layer(Module):
 
     @property
     def weights(self) -> list:
-        return [getattr(self, a) for a in self._weight_order]
+        """Its own weights, then those of the layers it holds in attributes (a custom layer made
+        of layers), as Keras's."""
+        out, seen = [], set()
+        for w in [getattr(self, a) for a in self._weight_order] + [
+                w for k, value in vars(self).items() if not k.startswith("_sf_")
+                for item in held(value) if isinstance(item, Layer) and item is not self for w in item.weights]:
+            if id(w) not in seen:
+                seen.add(id(w))
+                out.append(w)
+        return out
 
     def get_weights(self) -> list[np.ndarray]:
         return [w.numpy() for w in self.weights]

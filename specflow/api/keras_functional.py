@@ -21,13 +21,14 @@ from __future__ import annotations
 
 import functools
 import inspect
+import threading
 import warnings
 
 import numpy as np
 
 from specflow.api import keras_masking as masking
 from specflow.api import tf_names
-from specflow.api.keras import Layer, auto_name
+from specflow.api.keras import Layer, _parameters, auto_name
 from specflow.api.keras_model import Model
 from specflow.api.tensor import Tensor
 from specflow.api.variables import Variable
@@ -164,6 +165,17 @@ def _symbolic_call(layer, call_fn, args, kwargs):
     return node.outputs
 
 
+# Keras 3's call context: a layer called without ``training`` inside another layer's call takes
+# the outer call's value (a Dropout inside a custom layer of a model called with training=True).
+_CONTEXT = threading.local()
+
+
+def _takes_training(layer, fn) -> bool:
+    target = layer.call if getattr(fn, "_sf_forwards_to_call", False) and hasattr(layer, "call") else fn
+    params = _parameters(target)
+    return params is None or "training" in params
+
+
 def _wrap_call(fn):
     if getattr(fn, "_sf_functional", False):
         return fn
@@ -172,7 +184,15 @@ def _wrap_call(fn):
     def __call__(self, *args, **kwargs):
         if _has_keras_tensor(args) or _has_keras_tensor(kwargs):
             return _symbolic_call(self, fn, args, kwargs)
-        return masking.call(self, fn, args, kwargs)
+        outer = getattr(_CONTEXT, "training", None)
+        training = kwargs.get("training")
+        if training is None and outer is not None and _takes_training(self, fn):
+            kwargs["training"] = training = outer
+        _CONTEXT.training = outer if training is None else training
+        try:
+            return masking.call(self, fn, args, kwargs)
+        finally:
+            _CONTEXT.training = outer
 
     __call__._sf_functional = True
     return __call__
