@@ -344,17 +344,24 @@ def _reduce_join_shape(ic: InferenceContext) -> list[Shape]:
     if axes is None or x.rank is None:
         return [Shape.unknown()]
     rank = x.rank
-    reduced = set()
-    for a in np.asarray(axes).reshape(-1).tolist():
-        r = a + rank if a < 0 else a
-        if not 0 <= r < rank:
-            raise ic.fail(f"Invalid reduction dimension {a} for input with {rank} dimension(s)")
-        if r in reduced:
-            raise ic.fail(f"Duplicate reduction dimension {r}")
-        reduced.add(r)
+    reduced = set(_join_dims(ic, axes, rank))
     keep = ic.attr("keep_dims")
     return [Shape([1 if d in reduced else x[d] for d in range(rank)] if keep
                   else [x[d] for d in range(rank) if d not in reduced])]
+
+
+def _join_dims(c, axes, rank: int) -> list[int]:
+    """ReduceJoin's dimensions in the order listed, made non-negative; TF's errors for one out of
+    range or repeated (``c``: the shape function's or the kernel's context)."""
+    order: list[int] = []
+    for a in np.asarray(axes).reshape(-1).tolist():
+        r = a + rank if a < 0 else a
+        if not 0 <= r < rank:
+            raise c.fail(f"Invalid reduction dimension {a} for input with {rank} dimension(s)")
+        if r in order:
+            raise c.fail(f"Duplicate reduction dimension {r}")
+        order.append(r)
+    return order
 
 
 register_op(
@@ -372,14 +379,7 @@ register_op(
 def _reduce_join(ctx, inputs, reduction_indices):
     arr = _strings(inputs)
     rank = arr.ndim
-    order: list[int] = []
-    for a in np.asarray(reduction_indices).reshape(-1).tolist():
-        r = a + rank if a < 0 else a
-        if not 0 <= r < rank:
-            raise ctx.fail(f"Invalid reduction dimension {a} for input with {rank} dimension(s)")
-        if r in order:
-            raise ctx.fail(f"Duplicate reduction dimension {r}")
-        order.append(r)
+    order = _join_dims(ctx, reduction_indices, rank)
     kept = [d for d in range(rank) if d not in order]
     perm = kept + order[::-1]  # the last listed dimension outermost among the joined ones
     moved = np.transpose(arr, perm)
