@@ -29,6 +29,7 @@ EXPORTS = {
     "keras": ("specflow.api.keras", None),
     "saved_model": ("specflow.api.saved_model", None),
     "data": ("specflow.api.data", None),
+    "image": ("specflow.api.image", None),
     "math": ("specflow.api.tf_names", "math"),
     "random": ("specflow.api.tf_names", "random"),
 }
