@@ -30,6 +30,7 @@ EXPORTS = {
     "saved_model": ("specflow.api.saved_model", None),
     "data": ("specflow.api.data", None),
     "image": ("specflow.api.image", None),
+    "strings": ("specflow.api.strings", None),
     "math": ("specflow.api.tf_names", "math"),
     "random": ("specflow.api.tf_names", "random"),
 }
