@@ -353,6 +353,12 @@ def getitem(x, key):
     """``x[key]`` for ints, slices, ``...``, ``None`` and scalar integer tensors (a traced loop
     counter, ``shape(x)[0]``), as one StridedSlice; with a traced index its begin/end/strides
     are packed tensors, as TF's ``_slice_helper`` builds them."""
+    bounds, masks = slice_spec(key)
+    return call("StridedSlice", x, *bounds, **masks)
+
+
+def slice_spec(key) -> tuple[list, dict]:
+    """``key``'s StridedSlice (begin, end, strides) and masks."""
     if not isinstance(key, tuple):
         key = (key,)
     begin, end, strides = [], [], []
@@ -380,9 +386,9 @@ def getitem(x, key):
             masks["shrink_axis_mask"] |= bit
     traced = [v for v in (*begin, *end, *strides) if isinstance(v, Tensor)]
     if not traced:
-        return call("StridedSlice", x, *(np.asarray(v, np.int32) for v in (begin, end, strides)), **masks)
+        return [np.asarray(v, np.int32) for v in (begin, end, strides)], masks
     dtype = dtypes.int64 if any(v.dtype == dtypes.int64 for v in traced) else dtypes.int32
-    return call("StridedSlice", x, *(_packed(v, dtype) for v in (begin, end, strides)), **masks)
+    return [_packed(v, dtype) for v in (begin, end, strides)], masks
 
 
 def _index(k):

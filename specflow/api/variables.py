@@ -58,6 +58,29 @@ def _lift(t: GraphTensor):
         return session.run(t.name, {})
 
 
+# id(v[key]'s tensor) -> (weak reference to it, v, key); by id: tensors' == is elementwise
+_SLICES: dict[int, tuple] = {}
+
+
+class _SliceAssign:
+    """TF's ``v[key].assign(value)`` on the tensor ``v[key]`` reads (its class swapped in place,
+    so a recording tape still knows the tensor)."""
+
+    __slots__ = ()
+
+    def assign(self, value, name=None):
+        _, var, key = _SLICES[id(self)]
+        return var._assign_slice(key, value)
+
+
+class _EagerSlice(_SliceAssign, EagerTensor):
+    __slots__ = ()
+
+
+class _GraphSlice(_SliceAssign, GraphTensor):
+    __slots__ = ()
+
+
 class Variable(Tensor):
     """``sf.Variable(initial_value, trainable=True, name=None, dtype=None, shape=None)``.
 
@@ -179,6 +202,26 @@ class Variable(Tensor):
 
     def assign_add(self, delta, read_value: bool = False):
         return self._update("AssignAddVariableOp", delta, read_value)
+
+    def __getitem__(self, key):
+        """``v[key]``: the slice's value, with TF's ``v[key].assign(value)``."""
+        from specflow.api.op_functions import getitem
+
+        t = getitem(self, key)
+        if type(t) in (EagerTensor, GraphTensor):
+            t.__class__ = _EagerSlice if isinstance(t, EagerTensor) else _GraphSlice
+            k = id(t)
+            _SLICES[k] = (weakref.ref(t, lambda _, k=k: _SLICES.pop(k, None)), self, key)
+        return t
+
+    def _assign_slice(self, key, value):
+        """TF's ResourceStridedSliceAssign, as read + TensorStridedSliceUpdate + assign (value
+        broadcast to the slice's shape)."""
+        from specflow.api.op_functions import call, convert_to_tensor, slice_spec
+
+        bounds, masks = slice_spec(key)
+        value = value if isinstance(value, Tensor) else convert_to_tensor(np.asarray(value, self.dtype.numpy))
+        return self.assign(call("TensorStridedSliceUpdate", self.read_value(), *bounds, value, **masks))
 
     def assign_sub(self, delta, read_value: bool = False):
         return self._update("AssignSubVariableOp", delta, read_value)

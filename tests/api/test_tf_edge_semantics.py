@@ -121,3 +121,23 @@ def test_sparse_softmax_cross_entropy_of_higher_rank_logits():
         y = sf.reduce_sum(sf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=v))
     soft = np.exp(logits) / np.exp(logits).sum(-1, keepdims=True)
     np.testing.assert_allclose(tape.gradient(y, v).numpy(), soft - np.eye(5)[labels], rtol=1e-5, atol=1e-6)
+
+
+def test_a_variables_slice_assigns_as_tensorflows():
+    v = sf.Variable([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+    v[0, 1:].assign([9.0, 8.0])
+    v[1].assign(0.5)  # broadcast to the slice
+    np.testing.assert_array_equal(v.numpy(), [[1, 9, 8], [0.5, 0.5, 0.5]])
+    np.testing.assert_array_equal((v[0] * 2).numpy(), [2, 18, 16])  # still a tensor
+
+    @sf.function
+    def f(i):
+        v[i, 0].assign(7.0)
+        return v[:, 0]
+
+    np.testing.assert_array_equal(f(sf.constant(1)).numpy(), [1, 7])
+    np.testing.assert_array_equal(v.numpy(), [[1, 9, 8], [7, 0.5, 0.5]])
+    w = sf.Variable([1.0, 2.0])
+    with sf.GradientTape() as tape:
+        y = w[1] * 3.0
+    np.testing.assert_array_equal(tape.gradient(y, w).numpy(), [0, 3])
