@@ -190,32 +190,29 @@ def per_image_standardization(image):
     return (x - mean) / call("Maximum", std, floor)
 
 
-def adjust_brightness(image, delta):
+def _in_float(image, adjust):
+    """TF's colour adjustments: on float32 (an integer image converted to [0, 1]), then back to
+    the image's dtype, saturating."""
     x = _t(image)
-    flt = convert_image_dtype(x, "float32") if x.dtype.is_integer else x
-    out = flt + np.asarray(delta, flt.dtype.numpy)
-    return convert_image_dtype(out, x.dtype, saturate=True) if x.dtype.is_integer else out
+    if not x.dtype.is_integer:
+        return adjust(x)
+    return convert_image_dtype(adjust(convert_image_dtype(x, "float32")), x.dtype, saturate=True)
+
+
+def adjust_brightness(image, delta):
+    return _in_float(image, lambda x: x + np.asarray(delta, x.dtype.numpy))
 
 
 def adjust_contrast(images, contrast_factor):
-    x = _t(images)
-    flt = convert_image_dtype(x, "float32") if x.dtype.is_integer else x
-    out = call("AdjustContrastv2", flt, np.float32(contrast_factor))
-    return convert_image_dtype(out, x.dtype, saturate=True) if x.dtype.is_integer else out
+    return _in_float(images, lambda x: call("AdjustContrastv2", x, np.float32(contrast_factor)))
 
 
 def adjust_saturation(image, saturation_factor):
-    x = _t(image)
-    flt = convert_image_dtype(x, "float32") if x.dtype.is_integer else x
-    out = call("AdjustSaturation", flt, np.float32(saturation_factor))
-    return convert_image_dtype(out, x.dtype, saturate=True) if x.dtype.is_integer else out
+    return _in_float(image, lambda x: call("AdjustSaturation", x, np.float32(saturation_factor)))
 
 
 def adjust_hue(image, delta):
-    x = _t(image)
-    flt = convert_image_dtype(x, "float32") if x.dtype.is_integer else x
-    out = call("AdjustHue", flt, np.float32(delta))
-    return convert_image_dtype(out, x.dtype, saturate=True) if x.dtype.is_integer else out
+    return _in_float(image, lambda x: call("AdjustHue", x, np.float32(delta)))
 
 
 def rgb_to_hsv(images):

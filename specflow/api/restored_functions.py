@@ -289,9 +289,7 @@ class _CaptureNodes:
             return self._nodes
 
     def _find(self) -> dict[int, str]:
-        from specflow.export.loader import object_handles
-
-        return object_handles(self._model.meta_graph, self._model.graph_def, self._model.export_dir)
+        return self._model.object_handles()
 
 
 # --- structures ----------------------------------------------------------------------------------------

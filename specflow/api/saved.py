@@ -300,8 +300,6 @@ def object_variables(model) -> dict[str, bool] | None:
     share (a Keras export tracks its variables twice, as ``variables`` and ``_all_variables``).
     Listed as the root's ``variables`` attribute lists them when it has one (TF's
     ``loaded.variables``), else in object order; None when the object graph does not say."""
-    from specflow.api.restored_functions import _CaptureNodes
-
     meta_graph = model.meta_graph
     if meta_graph is None:
         return None
@@ -313,7 +311,7 @@ def object_variables(model) -> dict[str, bool] | None:
     if listed is not None and objects[listed].children and all(
             objects[c.node_id].WhichOneof("kind") == "variable" for c in objects[listed].children):
         ids = [c.node_id for c in objects[listed].children]
-    handles = _CaptureNodes(model)()
+    handles = model.object_handles()
     nodes = model.graph_def.node_map()
     if not all(i in handles and handles[i] in nodes for i in ids):
         return None  # (a bundle without an object graph: by name, saved_variables)

@@ -1,5 +1,5 @@
 """``sf.strings``: TensorFlow 2's ``tf.strings`` functions over the string ops
-(ops/string_more_ops.py, ops/print_ops.py), each emitting the op TF's wrapper emits (a Python
+(ops/string_more_ops.py, ops/regex_ops.py), each emitting the op TF's wrapper emits (a Python
 pattern makes ``StaticRegexReplace``/``StaticRegexFullMatch``, a tensor one the dynamic ops).
 Strings are bytes; ``tf.strings.split`` (a RaggedTensor) is not here."""
 

@@ -60,6 +60,14 @@ class LoadedModel:
     graph_def: GraphDef
     meta_graph: Any  # tensorboard's MetaGraphDef message, as read
     session: Any = field(default=None, repr=False)
+    _handles: dict | None = field(default=None, repr=False)
+
+    def object_handles(self) -> dict[int, str]:
+        """``object_handles`` of this model, read once (sf.load's variables and its restored
+        functions both ask)."""
+        if self._handles is None:
+            self._handles = object_handles(self.meta_graph, self.graph_def, self.export_dir)
+        return self._handles
 
     def run(self, signature: str, feeds: dict[str, Any]) -> dict[str, np.ndarray]:
         """Run ``signature`` on ``feeds`` (input alias -> array); returns output alias -> array."""

@@ -56,6 +56,7 @@ from specflow.ops import (  # noqa: F401,E402  (importing registers the ops)
     random_ops,
     reader_ops,
     reduction_ops,
+    regex_ops,
     registry,  # noqa: F401
     resource_scatter_ops,
     reverse_ops,

@@ -230,7 +230,7 @@ register_op(
 
 @kernel("StaticRegexFullMatch", devices=_CPU)
 def _static_regex_full_match(ctx, input):
-    from specflow.ops.string_more_ops import full_match  # RE2's syntax and meaning (see there)
+    from specflow.ops.regex_ops import full_match  # RE2's syntax and meaning (see there)
 
     return full_match(ctx, input, ctx.attrs["pattern"])
 
