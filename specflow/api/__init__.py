@@ -21,6 +21,7 @@ EXPORTS = {
     "convert_to_tensor": ("specflow.api.op_functions", "convert_to_tensor"),
     "wrap_function": ("specflow.api.wrap", "wrap_function"),
     "TensorArray": ("specflow.api.tensor_array", "TensorArray"),
+    "IndexedSlices": ("specflow.api.indexed_slices", "IndexedSlices"),
     "load": ("specflow.api.saved", "load"),
     "save": ("specflow.api.saved", "save"),
     # namespaces (attr None: the module itself)

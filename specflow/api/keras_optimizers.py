@@ -12,8 +12,10 @@ import types
 
 import numpy as np
 
+from specflow.api import keras_sparse as ks
 from specflow.api import optimizers as base
 from specflow.api import tf_names
+from specflow.api.indexed_slices import IndexedSlices
 from specflow.api.op_functions import call
 from specflow.api.variables import Variable
 
@@ -79,14 +81,21 @@ class KerasOptimizer:
             v.assign_sub(v * _c(self.weight_decay, v.dtype) * base._cast(lr, v.dtype))
 
     def _clip(self, grads: list) -> list:
-        grads = [tf_names._t(g) for g in grads]
+        # a sparse gradient: clipnorm and clipvalue clip its values as they are (TF's clip ops on
+        # an IndexedSlices); global_clipnorm returns it dense, as Keras's (its product with a tensor)
+        grads = [g if isinstance(g, IndexedSlices) else tf_names._t(g) for g in grads]
         if self.clipnorm and self.clipnorm > 0:
-            return [_clip_by_norm(g, self.clipnorm) for g in grads]
+            return [_on_values(g, lambda x: _clip_by_norm(x, self.clipnorm)) for g in grads]
         if self.global_clipnorm and self.global_clipnorm > 0:
             return _clip_by_global_norm(grads, self.global_clipnorm)
         if self.clipvalue and self.clipvalue > 0:
-            return [tf_names.clip_by_value(g, _c(-self.clipvalue, g.dtype), _c(self.clipvalue, g.dtype)) for g in grads]
+            return [_on_values(g, lambda x: tf_names.clip_by_value(x, _c(-self.clipvalue, x.dtype), _c(self.clipvalue, x.dtype)))
+                    for g in grads]  # fmt: skip
         return grads
+
+
+def _on_values(g, fn):
+    return g.with_values(fn(g.values)) if isinstance(g, IndexedSlices) else fn(g)
 
 
 class _Held:
@@ -104,11 +113,11 @@ def _clip_by_norm(g, clip_norm):
 
 def _clip_by_global_norm(grads, clip_norm):
     """Keras's clip_by_global_norm: every gradient times clip_norm * min(1 / norm, 1 / clip_norm)."""
-    norm = tf_names.sqrt(tf_names.reduce_sum(tf_names.stack([tf_names.reduce_sum(tf_names.square(g)) for g in grads])))
+    norm = tf_names.sqrt(tf_names.reduce_sum(tf_names.stack([tf_names.reduce_sum(ks.dense(ks.square(g))) for g in grads])))
     dtype = norm.dtype
     scale = _c(clip_norm, dtype) * tf_names.minimum(_c(1.0, dtype) / norm, _c(1.0 / clip_norm, dtype))
     scale = scale + (norm - norm)  # NaN for a non-finite norm, as Keras's
-    return [g * tf_names.cast(scale, g.dtype) for g in grads]
+    return [ks.dense(g) * tf_names.cast(scale, g.dtype) for g in grads]
 
 
 # --- sf's optimizers with the Keras options --------------------------------------------------------
@@ -150,8 +159,8 @@ class Adamax(KerasOptimizer, base.Optimizer):
         dt = var.dtype
         beta_1_power = call("Pow", _c(self.beta_1, dt), self._step(dt))
         m, u = self.slot(var, "momentum"), self.slot(var, "norm")
-        m.assign_add((grad - m) * _c(1 - self.beta_1, dt))
-        u.assign(tf_names.maximum(_c(self.beta_2, dt) * u, tf_names.abs(grad)))
+        m.assign_add((ks.dense(grad) - m) * _c(1 - self.beta_1, dt))
+        u.assign(tf_names.maximum(_c(self.beta_2, dt) * u, ks.dense(ks.absolute(grad))))
         var.assign_sub((lr * m) / ((_c(1, dt) - beta_1_power) * (u + _c(self.epsilon, dt))))
 
 
@@ -188,9 +197,9 @@ class Nadam(KerasOptimizer, base.Optimizer):
         u_product_t_1 = u_product_t * u_t_1
         beta_2_power = call("Pow", beta_2, local_step)
         m, v = self.slot(var, "momentum"), self.slot(var, "velocity")
-        m.assign_add((grad - m) * (one - beta_1))  # (1 - beta) in the variable's dtype here, as Keras's Nadam
-        v.assign_add((tf_names.square(grad) - v) * (one - beta_2))
-        m_hat = (u_t_1 * m) / (one - u_product_t_1) + ((one - u_t) * grad) / (one - u_product_t)
+        m.assign_add((ks.dense(grad) - m) * (one - beta_1))  # (1 - beta) in the variable's dtype, as Keras's Nadam
+        v.assign_add((ks.dense(ks.square(grad)) - v) * (one - beta_2))
+        m_hat = (u_t_1 * m) / (one - u_product_t_1) + ks.dense(ks.div(ks.mul(one - u_t, grad), one - u_product_t))
         v_hat = v / (one - beta_2_power)
         var.assign_sub((m_hat * lr) / (tf_names.sqrt(v_hat) + _c(self.epsilon, dt)))
 
@@ -209,10 +218,10 @@ class Adadelta(KerasOptimizer, base.Optimizer):
         dt = var.dtype
         rho, rest, eps = _c(self.rho, dt), _c(1 - self.rho, dt), _c(self.epsilon, dt)
         acc_g, acc_d = self.slot(var, "accumulated_grad"), self.slot(var, "accumulated_delta_var")
-        acc_g.assign(rho * acc_g + rest * tf_names.square(grad))
-        delta = -((tf_names.sqrt(acc_d + eps) * grad) / tf_names.sqrt(acc_g + eps))
-        acc_d.assign(rho * acc_d + rest * tf_names.square(delta))
-        var.assign_add(lr * delta)
+        acc_g.assign(rho * acc_g + ks.dense(ks.mul(rest, ks.square(grad))))
+        delta = -ks.div(ks.mul(tf_names.sqrt(acc_d + eps), grad), tf_names.sqrt(acc_g + eps))
+        acc_d.assign(rho * acc_d + ks.dense(ks.mul(rest, ks.square(delta))))
+        ks.assign_add(var, ks.mul(lr, delta))
 
 
 class Ftrl(KerasOptimizer, base.Optimizer):
@@ -247,8 +256,8 @@ class Ftrl(KerasOptimizer, base.Optimizer):
         accum, linear = self.slot(var, "accumulator"), self.slot(var, "linear")
         power = _c(-self.learning_rate_power, dt)
         l2_reg = _c(self.l2_regularization_strength, dt) + _c(self.beta, dt) / (_c(2.0, dt) * lr)
-        grad_to_use = grad + _c(2 * self.l2_shrinkage_regularization_strength, dt) * var
-        new_accum = accum + tf_names.square(grad)
+        grad_to_use = ks.dense(grad) + _c(2 * self.l2_shrinkage_regularization_strength, dt) * var
+        new_accum = accum + ks.dense(ks.square(grad))
         new_power = call("Pow", new_accum, power)
         linear.assign_add(grad_to_use - ((new_power - call("Pow", accum, power)) / lr) * var)
         quadratic = new_power / lr + _c(2.0, dt) * l2_reg

@@ -20,6 +20,7 @@ import numpy as np
 
 from specflow.api import eager
 from specflow.api.context import STATE, dtype_of, eager_device
+from specflow.api.indexed_slices import IndexedSlices
 from specflow.api.tensor import EagerTensor, GraphTensor, Tensor
 from specflow.errors import OpError, ShapeError, SpecflowError, did_you_mean
 from specflow.graph import dtypes
@@ -172,7 +173,7 @@ def _convert(opdef: OpDef, given: dict[str, list], attrs: dict, name: str | None
         for v in given[arg.name]:
             if isinstance(v, Variable) and arg.dtype is None and v.dtype.name != "resource":
                 known.setdefault(arg.type_attr, v.dtype)
-            elif isinstance(v, Tensor):
+            elif isinstance(v, (Tensor, IndexedSlices)):
                 known.setdefault(arg.type_attr, v.dtype)
             elif isinstance(v, np.ndarray) and v.dtype.kind not in "OUS":
                 known.setdefault(arg.type_attr, dtype_of(v))
@@ -192,6 +193,8 @@ def _convert(opdef: OpDef, given: dict[str, list], attrs: dict, name: str | None
                         raise OpError(f"{opdef.name}: cannot default input '{arg.name}' ({e}); give it "
                                       "explicitly", node=name or opdef.name) from None
                 v = value
+            if isinstance(v, IndexedSlices):  # TF's conversion: the dense tensor
+                v = v._dense()
             if isinstance(v, Variable):
                 t = v._handle_tensor(trace) if arg.dtype == dtypes.resource else v._read(trace)
             elif isinstance(v, Tensor):
@@ -435,6 +438,8 @@ def convert_to_tensor(value, dtype=None) -> Tensor:
 
     if isinstance(value, Variable):
         return value.read_value()
+    if isinstance(value, IndexedSlices):
+        value = value._dense()
     if isinstance(value, Tensor):
         if dtype is not None and value.dtype != as_dtype(dtype):
             raise ShapeError(f"tensor of dtype {value.dtype.name} where {as_dtype(dtype).name} is expected")

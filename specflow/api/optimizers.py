@@ -6,7 +6,10 @@ The update rules are Keras 3's (TensorFlow 2.21's ``tf.keras.optimizers``), op f
 order and dtype, so a training curve matches TensorFlow's to float32 rounding: Adam's epsilon
 outside the square root with the bias correction folded into the step size, RMSprop's epsilon
 inside it, AdamW's decay applied before the Adam step. Slots are sf.Variables made on the first
-``apply_gradients`` (inside sf.function: on its first trace) for every variable given then; the
+``apply_gradients`` (inside sf.function: on its first trace) for every variable given then; a
+sparse gradient (an Embedding's sf.IndexedSlices) is applied as Keras 3 applies it
+(api/keras_sparse.py: its rows scattered; Adam's, RMSprop's and Adagrad's squares taken per
+occurrence of a repeated row). The
 optimizer is an sf.Module, so ``sf.train.Checkpoint(optimizer=opt)`` saves ``iterations`` and
 the slots (``slots/m/0`` for the first variable's first moment).
 """
@@ -15,6 +18,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from specflow.api import keras_sparse as ks
+from specflow.api.indexed_slices import IndexedSlices
 from specflow.api.module import Module
 from specflow.api.tensor import Tensor
 from specflow.api.variables import Variable
@@ -49,7 +54,7 @@ class Optimizer(Module):
         self.build([v for _, v in pairs])
         lr = self._lr()
         for g, v in pairs:
-            if v.dtype != (g.dtype if isinstance(g, Tensor) else v.dtype):
+            if v.dtype != (g.dtype if isinstance(g, (Tensor, IndexedSlices)) else v.dtype):
                 raise GraphError(f"variable '{v.name}' is {v.dtype.name}, its gradient {g.dtype.name}")
             self.update_step(g, v, _cast(lr, v.dtype))
         self.iterations.assign_add(np.int64(1))
@@ -136,13 +141,13 @@ class SGD(Optimizer):
 
     def update_step(self, grad, var, lr):
         if not self.momentum:
-            var.assign_sub(grad * lr)
+            ks.assign_sub(var, ks.mul(grad, lr))  # sparse: each row's -lr g scattered, as Keras
             return
         m = self.slot(var, "momentum")
         momentum = np.asarray(self.momentum, var.dtype.numpy)
-        m.assign(m * momentum - grad * lr)
+        m.assign(m * momentum - ks.dense(ks.mul(grad, lr)))
         if self.nesterov:
-            var.assign_add(m * momentum - grad * lr)
+            var.assign_add(m * momentum - ks.dense(ks.mul(grad, lr)))
         else:
             var.assign_add(m)
 
@@ -167,8 +172,9 @@ class Adam(Optimizer):
         m, v = self.slot(var, "m"), self.slot(var, "v")
         alpha = lr * _sqrt(1 - b2_power) / (1 - b1_power)
         # (1 - beta) in Python then cast, as Keras does (1 - b1 in float32 rounds differently)
-        m.assign_add((grad - m) * np.asarray(1 - self.beta_1, dt))
-        v.assign_add((call("Square", grad) - v) * np.asarray(1 - self.beta_2, dt))
+        # a sparse gradient: its rows' squares added up (Keras: a repeated row's occurrences apart)
+        m.assign_add((ks.dense(grad) - m) * np.asarray(1 - self.beta_1, dt))
+        v.assign_add((ks.dense(ks.square(grad)) - v) * np.asarray(1 - self.beta_2, dt))
         if self.amsgrad:
             vhat = self.slot(var, "vhat")
             vhat.assign(call("Maximum", vhat, v))
@@ -206,20 +212,20 @@ class RMSprop(Optimizer):
         dt = var.dtype.numpy
         rho = np.asarray(self.rho, dt)
         velocity = self.slot(var, "velocity")
-        velocity.assign(rho * velocity + np.asarray(1 - self.rho, dt) * call("Square", grad))
+        velocity.assign(rho * velocity + ks.dense(ks.mul(np.asarray(1 - self.rho, dt), ks.square(grad))))
         if self.centered:
             avg = self.slot(var, "average_gradient")
-            avg.assign(rho * avg + np.asarray(1 - self.rho, dt) * grad)
+            avg.assign(rho * avg + ks.dense(ks.mul(np.asarray(1 - self.rho, dt), grad)))
             denominator = velocity - call("Square", avg) + np.asarray(self.epsilon, dt)
         else:
             denominator = velocity + np.asarray(self.epsilon, dt)
-        increment = lr * grad / _sqrt(denominator)
+        increment = ks.div(ks.mul(lr, grad), _sqrt(denominator))
         if self.momentum:
             m = self.slot(var, "momentum")
-            m.assign(np.asarray(self.momentum, dt) * m + increment)
+            m.assign(np.asarray(self.momentum, dt) * m + ks.dense(increment))
             var.assign_sub(m)
         else:
-            var.assign_sub(increment)
+            ks.assign_sub(var, increment)
 
 
 class Adagrad(Optimizer):
@@ -235,8 +241,7 @@ class Adagrad(Optimizer):
         return self.initial_accumulator_value
 
     def update_step(self, grad, var, lr):
-        from specflow.api.op_functions import call
 
         acc = self.slot(var, "accumulator")
-        acc.assign_add(call("Square", grad))
-        var.assign_sub(lr * grad / _sqrt(acc + np.asarray(self.epsilon, var.dtype.numpy)))
+        ks.assign_add(acc, ks.square(grad))
+        ks.assign_sub(var, ks.div(ks.mul(lr, grad), _sqrt(acc + np.asarray(self.epsilon, var.dtype.numpy))))

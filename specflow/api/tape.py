@@ -16,12 +16,16 @@ import threading
 from collections import OrderedDict
 from contextlib import contextmanager
 
+import numpy as np
+
 from specflow.api.context import STATE
 from specflow.api.graph_call import RECORD_OP
+from specflow.api.indexed_slices import IndexedSlices
 from specflow.api.tensor import EagerTensor, GraphTensor, Tensor
 from specflow.errors import GraphError
 from specflow.graph import dtypes
 from specflow.graph.graph_def import parse_input
+from specflow.ops.grad_util import IndexedSlices as SparseGrad
 
 
 class GradientTape:
@@ -161,7 +165,7 @@ class GradientTape:
         flat, structure = flatten(sources)
         targets, _ = flatten(target)
         seeds = None if output_gradients is None else flatten(output_gradients)[0]
-        grads = self._with_variable_targets(targets, flat, seeds)
+        grads = self._with_variable_targets(targets, flat, seeds)  # a gathered variable's: IndexedSlices
         if zero:
             grads = [_zeros_like(s) if g is None else g for g, s in zip(grads, flat)]
         self._release()
@@ -246,26 +250,29 @@ class GradientTape:
     def _with_variable_targets(self, targets, sources, seeds) -> list:
         """The gradients, where a variable as a target stands for itself, as TF's handle does:
         d(w)/d(w) is the seed (ones), recorded or not; d(w)/d(anything else) adds nothing."""
-        from specflow.api.op_functions import call
+        from specflow.api.op_functions import call, convert_to_tensor
         from specflow.api.variables import Variable
 
         if not any(isinstance(t, Variable) for t in targets):
-            return self._gradients(targets, sources, seeds)
+            return self._gradients(targets, sources, seeds, sparse=True)
         keep = [i for i, t in enumerate(targets) if not isinstance(t, Variable)]
-        grads = self._gradients([targets[i] for i in keep], sources, None if seeds is None else [seeds[i] for i in keep]) \
-            if keep else [None] * len(sources)  # fmt: skip
+        grads = self._gradients([targets[i] for i in keep], sources, None if seeds is None else [seeds[i] for i in keep],
+                                sparse=True) if keep else [None] * len(sources)  # fmt: skip
         for i, t in enumerate(targets):
             if isinstance(t, Variable):
                 seed = call("OnesLike", t._read()) if seeds is None else seeds[i]
-                grads = [(seed if g is None else g + seed) if s is t else g for g, s in zip(grads, sources)]
+                grads = [(seed if g is None else convert_to_tensor(g) + seed) if s is t else g
+                         for g, s in zip(grads, sources)]  # fmt: skip
         return grads
 
-    def _gradients(self, targets, sources, seeds) -> list:
+    def _gradients(self, targets, sources, seeds, sparse: bool = False) -> list:
+        """Per source its gradient; with ``sparse``, a variable read only through gathers gets
+        an sf.IndexedSlices (TF's tape), every other source a dense tensor."""
         if any(isinstance(t, GraphTensor) for t in targets):
-            return self._graph_gradient(targets, sources, seeds)
-        return self._eager_gradient(targets, sources, seeds)
+            return self._graph_gradient(targets, sources, seeds, sparse)
+        return self._eager_gradient(targets, sources, seeds, sparse)
 
-    def _graph_gradient(self, targets, sources, seeds) -> list:
+    def _graph_gradient(self, targets, sources, seeds, sparse: bool = False) -> list:
         from specflow.api.variables import Variable
         from specflow.train.gradients import gradients
 
@@ -290,8 +297,17 @@ class GradientTape:
                     g = trace.capture(_as_eager(g, y.dtype))
                 grad_ys.append(g.name)
         names = gradients(trace.builder, [t.name for t in targets], xs, grad_ys=grad_ys,
-                          stop_gradients=self._unrecorded(trace, xs))  # fmt: skip
-        return [None if n is None or not w else trace._tensor(n) for n, w in zip(names, watched)]
+                          stop_gradients=self._unrecorded(trace, xs), sparse=sparse, sparse_reads=sparse)  # fmt: skip
+        out = []
+        for n, w, s in zip(names, watched, sources):
+            if isinstance(n, SparseGrad):
+                if isinstance(s, Variable):
+                    out.append(IndexedSlices(trace._tensor(n.values), trace._tensor(n.indices),
+                                             trace._tensor(_variable_shape(trace.builder, xs[len(out)], s))))
+                    continue
+                n = n.dense(trace.builder)
+            out.append(None if n is None or not w else trace._tensor(n))
+        return out
 
     def _unrecorded(self, trace, xs: list[str]) -> list[str]:
         """The trace's nodes this tape did not record (made while it was closed), the sources
@@ -333,7 +349,7 @@ class GradientTape:
             todo.extend(inputs)
         return False
 
-    def _eager_gradient(self, targets, sources, seeds) -> list:
+    def _eager_gradient(self, targets, sources, seeds, sparse: bool = False) -> list:
         from specflow.api.variables import Variable
         from specflow.graph.builder import GraphBuilder
         from specflow.train.gradients import gradients
@@ -402,26 +418,56 @@ class GradientTape:
             return [None] * len(sources)
         first_new = len(b.graph_def.nodes)
         b.eager_replay = (names, tensors)  # a custom gradient's grad_fn reads recorded tensors (api/custom_gradient.py)
-        grads = gradients(b, connected, xs, grad_ys=grad_ys)
+        grads = gradients(b, connected, xs, grad_ys=grad_ys, sparse=sparse)
+        # IndexedSlices only for a variable (a read taken through gathers alone); others dense
+        for s, (lo, hi) in zip(sources, spans):
+            for k in range(lo, hi):
+                if isinstance(grads[k], SparseGrad) and not isinstance(s, Variable):
+                    grads[k] = grads[k].dense(b)
         outer = [t for t in STATE.tapes if t is not self]
+        fetched = [n for g in grads if g is not None for n in ((g.values, g.indices) if isinstance(g, SparseGrad) else (g,))]
         if framed:
-            _run_session(b, [g for g in grads if g is not None], feeds, tensors, outer)
+            _run_session(b, fetched, feeds, tensors, outer)
         else:
             _run_nodes(b.graph_def.nodes[first_new:], tensors, outer)
         out = []
         for lo, hi in spans:
-            parts = [tensors[_canon(g)] for g in grads[lo:hi] if g is not None]
-            if not parts:
-                out.append(None)
-                continue
-            total = parts[0]
-            for p in parts[1:]:
-                total = total + p
-            out.append(total)
+            parts = [IndexedSlices(tensors[_canon(g.values)], tensors[_canon(g.indices)],
+                                   np.asarray(tensors[_canon(xs[k])].value.shape, np.int32))
+                     if isinstance(g, SparseGrad) else tensors[_canon(g)]
+                     for k, g in zip(range(lo, hi), grads[lo:hi]) if g is not None]  # fmt: skip
+            out.append(_sum_parts(parts) if parts else None)
         return out
 
 
 _CPU0 = "/job:localhost/replica:0/task:0/device:CPU:0"
+
+
+def _sum_parts(parts: list):
+    """A variable's gradients from its reads added up: IndexedSlices joined (TF's aggregation:
+    the rows concatenated), anything dense making the sum dense."""
+    from specflow.api.op_functions import call, convert_to_tensor
+
+    if len(parts) == 1:
+        return parts[0]
+    if all(isinstance(p, IndexedSlices) for p in parts):
+        wide = any(p.indices.dtype.name == "int64" for p in parts)
+        ids = [call("Cast", p.indices, DstT="int64") if wide and p.indices.dtype.name != "int64" else p.indices
+               for p in parts]  # fmt: skip
+        return IndexedSlices(call("ConcatV2", [p.values for p in parts], np.int32(0)), call("ConcatV2", ids, np.int32(0)),
+                             parts[0].dense_shape)  # fmt: skip
+    total = convert_to_tensor(parts[0])
+    for p in parts[1:]:
+        total = total + convert_to_tensor(p)
+    return total
+
+
+def _variable_shape(b, handle: str, var) -> str:
+    """A variable's shape as an int32 vector of the graph: a Const when fully known."""
+    dims = var.shape.as_list() if var.shape.rank is not None else None
+    if dims is not None and None not in dims:
+        return b.const(np.asarray(dims, np.int32), name="dense_shape")
+    return b.add_op("VariableShape", [handle], {"out_type": dtypes.int32}).name
 
 
 def _node_names(trace) -> set[str]:

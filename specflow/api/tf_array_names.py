@@ -304,8 +304,11 @@ def histogram_fixed_width(values, value_range, nbins=100, dtype=dtypes.int32, na
 
 def clip_by_norm(t, clip_norm, axes=None, name: str | None = None):
     """x * clip_norm / max(norm, clip_norm), a double where keeping a zero norm's gradient 0."""
+    from specflow.api.indexed_slices import IndexedSlices
     from specflow.api.tf_names import _axes
 
+    if isinstance(t, IndexedSlices):  # TF's: the norm of the values as they are, the rows kept
+        return t.with_values(clip_by_norm(t.values, clip_norm, axes, name))
     x = _t(t)
     if isinstance(clip_norm, Tensor):
         clip_norm = cast(call("Maximum", clip_norm, np.asarray(0, clip_norm.dtype.numpy)), x.dtype)

@@ -15,6 +15,7 @@ import types
 
 import numpy as np
 
+from specflow.api.indexed_slices import IndexedSlices
 from specflow.api.op_functions import call, convert_to_tensor
 from specflow.api.tensor import Tensor
 from specflow.graph import dtypes
@@ -265,16 +266,20 @@ def broadcast_to(input, shape, name: str | None = None):  # noqa: A002
 
 
 def clip_by_value(t, clip_value_min, clip_value_max, name: str | None = None):
+    if isinstance(t, IndexedSlices):  # TF's: the values clipped, the rows kept
+        return t.with_values(clip_by_value(t.values, clip_value_min, clip_value_max, name))
     return call("ClipByValue", _t(t), clip_value_min, clip_value_max, name=name)
 
 
 def clip_by_global_norm(t_list, clip_norm):
     """The tensors scaled by clip_norm / max(global norm, clip_norm), and the global norm
-    (TensorFlow's formula; None entries stay None)."""
-    present = [_t(t) for t in t_list if t is not None]
-    norm = call("Sqrt", call("AddN", [call("Sum", call("Square", t), _axes(t, None)) for t in present]))
+    (TensorFlow's formula; None entries stay None; an IndexedSlices counts and keeps its values
+    as they are, repeated rows apart)."""
+    values = [_t(t.values if isinstance(t, IndexedSlices) else t) for t in t_list if t is not None]
+    norm = call("Sqrt", call("AddN", [call("Sum", call("Square", t), _axes(t, None)) for t in values]))
     scale = clip_norm / call("Maximum", norm, np.asarray(clip_norm, norm.dtype.numpy))
-    return [None if t is None else _t(t) * scale for t in t_list], norm
+    return [None if t is None else t.with_values(t.values * scale) if isinstance(t, IndexedSlices) else _t(t) * scale
+            for t in t_list], norm  # fmt: skip
 
 
 def stop_gradient(input, name: str | None = None):  # noqa: A002

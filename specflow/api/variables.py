@@ -236,6 +236,37 @@ class Variable(Tensor):
     def scatter_nd_sub(self, indices, updates, name=None):
         return self._scatter_nd("ResourceScatterNdSub", indices, updates, name)
 
+    # TF's tf.Variable.scatter_*(sparse_delta): an sf.IndexedSlices's rows (ResourceScatter*)
+    def scatter_add(self, sparse_delta, use_locking=False, name=None):
+        return self._scatter("ResourceScatterAdd", sparse_delta, name)
+
+    def scatter_sub(self, sparse_delta, use_locking=False, name=None):
+        return self._scatter("ResourceScatterSub", sparse_delta, name)
+
+    def scatter_update(self, sparse_delta, use_locking=False, name=None):
+        return self._scatter("ResourceScatterUpdate", sparse_delta, name)
+
+    def scatter_mul(self, sparse_delta, use_locking=False, name=None):
+        return self._scatter("ResourceScatterMul", sparse_delta, name)
+
+    def scatter_div(self, sparse_delta, use_locking=False, name=None):
+        return self._scatter("ResourceScatterDiv", sparse_delta, name)
+
+    def scatter_max(self, sparse_delta, use_locking=False, name=None):
+        return self._scatter("ResourceScatterMax", sparse_delta, name)
+
+    def scatter_min(self, sparse_delta, use_locking=False, name=None):
+        return self._scatter("ResourceScatterMin", sparse_delta, name)
+
+    def _scatter(self, op: str, sparse_delta, name):
+        from specflow.api.indexed_slices import IndexedSlices
+        from specflow.api.op_functions import call
+
+        if not isinstance(sparse_delta, IndexedSlices):
+            raise TypeError(f"sparse_delta must be an sf.IndexedSlices, got {type(sparse_delta).__name__}")
+        call(op, self, sparse_delta.indices, sparse_delta.values, name=name)
+        return self
+
     def _scatter_nd(self, op: str, indices, updates, name):
         from specflow.api.op_functions import call, convert_to_tensor
 

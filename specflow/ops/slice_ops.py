@@ -360,7 +360,14 @@ def _gather_grad(b, node, dys):
                          "(and indices of known rank for a negative batch_dims)",
                          node=node.name, location=node.location)  # fmt: skip
     shape = ShapeOf(b, b.spec(params).shape, lambda: gu.emit(b, "Shape", params))
-    return [gather_grad(b, node, dys[0], indices, shape, int(known) % rank, batch_dims), None, None]
+    axis = int(known) % rank
+    if axis == 0 and batch_dims == 0:
+        # TF's IndexedSlices (the gathered rows' gradients and their ids); made dense, as
+        # UnsortedSegmentSum, wherever the caller does not take it sparse (train/gradients.py)
+        values = gu.emit(b, "Reshape", dys[0], concat_vectors(b, [gu.const(b, [-1], "int32"), shape.vector(1, rank)]))
+        ids = gu.emit(b, "Reshape", indices, gu.const(b, [-1], "int32"))
+        return [gu.IndexedSlices(b, values, ids, lambda: shape.size(0, 1)), None, None]
+    return [gather_grad(b, node, dys[0], indices, shape, axis, batch_dims), None, None]
 
 
 # --- the dense gradient of a gather (GatherV2, ResourceGather) ---------------------------------

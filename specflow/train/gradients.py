@@ -52,12 +52,14 @@ def gradients(
     grad_ys: Sequence[str | None] | None = None,
     stop_gradients: Sequence[str] = (),
     sparse: bool = False,
+    sparse_reads: bool = False,
 ) -> list:
     """Add to builder ``b`` the ops computing d(sum of ys)/d(x) for each x; return their
     tensor names (None where an x does not affect the ys). ``grad_ys`` seed each y's gradient
     (default: ones). Tensors in ``stop_gradients`` are treated as constants. With ``sparse``,
     a variable handle reached only through gathers gets an :class:`IndexedSlices` (the rows
-    its gathers read, and their gradients) instead of a dense tensor."""
+    its gathers read, and their gradients) instead of a dense tensor; with ``sparse_reads`` too, a
+    handle whose ReadVariableOp values are gathered (TF 2's tape: ``tf.gather(variable, ids)``)."""
     nodes = {n.name: n for n in b.graph_def.nodes}
     ys = [canonical_tensor(y) for y in ys]
     xs = [canonical_tensor(x) for x in xs]
@@ -121,7 +123,11 @@ def gradients(
     def accept(t: str) -> bool:
         return (parse_input(t).node in between or t in x_set) and edge_ok(t)
 
-    accept.keep_sparse = x_set if sparse else set()  # where an IndexedSlices may stay sparse
+    keep = set(x_set) if sparse else set()  # where an IndexedSlices may stay sparse
+    if sparse_reads:
+        keep |= {canonical_tensor(n.name) for n in b.graph_def.nodes
+                 if n.op == "ReadVariableOp" and n.data_inputs and canonical_tensor(n.data_inputs[0]) in x_set}
+    accept.keep_sparse = keep
 
     def walk(gb, level, order: list[NodeDef], frame_grads: dict[str, list[str]]) -> dict[str, list[str]]:
         """The reverse walk over ``order`` (nodes of loop ``level``'s frame and the loops nested
