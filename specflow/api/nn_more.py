@@ -213,14 +213,17 @@ def max_pool_with_argmax(input, ksize, strides, padding, data_format: str = "NHW
 
 def pool(input, window_shape, pooling_type, strides=None, padding: str = "VALID", data_format=None,  # noqa: A002
          dilations=None, name: str | None = None):
-    """MAX or AVG pooling of 1, 2 or 3 spatial dims (dilation rates above 1 are not supported)."""
+    """MAX or AVG pooling of 1, 2 or 3 spatial dims; dilation rates above 1 as TF's: the input
+    space-to-batched by the rates (SAME's padding, zeros, included in the windows), pooled VALID,
+    and batched back."""
     n = len(window_shape)
     if n not in (1, 2, 3):
         raise ValueError(f"pool: window_shape must have length 1, 2 or 3, got {window_shape}")
     if pooling_type not in ("MAX", "AVG"):
         raise ValueError(f"pool: pooling_type must be 'MAX' or 'AVG', got {pooling_type!r}")
-    if dilations is not None and any(int(d) != 1 for d in np.atleast_1d(dilations)):
-        raise NotImplementedError("pool: dilation rates above 1 are not supported")
+    rates = [1] * n if dilations is None else [int(d) for d in np.broadcast_to(np.atleast_1d(dilations), (n,))]
+    if any(r != 1 for r in rates):
+        return _dilated_pool(_t(input), list(window_shape), pooling_type, strides, padding, data_format, rates, name)
     strides = [1] * n if strides is None else [int(s) for s in np.atleast_1d(strides)]
     if any(s > w for s, w in zip(strides, window_shape)):
         raise ValueError(f"pool: strides {strides} > window_shape {list(window_shape)} is not supported")
@@ -234,6 +237,30 @@ def pool(input, window_shape, pooling_type, strides=None, padding: str = "VALID"
     return call("MaxPool" if pooling_type == "MAX" else "AvgPool", _t(input),
                 ksize=_seq(list(window_shape), 2, _cf(fmt), "ksize"), strides=_seq(strides, 2, _cf(fmt), "strides"),
                 padding=padding, data_format=fmt, name=name)
+
+
+def _dilated_pool(x, window: list[int], pooling_type: str, strides, padding: str, data_format, rates: list[int], name):
+    """TF's with_space_to_batch for VALID (TF 2 refuses SAME with a rate above 1): each spatial
+    size padded at its end to a multiple of its rate, SpaceToBatchND, the pool (VALID, stride 1),
+    BatchToSpaceND cropping the padding's share."""
+    n = len(window)
+    if padding == "SAME":
+        raise ValueError("pooling with 'SAME' padding is not implemented for `dilation_rate` > 1. Received: "
+                         f"padding={padding} and dilation_rate={rates}")
+    if padding != "VALID":
+        raise ValueError(f"pool: padding must be 'SAME' or 'VALID', got {padding!r}")
+    if strides is not None and any(int(s) != 1 for s in np.atleast_1d(strides)):
+        raise ValueError(f"pool: strides > 1 not supported in conjunction with dilation_rate > 1, got strides {strides}")
+    start = 2 if data_format and data_format.startswith("NC") else 1
+    rate = np.asarray(rates, np.int32)
+    spatial = call("StridedSlice", shape(x, out_type=dtypes.int32), np.array([start], np.int32),
+                   np.array([start + n], np.int32), np.array([1], np.int32))  # fmt: skip
+    end = (rate - spatial % rate) % rate
+    lead = np.zeros((start - 1, 2), np.int32)  # a channels-first layout's channel dim: block 1
+    pads = concat([lead, call("Pack", [np.zeros(n, np.int32) + end * 0, end], axis=1)], 0)  # crops are the same
+    block = np.asarray([1] * (start - 1) + rates, np.int32)
+    pooled = pool(space_to_batch_nd(x, block, pads), window, pooling_type, None, "VALID", data_format)
+    return call("BatchToSpaceND", pooled, block, pads, name=name)
 
 
 # --- shuffles and morphology ----------------------------------------------------------------------

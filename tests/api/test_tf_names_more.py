@@ -590,5 +590,27 @@ def test_bad_arguments_raise_clear_errors():
         sf.random.stateless_normal([2], seed=[1, 2], alg="threefry")
     with pytest.raises(ValueError, match="length"):
         sf.nn.conv_transpose(np.ones((1, 2, 2, 1, 1, 1)), np.ones((1, 1, 1, 1)), [1, 2, 2, 1, 1, 1], 1)
-    with pytest.raises(NotImplementedError, match="dilation"):
-        sf.nn.pool(IMG, [2, 2], "MAX", dilations=[2, 2])
+    with pytest.raises(ValueError, match="SAME.*dilation_rate"):  # TF 2's refusal, word for word
+        sf.nn.pool(IMG, [2, 2], "MAX", padding="SAME", dilations=[2, 2])
+    with pytest.raises(ValueError, match="strides"):
+        sf.nn.pool(IMG, [2, 2], "MAX", strides=[2, 2], dilations=[2, 2])
+
+
+@pytest.mark.parametrize("fmt", ["NWC", "NHWC", "NDHWC", "NCW", "NCHW"])
+@pytest.mark.parametrize("kind", ["MAX", "AVG"])
+def test_dilated_pool_valid_matches_the_dilated_windows(fmt, kind):
+    """tf.nn.pool with dilations (VALID): each output the max/mean of the input at i + k * rate
+    (TF 2.21 gave the same values for these shapes, through its space-to-batch)."""
+    n = len(fmt) - 2
+    window, rates, sizes = [3, 2, 2][:n], [2, 3, 2][:n], [7, 6, 5][:n]
+    first = fmt.startswith("NC")
+    x = np.random.default_rng(1).standard_normal([2] + ([3] + sizes if first else sizes + [3]))
+    xl = np.moveaxis(x, 1, -1) if first else x  # channels last for the reference
+    out_sizes = [s - (w - 1) * r for s, w, r in zip(sizes, window, rates)]
+    ref = np.empty([2] + out_sizes + [3])
+    for idx in np.ndindex(*out_sizes):
+        taps = [xl[(slice(None),) + tuple(i + k * r for i, k, r in zip(idx, ks, rates))]
+                for ks in np.ndindex(*window)]  # fmt: skip
+        ref[(slice(None),) + idx] = np.max(taps, 0) if kind == "MAX" else np.mean(taps, 0)
+    got = np.asarray(sf.nn.pool(x, window, kind, padding="VALID", data_format=fmt, dilations=rates))
+    np.testing.assert_allclose(np.moveaxis(got, 1, -1) if first else got, ref, rtol=1e-12)
