@@ -73,8 +73,11 @@ def qr(input, full_matrices: bool = False, name: str | None = None):  # noqa: A0
 
 
 def svd(tensor, full_matrices: bool = False, compute_uv: bool = True, name: str | None = None):
-    """(s, u, v) with ``compute_uv``, else s (v, not its adjoint, as TensorFlow)."""
+    """(s, u, v) with ``compute_uv``, else s (v, not its adjoint, as TensorFlow); s is real for
+    a complex input too (TF's: the op's complex s, its real part)."""
     s, u, v = call("Svd", _t(tensor), compute_uv=compute_uv, full_matrices=full_matrices, name=name)
+    if s.dtype.is_complex:
+        s = call("Real", s, Tout=dtypes.float32 if s.dtype == dtypes.complex64 else dtypes.float64)
     return (s, u, v) if compute_uv else s
 
 

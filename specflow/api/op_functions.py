@@ -331,17 +331,20 @@ def compare(op: str, x, y):
         return op == "NotEqual"
 
 
-def truediv(x, y):
-    """``x / y`` as Python divides: integer tensors are divided as float64 (TensorFlow's rule)."""
-    def is_int(v):
+def truediv(x, y, name: str | None = None):
+    """``x / y`` as Python divides: integer tensors are divided as floats, TensorFlow's rule
+    (8- and 16-bit integers as float32, wider ones as float64)."""
+    def int_dtype(v):
         dt = v.dtype if isinstance(v, Tensor) else (dtype_of(v) if isinstance(v, np.ndarray) else None)
-        return dt is not None and (dt.is_integer)
+        return dt if dt is not None and dt.is_integer else None
 
     x, y = _operands(x, y)
-    if is_int(x) or is_int(y):
-        x = call("Cast", x, DstT=dtypes.float64) if isinstance(x, Tensor) else np.asarray(x, np.float64)
-        y = call("Cast", y, DstT=dtypes.float64) if isinstance(y, Tensor) else np.asarray(y, np.float64)
-    return call("RealDiv", x, y)
+    dt = int_dtype(x) or int_dtype(y)
+    if dt is not None:
+        to = dtypes.float32 if dt.itemsize <= 2 else dtypes.float64
+        x = call("Cast", x, DstT=to) if isinstance(x, Tensor) else np.asarray(x, to.numpy)
+        y = call("Cast", y, DstT=to) if isinstance(y, Tensor) else np.asarray(y, to.numpy)
+    return call("RealDiv", x, y, name=name)
 
 
 def matmul_any(x, y):

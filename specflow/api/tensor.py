@@ -81,7 +81,9 @@ class Tensor:
         return _ops().call("Neg", self)
 
     def __abs__(self):
-        return _ops().call("Abs", self)
+        from specflow.api.tf_names import abs as tf_abs
+
+        return tf_abs(self)
 
     def __lt__(self, o):
         return _ops().binary("Less", self, o)

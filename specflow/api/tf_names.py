@@ -302,12 +302,12 @@ def _elementwise(op: str, pyname: str, n: int = 1):
     return fn
 
 
-_UNARY = {"exp": "Exp", "log": "Log", "sqrt": "Sqrt", "rsqrt": "Rsqrt", "square": "Square", "abs": "Abs",
+_UNARY = {"exp": "Exp", "log": "Log", "sqrt": "Sqrt", "rsqrt": "Rsqrt", "square": "Square",
           "tanh": "Tanh", "sigmoid": "Sigmoid", "negative": "Neg", "sign": "Sign", "floor": "Floor",
           "ceil": "Ceil", "round": "Round", "sin": "Sin", "cos": "Cos", "log1p": "Log1p", "expm1": "Expm1",
           "reciprocal": "Reciprocal", "erf": "Erf", "softplus": "Softplus", "logical_not": "LogicalNot",
           "is_nan": "IsNan", "is_finite": "IsFinite"}
-_BINARY = {"add": "AddV2", "subtract": "Sub", "multiply": "Mul", "divide": "RealDiv", "pow": "Pow",
+_BINARY = {"add": "AddV2", "subtract": "Sub", "multiply": "Mul", "pow": "Pow",
            "maximum": "Maximum", "minimum": "Minimum", "squared_difference": "SquaredDifference",
            "floordiv": "FloorDiv", "floormod": "FloorMod", "equal": "Equal", "not_equal": "NotEqual",
            "less": "Less", "less_equal": "LessEqual", "greater": "Greater", "greater_equal": "GreaterEqual",
@@ -316,6 +316,23 @@ for _name, _op in _UNARY.items():
     globals()[_name] = _elementwise(_op, _name)
 for _name, _op in _BINARY.items():
     globals()[_name] = _elementwise(_op, _name, 2)
+
+
+def abs(x, name: str | None = None):  # noqa: A001
+    """|x|; of a complex tensor its magnitude, real (ComplexAbs), as tf.abs."""
+    x = _t(x)
+    if x.dtype.is_complex:
+        return call("ComplexAbs", x, Tout=dtypes.float32 if x.dtype == dtypes.complex64 else dtypes.float64, name=name)
+    return call("Abs", x, name=name)
+
+
+def divide(x, y, name: str | None = None):
+    """``x / y`` (tf.math.divide): integers divided as floats, as Python's ``/`` on tensors."""
+    from specflow.api.op_functions import truediv
+
+    if not isinstance(x, Tensor):  # TF's: a Python x takes y's dtype
+        x = _t(x, y.dtype if isinstance(y, Tensor) else None)
+    return truediv(x, y, name=name)
 
 
 def cumsum(x, axis: int = 0, exclusive: bool = False, reverse: bool = False, name: str | None = None):
@@ -339,7 +356,7 @@ def sequence_mask(lengths, maxlen=None, dtype=dtypes.bool_, name: str | None = N
 # --- sf.math and sf.random ---------------------------------------------------------------------
 
 math = types.ModuleType("specflow.math", "TensorFlow's tf.math names (``sf.math.exp``, ...).")
-for _name in [*_UNARY, *_BINARY, "reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod",
+for _name in [*_UNARY, *_BINARY, "abs", "divide", "reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod",
               "reduce_any", "reduce_all", "reduce_logsumexp", "argmax", "argmin", "cumsum", "top_k"]:
     setattr(math, _name, globals()[_name])
 

@@ -310,17 +310,69 @@ def _svd(ctx, x):
 
 @gradient("Svd")
 def _svd_grad(b, node, dys):
-    # The singular values' gradient, u diag(ds) v^H (sign-free); through u and v it is not built.
-    if any(d is not None and b.graph_def.node(d.split(":")[0]).op != "ZerosLike" for d in dys[1:]):  # (unused: zeros)
-        raise GraphError("the gradient of Svd through u or v is not built yet (only through s)",
-                         node=node.name, location=node.location)  # fmt: skip
+    # TF's SvdGrad. Through s alone: u diag(ds) v^H (u, v of a reduced SVD of the input when the
+    # op made none). Through u and v (m <= n; a tall input as its adjoint, the result adjoined
+    # back), with F_ij = 1 / (s_j^2 - s_i^2) off the diagonal (a safe reciprocal: 0 where equal):
+    # dA = u (diag(ds) + (F*(u^H du) + h.c.) S + S (F*(v1^H dv1) + h.c.)) v1^H
+    #      + u S^-1 (dv1^H - dv1^H v1 v1^H [- v1^H dv2 v2^H with full_matrices]) for m < n,
+    #      + u S^-1 (L^H - L) v1^H / 2 for complex inputs, L the diagonal of v1^H dv1.
     x = node.data_inputs[0]
-    if node.attrs["compute_uv"] and not node.attrs["full_matrices"]:
-        u, v = f"{node.name}:1", f"{node.name}:2"
-    else:  # the vectors from a reduced decomposition of the same input
+    dt = b.spec(x).dtype
+    ds = gu.emit(b, "Cast", dys[0], DstT=dt) if b.spec(dys[0]).dtype != dt else dys[0]
+    if not node.attrs["compute_uv"]:
         again = gu.emit(b, "Svd", x, compute_uv=True, full_matrices=False)
-        u, v = f"{again}:1", f"{again}:2"
-    return [_mm(b, _mm(b, u, _diag(b, dys[0])), v, adj_y=True)]
+        return [_mm(b, _mm(b, f"{again}:1", _diag(b, ds)), f"{again}:2", adj_y=True)]
+    shape = b.spec(x).shape
+    m, n = (shape.dims[-2], shape.dims[-1]) if shape.rank is not None else (None, None)
+    if m is None or n is None:
+        raise GraphError("the gradient of Svd needs the input's matrix dims known (as TensorFlow's)",
+                         node=node.name, location=node.location)  # fmt: skip
+    s, u, v, du, dv = node.name, f"{node.name}:1", f"{node.name}:2", dys[1], dys[2]
+    tall = m > n
+    if tall:
+        m, n, u, v, du, dv = n, m, v, u, dv, du
+    full = node.attrs["full_matrices"]
+    if full and abs(m - n) > 1:
+        raise GraphError(f"the gradient of Svd with full_matrices is not implemented for |m - n| > 1 (as "
+                         f"TensorFlow's), got m={m}, n={n}", node=node.name, location=node.location)  # fmt: skip
+    s_mat = _diag(b, s)
+    s2 = gu.emit(b, "Square", s)
+    diff = gu.emit(b, "Sub", gu.emit(b, "ExpandDims", s2, gu.const(b, -2, "int32")),
+                   gu.emit(b, "ExpandDims", s2, gu.const(b, -1, "int32")))  # fmt: skip
+    f = gu.emit(b, "MatrixSetDiagV3", _safe_reciprocal(b, diff), gu.zeros_like(b, s), gu.const(b, 0, "int32"))
+    s_inv = _diag(b, _safe_reciprocal(b, s))
+    v1, dv1 = _cols(b, v, 0, m), _cols(b, dv, 0, m)
+    f_u = gu.emit(b, "Mul", f, _mm(b, u, du, adj_x=True))
+    v_gv = _mm(b, v1, dv1, adj_x=True)
+    f_v = gu.emit(b, "Mul", f, v_gv)
+    inner = gu.emit(b, "AddV2", gu.emit(b, "AddV2", _diag(b, ds), _mm(b, gu.emit(b, "AddV2", f_u, _adjoint(b, f_u)), s_mat)),
+                    _mm(b, s_mat, gu.emit(b, "AddV2", f_v, _adjoint(b, f_v))))  # fmt: skip
+    grad = _mm(b, u, _mm(b, inner, v1, adj_y=True))
+    if m != n:
+        gv1t = _adjoint(b, dv1)
+        rest = gu.emit(b, "Sub", gv1t, _mm(b, _mm(b, gv1t, v1), v1, adj_y=True))
+        if full:
+            v2, dv2 = _cols(b, v, m, n), _cols(b, dv, m, n)
+            rest = gu.emit(b, "Sub", rest, _mm(b, _mm(b, v1, dv2, adj_x=True), v2, adj_y=True))
+        grad = gu.emit(b, "AddV2", grad, _mm(b, _mm(b, u, s_inv), rest))
+    if dt.is_complex:
+        diag_l = _diag(b, gu.emit(b, "MatrixDiagPartV3", v_gv, gu.const(b, 0, "int32"), gu.const(b, 0, dt)))
+        term = _mm(b, s_inv, gu.emit(b, "Sub", _adjoint(b, diag_l), diag_l))
+        half = gu.const(b, np.asarray(0.5, dt.numpy))
+        grad = gu.emit(b, "AddV2", grad, gu.emit(b, "Mul", half, _mm(b, u, _mm(b, term, v1, adj_y=True))))
+    return [_adjoint(b, grad) if tall else grad]
+
+
+def _safe_reciprocal(b, x: str) -> str:
+    """x / (x^2 + 1e-20): 1/x, and 0 at 0 (TF's SVD gradient's guard against equal values)."""
+    eps = gu.const(b, np.asarray(1e-20, b.spec(x).dtype.numpy))
+    return gu.emit(b, "Mul", x, gu.emit(b, "Reciprocal", gu.emit(b, "AddV2", gu.emit(b, "Mul", x, x), eps)))
+
+
+def _cols(b, x: str, lo: int, hi: int) -> str:
+    """x[..., :, lo:hi]."""
+    return gu.emit(b, "StridedSlice", x, gu.const(b, np.array([0, 0, lo], np.int32)), gu.const(b, np.array([0, 0, hi], np.int32)),
+                   gu.const(b, np.array([1, 1, 1], np.int32)), ellipsis_mask=1, begin_mask=2, end_mask=2)  # fmt: skip
 
 
 def _diag(b, vec: str) -> str:
