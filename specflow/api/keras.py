@@ -25,6 +25,7 @@ import types
 
 import numpy as np
 
+from specflow.api import keras_constraints as constraints
 from specflow.api import keras_initializers as initializers
 from specflow.api import keras_regularizers as regularizers
 from specflow.api import nn, tf_names
@@ -97,14 +98,40 @@ class Layer(Module):
     def __init__(self, name: str | None = None):
         super().__init__(name if name is not None else auto_name(type(self).__name__))
         self.built = False
-        self._weight_order: list[str] = []
+        self._weight_order: list = []  # attribute names (built-in layers) and add_weight's variables
 
-    def add_weight(self, attr: str, value: np.ndarray, trainable: bool = True, regularizer=None) -> Variable:
+    def _own_weight(self, attr: str, value: np.ndarray, trainable: bool = True, regularizer=None) -> Variable:
+        """A built-in layer's weight: made from ``value``, kept as attribute ``attr``."""
         var = Variable(value, trainable=trainable, name=f"{self.name}/{attr}")
         setattr(self, attr, var)
         self._weight_order.append(attr)
         if regularizer is not None:
             self.__dict__.setdefault("_sf_regularizers", []).append((attr, regularizers.get(regularizer)))
+        return var
+
+    def add_weight(self, shape=None, initializer=None, dtype=None, trainable: bool = True, autocast: bool = True,
+                   regularizer=None, constraint=None, aggregation="none", overwrite_with_gradient: bool = False,
+                   name: str | None = None) -> Variable:
+        """Keras 3's: a new weight of ``shape`` from ``initializer`` (a name, an initializer or a
+        callable ``(shape, dtype)``; default glorot_uniform for floats, zeros otherwise), tracked in
+        ``weights`` in creation order; ``regularizer`` adds to ``losses``, ``constraint`` is applied
+        after each optimizer update."""
+        from specflow.api import keras_initializers
+        from specflow.graph.dtypes import as_dtype
+
+        dt = as_dtype(dtype or "float32")
+        shape = () if shape is None else tuple(int(d) for d in shape)
+        if initializer is None:
+            initializer = "glorot_uniform" if dt.is_floating else "zeros"
+        init = keras_initializers.get(initializer)
+        value = np.asarray(init(shape, dt.name))
+        if value.shape != shape:
+            value = np.broadcast_to(value, shape)
+        var = Variable(value.astype(dt.numpy), trainable=trainable, name=f"{self.name}/{name or 'variable'}")
+        var.constraint = constraints.get(constraint)
+        self._weight_order.append(var)
+        if regularizer is not None:
+            self.__dict__.setdefault("_sf_regularizers", []).append((var, regularizers.get(regularizer)))
         return var
 
     @property
@@ -117,7 +144,7 @@ class Layer(Module):
             if id(layer) in seen:
                 return
             seen.add(id(layer))
-            out.extend(reg(getattr(layer, attr)) for attr, reg in layer.__dict__.get("_sf_regularizers", ()))
+            out.extend(reg(_weight(layer, attr)) for attr, reg in layer.__dict__.get("_sf_regularizers", ()))
             for k, value in vars(layer).items():
                 if not k.startswith("_sf_"):
                     for item in held(value):
@@ -151,7 +178,7 @@ class Layer(Module):
         """Its own weights, then those of the layers it holds in attributes (a custom layer made
         of layers), as Keras's."""
         out, seen = [], set()
-        for w in [getattr(self, a) for a in self._weight_order] + [
+        for w in [_weight(self, a) for a in self._weight_order] + [
                 w for k, value in vars(self).items() if not k.startswith("_sf_")
                 for item in held(value) if isinstance(item, Layer) and item is not self for w in item.weights]:
             if id(w) not in seen:
@@ -176,6 +203,12 @@ class Layer(Module):
             raise ValueError(f"You tried to call `count_params` on layer '{self.name}', but the layer isn't built. "
                              "You can build it manually via: `layer.build(input_shape)`.")
         return sum(int(np.prod(w.shape.as_list())) for w in self.weights)
+
+
+def _weight(layer, entry):
+    """A ``_weight_order`` entry's variable: an attribute's name (a built-in layer's weight) or
+    the variable itself (``add_weight``'s)."""
+    return getattr(layer, entry) if isinstance(entry, str) else entry
 
 
 def _as_inputs(x):
@@ -237,10 +270,10 @@ class Dense(Layer):
 
     def build(self, input_shape):
         n = _known(input_shape, "features", self.name)
-        self.add_weight("kernel", initializers.make(self.kernel_initializer, (n, self.units)),
+        self._own_weight("kernel", initializers.make(self.kernel_initializer, (n, self.units)),
                         regularizer=self.kernel_regularizer)
         if self.use_bias:
-            self.add_weight("bias", initializers.make(self.bias_initializer, (self.units,)),
+            self._own_weight("bias", initializers.make(self.bias_initializer, (self.units,)),
                             regularizer=self.bias_regularizer)
 
     def call(self, x, training=None):
@@ -267,10 +300,10 @@ class Conv2D(Layer):
     def build(self, input_shape):
         c = _known(input_shape, "channels", self.name)
         kh, kw = self.kernel_size
-        self.add_weight("kernel", initializers.make(self.kernel_initializer, (kh, kw, c, self.filters)),
+        self._own_weight("kernel", initializers.make(self.kernel_initializer, (kh, kw, c, self.filters)),
                         regularizer=self.kernel_regularizer)
         if self.use_bias:
-            self.add_weight("bias", initializers.make(self.bias_initializer, (self.filters,)),
+            self._own_weight("bias", initializers.make(self.bias_initializer, (self.filters,)),
                             regularizer=self.bias_regularizer)
 
     def call(self, x, training=None):
@@ -352,7 +385,7 @@ class Embedding(Layer):
         super().__init__(name)
         self.input_dim, self.output_dim, self.mask_zero = int(input_dim), int(output_dim), mask_zero
         self.supports_masking = mask_zero
-        self.add_weight("embeddings", initializers.make(embeddings_initializer, (self.input_dim, self.output_dim)),
+        self._own_weight("embeddings", initializers.make(embeddings_initializer, (self.input_dim, self.output_dim)),
                         regularizer=embeddings_regularizer)
         self.built = True
 
@@ -379,9 +412,9 @@ class LayerNormalization(Layer):
     def build(self, input_shape):
         n = int(input_shape[self.axis])
         if self.scale:
-            self.add_weight("gamma", np.ones(n, np.float32))
+            self._own_weight("gamma", np.ones(n, np.float32))
         if self.center:
-            self.add_weight("beta", np.zeros(n, np.float32))
+            self._own_weight("beta", np.zeros(n, np.float32))
 
     def call(self, x, training=None):
         mean, variance = nn.moments(x, axes=[self.axis], keepdims=True)
@@ -475,4 +508,4 @@ def __getattr__(name: str):
 
 
 __all__ = ["layers", "losses", "optimizers", "utils", "callbacks", "Model", "Sequential", "Input",  # noqa: F822
-           "initializers", "regularizers", "metrics", "activations", "backend"]  # (Model: __getattr__)
+           "initializers", "regularizers", "constraints", "metrics", "activations", "backend"]  # (Model: __getattr__)

@@ -1,5 +1,5 @@
 """``sf.keras.initializers``: Keras 3's initializers, called as ``init(shape, dtype="float32")``
-and returning a numpy array (what ``Layer.add_weight`` takes). The formulas are Keras 3's
+and returning a numpy array (what ``Layer._own_weight`` takes). The formulas are Keras 3's
 (``VarianceScaling``'s fans: a dense kernel's (in, out), a conv kernel's receptive field times
 its in/out channels; its truncated normal's stddev divided by 0.87962566103423978, the stddev of
 a standard normal truncated to [-2, 2]); the draws come from numpy, not TensorFlow: from

@@ -351,9 +351,9 @@ class MultiHeadAttention(Layer):
 
     def _dense(self, attr: str, d_in: int, units: int):
         n = self.num_heads
-        self.add_weight(f"{attr}_kernel", _glorot((d_in, n, units), d_in, n * units))
+        self._own_weight(f"{attr}_kernel", _glorot((d_in, n, units), d_in, n * units))
         if self.use_bias:
-            self.add_weight(f"{attr}_bias", np.zeros((n, units), np.float32))
+            self._own_weight(f"{attr}_bias", np.zeros((n, units), np.float32))
 
     def build(self, query_shape, value_shape, key_shape):
         dq = _known(query_shape, "query features", self.name)
@@ -363,9 +363,9 @@ class MultiHeadAttention(Layer):
         self._dense("key", dk, self.key_dim)
         self._dense("value", dv, self.value_dim)
         out, n, v = self.output_shape or dq, self.num_heads, self.value_dim
-        self.add_weight("output_kernel", _glorot((n, v, out), n * v, out))
+        self._own_weight("output_kernel", _glorot((n, v, out), n * v, out))
         if self.use_bias:
-            self.add_weight("output_bias", np.zeros(out, np.float32))
+            self._own_weight("output_bias", np.zeros(out, np.float32))
 
     def _project(self, x, attr: str):
         y = tf_names.einsum("abc,cde->abde", x, getattr(self, f"{attr}_kernel"))

@@ -71,11 +71,11 @@ class BatchNormalization(Layer):
         self._reduce = [i for i in range(self._rank) if i != axis]
         self._bshape = [n if i == axis else 1 for i in range(self._rank)]
         if self.scale:
-            self.add_weight("gamma", np.ones(n, np.float32))
+            self._own_weight("gamma", np.ones(n, np.float32))
         if self.center:
-            self.add_weight("beta", np.zeros(n, np.float32))
-        self.add_weight("moving_mean", np.zeros(n, np.float32), trainable=False)
-        self.add_weight("moving_variance", np.ones(n, np.float32), trainable=False)
+            self._own_weight("beta", np.zeros(n, np.float32))
+        self._own_weight("moving_mean", np.zeros(n, np.float32), trainable=False)
+        self._own_weight("moving_variance", np.ones(n, np.float32), trainable=False)
 
     def call(self, x, training=None, mask=None):
         if mask is not None and mask.shape.rank != x.shape.rank - 1:
@@ -145,10 +145,10 @@ class _Conv(Layer):
         self.activation, self.use_bias = _activation(activation), use_bias
 
     def _add_kernel_and_bias(self, kernel_shape) -> None:
-        self.add_weight("kernel", initializers.make(self.kernel_initializer, kernel_shape),
+        self._own_weight("kernel", initializers.make(self.kernel_initializer, kernel_shape),
                         regularizer=self.kernel_regularizer)
         if self.use_bias:
-            self.add_weight("bias", initializers.make(self.bias_initializer, (self.filters,)),
+            self._own_weight("bias", initializers.make(self.bias_initializer, (self.filters,)),
                             regularizer=self.bias_regularizer)
 
     def _finish(self, y):
@@ -213,9 +213,9 @@ class DepthwiseConv2D(_Conv):
         c = _known(input_shape, "channels", self.name)
         kh, kw = self.kernel_size
         dm = self.depth_multiplier
-        self.add_weight("kernel", _glorot((kh, kw, c, dm), kh * kw * c, kh * kw * dm))
+        self._own_weight("kernel", _glorot((kh, kw, c, dm), kh * kw * c, kh * kw * dm))
         if self.use_bias:
-            self.add_weight("bias", np.zeros(c * dm, np.float32))
+            self._own_weight("bias", np.zeros(c * dm, np.float32))
 
     def call(self, x, training=None):
         y = nn_more.depthwise_conv2d(x, self.kernel, self.strides, self.padding, dilations=self.dilation_rate)
@@ -235,10 +235,10 @@ class SeparableConv2D(_Conv):
         c = _known(input_shape, "channels", self.name)
         kh, kw = self.kernel_size
         dm, f = self.depth_multiplier, self.filters
-        self.add_weight("depthwise_kernel", _glorot((kh, kw, c, dm), kh * kw * c, kh * kw * dm))
-        self.add_weight("pointwise_kernel", _glorot((1, 1, c * dm, f), c * dm, f))
+        self._own_weight("depthwise_kernel", _glorot((kh, kw, c, dm), kh * kw * c, kh * kw * dm))
+        self._own_weight("pointwise_kernel", _glorot((1, 1, c * dm, f), c * dm, f))
         if self.use_bias:
-            self.add_weight("bias", np.zeros(f, np.float32))
+            self._own_weight("bias", np.zeros(f, np.float32))
 
     def call(self, x, training=None):
         y = nn_more.separable_conv2d(x, self.depthwise_kernel, self.pointwise_kernel, self.strides, self.padding,

@@ -37,9 +37,9 @@ class _RNN(Layer):
 
     def build(self, input_shape):
         n, u, g = _known(input_shape, "features", self.name), self.units, self.gates
-        self.add_weight("kernel", _glorot((n, g * u), n, g * u))
-        self.add_weight("recurrent_kernel", np.concatenate([_orthogonal(u, u) for _ in range(g)], axis=1))
-        self.add_weight("bias", self._bias_init())
+        self._own_weight("kernel", _glorot((n, g * u), n, g * u))
+        self._own_weight("recurrent_kernel", np.concatenate([_orthogonal(u, u) for _ in range(g)], axis=1))
+        self._own_weight("bias", self._bias_init())
 
     def __call__(self, x, mask=None, training=None, initial_state=None):
         x = tf_names._t(x)

@@ -58,6 +58,10 @@ class Optimizer(Module):
                 raise GraphError(f"variable '{v.name}' is {v.dtype.name}, its gradient {g.dtype.name}")
             self.update_step(g, v, _cast(lr, v.dtype))
         self.iterations.assign_add(np.int64(1))
+        for _g, v in pairs:  # Keras's weight constraints (add_weight(constraint=)), after the update
+            constraint = getattr(v, "constraint", None)
+            if constraint is not None:
+                v.assign(constraint(v))
         return self.iterations
 
     def minimize(self, loss, var_list, tape=None):

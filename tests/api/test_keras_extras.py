@@ -294,3 +294,54 @@ def test_backend_and_utils():
     K.backend.clear_session()
     np.testing.assert_array_equal(K.utils.to_categorical([[1], [0], [2]], 3), np.eye(3)[[1, 0, 2]])
     assert K.utils.to_categorical([3, 1]).shape == (2, 4)
+
+
+def test_custom_layer_add_weight_as_keras():
+    """Keras 3's add_weight(shape=, initializer=, regularizer=, constraint=, trainable=, name=) in a
+    custom layer, fitted 3 epochs with SGD: the history and the weights equal Keras 3.15's (the
+    fixture, from the same initial weights); MaxNorm and non_neg applied after each update."""
+    from pathlib import Path
+
+    K = sf.keras
+    ref = np.load(Path(__file__).parent / "data" / "keras_custom_layer.npz")
+
+    class Linear(K.layers.Layer):
+        def __init__(self, units=4, **kw):
+            super().__init__(**kw)
+            self.units = units
+
+        def build(self, input_shape):
+            self.w = self.add_weight(shape=(input_shape[-1], self.units), initializer="glorot_uniform", name="w",
+                                     regularizer=K.regularizers.L2(0.01), constraint=K.constraints.MaxNorm(0.8))
+            self.b = self.add_weight(shape=(self.units,), initializer="zeros", name="b", constraint="non_neg")
+            self.c = self.add_weight(shape=(), initializer=K.initializers.Constant(0.5), trainable=False, name="c")
+
+        def call(self, x):
+            return sf.nn.relu(sf.matmul(x, self.w) + self.b) * self.c
+
+    rng = np.random.default_rng(0)
+    x, y = rng.standard_normal((16, 5)).astype(np.float32), rng.standard_normal((16, 1)).astype(np.float32)
+    m = K.Sequential([K.Input((5,)), Linear(6, name="lin"), K.layers.Dense(1)])
+    assert [tuple(w.shape.as_list()) for w in m.weights] == [(5, 6), (6,), (), (6, 1), (1,)]
+    assert len(m.trainable_weights) == 4 and len(m.losses) == 1
+    m.set_weights([ref[f"w0_{i}"] for i in range(5)])
+    m.compile(K.optimizers.SGD(0.1), "mse")
+    history = m.fit(x, y, epochs=3, batch_size=8, verbose=0, shuffle=False).history["loss"]
+    np.testing.assert_allclose(history, ref["loss"], rtol=1e-6)
+    for i, w in enumerate(m.get_weights()):
+        np.testing.assert_allclose(w, ref[f"out_{i}"], atol=1e-6)
+    assert (m.weights[1].numpy() >= 0).all()
+    assert np.sqrt((m.weights[0].numpy() ** 2).sum(0)).max() <= 0.8 + 1e-6
+
+
+def test_constraints_formulas():
+    K = sf.keras
+    w = np.array([[3.0, -4.0], [4.0, 0.5]], np.float32)
+    norms = np.sqrt((w ** 2).sum(0, keepdims=True))
+    np.testing.assert_allclose(K.constraints.MaxNorm(2.0)(w).numpy(), w * np.minimum(norms, 2) / (1e-7 + norms), rtol=1e-6)
+    np.testing.assert_allclose(K.constraints.UnitNorm()(w).numpy(), w / (1e-7 + norms), rtol=1e-6)
+    np.testing.assert_array_equal(K.constraints.get("non_neg")(w).numpy(), np.maximum(w, 0))
+    mm = K.constraints.MinMaxNorm(1.0, 2.0, rate=0.5)(w).numpy()
+    np.testing.assert_allclose(mm, w * (0.5 * np.clip(norms, 1, 2) + 0.5 * norms) / (1e-7 + norms), rtol=1e-6)
+    with pytest.raises(ValueError, match="constraint"):
+        K.constraints.get("nonneg_typo")

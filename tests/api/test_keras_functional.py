@@ -157,7 +157,7 @@ def test_nested_functional_model_is_a_layer():
 def test_custom_layer_subclass_works_symbolically():
     class Scale(L.Layer):
         def build(self, input_shape):
-            self.add_weight("scale", np.full(input_shape[-1], 2.0, np.float32))
+            self.scale = self.add_weight(shape=(input_shape[-1],), initializer=sf.keras.initializers.Constant(2.0), name="scale")
 
         def call(self, x, training=None):
             return x * self.scale
