@@ -27,6 +27,7 @@ import numpy as np
 
 from specflow.api import keras_constraints as constraints
 from specflow.api import keras_initializers as initializers
+from specflow.api import keras_ops as ops
 from specflow.api import keras_regularizers as regularizers
 from specflow.api import nn, tf_names
 from specflow.api.module import Module
@@ -508,4 +509,4 @@ def __getattr__(name: str):
 
 
 __all__ = ["layers", "losses", "optimizers", "utils", "callbacks", "Model", "Sequential", "Input",  # noqa: F822
-           "initializers", "regularizers", "constraints", "metrics", "activations", "backend"]  # (Model: __getattr__)
+           "initializers", "regularizers", "constraints", "metrics", "activations", "backend", "ops"]  # (Model: __getattr__)
