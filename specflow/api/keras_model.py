@@ -376,6 +376,17 @@ class TrainingMixin:
     def predict_on_batch(self, x):
         return _concat([self._function("predict")(adapter.leaves((x,)))])
 
+    def save_weights(self, filepath, overwrite: bool = True) -> None:
+        """Keras 3's ``.weights.h5`` file (api/keras_weights_file.py): Keras loads it, and the reverse."""
+        from specflow.api.keras_weights_file import save_weights
+
+        save_weights(self, filepath, overwrite)
+
+    def load_weights(self, filepath, skip_mismatch: bool = False) -> None:
+        from specflow.api.keras_weights_file import load_weights
+
+        load_weights(self, filepath, skip_mismatch)
+
     def export(self, filepath, format: str = "tf_saved_model", verbose: bool = True, input_signature=None) -> None:
         """Keras 3's ``model.export``: a SavedModel for inference (api/keras_export.py)."""
         from specflow.api.keras_export import export_saved_model
