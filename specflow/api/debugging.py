@@ -40,7 +40,13 @@ def _compare(op: str, symbol: str, pyname: str):
 
 
 assert_equal = _compare("Equal", "==", "assert_equal")
-assert_none_equal = _compare("NotEqual", "!=", "assert_none_equal")
+_assert_none_equal = _compare("NotEqual", "!=", "assert_none_equal")
+
+
+def assert_none_equal(x, y, summarize=None, message=None, name=None):
+    """TF's ``tf.debugging.assert_none_equal`` (summarize before message, as TF orders them)."""
+    return _assert_none_equal(x, y, message=message, summarize=summarize, name=name)
+
 assert_greater = _compare("Greater", ">", "assert_greater")
 assert_greater_equal = _compare("GreaterEqual", ">=", "assert_greater_equal")
 assert_less = _compare("Less", "<", "assert_less")
@@ -73,12 +79,14 @@ def assert_rank(x, rank, message=None, name=None):
     return Assert(call("Equal", call("Rank", x), _t(rank, dtypes.int32)), data, name=name)
 
 
-def assert_all_finite(t, message, name=None):
-    """``t`` itself, checked to hold no NaN or Inf (CheckNumerics)."""
-    return call("CheckNumerics", _t(t), message=str(message), name=name)
+def assert_all_finite(x, message, name=None):
+    """``x`` itself, checked to hold no NaN or Inf (CheckNumerics)."""
+    return call("CheckNumerics", _t(x), message=str(message), name=name)
 
 
-check_numerics = assert_all_finite
+def check_numerics(tensor, message, name=None):
+    """TF's ``tf.debugging.check_numerics``: ``tensor``, checked to hold no NaN or Inf."""
+    return assert_all_finite(tensor, message, name=name)
 
 NAMES = ["Assert", "assert_equal", "assert_none_equal", "assert_greater", "assert_greater_equal", "assert_less",
          "assert_less_equal", "assert_near", "assert_rank", "assert_all_finite", "check_numerics"]

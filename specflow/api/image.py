@@ -10,7 +10,9 @@ from __future__ import annotations
 import numpy as np
 
 from specflow.api.op_functions import call
-from specflow.api.tf_names import _t, cast, expand_dims, reverse, squeeze, transpose
+from specflow.api.tensor import Tensor
+from specflow.api.tf_names import _t, cast, expand_dims, reverse, squeeze
+from specflow.api.tf_names import transpose as _transpose
 from specflow.graph import dtypes
 from specflow.graph.dtypes import as_dtype
 
@@ -92,17 +94,21 @@ def rot90(image, k: int = 1, name: str | None = None):
     x, added = _batched(image)
     k = int(k) % 4
     if k == 1:
-        x = reverse(transpose(x, [0, 2, 1, 3]), [1])
+        x = reverse(_transpose(x, [0, 2, 1, 3]), [1])
     elif k == 2:
         x = reverse(x, [1, 2])
     elif k == 3:
-        x = reverse(transpose(x, [0, 2, 1, 3]), [2])
+        x = reverse(_transpose(x, [0, 2, 1, 3]), [2])
     return _unbatched(x, added)
 
 
-def transpose_image(image):
+def transpose(image, name: str | None = None):
+    """TF's ``tf.image.transpose``: height and width swapped ([H, W, C] or [N, H, W, C])."""
     x, added = _batched(image)
-    return _unbatched(transpose(x, [0, 2, 1, 3]), added)
+    return _unbatched(_transpose(x, [0, 2, 1, 3], name=None if added else name), added)
+
+
+transpose_image = transpose
 
 
 def crop_to_bounding_box(image, offset_height: int, offset_width: int, target_height: int, target_width: int):
@@ -211,7 +217,9 @@ def adjust_saturation(image, saturation_factor):
     return _in_float(image, lambda x: call("AdjustSaturation", x, np.float32(saturation_factor)))
 
 
-def adjust_hue(image, delta):
+def adjust_hue(image, delta, name: str | None = None):
+    if not isinstance(delta, Tensor) and not -1.0 <= float(delta) <= 1.0:
+        raise ValueError(f"adjust_hue: delta must be in the interval [-1, 1], got {delta}")  # (TF's check)
     return _in_float(image, lambda x: call("AdjustHue", x, np.float32(delta)))
 
 
@@ -223,7 +231,7 @@ def hsv_to_rgb(images):
     return call("HSVToRGB", _t(images))
 
 
-NAMES = ("ResizeMethod resize flip_left_right flip_up_down rot90 transpose_image crop_to_bounding_box "
+NAMES = ("ResizeMethod resize flip_left_right flip_up_down rot90 transpose transpose_image crop_to_bounding_box "
          "pad_to_bounding_box central_crop rgb_to_grayscale grayscale_to_rgb convert_image_dtype "
          "per_image_standardization adjust_brightness adjust_contrast adjust_saturation adjust_hue rgb_to_hsv "
          "hsv_to_rgb").split()

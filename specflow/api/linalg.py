@@ -40,7 +40,13 @@ det = _unary("MatrixDeterminant", "det")
 cholesky = _unary("Cholesky", "cholesky")
 sqrtm = _unary("MatrixSquareRoot", "sqrtm")
 matrix_square_root = sqrtm
-tensor_diag = _unary("Diag", "tensor_diag")
+
+
+def tensor_diag(diagonal, name: str | None = None):
+    """TF's ``tf.linalg.tensor_diag`` (its argument is ``diagonal``): the Diag op."""
+    return call("Diag", _t(diagonal), name=name)
+
+
 tensor_diag_part = _unary("DiagPart", "tensor_diag_part")
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from specflow.api import tf_names
 from specflow.api.op_functions import call
 from specflow.api.tensor import Tensor
 from specflow.api.tf_math_names import (  # noqa: F401 (tf.math has them too; sf.nn re-exports)
@@ -45,8 +46,8 @@ relu6 = _unary("Relu6", "relu6")
 elu = _unary("Elu", "elu")
 selu = _unary("Selu", "selu")
 softplus = _unary("Softplus", "softplus")
-sigmoid = _unary("Sigmoid", "sigmoid")
-tanh = _unary("Tanh", "tanh")
+sigmoid = tf_names.sigmoid  # (x, as TF's tf.nn.sigmoid and tf.nn.tanh name it)
+tanh = tf_names.tanh
 
 
 def leaky_relu(features, alpha: float = 0.2, name: str | None = None):
@@ -122,7 +123,7 @@ def avg_pool2d(input, ksize, strides, padding, data_format: str = "NHWC", name: 
                 padding=padding, data_format=data_format, name=name)
 
 
-max_pool, avg_pool = max_pool2d, avg_pool2d
+
 
 
 def bias_add(value, bias, data_format: str | None = None, name: str | None = None):
@@ -251,3 +252,24 @@ from specflow.api.nn_more import (  # noqa: E402,F401
     weighted_cross_entropy_with_logits,
     weighted_moments,
 )
+
+
+def _by_rank(pyname: str, pools: tuple):
+    """TF 2's ``tf.nn.max_pool``/``avg_pool``: the 1-D, 2-D or 3-D pool by the input's rank (3, 4
+    or 5), ``data_format`` None meaning that rank's channels-last layout."""
+    def fn(input, ksize, strides, padding, data_format: str | None = None, name: str | None = None):  # noqa: A002
+        x = _t(input)
+        r = x.shape.rank
+        if r not in (3, 4, 5):
+            raise ValueError(f"{pyname}: input must be of rank 3, 4 or 5 (1-D, 2-D or 3-D pooling), got shape "
+                             f"{x.shape}")
+        fmt = data_format or ("NWC", "NHWC", "NDHWC")[r - 3]
+        return pools[r - 3](x, ksize, strides, padding, data_format=fmt, name=name)
+
+    fn.__name__ = pyname
+    fn.__doc__ = f"TensorFlow 2's ``tf.nn.{pyname}``: 1-D, 2-D or 3-D pooling by the input's rank."
+    return fn
+
+
+max_pool = _by_rank("max_pool", (max_pool1d, max_pool2d, max_pool3d))
+avg_pool = _by_rank("avg_pool", (avg_pool1d, avg_pool2d, avg_pool3d))

@@ -165,21 +165,24 @@ def _convert(opdef: OpDef, given: dict[str, list], attrs: dict, name: str | None
     """The flat input list as tensors (EagerTensors, or the trace's GraphTensors)."""
     from specflow.api.variables import Variable
 
-    # Pass 1: tensors (and variables) give their dtypes to their type attrs.
+    # Pass 1: tensors (and variables) give their dtypes to their type attrs, as TF's fast path
+    # does; then numpy arrays and scalars, where no tensor did.
     known: dict[str, DType] = {}
-    for arg in opdef.inputs:
-        if arg.type_attr is None:
-            continue
-        for v in given[arg.name]:
-            if isinstance(v, Variable) and arg.dtype is None and v.dtype.name != "resource":
-                known.setdefault(arg.type_attr, v.dtype)
-            elif isinstance(v, (Tensor, IndexedSlices)):
-                known.setdefault(arg.type_attr, v.dtype)
-            elif isinstance(v, np.ndarray) and v.dtype.kind not in "OUS":
-                known.setdefault(arg.type_attr, dtype_of(v))
     for k, v in attrs.items():
         if k in opdef.attrs and opdef.attrs[k].type == "type":
             known[k] = as_dtype(v)
+    for arrays in (False, True):
+        for arg in opdef.inputs:
+            if arg.type_attr is None:
+                continue
+            for v in given[arg.name]:
+                if arrays:
+                    if isinstance(v, (np.ndarray, np.generic)) and v.dtype.kind not in "OUSV":
+                        known.setdefault(arg.type_attr, dtype_of(v))
+                elif isinstance(v, Variable) and arg.dtype is None and v.dtype.name != "resource":
+                    known.setdefault(arg.type_attr, v.dtype)
+                elif isinstance(v, (Tensor, IndexedSlices)):
+                    known.setdefault(arg.type_attr, v.dtype)
     flat: list = []
     specs: list[TensorSpec] = []
     for arg in opdef.inputs:
@@ -204,11 +207,14 @@ def _convert(opdef: OpDef, given: dict[str, list], attrs: dict, name: str | None
                 elif isinstance(t, EagerTensor) and trace is not None:
                     t = trace.capture(t)
             else:
-                # An array keeps its dtype (a mismatch is the spec's dtype error); a literal
-                # takes the arg's type.
+                # An array keeps its dtype (a mismatch is the spec's dtype error); a literal takes
+                # the arg's type, or the first literal's when nothing else gave one (so
+                # ``maximum(2.5, 3)`` is float32, as TF's).
                 want = None if isinstance(v, np.ndarray) and v.dtype.kind not in "OUS" else (
                     arg.dtype if arg.dtype is not None else known.get(arg.type_attr) if arg.type_attr else None)
                 t = to_tensor(v, want, f"input '{arg.name}' of {opdef.name}", name or opdef.name)
+                if arg.type_attr is not None and arg.dtype is None:
+                    known.setdefault(arg.type_attr, t.dtype)
                 if trace is not None:
                     t = trace.capture(t)
             flat.append(t)
@@ -222,8 +228,12 @@ def to_tensor(value: Any, dtype: DType | None = None, what: str = "value", node:
         return value
     arr = value if isinstance(value, np.ndarray) else np.asarray(value)
     if arr.dtype.kind in "US" or (arr.dtype == object and dtype is None):
-        arr = np.array([x.encode() if isinstance(x, str) else x for x in arr.ravel().tolist()],
-                       dtype=object).reshape(arr.shape)
+        items = [x.encode() if isinstance(x, str) else x for x in arr.ravel().tolist()]
+        if arr.dtype == object and any(not isinstance(x, bytes) for x in items):
+            odd = [x for x in items if not isinstance(x, (bytes, int, float, complex, np.generic))]
+            why = f"{type(odd[0]).__name__} is no number, bool or string" if odd else "strings mixed with numbers"
+            raise ShapeError(f"{what}: cannot make a tensor of {value!r} ({why})", node=node)
+        arr = np.array(items, dtype=object).reshape(arr.shape)
         dt = dtypes.string
     elif dtype is not None and dtype != dtypes.string:
         dt = dtype
@@ -231,6 +241,10 @@ def to_tensor(value: Any, dtype: DType | None = None, what: str = "value", node:
             if arr.dtype.kind == "f" and dtype.is_integer and not isinstance(value, np.ndarray) \
                     and np.any(arr != np.round(arr)):
                 raise ShapeError(f"{what} must be {dtype.name}, got the non-integer value {value!r}", node=node)
+            if dtype.is_bool and arr.dtype.kind != "b" and not isinstance(value, (np.ndarray, np.generic)):
+                # (TF's: a Python number is no bool; ``mask == 2`` is an error, not all True)
+                raise ShapeError(f"{what} must be bool, got the {arr.dtype.kind in 'iu' and 'integer' or 'number'} "
+                                 f"value {value!r}", node=node)
             if arr.dtype.kind == "c" and not dtype.is_complex:
                 raise ShapeError(f"{what} must be {dtype.name}, got a complex value", node=node)
             arr = arr.astype(dtype.numpy)
@@ -291,7 +305,21 @@ def _list_size(arg, attrs: dict) -> int | None:
 
 def binary(op: str, x, y):
     x, y = _operands(x, y)
+    if op == "StringJoin":
+        return call("StringJoin", [x, y])
     return function_for(op)(x, y)
+
+
+def bitwise(kind: str, x, y):
+    """``x & y``, ``x | y``, ``x ^ y``: Bitwise<kind> when the tensor operand is an integer,
+    Logical<kind> otherwise (xor as TF composes it: (x or y) and not (x and y))."""
+    x, y = _operands(x, y)
+    t = x if isinstance(x, Tensor) else y
+    if t.dtype.is_integer:
+        return function_for(f"Bitwise{kind}")(x, y)
+    if kind == "Xor":
+        return call("LogicalAnd", call("LogicalOr", x, y), call("LogicalNot", call("LogicalAnd", x, y)))
+    return function_for(f"Logical{kind}")(x, y)
 
 
 def _operands(x, y):
@@ -308,22 +336,25 @@ def _operands(x, y):
 
 
 def _like(a: np.ndarray, want) -> np.ndarray:
+    """``a`` in ``want`` where TF converts it and no value changes (floats to a float tensor's
+    width as TF does; integral floats to ints, 0/1 to bools); else ``a`` unchanged."""
     kind = a.dtype.kind
-    if dtype_of(a) == want:
+    if dtype_of(a) == want or kind not in "biufcV" or want.np_type in (None, object):
         return a
-    fits = ((want.is_floating and kind in "iuf") or (want.is_complex and kind in "iufc")
-            or (want.is_bool and kind == "b"))
-    if want.is_integer and kind in "iu":
-        info = np.iinfo(want.numpy)
-        fits = not a.size or (a.min() >= info.min and a.max() <= info.max)
-    return a.astype(want.numpy) if fits else a
+    if (want.is_floating and kind in "iufV") or (want.is_complex and kind in "iufcV"):
+        return a.astype(want.numpy)
+    with np.errstate(all="ignore"):
+        b = a.astype(want.numpy)
+        same = np.array_equal(b.astype(a.dtype), a)
+    return b if same else a
 
 
 def compare(op: str, x, y):
     """``x == y`` / ``x != y`` on a tensor, as TensorFlow 2's: elementwise Equal/NotEqual, and a
     plain False (True for ``!=``) for None or a value that cannot be compared with it (another
     kind, shapes that do not broadcast)."""
-    if y is None or not isinstance(y, (Tensor, np.ndarray, np.generic, int, float, complex, bool, list, tuple)):
+    if y is None or not isinstance(y, (Tensor, np.ndarray, np.generic, int, float, complex, bool, list, tuple, str,
+                                       bytes)):
         return op == "NotEqual"
     try:
         return function_for(op)(*_operands(x, y))
@@ -421,8 +452,12 @@ def constant(value, dtype=None, shape=None, name: str | None = None) -> Tensor:
     """``sf.constant([[1., 2.]])``: an eager tensor (inside sf.function, a Const of the trace).
     ``shape``: as TensorFlow's, a scalar (or one element) filled to it, or ``value`` reshaped
     to it when the element counts agree."""
+    if isinstance(value, Tensor) and dtype is not None and value.dtype != as_dtype(dtype):
+        raise TypeError(f"sf.constant: the tensor is {value.dtype.name}, not {as_dtype(dtype).name} (use sf.cast)")
     if shape is not None:
         arr = value.numpy() if isinstance(value, EagerTensor) else np.asarray(value)
+        if not isinstance(value, (Tensor, np.ndarray, np.generic)) and arr.dtype.kind in "iuf" and dtype is None:
+            arr = arr.astype(dtypes.python_number_dtype(arr), copy=False)  # Python numbers: int32/float32
         dims = [int(d) for d in np.atleast_1d(np.asarray(shape, dtype=np.int64))]
         size = int(np.prod(dims, dtype=np.int64))
         if arr.size == 1:
@@ -436,15 +471,22 @@ def constant(value, dtype=None, shape=None, name: str | None = None) -> Tensor:
     return STATE.trace.capture(t) if STATE.trace is not None else t
 
 
-def convert_to_tensor(value, dtype=None) -> Tensor:
+def convert_to_tensor(value, dtype=None, dtype_hint=None, name: str | None = None) -> Tensor:
+    """TF's ``tf.convert_to_tensor``: ``dtype_hint`` is tried when no ``dtype`` is given and the
+    value converts to it (else the value's own dtype)."""
     from specflow.api.variables import Variable
 
     if isinstance(value, Variable):
-        return value.read_value()
+        value = value.read_value()
     if isinstance(value, IndexedSlices):
         value = value._dense()
     if isinstance(value, Tensor):
         if dtype is not None and value.dtype != as_dtype(dtype):
             raise ShapeError(f"tensor of dtype {value.dtype.name} where {as_dtype(dtype).name} is expected")
         return value
+    if dtype is None and dtype_hint is not None:
+        try:
+            return constant(value, dtype_hint)
+        except (SpecflowError, TypeError, ValueError):
+            pass
     return constant(value, dtype)

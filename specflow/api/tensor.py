@@ -29,11 +29,12 @@ class Tensor:
 
     # --- operators (elementwise ones broadcast, as the ops do) ---------------------------------
 
+    # (strings concatenate, as TF's ``+`` on string tensors)
     def __add__(self, o):
-        return _ops().binary("AddV2", self, o)
+        return _ops().binary("StringJoin" if self.dtype.name == "string" else "AddV2", self, o)
 
     def __radd__(self, o):
-        return _ops().binary("AddV2", o, self)
+        return _ops().binary("StringJoin" if self.dtype.name == "string" else "AddV2", o, self)
 
     def __sub__(self, o):
         return _ops().binary("Sub", self, o)
@@ -41,11 +42,12 @@ class Tensor:
     def __rsub__(self, o):
         return _ops().binary("Sub", o, self)
 
+    # (a bool tensor's ``*`` is TF's logical and)
     def __mul__(self, o):
-        return _ops().binary("Mul", self, o)
+        return _ops().binary("LogicalAnd" if self.dtype.is_bool else "Mul", self, o)
 
     def __rmul__(self, o):
-        return _ops().binary("Mul", o, self)
+        return _ops().binary("LogicalAnd" if self.dtype.is_bool else "Mul", o, self)
 
     def __truediv__(self, o):
         return _ops().truediv(self, o)
@@ -97,14 +99,27 @@ class Tensor:
     def __ge__(self, o):
         return _ops().binary("GreaterEqual", self, o)
 
+    # ``& | ^ ~`` are logical on bools and bitwise on integers, as TF's operators.
     def __and__(self, o):
-        return _ops().binary("LogicalAnd", self, o)
+        return _ops().bitwise("And", self, o)
+
+    def __rand__(self, o):
+        return _ops().bitwise("And", o, self)
 
     def __or__(self, o):
-        return _ops().binary("LogicalOr", self, o)
+        return _ops().bitwise("Or", self, o)
+
+    def __ror__(self, o):
+        return _ops().bitwise("Or", o, self)
+
+    def __xor__(self, o):
+        return _ops().bitwise("Xor", self, o)
+
+    def __rxor__(self, o):
+        return _ops().bitwise("Xor", o, self)
 
     def __invert__(self):
-        return _ops().call("LogicalNot", self)
+        return _ops().call("Invert" if self.dtype.is_integer else "LogicalNot", self)
 
     # ``==`` and ``!=`` compare elementwise, as in TensorFlow 2 (Equal/NotEqual, broadcasting;
     # None or a value of another kind is simply unequal). Hashing stays by identity, so tensors
@@ -120,6 +135,9 @@ class Tensor:
 
     def __getitem__(self, key):
         return _ops().getitem(self, key)
+
+    def get_shape(self) -> Shape:
+        return self.shape
 
     @property
     def ndim(self) -> int | None:

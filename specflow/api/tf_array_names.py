@@ -117,6 +117,13 @@ def boolean_mask(tensor, mask, axis=None, name: str | None = None):
     if k is None or k == 0:
         raise ValueError(f"boolean_mask: mask must have a known rank of at least 1, got {mask.shape}")
     axis = 0 if axis is None else int(axis)
+    if axis < 0 and tensor.shape.rank is not None:
+        axis += tensor.shape.rank
+    covered = tensor.shape[axis:axis + k] if tensor.shape.rank is not None else None
+    if covered is not None and (len(covered) != k or any(
+            a is not None and b is not None and a != b for a, b in zip(covered, mask.shape))):
+        raise ValueError(f"boolean_mask: mask's shape {mask.shape} does not match tensor's dims {axis}..{axis + k - 1}"
+                         f" of {tensor.shape}")
     dims = shape(tensor)
     lead = call("Prod", dims[axis:axis + k], np.int32(0), keep_dims=True)
     tensor = reshape(tensor, concat([dims[:axis], lead, dims[axis + k:]], 0))
@@ -340,6 +347,14 @@ def bitcast(input, type, name: str | None = None):  # noqa: A002
     return call("Bitcast", _t(input), type=as_dtype(type), name=name)
 
 
+def _finfo(dt: np.dtype):
+    if dt == dtypes.bfloat16.numpy:
+        import ml_dtypes
+
+        return ml_dtypes.finfo(dt)
+    return np.finfo(dt)
+
+
 def saturate_cast(value, dtype, name: str | None = None):
     """Clamped into dtype's range first (TensorFlow's limits, nudged where unrepresentable)."""
     x = _t(value)
@@ -350,10 +365,11 @@ def saturate_cast(value, dtype, name: str | None = None):
         x = call("Real", x, Tout=_real_dtype(x.dtype))
     src = x.dtype.numpy
     out = np.dtype(_real_dtype(dt).numpy)
-    info_in = np.finfo(src) if np.issubdtype(src, np.floating) else np.iinfo(src)
-    info_out = np.finfo(out) if np.issubdtype(out, np.floating) else np.iinfo(out)
     if out == np.bool_:
         return cast(x, dt, name=name)
+    # (bfloat16 is no numpy floating type: its limits through ml_dtypes' finfo)
+    info_in = _finfo(src) if x.dtype.is_floating else np.iinfo(src)
+    info_out = _finfo(out) if _real_dtype(dt).is_floating else np.iinfo(out)
     promoted = np.promote_types(src, out)
     lo = src.type(np.maximum(info_in.min, info_out.min))
     if np.array(lo, promoted) < np.array(info_out.min, promoted):

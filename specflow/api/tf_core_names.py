@@ -9,7 +9,8 @@ import types
 
 from specflow.api.context import STATE
 from specflow.graph import dtypes as _dt
-from specflow.graph.dtypes import DType, as_dtype
+from specflow.graph.dtypes import DType
+from specflow.graph.dtypes import as_dtype as _as_dtype
 from specflow.graph.shapes import Shape
 
 TensorShape = Shape
@@ -78,7 +79,22 @@ def _dtypes_namespace() -> types.ModuleType:
     ns.half, ns.double = _dt.float16, _dt.float64
     ns.DType = DType
     ns.as_dtype = as_dtype
+    from specflow.api.tf_array_names import complex as complex_
+    from specflow.api.tf_array_names import saturate_cast
+    from specflow.api.tf_names import cast
+
+    ns.cast, ns.saturate_cast, ns.complex = cast, saturate_cast, complex_
     return ns
+
+
+def as_dtype(type_value) -> DType:
+    """TF's ``tf.as_dtype``: as specflow's, but Python's ``float`` is float32 and ``complex``
+    complex128, as TF maps them (numpy's float64 stays float64)."""
+    if type_value is float:
+        return _dt.float32
+    if type_value is complex:
+        return _dt.complex128
+    return _as_dtype(type_value)
 
 
 dtypes = _dtypes_namespace()

@@ -85,7 +85,7 @@ def truediv(x, y, name: str | None = None):
 
 def scalar_mul(scalar, x, name: str | None = None):
     x = _t(x)
-    s = scalar if isinstance(scalar, Tensor) else np.asarray(scalar, x.dtype.numpy)
+    s = scalar if isinstance(scalar, Tensor) else _t(scalar, x.dtype)  # (2.5 into an int x is an error)
     if np.ndim(s) != 0 and (not isinstance(s, Tensor) or s.shape.rank != 0):
         raise ValueError(f"scalar_mul: the scalar must be 0-D, got shape {np.shape(s)}")
     return call("Mul", s, x, name=name)
@@ -207,9 +207,18 @@ def _segment_counts(data: Tensor, segment_ids, num_segments):
     return call("Maximum", n, np.asarray(1, data.dtype.numpy))
 
 
-def unsorted_segment_mean(data, segment_ids, num_segments, name: str | None = None):
-    """The segment sums over the segment sizes (empty segments 0), as TensorFlow."""
+def _float_data(data) -> Tensor:
+    """Integer data as floats, as TF's segment means divide it (8/16-bit float32, wider float64)."""
     data = _t(data)
+    if data.dtype.is_integer:
+        return cast(data, dtypes.float32 if data.dtype.itemsize <= 2 else dtypes.float64)
+    return data
+
+
+def unsorted_segment_mean(data, segment_ids, num_segments, name: str | None = None):
+    """The segment sums over the segment sizes (empty segments 0), as TensorFlow (integers
+    divided as floats)."""
+    data = _float_data(data)
     summed = call("UnsortedSegmentSum", data, segment_ids, num_segments)
     return call("RealDiv", summed, _segment_counts(data, segment_ids, num_segments), name=name)
 
@@ -335,24 +344,31 @@ approx_min_k = _approx_k(False, "approx_min_k")
 
 # --- complex parts --------------------------------------------------------------------------------
 
-def conj(x, name: str | None = None):
+def _numeric(x, fn: str) -> Tensor:
     x = _t(x)
+    if not x.dtype.is_numeric:
+        raise TypeError(f"{fn}: input must be numeric, got {x.dtype.name}")
+    return x
+
+
+def conj(x, name: str | None = None):
+    x = _numeric(x, "conj")
     return call("Conj", x, name=name) if x.dtype.is_complex else x
 
 
 def real(input, name: str | None = None):  # noqa: A002
-    x = _t(input)
+    x = _numeric(input, "real")
     return call("Real", x, Tout=_real_dtype(x.dtype), name=name) if x.dtype.is_complex else x
 
 
 def imag(input, name: str | None = None):  # noqa: A002
-    x = _t(input)
+    x = _numeric(input, "imag")
     return call("Imag", x, Tout=_real_dtype(x.dtype), name=name) if x.dtype.is_complex else call("ZerosLike", x)
 
 
 def angle(input, name: str | None = None):  # noqa: A002
     """The Angle op; for real input pi where negative, else 0 (TensorFlow's where)."""
-    x = _t(input)
+    x = _numeric(input, "angle")
     if x.dtype.is_complex:
         return call("Angle", x, Tout=_real_dtype(x.dtype), name=name)
     return call("SelectV2", call("Less", x, np.zeros((), x.dtype.numpy)), np.pi * call("OnesLike", x),
@@ -364,6 +380,8 @@ def angle(input, name: str | None = None):  # noqa: A002
 def _on_last_axis(op: str, logits, axis, name):
     x = _t(logits)
     r = x.shape.rank
+    if axis is not None and r is not None and not -r <= axis < r:
+        raise ValueError(f"{op.lower()}: axis {axis} is out of range for logits of rank {r}")
     if axis is None or axis == -1 or (r is not None and axis == r - 1):
         return call(op, x, name=name)
     axis = axis % r
@@ -380,8 +398,15 @@ def log_softmax(logits, axis=None, name: str | None = None):
     return _on_last_axis("LogSoftmax", logits, axis, name)
 
 
-def l2_normalize(x, axis=None, epsilon: float = 1e-12, name: str | None = None):
+def l2_normalize(x, axis=None, epsilon: float = 1e-12, name: str | None = None, dim=None):
+    """x / sqrt(max(sum(|x|^2), epsilon)) over ``axis`` (complex: its real and imaginary parts'
+    squares, as TF's)."""
     x = _t(x)
+    axis = dim if axis is None else axis
+    if x.dtype.is_complex:
+        sq = call("Square", real(x)) + call("Square", imag(x))
+        inv = call("Rsqrt", call("Maximum", reduce_sum(sq, axis, keepdims=True), np.asarray(epsilon, sq.dtype.numpy)))
+        return call("Mul", x, call("Complex", inv, call("ZerosLike", inv), Tout=x.dtype), name=name)
     square_sum = reduce_sum(call("Square", x), axis, keepdims=True)
     return call("Mul", x, call("Rsqrt", call("Maximum", square_sum, np.asarray(epsilon, x.dtype.numpy))), name=name)
 

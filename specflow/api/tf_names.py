@@ -75,9 +75,18 @@ def _dims(x: Tensor, axis) -> list[int]:
 
 
 def matmul(a, b, transpose_a: bool = False, transpose_b: bool = False, adjoint_a: bool = False,
-           adjoint_b: bool = False, name: str | None = None):
-    """MatMul for two matrices, BatchMatMulV2 (broadcast batch dims) otherwise."""
-    a, b = _t(a), _t(b, a.dtype if not isinstance(b, Tensor) else None)
+           adjoint_b: bool = False, a_is_sparse: bool = False, b_is_sparse: bool = False, output_type=None,
+           name: str | None = None):
+    """MatMul for two matrices, BatchMatMulV2 (broadcast batch dims) otherwise; ``output_type``
+    (TF's: int8 operands to int32, else the operands' dtype) casts the int8 operands first."""
+    a = _t(a)
+    b = _t(b, a.dtype if not isinstance(b, Tensor) else None)
+    if output_type is not None and as_dtype(output_type) != a.dtype:
+        out = as_dtype(output_type)
+        if not (a.dtype == b.dtype == dtypes.int8 and out == dtypes.int32):
+            raise TypeError(f"matmul: output_type {out.name} needs int8 operands and int32 output "
+                            f"(got {a.dtype.name} and {b.dtype.name})")
+        a, b = cast(a, out), cast(b, out)
     if a.shape.rank == 2 and b.shape.rank == 2:
         if adjoint_a or adjoint_b:
             a = call("Conj", a) if adjoint_a and a.dtype.is_complex else a
@@ -109,11 +118,16 @@ def _shape_arg(shape):
     return np.asarray([-1 if s is None else s for s in np.atleast_1d(shape)] if np.ndim(shape) else shape, np.int32)
 
 
-def transpose(a, perm=None, name: str | None = None):
+def transpose(a, perm=None, conjugate: bool = False, name: str | None = None):
     x = _t(a)
     if perm is None:
         perm = list(builtins.range(x.shape.rank))[::-1]
-    return call("Transpose", x, np.asarray(perm, np.int32), name=name)
+    elif not isinstance(perm, Tensor) and x.shape.rank is not None:
+        perm = [int(p) % x.shape.rank if -x.shape.rank <= int(p) < 0 else int(p) for p in perm]  # TF's -1
+    if conjugate and x.dtype.is_complex:
+        return call("ConjugateTranspose", x, perm if isinstance(perm, Tensor) else np.asarray(perm, np.int32),
+                    name=name)
+    return call("Transpose", x, perm if isinstance(perm, Tensor) else np.asarray(perm, np.int32), name=name)
 
 
 def concat(values, axis, name: str | None = None):
@@ -129,16 +143,25 @@ def stack(values, axis: int = 0, name: str | None = None):
 
 def unstack(value, num=None, axis: int = 0, name: str | None = None):
     x = _t(value)
+    if x.shape.rank is not None and not -x.shape.rank <= axis < x.shape.rank:
+        raise ValueError(f"unstack: axis {axis} is out of range for a tensor of rank {x.shape.rank}")
     n = num if num is not None else x.shape[axis]
     if n is None:
         raise ValueError(f"unstack: dimension {axis} of {x.shape} is unknown; give num=")
     return call("Unpack", x, num=int(n), axis=axis, name=name)
 
 
-def split(value, num_or_size_splits, axis: int = 0, name: str | None = None):
+def split(value, num_or_size_splits, axis: int = 0, num=None, name: str | None = None):
     x = _t(value)
-    if isinstance(num_or_size_splits, int):
+    if isinstance(num_or_size_splits, Tensor) and num_or_size_splits.shape.rank == 0:
+        num_or_size_splits = int(num_or_size_splits)
+    if isinstance(num_or_size_splits, (int, np.integer)):
         return call("Split", np.int32(axis), x, num_split=num_or_size_splits, name=name)
+    if isinstance(num_or_size_splits, Tensor):
+        n = num if num is not None else num_or_size_splits.shape[0]
+        if n is None:
+            raise ValueError("split: the number of splits is unknown; give num=")
+        return call("SplitV", x, num_or_size_splits, np.int32(axis), num_split=int(n), name=name)
     sizes = np.asarray(num_or_size_splits, np.int64)
     return call("SplitV", x, sizes, np.int32(axis), num_split=len(sizes), name=name)
 
@@ -153,14 +176,23 @@ def squeeze(input, axis=None, name: str | None = None):  # noqa: A002
 
 
 def zeros(shape, dtype=dtypes.float32, name: str | None = None):
-    return fill(shape, np.zeros((), as_dtype(dtype).numpy), name=name)
+    dt = as_dtype(dtype)
+    return fill(shape, np.array(b"", object) if dt == dtypes.string else np.zeros((), dt.numpy), name=name)
 
 
 def ones(shape, dtype=dtypes.float32, name: str | None = None):
-    return fill(shape, np.ones((), as_dtype(dtype).numpy), name=name)
+    dt = as_dtype(dtype)
+    if dt == dtypes.string:
+        raise TypeError("ones: a string tensor has no one (TF's error); use sf.fill(shape, b'...')")
+    return fill(shape, np.ones((), dt.numpy), name=name)
 
 
 def fill(dims, value, name: str | None = None):
+    """TensorFlow's ``tf.fill``; a scalar ``dims`` is one dimension (``sf.zeros(3)``), as TF's."""
+    if isinstance(dims, Tensor) and dims.shape.rank == 0:
+        dims = call("Reshape", dims, np.array([1], np.int32))
+    elif not isinstance(dims, Tensor) and not isinstance(dims, (list, tuple)) and np.ndim(dims) == 0:
+        dims = [dims]
     return call("Fill", _shape_arg(dims), value, name=name)
 
 
@@ -230,14 +262,19 @@ def argmin(input, axis=None, output_type=dtypes.int64, name: str | None = None):
 
 
 def one_hot(indices, depth, on_value=None, off_value=None, axis: int = -1, dtype=None, name: str | None = None):
-    dt = as_dtype(dtype) if dtype is not None else (
-        on_value.dtype if isinstance(on_value, Tensor) else dtypes.float32)
-    on = np.asarray(1 if on_value is None else on_value, dt.numpy) if not isinstance(on_value, Tensor) else on_value
-    off = np.asarray(0 if off_value is None else off_value, dt.numpy) if not isinstance(off_value, Tensor) else off_value
+    if dtype is not None:
+        dt = as_dtype(dtype)
+    else:  # TF's: on_value's dtype, else off_value's, else float32
+        given = next((v for v in (on_value, off_value) if v is not None), None)
+        dt = dtypes.float32 if given is None else _t(given).dtype
+    on = _t(1 if on_value is None else on_value, None if isinstance(on_value, Tensor) else dt)
+    off = _t(0 if off_value is None else off_value, None if isinstance(off_value, Tensor) else dt)
+    if on.dtype != dt or off.dtype != dt:
+        raise TypeError(f"one_hot: on_value ({on.dtype.name}) and off_value ({off.dtype.name}) must be {dt.name}")
     return call("OneHot", _t(indices), np.int32(depth), on, off, axis=axis, name=name)
 
 
-def gather(params, indices, axis=None, batch_dims: int = 0, name: str | None = None):
+def gather(params, indices, validate_indices=None, axis=None, batch_dims: int = 0, name: str | None = None):
     return call("GatherV2", params, indices, np.int32(batch_dims if axis is None else axis), batch_dims=batch_dims,
                 name=name)
 
@@ -253,7 +290,8 @@ def pad(tensor, paddings, mode: str = "CONSTANT", constant_values=0, name: str |
     if mode == "CONSTANT":
         if constant_values == 0:
             return call("Pad", x, p, name=name)
-        return call("PadV2", x, p, np.asarray(constant_values, x.dtype.numpy), name=name)
+        return call("PadV2", x, p, _t(constant_values, None if isinstance(constant_values, Tensor) else x.dtype),
+                    name=name)
     return call("MirrorPad", x, p, mode=mode, name=name)
 
 
@@ -268,15 +306,26 @@ def broadcast_to(input, shape, name: str | None = None):  # noqa: A002
 def clip_by_value(t, clip_value_min, clip_value_max, name: str | None = None):
     if isinstance(t, IndexedSlices):  # TF's: the values clipped, the rows kept
         return t.with_values(clip_by_value(t.values, clip_value_min, clip_value_max, name))
-    return call("ClipByValue", _t(t), clip_value_min, clip_value_max, name=name)
+    x = _t(t)
+    lo = _t(clip_value_min, None if isinstance(clip_value_min, Tensor) else x.dtype)
+    hi = _t(clip_value_max, None if isinstance(clip_value_max, Tensor) else x.dtype)
+    if all(b.shape.rank == 0 or b.shape == x.shape for b in (lo, hi)):
+        return call("ClipByValue", x, lo, hi, name=name)
+    # Bounds that broadcast against t: TF's minimum/maximum (the result keeps t's shape)
+    out = call("Maximum", call("Minimum", x, hi), lo, name=name)
+    if x.shape.is_fully_defined and out.shape.is_fully_defined and out.shape != x.shape:
+        raise ValueError(f"clip_by_value: bounds of shapes {lo.shape} and {hi.shape} would change t's shape "
+                         f"{x.shape} to {out.shape}")
+    return out
 
 
-def clip_by_global_norm(t_list, clip_norm):
+def clip_by_global_norm(t_list, clip_norm, use_norm=None, name: str | None = None):
     """The tensors scaled by clip_norm / max(global norm, clip_norm), and the global norm
     (TensorFlow's formula; None entries stay None; an IndexedSlices counts and keeps its values
     as they are, repeated rows apart)."""
     values = [_t(t.values if isinstance(t, IndexedSlices) else t) for t in t_list if t is not None]
-    norm = call("Sqrt", call("AddN", [call("Sum", call("Square", t), _axes(t, None)) for t in values]))
+    norm = _t(use_norm) if use_norm is not None else call(
+        "Sqrt", call("AddN", [call("Sum", call("Square", t), _axes(t, None)) for t in values]))
     scale = clip_norm / call("Maximum", norm, np.asarray(clip_norm, norm.dtype.numpy))
     return [None if t is None else t.with_values(t.values * scale) if isinstance(t, IndexedSlices) else _t(t) * scale
             for t in t_list], norm  # fmt: skip
@@ -291,7 +340,10 @@ def identity(input, name: str | None = None):  # noqa: A002
 
 
 def _elementwise(op: str, pyname: str, n: int = 1):
-    if n == 1:
+    if n == 1 and pyname in ("softplus", "softsign"):  # TF names their argument features
+        def fn(features, name: str | None = None):
+            return call(op, _t(features), name=name)
+    elif n == 1:
         def fn(x, name: str | None = None):
             return call(op, _t(x), name=name)
     else:
@@ -304,18 +356,24 @@ def _elementwise(op: str, pyname: str, n: int = 1):
 
 _UNARY = {"exp": "Exp", "log": "Log", "sqrt": "Sqrt", "rsqrt": "Rsqrt", "square": "Square",
           "tanh": "Tanh", "sigmoid": "Sigmoid", "negative": "Neg", "sign": "Sign", "floor": "Floor",
-          "ceil": "Ceil", "round": "Round", "sin": "Sin", "cos": "Cos", "log1p": "Log1p", "expm1": "Expm1",
+          "ceil": "Ceil", "sin": "Sin", "cos": "Cos", "log1p": "Log1p", "expm1": "Expm1",
           "reciprocal": "Reciprocal", "erf": "Erf", "softplus": "Softplus", "logical_not": "LogicalNot",
           "is_nan": "IsNan", "is_finite": "IsFinite"}
 _BINARY = {"add": "AddV2", "subtract": "Sub", "multiply": "Mul", "pow": "Pow",
            "maximum": "Maximum", "minimum": "Minimum", "squared_difference": "SquaredDifference",
            "floordiv": "FloorDiv", "floormod": "FloorMod", "equal": "Equal", "not_equal": "NotEqual",
            "less": "Less", "less_equal": "LessEqual", "greater": "Greater", "greater_equal": "GreaterEqual",
-           "logical_and": "LogicalAnd", "logical_or": "LogicalOr", "divide_no_nan": "DivNoNan"}
+           "logical_and": "LogicalAnd", "logical_or": "LogicalOr"}
 for _name, _op in _UNARY.items():
     globals()[_name] = _elementwise(_op, _name)
 for _name, _op in _BINARY.items():
     globals()[_name] = _elementwise(_op, _name, 2)
+
+
+def round(x, name: str | None = None):  # noqa: A001
+    """Round half to even; integers are returned as they are (TF's ``tf.math.round``)."""
+    x = _t(x)
+    return identity(x, name=name) if x.dtype.is_integer else call("Round", x, name=name)
 
 
 def abs(x, name: str | None = None):  # noqa: A001
@@ -335,12 +393,26 @@ def divide(x, y, name: str | None = None):
     return truediv(x, y, name=name)
 
 
+def divide_no_nan(x, y, name: str | None = None):
+    """x / y, 0 where y is 0; integers divided as floats (8/16-bit as float32, wider as
+    float64), as TF's ``tf.math.divide_no_nan``."""
+    x = _t(x, y.dtype if isinstance(y, Tensor) else None)
+    y = _t(y, x.dtype if not isinstance(y, Tensor) else None)
+    if x.dtype.is_integer and x.dtype == y.dtype:
+        to = dtypes.float32 if x.dtype.itemsize <= 2 else dtypes.float64
+        x, y = cast(x, to), cast(y, to)
+    return call("DivNoNan", x, y, name=name)
+
+
 def cumsum(x, axis: int = 0, exclusive: bool = False, reverse: bool = False, name: str | None = None):
     return call("Cumsum", _t(x), np.int32(axis), exclusive=exclusive, reverse=reverse, name=name)
 
 
-def top_k(input, k: int = 1, sorted: bool = True, name: str | None = None):  # noqa: A002
-    return call("TopKV2", _t(input), np.int32(k), sorted=sorted, name=name)
+def top_k(input, k: int = 1, sorted: bool = True, index_type=dtypes.int32, name: str | None = None):  # noqa: A002
+    out = call("TopKV2", _t(input), k if isinstance(k, Tensor) else np.int32(k), sorted=sorted, name=name)
+    if as_dtype(index_type) == dtypes.int32:
+        return out
+    return type(out)(out.values, cast(out.indices, index_type))
 
 
 def sequence_mask(lengths, maxlen=None, dtype=dtypes.bool_, name: str | None = None):
@@ -356,7 +428,7 @@ def sequence_mask(lengths, maxlen=None, dtype=dtypes.bool_, name: str | None = N
 # --- sf.math and sf.random ---------------------------------------------------------------------
 
 math = types.ModuleType("specflow.math", "TensorFlow's tf.math names (``sf.math.exp``, ...).")
-for _name in [*_UNARY, *_BINARY, "abs", "divide", "reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod",
+for _name in [*_UNARY, *_BINARY, "abs", "round", "divide", "divide_no_nan", "reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod",
               "reduce_any", "reduce_all", "reduce_logsumexp", "argmax", "argmin", "cumsum", "top_k"]:
     setattr(math, _name, globals()[_name])
 

@@ -187,6 +187,21 @@ class Variable(Tensor):
     def value(self):
         return self._read()
 
+    def get_shape(self) -> Shape:
+        return self.shape
+
+    def sparse_read(self, indices, name: str | None = None):
+        """TF's ``v.sparse_read(indices)``: the rows at ``indices`` (a gather of the value, so a
+        tape's gradient is TF's IndexedSlices)."""
+        from specflow.api.op_functions import call
+
+        return call("GatherV2", self, indices, np.int32(0), name=name)
+
+    def gather_nd(self, indices, name: str | None = None):
+        from specflow.api.op_functions import call
+
+        return call("GatherNd", self, indices, name=name)
+
     def numpy(self) -> np.ndarray:
         value = self._var.value
         return np.array(value if isinstance(value, np.ndarray) else value.get())
