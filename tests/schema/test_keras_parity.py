@@ -78,6 +78,36 @@ def test_multi_head_attention():
             key_dim=2, return_attention_scores=True)
 
 
+def test_multi_head_attention_masked_rows_and_query_mask():
+    """A row with every key masked: Keras 3 gives it zero weights; Keras's query mask (what an
+    Embedding(mask_zero=True) propagates) is the layer's query_mask role."""
+    pad = np.ones((3, 6, 6), bool)
+    pad[0, 2] = False
+    pad[2, :, 3:] = False
+    layer = keras.layers.MultiHeadAttention(num_heads=2, key_dim=3)
+    compare("multi_head_attention", layer, [X, X], {"attention_mask": pad, "return_attention_scores": True},
+            {"x": X, "m": pad}, roles={"query": "x", "mask": "m"}, num_heads=2, key_dim=3,
+            return_attention_scores=True)
+    import tensorflow as tf
+
+    def masked():  # tensors carrying Keras masks, as after an Embedding (each call clears them)
+        query, value = tf.constant(X), tf.constant(X)
+        keras.src.backend.set_keras_mask(query, tf.constant(MASK))
+        keras.src.backend.set_keras_mask(value, tf.constant(MASK))
+        return query, value
+
+    layer = keras.layers.MultiHeadAttention(num_heads=2, key_dim=3)
+    layer(*masked())
+    weights = [RNG.normal(size=w.shape).astype(np.float32) * 0.5 for w in layer.get_weights()]
+    layer.set_weights(weights)
+    want = layer(*masked(), use_causal_mask=True, return_attention_scores=True)
+    run = LayerRun("multi_head_attention", {"x": X, "m": MASK}, roles={"query": "x", "mask": "m", "query_mask": "m"},
+                   num_heads=2, key_dim=3, causal=True, return_attention_scores=True)
+    run.set_weights(dict(zip(run.weights(), weights)))
+    for got, w in zip(run.run(), want):
+        np.testing.assert_allclose(got, np.asarray(w), rtol=1e-5, atol=1e-5)
+
+
 def test_norms_convs_and_activations():
     compare("layer_norm", keras.layers.LayerNormalization(epsilon=1e-3), [X], {}, {"x": X})
     compare("group_norm", keras.layers.GroupNormalization(groups=2), [X], {}, {"x": X}, groups=2)

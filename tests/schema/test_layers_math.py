@@ -149,9 +149,10 @@ def np_mha(q_in, v_in, k_in, w, heads, kd, allowed=None):
     k = np.einsum("abc,cde->abde", k_in, w["key/kernel"]) + w["key/bias"]
     v = np.einsum("abc,cde->abde", v_in, w["value/kernel"]) + w["value/bias"]
     scores = np.einsum("aecd,abcd->acbe", k, q / math.sqrt(kd))
-    if allowed is not None:
-        scores = scores + (1 - allowed) * -1e9
-    ctx = np.einsum("acbe,aecd->abcd", np_softmax(scores), v)
+    probs = np_softmax(scores)
+    if allowed is not None:  # Keras's masked softmax: -1e9 on the masked scores, zeros after
+        probs = np.where(allowed, np_softmax(scores + (1 - allowed) * -1e9), 0.0)
+    ctx = np.einsum("acbe,aecd->abcd", probs, v)
     return np.einsum("abcd,cde->abe", ctx, w["attention_output/kernel"]) + w["attention_output/bias"]
 
 
@@ -183,6 +184,55 @@ def test_cross_attention_with_padding_and_causal_masks():
     allowed = (full & np.tril(np.ones((4, 4), bool)))[:, None]
     np.testing.assert_allclose(run.run()[0], np_mha(x, x, x, w, 1, 4, allowed), rtol=1e-9)
     run.check_gradients(["x", "key/kernel"])
+
+
+def test_attention_rows_with_every_key_masked_attend_to_nothing():
+    """A query row whose keys are all masked gets zero weights (Keras 3's masked softmax), not a
+    uniform average of every value: a [batch, T, S] mask's empty row, a padded query
+    (``query_mask``, Keras's propagated mask), and a padded sequence under ``causal``."""
+    x = normal(2, 4, 3)
+    full = RNG.random((2, 4, 4)) > 0.4
+    full[0, 1] = False  # query 1 of example 0 sees no key
+    run = LayerRun("multi_head_attention", {"x": x, "m": full}, roles={"query": "x", "mask": "m"},
+                   num_heads=2, key_dim=2, return_attention_scores=True)
+    w = perturbed(run)
+    out, scores = run.run()
+    np.testing.assert_array_equal(scores[0, :, 1], 0.0)
+    np.testing.assert_allclose(out[0, 1], w["attention_output/bias"], rtol=1e-12)
+    np.testing.assert_allclose(out, np_mha(x, x, x, w, 2, 2, full[:, None]), rtol=1e-9)
+    run.check_gradients(["x", "query/kernel", "value/kernel"])
+    pad = np.array([[1, 1, 1, 0], [1, 1, 1, 1]], bool)
+    run = LayerRun("multi_head_attention", {"x": x, "m": pad}, roles={"query": "x", "mask": "m", "query_mask": "m"},
+                   num_heads=2, key_dim=2, causal=True)
+    w = perturbed(run)
+    allowed = (pad[:, None, :, None] & pad[:, None, None, :] & np.tril(np.ones((4, 4), bool)))
+    got = run.run()[0]
+    np.testing.assert_allclose(got, np_mha(x, x, x, w, 2, 2, allowed), rtol=1e-9)
+    np.testing.assert_allclose(got[0, 3], w["attention_output/bias"], rtol=1e-12)
+    run.check_gradients(["x", "key/kernel"])
+
+
+def test_attention_numeric_masks_mean_nonzero():
+    """An int mask (token ids) or a float one masks where it is zero, as Keras casts it to bool,
+    rather than scaling the -1e9 adder by the values."""
+    x = normal(2, 4, 3)
+    ids = np.array([[5, 2, 7, 0], [3, 0, 0, 0]], np.int32)
+    w, want = None, None
+    for m in (ids != 0, ids, (ids * 0.5).astype(np.float32)):
+        run = LayerRun("multi_head_attention", {"x": x, "m": m}, roles={"query": "x", "mask": "m", "query_mask": "m"},
+                       num_heads=1, key_dim=2)
+        if w is None:
+            w = run.weights()
+            want = np_mha(x, x, x, w, 1, 2, (ids != 0)[:, None, :, None] & (ids != 0)[:, None, None, :])
+        run.set_weights(w)
+        np.testing.assert_allclose(run.run()[0], want, rtol=1e-9)
+
+
+def test_attention_query_mask_must_be_batch_by_steps():
+    x = normal(2, 4, 3)
+    with pytest.raises(SpecError, match=r"query_mask must be \[batch, T\]"):
+        LayerRun("multi_head_attention", {"x": x, "m": np.ones((2, 4, 4), bool)},
+                 roles={"query": "x", "query_mask": "m"}, num_heads=1, key_dim=2)
 
 
 def test_attention_returns_its_scores_before_dropout():

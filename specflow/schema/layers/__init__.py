@@ -124,7 +124,8 @@ _EXPANDERS: dict[str, Callable] = {
 # (merges). Layers not listed take one input.
 _RNN_INPUTS = (("sequence",), ("mask", "initial_h"))
 LAYER_INPUTS: dict[str, tuple[tuple[str, ...], tuple[str, ...]] | str] = {
-    "multi_head_attention": (("query",), ("value", "key", "mask")),
+    # query_mask: Keras's mask on the query (an embedding's, propagated): padded query rows attend to nothing.
+    "multi_head_attention": (("query",), ("value", "key", "mask", "query_mask")),
     "lstm": (("sequence",), ("mask", "initial_h", "initial_c")),
     "gru": _RNN_INPUTS,
     "simple_rnn": _RNN_INPUTS,

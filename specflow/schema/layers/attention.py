@@ -6,7 +6,7 @@ key_dim] and ``query/bias`` [heads, key_dim], the same for ``key`` and ``value``
 
     q, k, v = projections, each [batch, heads, steps, depth]
     scores  = (q / sqrt(key_dim)) k^T + (1 - mask) * -1e9      [batch, heads, T, S]
-    probs   = dropout(softmax(scores))
+    probs   = dropout(softmax(scores) * mask)     (a fully masked row: zeros, as Keras 3)
     out     = (probs v) merged over heads, projected to the query's width
 
 With ``return_attention_scores`` the layer has two outputs, ``NAME`` and ``NAME:1`` (the
@@ -51,8 +51,17 @@ def _project(e: Emitter, x: str, scope: str, heads: int, depth: int, cfg) -> str
         return e.op("Transpose", [y, e.i32([0, 2, 1, 3], "perm")], name="heads")
 
 
-def _mask_adder(e: Emitter, scores: str, mask: str | None, causal: bool) -> str | None:
-    """(1 - allowed) * -1e9 broadcasting against scores [B, H, T, S], or None."""
+def _mask_float(e: Emitter, mask: str, dt, name: str) -> str:
+    """1.0 where the mask is true, else 0.0; a numeric mask is true where nonzero (Keras casts
+    masks to bool, so token ids mask their padding rather than scaling the scores)."""
+    if not e.dtype(mask).is_bool:
+        mask = e.op("NotEqual", [mask, e.scalar(0, mask, f"{name}/zero")], name=f"{name}/nonzero")
+    return e.op("Cast", [mask], {"DstT": dt}, name=f"{name}/Cast")
+
+
+def _mask_adder(e: Emitter, scores: str, mask: str | None, causal: bool,
+                query_mask: str | None = None) -> tuple[str, str] | None:
+    """``((1 - allowed) * -1e9, allowed)``, both broadcasting against scores [B, H, T, S], or None."""
     dt = e.dtype(scores)
     allowed = None
     if mask is not None:
@@ -60,7 +69,7 @@ def _mask_adder(e: Emitter, scores: str, mask: str | None, causal: bool) -> str 
         if shape.rank not in (2, 3):
             raise SpecError(f"multi_head_attention: mask must be [batch, S] (key padding) or [batch, T, S], "
                             f"got shape {shape}", node=e.ctx.name)
-        m = e.op("Cast", [mask], {"DstT": dt}, name="mask/Cast")
+        m = _mask_float(e, mask, dt, "mask")
         dims = e.dims(m, 1, None, "mask/dims")
         to = e.concat([e.i32([-1, 1] if shape.rank == 3 else [-1, 1, 1], "mask/lead"), dims], 0, "mask/shape")
         allowed = e.op("Reshape", [m, to], name="mask/broadcast")
@@ -77,10 +86,20 @@ def _mask_adder(e: Emitter, scores: str, mask: str | None, causal: bool) -> str 
         cols = e.op("Range", [zero, cols_n, one], name="causal/cols")
         tri = e.op("Cast", [e.op("GreaterEqual", [rows, cols], name="causal/ge")], {"DstT": dt}, name="causal/Cast")
         allowed = tri if allowed is None else e.op("Mul", [allowed, tri], name="mask/and_causal")
+    if query_mask is not None:
+        shape = e.shape(query_mask)
+        if shape.rank != 2:
+            raise SpecError(f"multi_head_attention: query_mask must be [batch, T], got shape {shape}",
+                            node=e.ctx.name)
+        qm = _mask_float(e, query_mask, dt, "query_mask")
+        to = e.concat([e.i32([-1, 1], "query_mask/lead"), e.dims(qm, 1, None, "query_mask/dims"),
+                       e.i32([1], "query_mask/tail")], 0, "query_mask/shape")
+        rows = e.op("Reshape", [qm, to], name="query_mask/broadcast")  # [B, 1, T, 1]
+        allowed = rows if allowed is None else e.op("Mul", [allowed, rows], name="mask/and_query")
     if allowed is None:
         return None
     blocked = e.op("Sub", [e.scalar(1.0, scores, "mask/one"), allowed], name="mask/blocked")
-    return e.op("Mul", [blocked, e.scalar(_LARGE_NEGATIVE, scores, "mask/large_negative")], name="mask/adder")
+    return e.op("Mul", [blocked, e.scalar(_LARGE_NEGATIVE, scores, "mask/large_negative")], name="mask/adder"), allowed
 
 
 def multi_head_attention(e: Emitter, inputs: dict[str, str], cfg) -> str:
@@ -95,10 +114,17 @@ def multi_head_attention(e: Emitter, inputs: dict[str, str], cfg) -> str:
     v = _project(e, value, "value", heads, vd, cfg)
     q = e.op("Mul", [q, e.scalar(1.0 / math.sqrt(kd), q, "scale")], name="scaled_query")
     scores = e.op("BatchMatMulV2", [q, k], {"adj_y": True}, name="scores")
-    adder = _mask_adder(e, scores, inputs.get("mask"), cfg.causal)
-    if adder is not None:
+    masking = _mask_adder(e, scores, inputs.get("mask"), cfg.causal, inputs.get("query_mask"))
+    if masking is None:
+        weights = e.op("Softmax", [scores], name="attention_scores")
+    else:
+        adder, allowed = masking
         scores = e.op("AddV2", [scores, adder], name="masked_scores")
-    weights = probs = e.op("Softmax", [scores], name="attention_scores")
+        # Keras's masked softmax zeroes the masked positions afterwards, so a query row with
+        # every key masked (a padded query, a left-padded causal row) attends to nothing
+        # instead of uniformly to everything.
+        weights = e.op("Mul", [e.op("Softmax", [scores], name="softmax"), allowed], name="attention_scores")
+    probs = weights
     if cfg.dropout > 0:
         probs = apply_dropout(e, probs, cfg.dropout, cfg.seed, scope="dropout/")
     ctx = e.op("BatchMatMulV2", [probs, v], name="context")

@@ -244,8 +244,10 @@ class ConcatConfig(LayerConfig):
 
 
 class MultiHeadAttentionConfig(LayerConfig):
-    """Keras MultiHeadAttention: inputs (query, value?, key?, mask?); value defaults to query,
-    key to value; mask is [batch, T, S] or a key padding mask [batch, S] (true/1 = attend)."""
+    """Keras MultiHeadAttention: inputs (query, value?, key?, mask?, query_mask?); value defaults
+    to query, key to value; mask is [batch, T, S] or a key padding mask [batch, S], query_mask
+    [batch, T] (Keras's propagated query mask); nonzero = attend; a row with nothing to attend
+    to gets zero weights, as in Keras 3."""
 
     num_heads: int = Field(ge=1)
     key_dim: int = Field(ge=1)
