@@ -51,6 +51,64 @@ class DType:
             return 8
         return self.numpy.itemsize
 
+    # TF's: a DType equals its name, Python type or numpy dtype (``x.dtype == "float32"``)
+    def __eq__(self, other) -> bool:
+        if other.__class__ is DType:
+            return self is other
+        if isinstance(other, (str, type, np.dtype)):
+            try:
+                return as_dtype(float32 if other is float else other) is self
+            except TypeError:
+                return False
+        return NotImplemented
+
+    def __ne__(self, other) -> bool:
+        eq = self.__eq__(other)
+        return eq if eq is NotImplemented else not eq
+
+    def __hash__(self) -> int:
+        return hash(self.name)
+
+    # TF's DType properties
+    @property
+    def as_numpy_dtype(self):
+        return self.np_type
+
+    @property
+    def base_dtype(self) -> DType:
+        return self
+
+    @property
+    def real_dtype(self) -> DType:
+        return {"complex64": float32, "complex128": float64}.get(self.name, self)
+
+    @property
+    def is_unsigned(self) -> bool:
+        return self.name.startswith("uint")
+
+    @property
+    def size(self) -> int:
+        return self.itemsize
+
+    @property
+    def as_datatype_enum(self) -> int:
+        return self.tf_enum
+
+    @property
+    def min(self):
+        return _limits(self)[0]
+
+    @property
+    def max(self):
+        return _limits(self)[1]
+
+    @property
+    def limits(self) -> tuple:
+        return _limits(self)
+
+    def is_compatible_with(self, other) -> bool:
+        return as_dtype(other) is self
+
     def __repr__(self) -> str:
         return f"specflow.{self.name}"
 
@@ -112,6 +170,18 @@ GROUPS = {
     "numeric": NUMERIC,
     "all": ALL,
 }
+
+
+def _limits(dt: DType) -> tuple:
+    if dt.is_bool:
+        return (False, True)
+    if dt.is_integer:
+        info = np.iinfo(dt.numpy)
+        return (int(info.min), int(info.max))
+    if dt.is_floating:
+        info = np.finfo(dt.numpy)
+        return (float(info.min), float(info.max))
+    raise TypeError(f"{dt.name} has no limits")
 
 
 def as_dtype(value) -> DType:
