@@ -54,11 +54,14 @@ def _load(path: Path, overrides: list[str] | None, run=None):
     """The spec with ``overrides``. An error then names the --set flags (or, for ``run``, the
     RunConfig whose flags made the overrides, the run's remembered --seed/--set) that were applied:
     a shape mismatch after ``--set nodes.hidden.units=7`` is the --set's doing."""
+    from specflow.io.tf_functions import check_spec_writes_no_files
     from specflow.schema.loader import load_spec
 
     _check_spec_path(path)
     with noting_flags(overrides, run, SpecflowError):
-        return load_spec(str(path), overrides=list(overrides or []))
+        s = load_spec(str(path), overrides=list(overrides or []))
+        check_spec_writes_no_files(s.graph_def)  # a SaveV2/MergeV2Checkpoints of paths the spec names
+    return s
 
 
 def _check_format(fmt: str, allowed=("table", "json", "dot")) -> str:
@@ -128,7 +131,7 @@ def inspect(
     devices: str | None = DevicesOpt,
     fetch: list[str] | None = typer.Option(None, "--fetch", help="Tensor to fetch (default: signature outputs)."),
     feed: list[str] | None = typer.Option(None, "--feed", help="Tensor that is fed (default: every input)."),
-    batch_size: int | None = typer.Option(None, "--batch-size", min=1, help="Size of unknown leading dims (for bytes/step)."),
+    batch_size: int | None = typer.Option(None, "--batch-size", min=1, max=2**63 - 1, help="Size of unknown leading dims (for bytes/step)."),
     soft_placement: bool = typer.Option(False, "--soft-placement", help="Relax device constraints that cannot be met."),
     optimize: bool = typer.Option(False, "--optimize", help="With --placed: show the graph after the optimizer (folding, fusion)."),
     cluster: str | None = typer.Option(None, "--cluster", help="Place on a cluster, e.g. local:ps=1,worker=2 (Ray is not started)."),
@@ -335,7 +338,7 @@ def _default_logdir(spec: Path) -> Path:
 def train(
     spec: Path = typer.Argument(..., help="The model spec (YAML) with a train: section."),
     logdir: Path | None = typer.Option(None, "--logdir", help="Checkpoints and summaries (default: runs/<spec name>)."),
-    steps: int | None = typer.Option(None, "--steps", min=1, help="Train up to this global step (default: train.steps)."),
+    steps: int | None = typer.Option(None, "--steps", min=1, max=2**63 - 1, help="Train up to this global step (default: train.steps)."),
     resume: bool = typer.Option(False, "--resume", help="Continue the run in --logdir from its latest checkpoint, "
                                 "with the run's own --seed and --set (remembered in LOGDIR/run.json)."),
     seed: int | None = typer.Option(None, "--seed", min=0, max=2**63 - 1,
@@ -454,6 +457,7 @@ def export(
         _check_spec_path(spec)
         s = _load(spec, set_)
     else:
+        _check_logdir(logdir)  # a file given as --logdir is "not a directory", as for eval
         s = _load_with_run_flags(spec, logdir, set_)
     _quiet_numeric_warnings()
     result = export_model(s, logdir, output, fmt=export_format, step=checkpoint,

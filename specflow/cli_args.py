@@ -160,7 +160,7 @@ def _read_feed(text: str, option: str = "--feed"):
 
 
 def _check_logdir(logdir: Path) -> None:
-    """A logdir read from (eval, run --checkpoint) must be a directory that exists."""
+    """A logdir read from (eval, export, run --checkpoint) must be a directory that exists."""
     if not logdir.exists():
         raise UserError(f"{logdir}: no such directory (train the model with --logdir {logdir} first)")
     if not logdir.is_dir():

@@ -27,6 +27,8 @@ from __future__ import annotations
 import math
 import os
 import re
+import shutil
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -91,16 +93,34 @@ def import_model(source, out, overwrite: bool = False) -> ImportResult:
         names = _spec_names(graph)
         variables = _variable_values(model, graph, names)
         trainable = _trainable(model.meta_graph, model.graph_def)
-    _clear_beside(ckpt_dir, const_dir)
-    writer = _SpecWriter(names, const_dir, f"{ckpt_dir.name}/{ckpt.name}", trainable)
-    body = writer.write(graph, variables, sigs, _ident(stem), source)
     out.parent.mkdir(parents=True, exist_ok=True)
-    if variables:
-        CheckpointManager(str(ckpt_dir), prefix=CHECKPOINT_PREFIX).save({names[n]: v for n, v in variables.items()}, 0)
-    out.write_text(body)
+    # Everything is written into a hidden directory beside the spec, laid out as it will be, and
+    # renamed into place only once written: a failed write (ENOSPC, Ctrl-C) leaves neither a torn
+    # import nor, with --overwrite, a previous import with its checkpoint already deleted.
+    staging = Path(tempfile.mkdtemp(prefix=f".{stem}.import-", dir=out.parent))
+    try:
+        writer = _SpecWriter(names, staging / const_dir.name, f"{ckpt_dir.name}/{ckpt.name}", trainable)
+        body = writer.write(graph, variables, sigs, _ident(stem), source)
+        if variables:
+            CheckpointManager(str(staging / ckpt_dir.name), prefix=CHECKPOINT_PREFIX).save(
+                {names[n]: v for n, v in variables.items()}, 0)
+        (staging / out.name).write_text(body)
+        for final in (ckpt_dir, const_dir):  # a previous import's (_check_beside passed) goes with staging
+            if final.is_dir() and not final.is_symlink():
+                os.rename(final, staging / f"previous-{final.name}")
+            if (staging / final.name).exists():
+                os.rename(staging / final.name, final)
+        os.replace(staging / out.name, out)
+    except (OSError, SpecflowError) as e:  # named as the files it was writing will be, not staging's
+        text = e.format() if isinstance(e, SpecflowError) else f"{e.filename}: {e.strerror}"
+        for written, final in ((staging.resolve(), out.parent.resolve()), (staging, out.parent)):
+            text = text.replace(str(written), str(final))
+        raise ExportError(text) from None
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
     return ImportResult(out, len(writer.nodes), list(writer.inputs), {
-        names[n]: (str(v.dtype), list(v.shape)) for n, v in variables.items()}, writer.files,
-        ckpt if variables else None, list(sigs))
+        names[n]: (str(v.dtype), list(v.shape)) for n, v in variables.items()},
+        [const_dir / f.name for f in writer.files], ckpt if variables else None, list(sigs))
 
 
 _IMPORT_FILES = (re.compile(re.escape(CHECKPOINT_PREFIX) + r"-0\.(index|data-\d{5}-of-\d{5})|checkpoint"),
@@ -124,14 +144,6 @@ def _check_beside(ckpt_dir: Path, const_dir: Path, overwrite: bool) -> None:
                               "move it or choose another --out")
         if entries and not overwrite:
             raise ExportError(f"{d} exists (a previous import's); pass --overwrite to replace it")
-
-
-def _clear_beside(ckpt_dir: Path, const_dir: Path) -> None:
-    """A previous import's files (``_check_beside`` passed): no stale constant or checkpoint stays."""
-    for d in (ckpt_dir, const_dir):
-        if d.is_dir() and not d.is_symlink():
-            for e in os.listdir(d):
-                (d / e).unlink()
 
 
 def _closure(graph: GraphDef, roots: list[str], inputs: set[str]) -> GraphDef:

@@ -373,6 +373,17 @@ def check_supported(graph_def: GraphDef, roots: Iterable[str], feeds: Iterable[s
                       "itself names; specflow does not run file writes from a loaded model")
 
 
+def check_spec_writes_no_files(graph_def: GraphDef) -> None:
+    """OpError at the spec line of a node that writes or deletes files (``FILE_WRITING_OPS``):
+    a spec is read from a file too, so its graph may not write or delete at paths it names
+    (``train`` and ``export`` write checkpoints and SavedModels themselves, not through the spec)."""
+    for node in graph_def.nodes:
+        if node.op in FILE_WRITING_OPS:
+            raise OpError(f"{node.op} would write or delete files at paths the spec itself names; specflow does "
+                          "not run file writes from a spec (train and export write checkpoints themselves)",
+                          node=node.name, location=node.location)
+
+
 def _describe(node: NodeDef) -> str:
     function, call = node.attrs.get(FUNCTION_ATTR), node.attrs.get(CALL_ATTR)
     if not function:

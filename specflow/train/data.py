@@ -244,12 +244,16 @@ def _csv(path: Path, label_column, header: bool, label_dtype: str = "int64") -> 
     x = np.delete(values, label, axis=1).astype(np.float32)
     if label_dtype == "float32":
         return {"x": x, "y": y.astype(np.float32)}
-    bad = np.flatnonzero(y != np.round(y))
+    # inf passes the round test, and a label from 2^53 up may have been rounded by float(): either
+    # would become another integer (int64's minimum) when cast, so both are refused too.
+    bad = np.flatnonzero((y != np.round(y)) | ~(np.abs(y) < 2.0**53))
     if bad.size:
         r = int(bad[0])
+        whole = np.isfinite(y[r]) and y[r] == np.round(y[r])
+        what = "is out of range (an integer label is below 2^53 in magnitude)" if whole else "is not an integer"
         raise SpecError(
             f"{path}: row {rows[r][0]}, column {_col(names, label, header)}: label {rows[r][1][label].strip()!r} "
-            "is not an integer (label_dtype: float32 reads a real-valued target)",
+            f"{what} (label_dtype: float32 reads a real-valued target)",
             path=where,
         )
     return {"x": x, "y": y.astype(np.int64)}

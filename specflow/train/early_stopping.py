@@ -84,6 +84,8 @@ class EarlyStoppingHook(Hook):
     def summary(self) -> str:
         """``loss 0.1234 at step 500 (best)``: for the result table."""
         v = self.verdict
+        if not self.evals:  # fewer steps than train.eval.every_steps: the final evaluation is not judged
+            return f"{self.config.metric}: no periodic evaluation yet"
         if v.best is None:
             return f"{self.config.metric}: no finite value yet"
         return f"best {self.config.metric} {v.best:.4f} at step {v.best_step}"

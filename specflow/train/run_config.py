@@ -149,6 +149,15 @@ def latest_step(logdir: Path) -> int | None:
     return int(m.group(1)) if m else None
 
 
+def _uncleared(logdir: Path) -> list[str]:
+    """The run files in ``logdir`` that ``clear`` leaves (symlinks, directories: not this run's
+    to delete) but that would still make the logdir hold a run (a ``checkpoint`` state or event
+    files), so the fresh trainer would refuse it after the old run's own files were gone."""
+    return sorted(p.name for p in Path(logdir).iterdir()
+                  if (p.name == "checkpoint" or p.name.startswith("events.out.tfevents."))
+                  and (p.is_symlink() or not p.is_file()))
+
+
 def clear(logdir: Path) -> list[str]:
     """Remove a previous run's files (``--overwrite``): checkpoints, state, events, run.json and
     eval/'s events; anything else in the logdir is the user's and stays."""
@@ -187,6 +196,11 @@ def plan_train(spec: Path, logdir: Path, seed: int | None, sets: list[str] | Non
                             "to start the run again, use --overwrite")
     stored = read(logdir) if logdir.is_dir() and not overwrite else None  # --overwrite: even a torn one
     trained = latest_step(logdir) is not None if logdir.is_dir() else False
+    if overwrite and logdir.is_dir() and (left := _uncleared(logdir)):
+        # Checked before anything is removed: clearing the run's own files and then refusing
+        # would lose the old run without starting the new one.
+        raise TrainingError(f"--overwrite: {logdir} holds {', '.join(left)}, a symlink or directory that is not "
+                            "this run's to remove; remove it yourself or choose another --logdir")
     if overwrite or not trained and (stored is not None or not has_run(logdir)):
         # Nothing trained yet (or a first step that failed): there is nothing to continue.
         if resume and stored is None:

@@ -48,9 +48,23 @@ def test_missing_file_is_user_error():
     assert "no such file" in r.output
 
 
-def test_usage_error_exit_2():
+def test_usage_error_exit_2(tmp_path):
     r = run("inspect", MLP, "--format", "xml")
     assert r.exit_code == 2
+    # a step count past int64 trained on forever instead (global_step cannot reach it); one
+    # epoch of data ends such a run should the check go
+    train = ("train", MLP, "--logdir", tmp_path / "run", "--set", "train.data.epochs=1", "--steps", 2**63)
+    for args in (train, ("inspect", MLP, "--placed", "--batch-size", 2**63)):
+        r = run(*args)
+        assert r.exit_code == 2 and "less than or equal to" in r.output, r.output
+    assert not (tmp_path / "run").exists()
+
+
+def test_export_of_a_logdir_that_is_a_file_says_so(tmp_path):
+    (tmp_path / "run").write_text("")
+    r = run("export", MLP, "--logdir", tmp_path / "run", "--out", tmp_path / "e")
+    assert r.exit_code == 1 and "run: not a directory" in r.output, r.output  # was "no such directory"
+    assert not (tmp_path / "e").exists()
 
 
 def test_inspect_formats():

@@ -54,3 +54,60 @@ def test_a_state_file_naming_a_path_outside_is_one_error_and_deletes_nothing(tmp
         one_error(cli(*cmd), "passwd")
     assert (outside / "passwd.index").read_text() == "root"
     assert not Path(tmp_path / "exp").exists()
+
+
+def test_overwrite_refuses_a_symlinked_event_file_before_removing_anything(tmp_path):
+    """A symlinked `events.out.tfevents.*` (or a `checkpoint` directory) is not the run's to
+    remove, so `clear` left it, and the fresh trainer then refused the logdir as "already holds
+    a training run": --overwrite had deleted the old run's checkpoints and started no new one."""
+    spec, logdir = spec_file(tmp_path), tmp_path / "run"
+    ok("train", spec, "--logdir", logdir)
+    victim = tmp_path / "elsewhere.events"
+    victim.write_bytes(b"theirs")
+    os.symlink(victim, logdir / "events.out.tfevents.1.planted")
+    before = sorted(p.name for p in logdir.iterdir())
+    one_error(cli("train", spec, "--logdir", logdir, "--overwrite"), "--overwrite", "events.out.tfevents.1.planted")
+    assert sorted(p.name for p in logdir.iterdir()) == before  # the old run is all there
+    assert victim.read_bytes() == b"theirs"
+    assert "already at step 4; nothing to do" in ok("train", spec, "--logdir", logdir)
+
+
+SAVING_SPEC = """
+specflow: 1
+name: saver
+inputs:
+  x: {{dtype: float32, shape: [2]}}
+nodes:
+  w: {{op: {op}, inputs: [{{op: Const, value: {a}, dtype: string}}, {{op: Const, value: {b}, dtype: string}}{more}]}}
+  y: {{op: Identity, inputs: [x], after: [w]}}
+signatures:
+  serving_default: {{inputs: {{x: x}}, outputs: {{y: y}}}}
+"""
+
+
+def test_a_spec_does_not_write_or_delete_files_at_paths_it_names(tmp_path):
+    """A spec node SaveV2 wrote a bundle wherever the spec said, and MergeV2Checkpoints merged a
+    bundle outside into another and deleted it, with its directory: `specflow run` of someone
+    else's spec deleted the user's checkpoint. Refused at the node's line, by every command."""
+    import numpy as np
+
+    victim_dir = tmp_path / "theirs"
+    victim_dir.mkdir()
+    bundle = {"ckpt-1.index": b"index", "ckpt-1.data-00000-of-00001": b"data"}
+    for name, data in bundle.items():
+        (victim_dir / name).write_bytes(data)
+    np.save(tmp_path / "x.npy", np.ones(2, np.float32))
+    specs = {
+        "SaveV2": SAVING_SPEC.format(op="SaveV2", a=f'"{tmp_path / "out" / "written"}"', b='["x"]',
+                                     more=', {op: Const, value: [""], dtype: string}, x'),
+        "MergeV2Checkpoints": SAVING_SPEC.format(op="MergeV2Checkpoints", a=f'["{victim_dir / "ckpt-1"}"]',
+                                                 b=f'"{tmp_path / "stolen"}"', more=""),
+    }
+    for op, text in specs.items():
+        spec = spec_file(tmp_path, text, f"{op}.yaml")
+        for cmd in (("validate", spec), ("run", spec, "--fetch", "y", "--feed", f"x={tmp_path / 'x.npy'}"),
+                    ("export", spec, "--out", tmp_path / "export")):
+            one_error(cli(*cmd), f"{op}.yaml:7:3: node 'w': {op} would write or delete files")
+    assert {p.name: p.read_bytes() for p in victim_dir.iterdir()} == bundle
+    assert not (tmp_path / "out").exists() and not list(tmp_path.glob("stolen*"))
+    assert not (tmp_path / "export").exists()

@@ -4,6 +4,7 @@ beside them, and reproduce TensorFlow's recorded outputs when the spec itself is
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
@@ -298,3 +299,39 @@ def test_import_never_clobbers_a_directory_beside_the_spec_it_did_not_write(tmp_
     with pytest.raises(ExportError, match="holds 'notes.txt'"):
         import_model(TF2 / "frozen_cnn.pb", out, overwrite=True)
     assert (tmp_path / "cnn_constants" / "notes.txt").read_text() == "mine"
+
+
+def test_a_failed_import_leaves_the_previous_one_whole_and_nothing_new(tmp_path, monkeypatch):
+    """The checkpoint written last failed (ENOSPC): a first import left an empty
+    `m_checkpoint/` (and its constants) behind, and one with --overwrite had already deleted the
+    previous import's checkpoint and constants, its spec left naming them."""
+    import errno
+
+    import specflow.export.importer as importer
+
+    def tree():
+        return {str(p.relative_to(tmp_path)): p.read_bytes() for p in sorted(tmp_path.rglob("*")) if p.is_file()}
+
+    class FullDisk(importer.CheckpointManager):
+        def save(self, *args, **kwargs):
+            os.makedirs(self.directory, exist_ok=True)
+            Path(self.directory, "model.ckpt-0.index").write_bytes(b"half")
+            raise OSError(errno.ENOSPC, "No space left on device", str(Path(self.directory, "model.ckpt-0.index")))
+
+    out = tmp_path / "cnn.yaml"
+    with monkeypatch.context() as m:
+        m.setattr(importer, "CheckpointManager", FullDisk)
+        with pytest.raises(ExportError, match=r"cnn_checkpoint/model.ckpt-0.index: No space left on device"):
+            import_model(KERAS / "mlp", out)
+    assert tree() == {} and list(tmp_path.iterdir()) == []  # no staging directory left either
+    import_model(KERAS / "mlp", out)
+    before = tree()
+    assert "cnn_checkpoint/model.ckpt-0.index" in before
+    with monkeypatch.context() as m:
+        m.setattr(importer, "CheckpointManager", FullDisk)
+        with pytest.raises(ExportError, match="No space left on device") as info:
+            import_model(KERAS / "mlp", out, overwrite=True)
+    assert ".cnn.import-" not in info.value.format()  # named as the import's files, not the staging's
+    assert tree() == before and sorted(p.name for p in tmp_path.iterdir()) == ["cnn.yaml", "cnn_checkpoint"]
+    np.testing.assert_allclose(run_spec(out, "serving_default", recorded(KERAS / "mlp.npz")[0])["output_0"],
+                               recorded(KERAS / "mlp.npz")[1]["output_0"], rtol=0, atol=1e-5)

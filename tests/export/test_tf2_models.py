@@ -99,6 +99,11 @@ def test_bad_graph_files_are_one_clear_error(tmp_path):
     with pytest.raises(ExportError, match="no such file") as info:
         load_model(tmp_path / "missing.pb")
     assert info.value.format().count("missing.pb") == 1  # the path once, not "missing.pb: missing.pb: ..."
+    unknown = tmp_path / "unknown.pbtxt"  # its one sink's op unknown: was "every node's output is read"
+    unknown.write_text('node { name: "x" op: "Placeholder" attr { key: "dtype" value { type: DT_FLOAT } } }\n'
+                       'node { name: "y" op: "NoSuchOp" input: "x" }\n')
+    with pytest.raises(ExportError, match=r"uses op 'NoSuchOp' \(node 'y'\), which specflow does not support"):
+        load_model(unknown)
 
 
 runner = CliRunner()

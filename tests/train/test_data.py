@@ -60,6 +60,11 @@ def test_csv_without_header(tmp_path):
         ("1,0\n", {"header": False, "label_column": 5}, r"label_column 5 is out of range"),
         ("a,label\n", {}, r"has no data rows"),
         ("1,x\n", {"header": False, "label_column": 0}, r"row 1, column 1: 'x' is not a number"),
+        # inf and labels past 2^53 were cast to int64's minimum, a silently wrong class
+        ("a,label\n1,0\n2,inf\n", {}, r"row 3, column 'label': label 'inf' is not an integer"),
+        ("a,label\n1,0\n2,-inf\n", {}, r"row 3, column 'label': label '-inf' is not an integer"),
+        ("a,label\n1,1e30\n", {}, r"row 2, column 'label': label '1e30' is out of range"),
+        ("a,label\n1,9007199254740993\n", {}, r"label '9007199254740993' is out of range"),
     ],
 )
 def test_csv_errors(tmp_path, text, source, message):
@@ -164,3 +169,9 @@ def test_stratified_split_holds_out_each_class_in_proportion():
     assert np.array_equal(again["x"], test["x"])
     with pytest.raises(SpecError, match="cannot stratify by 'label'"):
         split_arrays({"x": x, "y": y}, 0.2, seed=3, stratify="label")
+
+
+def test_csv_labels_below_2_to_the_53_are_exact(tmp_path):
+    (tmp_path / "d.csv").write_text("a,label\n1,9007199254740991\n2,-9007199254740991\n")
+    d = load_source({"csv": "d.csv", "label_column": "label", "header": True}, tmp_path)
+    np.testing.assert_array_equal(d["y"], np.array([2**53 - 1, -(2**53 - 1)], np.int64))

@@ -35,3 +35,14 @@ def test_a_nan_evaluation_is_no_improvement_and_auto_reads_the_name():
     assert (v.stopped_at, v.best, v.best_step) == (20, 1.0, 10)
     assert EarlyStoppingConfig(metric="accuracy").direction() == "max"
     assert EarlyStoppingConfig(metric="objective").direction() is None
+
+
+def test_the_summary_before_any_periodic_evaluation_says_so(tmp_path):
+    """A run shorter than eval.every_steps said "loss: no finite value yet" beside a finite
+    final eval loss: none had been judged, not none finite."""
+    from specflow.train.early_stopping import EarlyStoppingHook
+
+    cfg = EarlyStoppingConfig(metric="loss")
+    assert EarlyStoppingHook(cfg, None, tmp_path, []).summary() == "loss: no periodic evaluation yet"
+    assert EarlyStoppingHook(cfg, None, tmp_path, [(500, math.nan)]).summary() == "loss: no finite value yet"
+    assert EarlyStoppingHook(cfg, None, tmp_path, [(500, 0.5), (1000, 0.25)]).summary() == "best loss 0.2500 at step 1000"
