@@ -510,3 +510,4 @@ def __getattr__(name: str):
 
 __all__ = ["layers", "losses", "optimizers", "utils", "callbacks", "Model", "Sequential", "Input",  # noqa: F822
            "initializers", "regularizers", "constraints", "metrics", "activations", "backend", "ops"]  # (Model: __getattr__)
+from specflow.api import keras_layers_extra  # noqa: E402, F401 (registers its layers on sf.keras.layers)

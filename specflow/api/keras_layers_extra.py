@@ -1,0 +1,764 @@
+"""Still more of ``sf.keras.layers``, each Keras 3's math, arguments and weight layout:
+``TimeDistributed``, ``Attention``/``AdditiveAttention``, ``UnitNormalization``,
+``GroupNormalization``, ``PReLU``, the training-only noise layers (``GaussianNoise``,
+``GaussianDropout``, ``SpatialDropout1D/2D/3D``: identity unless called with ``training=True``),
+``ActivityRegularization``, ``UpSampling1D``, ``ZeroPadding1D``, ``Cropping1D``, the 3-D
+pooling layers and ``Conv3D``, ``Conv1DTranspose``, ``SeparableConv1D``, ``DepthwiseConv1D``.
+Keras's preprocessing layers (``Rescaling``, ``Normalization``, ``CategoryEncoding``,
+``Discretization``, ``Resizing``, ``CenterCrop``) are in api/keras_layers_preprocessing.py.
+
+``activity_regularizer=`` (and ``ActivityRegularization``) adds Keras's penalty of the layer's
+last output divided by its batch size to ``layer.losses`` (so ``fit`` trains with it);
+``kernel_constraint=`` etc. are applied after each optimizer update, as ``add_weight``'s."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from specflow.api import keras_constraints as constraints
+from specflow.api import keras_initializers as initializers
+from specflow.api import keras_regularizers as regularizers
+from specflow.api import nn, nn_more, tf_array_names, tf_names
+from specflow.api.keras import Layer, _activation, _known
+from specflow.api.keras import layers as keras_layers
+from specflow.api.keras_layers_more import _pad, _tuple
+from specflow.api.op_functions import call
+from specflow.errors import GraphError
+
+_EPSILON = 1e-7  # Keras's backend epsilon
+
+
+def _data_format(value, layer: str) -> str:
+    """Keras's standardize_data_format (None: channels_last, the default image_data_format)."""
+    fmt = "channels_last" if value is None else str(value).lower()
+    if fmt not in ("channels_last", "channels_first"):
+        raise GraphError(f"layer '{layer}': data_format must be 'channels_last' or 'channels_first', got {value!r}")
+    return fmt
+
+
+def to_last(x, fmt: str):
+    """channels_first input as channels_last (the ops here compute channels-last)."""
+    if fmt == "channels_last":
+        return x
+    r = x.shape.rank
+    return tf_names.transpose(x, [0, *range(2, r), 1])
+
+
+def from_last(y, fmt: str):
+    if fmt == "channels_last":
+        return y
+    r = y.shape.rank
+    return tf_names.transpose(y, [0, r - 1, *range(1, r - 1)])
+
+
+def add_activity_loss(layer, regularizer, outputs) -> None:
+    """Keras's activity regularization: ``regularizer(output) / batch size`` of this call's
+    output, in ``layer.losses`` until the next call (Keras clears a layer's losses per call)."""
+    if regularizer is None:
+        return
+
+    def penalty(out, reg=regularizer):
+        loss = tf_names._t(reg(out))
+        if out.shape.rank:
+            loss = tf_names.divide_no_nan(loss, tf_names.cast(tf_names.shape(out)[0], loss.dtype))
+        return loss
+
+    entries = [e for e in layer.__dict__.get("_sf_regularizers", []) if not getattr(e[1], "_sf_activity", False)]
+    penalty._sf_activity = True
+    outs = outputs if isinstance(outputs, (list, tuple)) else [outputs]
+    layer.__dict__["_sf_regularizers"] = entries + [(o, penalty) for o in outs]
+
+
+def _weight(layer, attr: str, value, regularizer=None, constraint=None, trainable: bool = True):
+    var = layer._own_weight(attr, value, trainable=trainable, regularizer=regularizer)
+    var.constraint = constraints.get(constraint)
+    return var
+
+
+# --- wrappers ------------------------------------------------------------------------------------
+
+
+class TimeDistributed(Layer):
+    """``layer``'s ``call`` on each time step ([batch, time, ...] -> [batch, time, ...]), one call
+    per step with the step's mask as Keras does (so a BatchNormalization inside takes each step's
+    moments); the weights are ``layer``'s (saved under ``layer``, Keras's Wrapper)."""
+
+    supports_masking = True
+
+    def __init__(self, layer, name: str | None = None):
+        if not isinstance(layer, Layer):
+            raise ValueError("Please initialize `TimeDistributed` layer with a `keras.layers.Layer` instance. "
+                             f"Received: {layer}")
+        super().__init__(name)
+        self.layer = layer
+
+    def build(self, input_shape):
+        if not isinstance(input_shape, (tuple, list)) or len(input_shape) < 3:
+            raise ValueError("`TimeDistributed` Layer should be passed an `input_shape` with at least 3 dimensions, "
+                             f"received: {input_shape}")
+        if not self.layer.built:
+            self.layer.build([input_shape[0], *input_shape[2:]])
+            self.layer.built = True
+
+    def _step(self, x, mask, training):
+        from specflow.api.keras import _parameters
+
+        fn = self.layer.call if type(self.layer).call is not Layer.call else self.layer
+        params = _parameters(fn)
+        kwargs = {}
+        if mask is not None and (params is None or "mask" in params):
+            kwargs["mask"] = mask
+        if params is None or "training" in params:
+            kwargs["training"] = training
+        return fn(x, **kwargs)
+
+    def call(self, x, training=None, mask=None):
+        if mask is not None:
+            mask = tf_names._t(mask)
+            if mask.shape.rank < 2:
+                raise ValueError("The `mask` passed to the `TimeDistributed` layer must be at least 2D (e.g., "
+                                 f"`(batch_size, timesteps)`), but it has {mask.shape.rank} dimension(s) with shape "
+                                 f"{mask.shape}.")
+            for i in (0, 1):
+                a, b = x.shape[i], mask.shape[i]
+                if a is not None and b is not None and a != b:
+                    raise ValueError(f"The `mask` passed to the `TimeDistributed` layer has a shape {mask.shape} "
+                                     f"that is incompatible with the input shape {x.shape}.")
+        steps = x.shape[1]
+        if steps is not None:
+            outs = [self._step(x[:, i], None if mask is None else mask[:, i], training) for i in range(steps)]
+            return tf_names.stack(outs, axis=1)
+        # an unknown number of steps: batch and time merged into one call (a batch-statistics layer
+        # inside sees all steps at once here, where Keras's vectorized_map would not)
+        dyn = tf_names.shape(x)
+        merged = tf_names.reshape(x, tf_names.concat([[-1], dyn[2:]], 0))
+        y = self._step(merged, None, training)
+        return tf_names.reshape(y, tf_names.concat([dyn[:2], tf_names.shape(y)[1:]], 0))
+
+
+# --- attention -----------------------------------------------------------------------------------
+
+
+class Attention(Layer):
+    """Keras's dot-product (Luong) attention on ``[query, value]`` or ``[query, value, key]``:
+    scores ``query @ key^T`` (times ``scale`` with ``use_scale``) or, ``score_mode="concat"``,
+    ``concat_score_weight * sum(tanh(scale * (q + k)))``; masked value steps get ``scores - 1e9``,
+    ``use_causal_mask`` hides later steps, a masked query step's output is 0, and the output
+    carries the query's mask. ``return_attention_scores=True`` also returns the softmax."""
+
+    supports_masking = True
+
+    def __init__(self, use_scale: bool = False, score_mode: str = "dot", dropout: float = 0.0, seed=None,
+                 name: str | None = None):
+        super().__init__(name)
+        self.use_scale, self.score_mode, self.dropout, self.seed = use_scale, score_mode, float(dropout), seed
+        if score_mode not in ("dot", "concat"):
+            raise ValueError("Invalid value for argument score_mode. Expected one of {'dot', 'concat'}. "
+                             f"Received: score_mode={score_mode}")
+
+    def _validate(self, inputs, mask=None):
+        cls = type(self).__name__
+        if not isinstance(inputs, (list, tuple)):
+            raise ValueError(f"{cls} layer must be called on a list of inputs, namely [query, value] or "
+                             f"[query, value, key]. Received: inputs={inputs}.")
+        if not 2 <= len(inputs) <= 3:
+            raise ValueError(f"{cls} layer accepts inputs list of length 2 or 3, namely [query, value] or "
+                             f"[query, value, key]. Received length: {len(inputs)}.")
+        if mask is not None and (not isinstance(mask, (list, tuple)) or not 2 <= len(mask) <= 3):
+            raise ValueError(f"{cls} layer mask must be a list, namely [query_mask, value_mask]. Received: mask={mask}.")
+
+    def build(self, input_shape):
+        self._validate(input_shape)
+        if self.use_scale:
+            _weight(self, "scale", np.ones((), np.float32))
+        if self.score_mode == "concat":
+            _weight(self, "concat_score_weight", np.ones((), np.float32))
+
+    def _scores(self, q, k):
+        scale = self.scale if self.use_scale else None
+        if self.score_mode == "dot":
+            scores = tf_names.matmul(q, k, transpose_b=True)
+            return scores * scale if scale is not None else scores
+        qk = tf_names.expand_dims(q, -2) + tf_names.expand_dims(k, -3)
+        if scale is not None:
+            qk = scale * qk
+        return self.concat_score_weight * tf_names.reduce_sum(tf_names.tanh(qk), axis=-1)
+
+    def call(self, inputs, mask=None, training=False, return_attention_scores: bool = False,
+             use_causal_mask: bool = False):
+        self._validate(inputs, mask)
+        q, v = inputs[0], inputs[1]
+        k = inputs[2] if len(inputs) > 2 else v
+        q_mask = mask[0] if mask else None
+        v_mask = mask[1] if mask else None
+        scores = self._scores(q, k)
+        scores_mask = None if v_mask is None else tf_names.expand_dims(tf_names.cast(v_mask, "bool"), -2)
+        if use_causal_mask:
+            tq, tv = scores.shape[-2], scores.shape[-1]
+            if tq is None or tv is None:
+                raise GraphError(f"layer '{self.name}': use_causal_mask needs the query and value lengths known")
+            causal = np.tril(np.ones((tq, tv), bool))[None]
+            scores_mask = causal if scores_mask is None else tf_names.logical_and(scores_mask, causal)
+        if scores_mask is not None:
+            scores = tf_names.where(scores_mask, scores, scores - np.float32(1e9))
+        weights = nn.softmax(scores, axis=-1)
+        dropped = nn.dropout(weights, self.dropout, seed=self.seed) if training and self.dropout > 0 else weights
+        out = tf_names.matmul(dropped, v)
+        if q_mask is not None:
+            keep = tf_names.expand_dims(tf_names.cast(q_mask, "bool"), -1)
+            out = tf_names.where(keep, out, np.zeros((), out.dtype.numpy))
+        return (out, weights) if return_attention_scores else out
+
+    def compute_mask(self, inputs, mask=None):
+        self._validate(inputs, mask)
+        if mask is None or mask[0] is None:
+            return None
+        return tf_names._t(mask[0])
+
+
+class AdditiveAttention(Attention):
+    """Bahdanau attention: scores ``sum(scale * tanh(q + k))``, ``scale`` a [dim] weight
+    (glorot-uniform) with ``use_scale``."""
+
+    def __init__(self, use_scale: bool = True, dropout: float = 0.0, seed=None, name: str | None = None):
+        super().__init__(use_scale=use_scale, dropout=dropout, seed=seed, name=name)
+
+    def build(self, input_shape):
+        self._validate(input_shape)
+        dim = _known(input_shape[0], "query features", self.name)
+        if self.use_scale:
+            _weight(self, "scale", initializers.make("glorot_uniform", (dim,)))
+
+    def _scores(self, q, k):
+        t = tf_names.tanh(tf_names.expand_dims(q, -2) + tf_names.expand_dims(k, -3))
+        return tf_names.reduce_sum(self.scale * t if self.use_scale else t, axis=-1)
+
+
+# --- normalization and activation ----------------------------------------------------------------
+
+
+class UnitNormalization(Layer):
+    """x * min(rsqrt(sum(x^2, axis)), 1e12): unit L2 norm along ``axis`` (Keras's ops.normalize)."""
+
+    supports_masking = True
+
+    def __init__(self, axis=-1, name: str | None = None):
+        super().__init__(name)
+        if isinstance(axis, (list, tuple)):
+            self.axis = [int(a) for a in axis]
+        elif isinstance(axis, (int, np.integer)):
+            self.axis = int(axis)
+        else:
+            raise TypeError(f"Invalid value for `axis` argument: expected an int or a list/tuple of ints. "
+                            f"Received: axis={axis}")
+        self.built = True
+
+    def call(self, x, training=None):
+        inv = tf_names.rsqrt(tf_names.reduce_sum(tf_names.square(x), axis=self.axis, keepdims=True))
+        return x * tf_names.minimum(inv, np.asarray(1e12, x.dtype.numpy))
+
+
+class GroupNormalization(Layer):
+    """Keras's: the channels (``axis``) split into ``groups``, each normalized over its channels
+    and the non-batch axes (biased variance), then ``gamma``/``beta`` per channel, arranged as
+    Keras's (inv = rsqrt(var + eps) * gamma; x * inv + (beta - mean * inv)). ``groups=-1``:
+    one group per channel (instance normalization)."""
+
+    supports_masking = True
+
+    def __init__(self, groups: int = 32, axis: int = -1, epsilon: float = 1e-3, center: bool = True,
+                 scale: bool = True, beta_initializer="zeros", gamma_initializer="ones", beta_regularizer=None,
+                 gamma_regularizer=None, beta_constraint=None, gamma_constraint=None, name: str | None = None):
+        if not isinstance(groups, (int, np.integer)) or (groups <= 0 and groups != -1):
+            raise ValueError("Received an invalid value for argument `groups`, expected a positive integer (or `-1` "
+                             f"for instance normalization). Received: groups={groups}")
+        super().__init__(name)
+        self.groups, self.axis, self.epsilon, self.center, self.scale = int(groups), int(axis), float(epsilon), center, scale
+        self.beta_initializer, self.gamma_initializer = initializers.get(beta_initializer), initializers.get(gamma_initializer)
+        self.beta_regularizer, self.gamma_regularizer = regularizers.get(beta_regularizer), regularizers.get(gamma_regularizer)
+        self.beta_constraint, self.gamma_constraint = beta_constraint, gamma_constraint
+
+    def build(self, input_shape):
+        dim = input_shape[self.axis]
+        if dim is None:
+            raise ValueError(f"Axis {self.axis} of input tensor should have a defined dimension but the layer received "
+                             f"an input with shape {input_shape}.")
+        if self.groups == -1:
+            self.groups = int(dim)
+        if dim < self.groups:
+            raise ValueError(f"Number of groups ({self.groups}) cannot be more than the number of channels ({dim}).")
+        if dim % self.groups:
+            raise ValueError(f"Number of groups ({self.groups}) must be a multiple of the number of channels ({dim}).")
+        self._rank = len(input_shape)
+        if self.scale:
+            _weight(self, "gamma", initializers.make(self.gamma_initializer, (dim,)), self.gamma_regularizer,
+                    self.gamma_constraint)
+        if self.center:
+            _weight(self, "beta", initializers.make(self.beta_initializer, (dim,)), self.beta_regularizer,
+                    self.beta_constraint)
+
+    def call(self, x, training=None):
+        r, a = x.shape.rank, self.axis % x.shape.rank
+        dims, dyn = x.shape.as_list(), tf_names.shape(x)
+        per = dims[a] // self.groups
+        grouped = [-1] + [d if d is not None else dyn[i + 1] for i, d in enumerate(dims[1:])]
+        grouped[a:a + 1] = [self.groups, per]
+        shape = tf_names.stack([np.int32(d) if isinstance(d, int) else d for d in grouped]) \
+            if any(not isinstance(d, int) for d in grouped) else grouped
+        g = tf_names.reshape(x, shape)
+        mean, variance = nn.moments(g, axes=[i for i in range(1, r + 1) if i != a], keepdims=True)
+        inv = tf_names.rsqrt(variance + np.float32(self.epsilon))
+        bshape = [1] * (r + 1)
+        bshape[a], bshape[a + 1] = self.groups, per
+        if self.scale:
+            inv = inv * tf_names.reshape(self.gamma, bshape)
+        res = -mean * inv
+        if self.center:
+            res = res + tf_names.reshape(self.beta, bshape)
+        return tf_names.reshape(g * inv + res, dyn)
+
+
+class PReLU(Layer):
+    """relu(x) - alpha * relu(-x), ``alpha`` of the input's non-batch shape (1 along ``shared_axes``)."""
+
+    supports_masking = True
+
+    def __init__(self, alpha_initializer="Zeros", alpha_regularizer=None, alpha_constraint=None, shared_axes=None,
+                 name: str | None = None):
+        super().__init__(name)
+        self.alpha_initializer = initializers.get(alpha_initializer)
+        self.alpha_regularizer = regularizers.get(alpha_regularizer)
+        self.alpha_constraint = alpha_constraint
+        if shared_axes is None:
+            self.shared_axes = None
+        else:
+            self.shared_axes = [int(a) for a in (shared_axes if isinstance(shared_axes, (list, tuple)) else [shared_axes])]
+
+    def build(self, input_shape):
+        shape = list(input_shape[1:])
+        for i in self.shared_axes or ():
+            shape[i - 1] = 1
+        if None in shape:
+            raise GraphError(f"layer '{self.name}' needs the non-batch dimensions of its input known (or shared), "
+                             f"got {input_shape}")
+        _weight(self, "alpha", initializers.make(self.alpha_initializer, shape), self.alpha_regularizer,
+                self.alpha_constraint)
+
+    def call(self, x, training=None):
+        return nn.relu(x) + -self.alpha * nn.relu(-x)
+
+
+# --- regularization ------------------------------------------------------------------------------
+
+
+class GaussianNoise(Layer):
+    """x + N(0, stddev) with ``training=True``; the identity otherwise."""
+
+    supports_masking = True
+
+    def __init__(self, stddev: float, seed=None, name: str | None = None):
+        super().__init__(name)
+        if not 0 <= stddev <= 1:
+            raise ValueError("Invalid value received for argument `stddev`. Expected a float value between 0 and 1. "
+                             f"Received: stddev={stddev}")
+        self.stddev, self.seed = float(stddev), seed
+        self.built = True
+
+    def call(self, x, training=False):
+        if training and self.stddev > 0:
+            return x + tf_names.random_normal(tf_names.shape(x), 0.0, self.stddev, dtype=x.dtype, seed=self.seed)
+        return x
+
+
+class GaussianDropout(Layer):
+    """x * N(1, sqrt(rate / (1 - rate))) with ``training=True``; the identity otherwise."""
+
+    supports_masking = True
+
+    def __init__(self, rate: float, seed=None, name: str | None = None):
+        super().__init__(name)
+        if not 0 <= rate <= 1:
+            raise ValueError("Invalid value received for argument `rate`. Expected a float value between 0 and 1. "
+                             f"Received: rate={rate}")
+        self.rate, self.seed = float(rate), seed
+        self.built = True
+
+    def call(self, x, training=False):
+        if training and self.rate > 0:
+            stddev = math.sqrt(self.rate / (1.0 - self.rate))
+            return x * tf_names.random_normal(tf_names.shape(x), 1.0, stddev, dtype=x.dtype, seed=self.seed)
+        return x
+
+
+class _SpatialDropout(Layer):
+    """Dropout of whole channels (one draw per example and channel) with ``training=True``."""
+
+    supports_masking = True
+    rank = 3
+
+    def __init__(self, rate: float, data_format=None, seed=None, name: str | None = None):
+        super().__init__(name)
+        if not 0 <= rate <= 1:
+            raise ValueError(f"Invalid value received for argument `rate`. Expected a float value between 0 and 1. "
+                             f"Received: rate={rate}")
+        self.rate, self.seed = float(rate), seed
+        self.data_format = _data_format(data_format, self.name) if self.rank > 3 else "channels_last"
+
+    def call(self, x, training=False):
+        if x.shape.rank != self.rank:
+            raise ValueError(f"Input 0 of layer '{self.name}' is incompatible with the layer: expected ndim="
+                             f"{self.rank}, found ndim={x.shape.rank}. Full shape received: {x.shape}")
+        if not (training and self.rate > 0):
+            return x
+        dyn = tf_names.shape(x)
+        ones = [np.ones(1, np.int32)] * (self.rank - 2)
+        parts = [dyn[:1], *ones, dyn[-1:]] if self.data_format == "channels_last" else [dyn[:2], *ones]
+        return nn.dropout(x, self.rate, noise_shape=tf_names.concat(parts, 0), seed=self.seed)
+
+
+class SpatialDropout1D(_SpatialDropout):
+    def __init__(self, rate: float, seed=None, name: str | None = None):
+        super().__init__(rate, None, seed, name)
+
+
+class SpatialDropout2D(_SpatialDropout):
+    rank = 4
+
+
+class SpatialDropout3D(_SpatialDropout):
+    rank = 5
+
+
+class ActivityRegularization(Layer):
+    """The identity; ``l1 * sum|x| + l2 * sum x^2`` over the batch size goes to ``losses``."""
+
+    supports_masking = True
+
+    def __init__(self, l1: float = 0.0, l2: float = 0.0, name: str | None = None):
+        super().__init__(name)
+        self.l1, self.l2 = l1, l2
+        self.activity_regularizer = regularizers.L1L2(l1=l1, l2=l2)
+        self.built = True
+
+    def call(self, x, training=None):
+        add_activity_loss(self, self.activity_regularizer, x)
+        return x
+
+
+# --- 1-D reshaping -------------------------------------------------------------------------------
+
+
+class UpSampling1D(Layer):
+    """Each step repeated ``size`` times (Keras's ops.repeat on axis 1)."""
+
+    def __init__(self, size: int = 2, name: str | None = None):
+        super().__init__(name)
+        if not isinstance(size, (int, np.integer)) or isinstance(size, bool):
+            raise TypeError(f"Expected an integer value for `size`, got {type(size)}.")
+        if size <= 0:
+            raise ValueError(f"Argument `size` should be a positive integer. Received: size={size}")
+        self.size = int(size)
+
+    def call(self, x, training=None):
+        return tf_array_names.repeat(x, self.size, axis=1)
+
+
+class ZeroPadding1D(Layer):
+    def __init__(self, padding=1, data_format=None, name: str | None = None):
+        super().__init__(name)
+        self.data_format = _data_format(data_format, self.name)
+        self.padding = _tuple(padding, 2, "padding")
+
+    def call(self, x, training=None):
+        pads = [[0, 0], [0, 0], list(self.padding)]
+        if self.data_format == "channels_last":
+            pads = [[0, 0], list(self.padding), [0, 0]]
+        return tf_names.pad(x, pads)
+
+
+class Cropping1D(Layer):
+    def __init__(self, cropping=(1, 1), name: str | None = None):
+        super().__init__(name)
+        self.cropping = _tuple(cropping, 2, "cropping")
+
+    def call(self, x, training=None):
+        a, b = self.cropping
+        if x.shape[1] is not None and a + b >= x.shape[1]:
+            raise ValueError("`cropping` parameter of `Cropping1D` layer must be smaller than the input length. "
+                             f"Received: inputs.shape={x.shape}, cropping={self.cropping}")
+        return x[:, a:, :] if b == 0 else x[:, a:-b, :]
+
+
+# --- 3-D pooling ---------------------------------------------------------------------------------
+
+
+class _Pool3D(Layer):
+    op = ""
+
+    def __init__(self, pool_size=(2, 2, 2), strides=None, padding: str = "valid", data_format=None,
+                 name: str | None = None):
+        super().__init__(name)
+        self.pool_size = _tuple(pool_size, 3, "pool_size")
+        self.strides = self.pool_size if strides is None else _tuple(strides, 3, "strides")
+        self.padding = _pad(padding, self.name)
+        self.data_format = _data_format(data_format, self.name)
+
+    def call(self, x, training=None):
+        fn = nn_more.max_pool3d if self.op == "max" else nn_more.avg_pool3d
+        return from_last(fn(to_last(x, self.data_format), self.pool_size, self.strides, self.padding), self.data_format)
+
+
+class MaxPooling3D(_Pool3D):
+    op = "max"
+
+
+class AveragePooling3D(_Pool3D):
+    op = "avg"
+
+    def __init__(self, pool_size, strides=None, padding: str = "valid", data_format=None, name: str | None = None):
+        super().__init__(pool_size, strides, padding, data_format, name)
+
+
+class _Global3D(Layer):
+    op = ""
+
+    def __init__(self, data_format=None, keepdims: bool = False, name: str | None = None):
+        super().__init__(name)
+        self.data_format, self.keepdims = _data_format(data_format, self.name), keepdims
+
+    def call(self, x, training=None):
+        axes = [1, 2, 3] if self.data_format == "channels_last" else [2, 3, 4]
+        fn = tf_names.reduce_max if self.op == "max" else tf_names.reduce_mean
+        return fn(x, axis=axes, keepdims=self.keepdims)
+
+
+class GlobalAveragePooling3D(_Global3D):
+    op = "avg"
+
+
+class GlobalMaxPooling3D(_Global3D):
+    op = "max"
+
+
+# --- convolutions --------------------------------------------------------------------------------
+
+
+class _ConvBase(Layer):
+    """What Keras's convolutions share: initializers, regularizers, constraints, bias, activation,
+    ``activity_regularizer`` and ``data_format`` (channels_first computed as channels_last)."""
+
+    rank = 1
+
+    def _setup(self, kernel_size, strides, padding, data_format_, dilation_rate, activation, use_bias,
+               bias_initializer, bias_regularizer, activity_regularizer, bias_constraint, causal: bool = False):
+        r = self.rank
+        self.kernel_size = _tuple(kernel_size, r, "kernel_size")
+        self.strides, self.dilation_rate = _tuple(strides, r, "strides"), _tuple(dilation_rate, r, "dilation_rate")
+        self.padding = _pad(padding, self.name, causal=causal)
+        self.data_format = _data_format(data_format_, self.name)
+        self.activation, self.use_bias = _activation(activation), use_bias
+        self.bias_initializer, self.bias_regularizer = initializers.get(bias_initializer), regularizers.get(bias_regularizer)
+        self.bias_constraint = bias_constraint
+        self.activity_regularizer = regularizers.get(activity_regularizer)
+
+    def _channels(self, input_shape) -> int:
+        shape = list(input_shape)
+        c = shape[-1] if self.data_format == "channels_last" else shape[1]
+        if c is None:
+            raise GraphError(f"layer '{self.name}' needs its input's channels known, got {input_shape}")
+        return int(c)
+
+    def _bias(self, n: int) -> None:
+        if self.use_bias:
+            _weight(self, "bias", initializers.make(self.bias_initializer, (n,)), self.bias_regularizer,
+                    self.bias_constraint)
+
+    def call(self, x, training=None):
+        y = self._conv(to_last(x, self.data_format))
+        if self.use_bias:
+            y = nn.bias_add(y, self.bias)
+        if self.activation:
+            y = self.activation(y)
+        y = from_last(y, self.data_format)
+        add_activity_loss(self, self.activity_regularizer, y)
+        return y
+
+
+class Conv3D(_ConvBase):
+    """Kernel [kd, kh, kw, in / groups, filters]; ``groups`` > 1 convolves each channel group
+    with its share of the filters."""
+
+    rank = 3
+
+    def __init__(self, filters: int, kernel_size, strides=(1, 1, 1), padding: str = "valid", data_format=None,
+                 dilation_rate=(1, 1, 1), groups: int = 1, activation=None, use_bias: bool = True,
+                 kernel_initializer="glorot_uniform", bias_initializer="zeros", kernel_regularizer=None,
+                 bias_regularizer=None, activity_regularizer=None, kernel_constraint=None, bias_constraint=None,
+                 name: str | None = None):
+        super().__init__(name)
+        self.filters, self.groups = int(filters), int(groups)
+        if self.filters % self.groups:
+            raise ValueError(f"The number of filters must be evenly divisible by the number of groups. Received: "
+                             f"groups={groups}, filters={filters}.")
+        self._setup(kernel_size, strides, padding, data_format, dilation_rate, activation, use_bias, bias_initializer,
+                    bias_regularizer, activity_regularizer, bias_constraint)
+        self.kernel_initializer, self.kernel_regularizer = initializers.get(kernel_initializer), regularizers.get(kernel_regularizer)
+        self.kernel_constraint = kernel_constraint
+
+    def build(self, input_shape):
+        c = self._channels(input_shape)
+        if c % self.groups:
+            raise ValueError(f"The number of input channels must be evenly divisible by the number of groups. "
+                             f"Received groups={self.groups}, but the input has {c} channels "
+                             f"(full input shape is {input_shape}).")
+        shape = (*self.kernel_size, c // self.groups, self.filters)
+        _weight(self, "kernel", initializers.make(self.kernel_initializer, shape), self.kernel_regularizer,
+                self.kernel_constraint)
+        self._bias(self.filters)
+
+    def _conv(self, x):
+        if self.groups == 1:
+            return nn_more.conv3d(x, self.kernel, self.strides, self.padding, dilations=self.dilation_rate)
+        xs = tf_names.split(x, self.groups, axis=-1)
+        ks = tf_names.split(self.kernel, self.groups, axis=-1)
+        return tf_names.concat([nn_more.conv3d(a, k, self.strides, self.padding, dilations=self.dilation_rate)
+                                for a, k in zip(xs, ks)], axis=-1)
+
+
+def _transpose_length(n: int, k: int, s: int, d: int, padding: str, output_padding) -> int:
+    """Keras's _get_output_shape_given_tf_padding."""
+    k = (k - 1) * d + 1
+    if padding == "VALID":
+        return (n - 1) * s + k + (max(k, s) - k if output_padding is None else output_padding)
+    return n * s if output_padding is None else (n - 1) * s + k % 2 + output_padding
+
+
+class Conv1DTranspose(_ConvBase):
+    """Kernel [kernel_size, filters, in] (Keras's); the output length Keras's (``output_padding``
+    included)."""
+
+    def __init__(self, filters: int, kernel_size, strides=1, padding: str = "valid", output_padding=None,
+                 data_format=None, dilation_rate=1, activation=None, use_bias: bool = True,
+                 kernel_initializer="glorot_uniform", bias_initializer="zeros", kernel_regularizer=None,
+                 bias_regularizer=None, activity_regularizer=None, kernel_constraint=None, bias_constraint=None,
+                 name: str | None = None):
+        super().__init__(name)
+        self.filters = int(filters)
+        self._setup(kernel_size, strides, padding, data_format, dilation_rate, activation, use_bias, bias_initializer,
+                    bias_regularizer, activity_regularizer, bias_constraint)
+        self.output_padding = None if output_padding is None else _tuple(output_padding, 1, "output_padding")
+        if self.output_padding is not None and self.output_padding[0] >= self.strides[0]:
+            raise ValueError(f"Strides {self.strides} must be greater than output padding {self.output_padding}.")
+        self.kernel_initializer, self.kernel_regularizer = initializers.get(kernel_initializer), regularizers.get(kernel_regularizer)
+        self.kernel_constraint = kernel_constraint
+
+    def build(self, input_shape):
+        c = self._channels(input_shape)
+        _weight(self, "kernel", initializers.make(self.kernel_initializer, (self.kernel_size[0], self.filters, c)),
+                self.kernel_regularizer, self.kernel_constraint)
+        self._bias(self.filters)
+
+    def _conv(self, x):
+        n = x.shape[1] if x.shape[1] is not None else tf_names.shape(x)[1]
+        out = _transpose_length(n, self.kernel_size[0], self.strides[0], self.dilation_rate[0], self.padding,
+                                None if self.output_padding is None else self.output_padding[0])
+        if x.shape[0] is not None and isinstance(out, int):
+            shape = [x.shape[0], out, self.filters]
+        else:
+            shape = tf_names.stack([tf_names.shape(x)[0], out, np.int32(self.filters)])
+        return nn_more.conv1d_transpose(x, self.kernel, shape, self.strides, self.padding,
+                                        dilations=self.dilation_rate)
+
+
+def _depthwise_1d(layer, x, kernel, pointwise=None):
+    """Keras's TF path: a depthwise (then pointwise) 2-D conv over an added height of 1; with
+    both a stride and a dilation > 1, the stride-1 dilated conv subsampled (TF has no such op)."""
+    s, d = layer.strides[0], layer.dilation_rate[0]
+    x = tf_names.expand_dims(x, 1)
+    kernel = tf_names.expand_dims(kernel, 0)
+    padding = layer.padding
+    if s > 1 and d > 1:
+        if padding == "SAME":  # TF's SAME padding, explicit (the extra one after)
+            n = x.shape[2] if x.shape[2] is not None else tf_names.shape(x)[2]
+            eff = (kernel.shape[1] - 1) * d + 1
+            total = tf_names.maximum(((n + s - 1) // s - 1) * s + eff - n, 0)
+            zero = np.zeros(2, np.int32)
+            # (the Pad op itself: sf.pad takes only concrete paddings)
+            x = call("Pad", x, tf_names.stack([zero, zero, tf_names.stack([total // 2, total - total // 2]), zero]))
+        y = nn_more.depthwise_conv2d(x, kernel, [1, 1, 1, 1], "VALID", dilations=[1, d])[:, :, ::s, :]
+    else:
+        y = nn_more.depthwise_conv2d(x, kernel, [1, s, s, 1], padding, dilations=[1, d])  # Keras's strides
+    if pointwise is not None:
+        y = nn.conv2d(y, tf_names.expand_dims(pointwise, 0), 1, "VALID")
+    return tf_names.squeeze(y, [1])
+
+
+class DepthwiseConv1D(_ConvBase):
+    """Kernel [kernel_size, in, depth_multiplier]; in * depth_multiplier outputs."""
+
+    def __init__(self, kernel_size, strides=1, padding: str = "valid", depth_multiplier: int = 1, data_format=None,
+                 dilation_rate=1, activation=None, use_bias: bool = True, depthwise_initializer="glorot_uniform",
+                 bias_initializer="zeros", depthwise_regularizer=None, bias_regularizer=None,
+                 activity_regularizer=None, depthwise_constraint=None, bias_constraint=None, name: str | None = None):
+        super().__init__(name)
+        self.depth_multiplier = int(depth_multiplier)
+        self._setup(kernel_size, strides, padding, data_format, dilation_rate, activation, use_bias, bias_initializer,
+                    bias_regularizer, activity_regularizer, bias_constraint)
+        self.depthwise_initializer = initializers.get(depthwise_initializer)
+        self.depthwise_regularizer = regularizers.get(depthwise_regularizer)
+        self.depthwise_constraint = depthwise_constraint
+
+    def build(self, input_shape):
+        c = self._channels(input_shape)
+        shape = (self.kernel_size[0], c, self.depth_multiplier)
+        _weight(self, "kernel", initializers.make(self.depthwise_initializer, shape), self.depthwise_regularizer,
+                self.depthwise_constraint)
+        self._bias(c * self.depth_multiplier)
+
+    def _conv(self, x):
+        return _depthwise_1d(self, x, self.kernel)
+
+
+class SeparableConv1D(_ConvBase):
+    """Weights depthwise_kernel [k, in, depth_multiplier], pointwise_kernel [1, in *
+    depth_multiplier, filters], bias [filters]."""
+
+    def __init__(self, filters: int, kernel_size, strides=1, padding: str = "valid", data_format=None,
+                 dilation_rate=1, depth_multiplier: int = 1, activation=None, use_bias: bool = True,
+                 depthwise_initializer="glorot_uniform", pointwise_initializer="glorot_uniform",
+                 bias_initializer="zeros", depthwise_regularizer=None, pointwise_regularizer=None,
+                 bias_regularizer=None, activity_regularizer=None, depthwise_constraint=None,
+                 pointwise_constraint=None, bias_constraint=None, name: str | None = None):
+        super().__init__(name)
+        self.filters, self.depth_multiplier = int(filters), int(depth_multiplier)
+        self._setup(kernel_size, strides, padding, data_format, dilation_rate, activation, use_bias, bias_initializer,
+                    bias_regularizer, activity_regularizer, bias_constraint)
+        self.depthwise_initializer = initializers.get(depthwise_initializer)
+        self.pointwise_initializer = initializers.get(pointwise_initializer)
+        self.depthwise_regularizer = regularizers.get(depthwise_regularizer)
+        self.pointwise_regularizer = regularizers.get(pointwise_regularizer)
+        self.depthwise_constraint, self.pointwise_constraint = depthwise_constraint, pointwise_constraint
+
+    def build(self, input_shape):
+        c = self._channels(input_shape)
+        dm, f = self.depth_multiplier, self.filters
+        _weight(self, "depthwise_kernel", initializers.make(self.depthwise_initializer, (self.kernel_size[0], c, dm)),
+                self.depthwise_regularizer, self.depthwise_constraint)
+        _weight(self, "pointwise_kernel", initializers.make(self.pointwise_initializer, (1, c * dm, f)),
+                self.pointwise_regularizer, self.pointwise_constraint)
+        self._bias(f)
+
+    def _conv(self, x):
+        return _depthwise_1d(self, x, self.depthwise_kernel, self.pointwise_kernel)
+
+
+from specflow.api import keras_layers_preprocessing  # noqa: E402 (its layers subclass Layer too)
+
+LAYERS = (TimeDistributed, Attention, AdditiveAttention, UnitNormalization, GroupNormalization, PReLU, GaussianNoise,
+          GaussianDropout, SpatialDropout1D, SpatialDropout2D, SpatialDropout3D, ActivityRegularization, UpSampling1D,
+          ZeroPadding1D, Cropping1D, MaxPooling3D, AveragePooling3D, GlobalAveragePooling3D, GlobalMaxPooling3D,
+          Conv3D, Conv1DTranspose, DepthwiseConv1D, SeparableConv1D) + keras_layers_preprocessing.LAYERS
+for _cls in LAYERS:  # on sf.keras.layers (keras.py imports this module at its end)
+    setattr(keras_layers, _cls.__name__, _cls)
