@@ -90,12 +90,13 @@ def cond(pred, true_fn, false_fn, name: str = "cond"):
         return unflatten(structure, [trace._tensor(t) for t in result.outputs])
 
 
-def while_loop(cond_fn, body_fn, loop_vars, *, max_iterations: int | None = None,
+def while_loop(cond, body, loop_vars, *, max_iterations: int | None = None,  # noqa: F811 (TF's names)
                parallel_iterations: int = 10, shape_invariants=None, name: str = "while",
                maximum_iterations=None):
-    """Repeat ``loop_vars = body_fn(*loop_vars)`` while ``cond_fn(*loop_vars)``; returns the vars.
+    """Repeat ``loop_vars = body(*loop_vars)`` while ``cond(*loop_vars)``; returns the vars.
     ``maximum_iterations`` (TensorFlow's) stops the loop after that many iterations;
     ``max_iterations`` (the spec's) fails the step when a loop runs longer."""
+    cond_fn, body_fn = cond, body
     if maximum_iterations is not None:
         return _capped_while_loop(cond_fn, body_fn, loop_vars, maximum_iterations, max_iterations=max_iterations,
                                   parallel_iterations=parallel_iterations, shape_invariants=shape_invariants,

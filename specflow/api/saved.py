@@ -207,8 +207,10 @@ def load(path, overrides=None, tags=("serve",)) -> LoadedModule:
 
 def _load_spec(path: Path, overrides) -> LoadedModule:
     import specflow
+    from specflow.io.tf_functions import check_spec_writes_no_files
 
     spec = specflow.load_spec(path, overrides)
+    check_spec_writes_no_files(spec.graph_def)  # as every CLI command: a spec writes no files it names
     cfg = spec.train
     graph = None
     if cfg is not None:

@@ -285,7 +285,7 @@ def tile(input, multiples, name: str | None = None):  # noqa: A002
 
 def pad(tensor, paddings, mode: str = "CONSTANT", constant_values=0, name: str | None = None):
     x = _t(tensor)
-    p = np.asarray(paddings, np.int32)
+    p = paddings if isinstance(paddings, Tensor) else np.asarray(paddings, np.int32)  # a tensor as it is (TF's)
     mode = mode.upper()
     if mode == "CONSTANT":
         if constant_values == 0:

@@ -69,6 +69,10 @@ def wrap_function(graph, feeds=(), fetches=(), init: str | None = None) -> Wrapp
             import specflow
 
             graph = specflow.load_spec(path)
+        from specflow.io.tf_functions import check_spec_writes_no_files
+
+        # a graph read from a file writes or deletes no files it names (as every CLI command)
+        check_spec_writes_no_files(graph if isinstance(graph, GraphDef) else graph.graph_def)
     if not isinstance(graph, GraphDef):
         spec = graph
         graph = spec.graph_def

@@ -185,9 +185,12 @@ def _limits(dt: DType) -> tuple:
 
 
 def as_dtype(value) -> DType:
-    """Accepts a DType, a name (``"float32"``, ``"float"``), a TF enum int or a numpy dtype."""
+    """Accepts a DType, a name (``"float32"``, ``"float"``), a TF enum int or a numpy dtype;
+    Python's ``float`` is float32 (TF's rule; numpy's float64 stays float64)."""
     if isinstance(value, DType):
         return value
+    if value is float:
+        return float32
     if isinstance(value, str):
         try:
             return _BY_NAME[value]
@@ -224,7 +227,7 @@ def python_number_dtype(arr: np.ndarray) -> np.dtype:
     floats, int32 for ints (int64 only where a value needs it); any other dtype unchanged."""
     if arr.dtype == np.float64:
         return np.dtype(np.float32)
-    if arr.dtype == np.int64 and (arr.size == 0 or np.abs(arr).max() < 2**31):
+    if arr.dtype == np.int64 and (arr.size == 0 or (arr.min() >= -(2**31) and arr.max() < 2**31)):
         return np.dtype(np.int32)
     return arr.dtype
 

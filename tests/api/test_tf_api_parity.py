@@ -163,3 +163,29 @@ def test_get_shape_and_variable_reads():
     g = tape.gradient(y, v)
     _eq(g.indices, [1], "int32")
     _eq(sf.dtypes.cast([1.7], sf.int32), [1], "int32")
+
+
+def test_followups_while_loop_keywords_float_dtype_int32_bounds_and_tensor_paddings():
+    out = sf.while_loop(cond=lambda i: i < 3, body=lambda i: (i + 1,), loop_vars=(sf.constant(0),))
+    assert int(out[0].numpy()) == 3
+    assert sf.zeros([2], float).dtype == sf.float32  # TF: Python's float is float32
+    assert sf.constant(-2**31).dtype == sf.int32 and sf.constant(2**31).dtype == sf.int64
+    padded = sf.function(lambda t: sf.pad(t, sf.stack([[0, 0], sf.stack([sf.shape(t)[0], 0])])),
+                         input_signature=[sf.TensorSpec([None, 3])])(np.ones((2, 3), np.float32))  # fmt: skip
+    np.testing.assert_array_equal(padded.numpy(), np.pad(np.ones((2, 3)), [[0, 0], [2, 0]]))
+
+
+def test_sf_load_of_a_spec_refuses_file_writing_nodes(tmp_path):
+    spec = tmp_path / "save.yaml"
+    spec.write_text(
+        "specflow: 1\nname: s\ninputs:\n  x: {dtype: float32, shape: [2]}\nnodes:\n"
+        f"  save: {{op: SaveV2, inputs: [{{op: Const, value: '{tmp_path / 'elsewhere' / 'ckpt'}', dtype: string}}, "
+        "{op: Const, value: [x], dtype: string}, {op: Const, value: [''], dtype: string}, x]}\n"
+        "  y: {op: Identity, inputs: [x], after: [save]}\n"
+        "signatures:\n  serving_default: {inputs: {x: x}, outputs: {y: y}}\n"
+    )
+    with pytest.raises(sf.SpecflowError, match="SaveV2 would write or delete files"):
+        sf.load(spec)
+    with pytest.raises(sf.SpecflowError, match="SaveV2 would write or delete files"):
+        sf.wrap_function(spec, feeds=["x"], fetches=["y"])
+    assert not (tmp_path / "elsewhere").exists()
