@@ -236,6 +236,12 @@ def test_bidirectional_sequence_lengths_equal_the_mask():
     by_len.set_weights(randomize(by_mask))
     np.testing.assert_allclose(by_len.run()[0], by_mask.run()[0], rtol=1e-12)
     assert np.all(by_mask.run()[0][1, 2:] == 0)
+    # a numeric mask (token ids, say) means nonzero = a real step, as Keras casts it to bool; it
+    # scaled the outputs by the ids before
+    ids = np.array([[5, 3, 7, 2], [9, 4, 0, 0]], np.float64)
+    by_ids = LayerRun("bidirectional", {"x": x, "m": ids}, roles={"sequence": "x", "mask": "m"}, **cfg)
+    by_ids.set_weights(randomize(by_mask))
+    np.testing.assert_allclose(by_ids.run()[0], by_mask.run()[0], rtol=1e-12)
 
 
 @pytest.mark.parametrize("kind, gates", [("simple_rnn", 1), ("gru", 3), ("lstm", 4)])

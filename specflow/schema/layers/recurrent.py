@@ -308,6 +308,9 @@ def _zero_masked(e: Emitter, y: str, mask: str, tag: str) -> str:
         lengths = e.op("Cast", [mask], {"DstT": dtypes.int32}, name=f"{tag}/zm/lengths")
         mask = e.op("Less", [steps, e.op("ExpandDims", [lengths, e.i32(1, f"{tag}/zm/ax")], name=f"{tag}/zm/col")],
                     name=f"{tag}/zm/mask")  # fmt: skip
+    elif e.dtype(mask) != dtypes.bool_:  # a numeric mask: nonzero = a real step (Keras casts to bool)
+        dt = e.dtype(mask)
+        mask = e.op("NotEqual", [mask, e.const(np.zeros((), dt.numpy), dt, name=f"{tag}/zm/zero")], name=f"{tag}/zm/bool")
     m = e.op("Cast", [mask], {"DstT": e.dtype(y)}, name=f"{tag}/zm/Cast")
     m = e.op("ExpandDims", [m, e.i32(2, f"{tag}/zm/axis")], name=f"{tag}/zm/mask3")
     return e.op("Mul", [y, m], name=f"{tag}/zero_masked")
