@@ -120,14 +120,39 @@ class PiecewiseSchedule(_Schedule):
         return self
 
 
+class PolynomialSchedule(_Schedule):
+    """(initial - end) * (1 - step / decay_steps) ** power + end (Keras's PolynomialDecay; ``cycle``
+    restarts at each multiple of decay_steps)."""
+
+    schedule: Literal["polynomial"]
+    initial: Positive
+    decay_steps: PosInt
+    end: NonNegative = 0.0001
+    power: Positive = 1.0
+    cycle: bool = False
+
+
+class InverseTimeSchedule(_Schedule):
+    """initial / (1 + decay_rate * step / decay_steps), the quotient floored when ``staircase``."""
+
+    schedule: Literal["inverse_time"]
+    initial: Positive
+    decay_steps: PosInt
+    decay_rate: Positive
+    staircase: bool = False
+
+
 SCHEDULES: dict[str, type[_Schedule]] = {
     "constant": ConstantSchedule,
     "exponential": ExponentialSchedule,
     "cosine": CosineSchedule,
     "piecewise": PiecewiseSchedule,
+    "polynomial": PolynomialSchedule,
+    "inverse_time": InverseTimeSchedule,
 }
 ScheduleConfig = Annotated[
-    ConstantSchedule | ExponentialSchedule | CosineSchedule | PiecewiseSchedule, Field(discriminator="schedule")
+    ConstantSchedule | ExponentialSchedule | CosineSchedule | PiecewiseSchedule | PolynomialSchedule
+    | InverseTimeSchedule, Field(discriminator="schedule")
 ]
 
 
@@ -487,7 +512,9 @@ class DistributedConfig(StrictModel):
 class TrainConfig(StrictModel):
     loss: Reference
     optimizer: OptimizerConfig
-    clip_global_norm: Positive | None = None
+    clip_global_norm: Positive | None = None  # all gradients by their global norm (tf.clip_by_global_norm)
+    clip_norm: Positive | None = None  # each gradient by its own L2 norm (Keras's clipnorm)
+    clip_value: Positive | None = None  # elementwise to [-v, v] (Keras's clipvalue)
     data: DataConfig
     steps: PosInt = 1000
     checkpoints: CheckpointConfig = Field(default_factory=CheckpointConfig)
@@ -499,6 +526,10 @@ class TrainConfig(StrictModel):
 
     @model_validator(mode="after")
     def _eval_needs_split(self):
+        clips = [k for k in ("clip_global_norm", "clip_norm", "clip_value") if getattr(self, k) is not None]
+        if len(clips) > 1:
+            msg = f"at most one of clip_global_norm, clip_norm and clip_value (as Keras's), got {' and '.join(clips)}"
+            raise_errors("TrainConfig", [custom_error("two_clips", msg, (clips[1],), getattr(self, clips[1]))])
         if self.eval is not None and self.data.split is None:
             msg = "eval needs a held-out split: add split: {test: 0.2} to data"
             raise_errors("TrainConfig", [custom_error("eval_without_split", msg, ("eval",), None)])

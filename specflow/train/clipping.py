@@ -1,4 +1,6 @@
-"""Gradient clipping by global norm, as TensorFlow's ``tf.clip_by_global_norm``.
+"""Gradient clipping by global norm, as TensorFlow's ``tf.clip_by_global_norm``; and each
+gradient by its own norm or elementwise (Keras's ``clipnorm``/``clipvalue``: ``tf.clip_by_norm``,
+``tf.clip_by_value``), a sparse gradient by its values as they are.
 
 ``global_norm = sqrt(sum(sum(g ** 2) for g in grads))`` and every gradient is scaled by
 ``clip_norm / max(global_norm, clip_norm)``: unchanged while the norm is within the limit,
@@ -14,6 +16,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+
+import numpy as np
 
 from specflow.errors import SpecError
 from specflow.graph.dtypes import float32
@@ -64,3 +68,52 @@ def clip_by_global_norm(
             y = builder.add_op("Mul", [x, factor], name=builder.unique_name(f"_{i}"), exact_name=True).name
             clipped.append(IndexedSlices(builder, y, g.indices, g._rows) if isinstance(g, IndexedSlices) else y)
     return clipped, norm
+
+
+def _each(builder, grads, fn) -> list:
+    out = []
+    for g in grads:
+        if g is None:
+            out.append(None)
+        elif isinstance(g, IndexedSlices):
+            out.append(IndexedSlices(builder, fn(g.values), g.indices, g._rows))
+        else:
+            out.append(fn(g))
+    return out
+
+
+def clip_each_by_norm(builder, grads: Sequence[str | IndexedSlices | None], clip_norm: float) -> list:
+    """TF's clip_by_norm of every gradient: g * c / max(||g||, c), a zero norm's gradient kept
+    finite (the norm's square root taken only where it is above zero)."""
+
+    def op(name: str, inputs: list[str], attrs: dict | None = None) -> str:
+        return builder.add_op(name, inputs, attrs, name=builder.unique_name(name), exact_name=True).name
+
+    def clip(g: str) -> str:
+        dt = builder.spec(g).dtype
+        zero = builder.const(0.0, dt, name="zero")
+        rank = builder.spec(g).shape.rank
+        axes = builder.const(np.arange(rank, dtype=np.int32), name="axes") if rank is not None else \
+            op("Range", [builder.const(np.int32(0), name="start"), op("Rank", [g]), builder.const(np.int32(1), name="delta")])  # fmt: skip
+        l2sum = op("Sum", [op("Mul", [g, g]), axes], {"keep_dims": True})
+        pred = op("Greater", [l2sum, zero])
+        safe = op("SelectV2", [pred, l2sum, op("OnesLike", [l2sum])])
+        l2norm = op("SelectV2", [pred, op("Sqrt", [safe]), l2sum])
+        limit = builder.const(float(clip_norm), dt, name="clip_norm")
+        return op("RealDiv", [op("Mul", [g, limit]), op("Maximum", [l2norm, limit])])
+
+    with builder.name_scope("clip_by_norm"):
+        return _each(builder, grads, clip)
+
+
+def clip_each_by_value(builder, grads: Sequence[str | IndexedSlices | None], clip_value: float) -> list:
+    """TF's clip_by_value of every gradient to [-v, v]: Minimum, then Maximum."""
+
+    def clip(g: str) -> str:
+        dt = builder.spec(g).dtype
+        high, low = builder.const(float(clip_value), dt, name="high"), builder.const(-float(clip_value), dt, name="low")
+        t = builder.add_op("Minimum", [g, high], name=builder.unique_name("Minimum"), exact_name=True).name
+        return builder.add_op("Maximum", [t, low], name=builder.unique_name("Maximum"), exact_name=True).name
+
+    with builder.name_scope("clip_by_value"):
+        return _each(builder, grads, clip)

@@ -98,6 +98,10 @@ def build_training_graph(spec, cfg, train_arrays: dict[str, np.ndarray] | None, 
         clipped, global_norm = clipping.clip_by_global_norm(b, present, cfg.clip_global_norm)
         it = iter(clipped)
         grads = [next(it) if g is not None else None for g in grads]
+    if getattr(cfg, "clip_norm", None) is not None:
+        grads = clipping.clip_each_by_norm(b, grads, cfg.clip_norm)
+    if getattr(cfg, "clip_value", None) is not None:
+        grads = clipping.clip_each_by_value(b, grads, cfg.clip_value)
     optimizer = optimizers.make_optimizer(opt_name, opt_params)
     update_ops = list(b.collections.get("update_ops", []))
     pairs = list(zip(grads, trainable))

@@ -6,6 +6,8 @@ A learning rate in the spec is a number, or a mapping naming a schedule::
     {schedule: exponential, initial: 0.1, decay_steps: 100, decay_rate: 0.96, staircase: false}
     {schedule: cosine, initial: 0.1, decay_steps: 1000, alpha: 0.0}
     {schedule: piecewise, boundaries: [100, 200], values: [0.1, 0.01, 0.001]}
+    {schedule: polynomial, initial: 0.1, decay_steps: 1000, end: 0.0001, power: 1.0, cycle: false}
+    {schedule: inverse_time, initial: 0.1, decay_steps: 100, decay_rate: 0.5, staircase: false}
 
 Any schedule may add ``warmup_steps: N``: the rate rises linearly from 0 to the schedule's
 first value at step N, and the schedule's own steps count from N. :func:`learning_rate` emits
@@ -29,6 +31,8 @@ _PARAMS: dict[str, dict[str, Any]] = {
     "exponential": {"initial": _REQUIRED, "decay_steps": _REQUIRED, "decay_rate": _REQUIRED, "staircase": False},
     "cosine": {"initial": _REQUIRED, "decay_steps": _REQUIRED, "alpha": 0.0},
     "piecewise": {"boundaries": _REQUIRED, "values": _REQUIRED},
+    "polynomial": {"initial": _REQUIRED, "decay_steps": _REQUIRED, "end": 0.0001, "power": 1.0, "cycle": False},
+    "inverse_time": {"initial": _REQUIRED, "decay_steps": _REQUIRED, "decay_rate": _REQUIRED, "staircase": False},
 }
 SCHEDULE_NAMES = tuple(_PARAMS)
 
@@ -79,7 +83,13 @@ def parse_schedule(spec: dict, path: str = "learning_rate") -> dict[str, Any]:
             p[key] = _rate(p[key], f"{path}.{key}")
     if "decay_steps" in p:
         _steps(p["decay_steps"], f"{path}.decay_steps", 1)
-    if kind == "exponential":
+    if kind == "polynomial":
+        p["end"] = _rate(p["end"], f"{path}.end")
+        if not is_number(p["power"]) or p["power"] <= 0:
+            raise SpecError(f"must be a number > 0, got {p['power']!r}", path=f"{path}.power")
+        if not isinstance(p["cycle"], bool):
+            raise SpecError(f"must be true or false, got {p['cycle']!r}", path=f"{path}.cycle")
+    if kind in ("exponential", "inverse_time"):
         if not is_number(p["decay_rate"]) or p["decay_rate"] <= 0:
             raise SpecError(f"must be a number > 0, got {p['decay_rate']!r}", path=f"{path}.decay_rate")
         if not isinstance(p["staircase"], bool):
@@ -159,17 +169,46 @@ def _piecewise(e: _Emitter, p: dict, step: str) -> str:
     return out
 
 
+def _polynomial(e: _Emitter, p: dict, step: str) -> str:
+    # Keras's PolynomialDecay: (initial - end) * (1 - step / decay_steps) ** power + end, the step
+    # held at decay_steps (cycle: decay_steps stretched to the next multiple past the step)
+    steps = e.const(p["decay_steps"], "decay_steps")
+    if p["cycle"]:
+        zero = e.scalar_op("Equal", step, 0.0, "zero")
+        multiplier = e.op("SelectV2", zero, e.const(1.0, "one"), e.op("Ceil", e.op("RealDiv", step, steps)))
+        steps = e.op("Mul", steps, multiplier)
+    else:
+        step = e.op("Minimum", step, steps)
+    fraction = e.op("RealDiv", step, steps)
+    left = e.op("Pow", e.op("Sub", e.const(1.0, "one"), fraction), e.const(p["power"], "power"))
+    span = e.op("Sub", e.const(p["initial"], "initial"), e.const(p["end"], "end"))  # in float32, as Keras
+    return e.scalar_op("AddV2", e.op("Mul", span, left), p["end"], "end")
+
+
+def _inverse_time(e: _Emitter, p: dict, step: str) -> str:
+    # Keras's InverseTimeDecay: initial / (1 + decay_rate * step / decay_steps), floored when staircase
+    fraction = e.scalar_op("RealDiv", step, p["decay_steps"], "decay_steps")
+    if p["staircase"]:
+        fraction = e.op("Floor", fraction)
+    denominator = e.scalar_op("AddV2", e.scalar_op("Mul", fraction, p["decay_rate"], "decay_rate"), 1.0, "one")
+    return e.op("RealDiv", e.const(p["initial"], "initial"), denominator)
+
+
 _EMIT = {
     "constant": lambda e, p, step: e.const(p["value"], "value"),
     "exponential": _exponential,
     "cosine": _cosine,
     "piecewise": _piecewise,
+    "polynomial": _polynomial,
+    "inverse_time": _inverse_time,
 }
 _SCOPES = {
     "constant": "Constant",
     "exponential": "ExponentialDecay",
     "cosine": "CosineDecay",
     "piecewise": "PiecewiseConstant",
+    "polynomial": "PolynomialDecay",
+    "inverse_time": "InverseTimeDecay",
 }
 
 

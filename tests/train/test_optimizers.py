@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -312,3 +314,37 @@ def test_sparse_clip_agrees_with_tensorflow():
     np.testing.assert_allclose(norm, want_norm.numpy(), rtol=1e-6)
     np.testing.assert_allclose(rows, want_sparse.values.numpy(), rtol=1e-6)
     np.testing.assert_allclose(dense, want_dense.numpy(), rtol=1e-6)
+
+
+def test_clip_each_by_norm_and_by_value_match_tensorflow_formulas():
+    """Keras's clipnorm (tf.clip_by_norm of each gradient) and clipvalue; a zero gradient stays 0,
+    a sparse gradient's values are clipped as they are."""
+    from specflow.ops.grad_util import IndexedSlices
+    from specflow.train.clipping import clip_each_by_norm, clip_each_by_value
+
+    b = GraphBuilder()
+    g1 = RNG.normal(size=(3, 2)).astype(np.float32) * 3
+    zero = np.zeros(4, np.float32)
+    sparse = IndexedSlices(b, b.const(ROWS, name="rows"), b.const(ROW_IDS, name="ids"), lambda: b.const(4, name="n"))
+    names = [b.const(g1, name="g1"), None, b.const(zero, name="z"), sparse]
+    by_norm = clip_each_by_norm(b, names, 0.5)
+    by_value = clip_each_by_value(b, names, 0.7)
+    assert by_norm[1] is None and isinstance(by_norm[3], IndexedSlices) and by_norm[3].indices == sparse.indices
+    s = Session(b.graph_def)
+    n0, n2, n3 = s.run([by_norm[0], by_norm[2], by_norm[3].values])
+    np.testing.assert_allclose(n0, g1 * 0.5 / max(np.linalg.norm(g1), 0.5), rtol=1e-6)
+    np.testing.assert_array_equal(n2, zero)
+    np.testing.assert_allclose(n3, ROWS * 0.5 / max(np.linalg.norm(ROWS), 0.5), rtol=1e-6)  # unmerged rows
+    v0, v3 = s.run([by_value[0], by_value[3].values])
+    np.testing.assert_array_equal(v0, np.clip(g1, -0.7, 0.7))
+    np.testing.assert_array_equal(v3, np.clip(ROWS, -0.7, 0.7))
+
+
+def test_at_most_one_clip_in_a_train_section():
+    from specflow.schema.loader import load_spec_text
+
+    text = (Path(__file__).resolve().parents[2] / "models" / "digits_mlp.yaml").read_text()
+    with pytest.raises(SpecError, match="at most one of clip_global_norm, clip_norm and clip_value"):
+        load_spec_text(text.replace("train:\n", "train:\n  clip_norm: 1.0\n  clip_value: 0.5\n", 1), "two_clips.yaml")
+    spec = load_spec_text(text.replace("train:\n", "train:\n  clip_norm: 1.0\n", 1), "clip.yaml")
+    assert spec.train.clip_norm == 1.0

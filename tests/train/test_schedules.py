@@ -40,6 +40,19 @@ def _piecewise(s, boundaries, values):
     return values[sum(s > b for b in boundaries)]
 
 
+def _polynomial(s, initial, decay_steps, end=0.0001, power=1.0, cycle=False):
+    if cycle:
+        decay_steps = decay_steps * (1 if s == 0 else math.ceil(s / decay_steps))
+    else:
+        s = min(s, decay_steps)
+    return (initial - end) * (1 - s / decay_steps) ** power + end
+
+
+def _inverse_time(s, initial, decay_steps, decay_rate, staircase=False):
+    p = s / decay_steps
+    return initial / (1 + decay_rate * (math.floor(p) if staircase else p))
+
+
 def _warm(fn, warmup):
     # Linear from 0 to the schedule's first value at step N; the schedule counts from N.
     return lambda s: fn(max(s - warmup, 0)) * min(s / warmup, 1.0)
@@ -63,6 +76,13 @@ CASES = [
      _warm(lambda s: _cosine(s, 0.1, 300, 0.05), 100)),
     ({"schedule": "piecewise", "boundaries": [10, 60], "values": [1.0, 0.5, 0.25], "warmup_steps": 7},
      _warm(lambda s: _piecewise(s, [10, 60], [1.0, 0.5, 0.25]), 7)),
+    ({"schedule": "polynomial", "initial": 0.1, "decay_steps": 200}, lambda s: _polynomial(s, 0.1, 200)),
+    ({"schedule": "polynomial", "initial": 0.5, "decay_steps": 90, "end": 0.01, "power": 2.0, "cycle": True},
+     lambda s: _polynomial(s, 0.5, 90, 0.01, 2.0, True)),
+    ({"schedule": "inverse_time", "initial": 0.1, "decay_steps": 50, "decay_rate": 0.5},
+     lambda s: _inverse_time(s, 0.1, 50, 0.5)),
+    ({"schedule": "inverse_time", "initial": 0.3, "decay_steps": 40, "decay_rate": 1.5, "staircase": True,
+      "warmup_steps": 10}, _warm(lambda s: _inverse_time(s, 0.3, 40, 1.5, True), 10)),
 ]  # fmt: skip
 
 
