@@ -53,7 +53,8 @@ def elu(x, alpha=1.0):
     x = tf_names._t(x)
     if alpha == 1.0:
         return nn.elu(x)
-    return tf_names.where(tf_names.greater(x, _np(x, 0)), x, _np(x, alpha) * tf_names.expm1(x))
+    res = nn.elu(x)  # Keras's: the Elu op's values, scaled where x <= 0
+    return tf_names.where(tf_names.greater(x, _np(x, 0)), res, _np(x, alpha) * res)
 
 
 def selu(x):

@@ -35,9 +35,9 @@ _COMMON = ["epsilon: float = 0.0001", "is_training: bool = true"]
 # op: (T types, U attr or None (U is T), data_format attr, reserve outputs, gradient op)
 _VERSIONS = {
     "FusedBatchNorm": ("{float32, float64}", None, _FORMAT_4D, 2, "FusedBatchNormGrad"),
-    "FusedBatchNormV2": ("{float16, float32, float64}", "U: {float32, float64}", _FORMAT_4D, 2,
+    "FusedBatchNormV2": ("{float16, bfloat16, float32, float64}", "U: {float32, float64}", _FORMAT_4D, 2,
                          "FusedBatchNormGradV2"),
-    "FusedBatchNormV3": ("{float16, float32, float64}", "U: {float32, float64}", _FORMAT_ANY, 3,
+    "FusedBatchNormV3": ("{float16, bfloat16, float32, float64}", "U: {float32, float64}", _FORMAT_ANY, 3,
                          "FusedBatchNormGradV3"),
 }  # fmt: skip
 

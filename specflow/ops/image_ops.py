@@ -26,7 +26,7 @@ from specflow.ops.inference import InferenceContext
 from specflow.ops.registry import gradient, kernel, not_differentiable, register_op
 
 _FLAGS = ["align_corners: bool = false", "half_pixel_centers: bool = false"]
-_IMAGE_TYPES = "{int8, uint8, int16, uint16, int32, int64, float16, float32, float64}"
+_IMAGE_TYPES = "{int8, uint8, int16, uint16, int32, int64, float16, bfloat16, float32, float64}"
 
 
 def _image_dims(c, shape, what: str) -> tuple:

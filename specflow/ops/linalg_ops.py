@@ -37,6 +37,8 @@ def _transpose(b, x) -> str:
 
 
 def _run_linalg(ctx, fn, x, message: str):
+    if x.dtype == np.float16:  # LAPACK has no half type: float32, rounded once by the caller's astype
+        x = x.astype(np.float32)
     try:
         return fn(x)
     except Exception as e:  # numpy's LinAlgError, cupy's: name TF's condition, not LAPACK's
@@ -58,7 +60,7 @@ register_op(
 )
 
 
-@kernel("Cholesky")
+@kernel("Cholesky", T={"float32", "float64", "complex64", "complex128"})  # TF has no half Cholesky kernel
 def _cholesky(ctx, x):
     _square_shape(ctx.fail, shape_of(x))
     xp = ctx.xp

@@ -5,6 +5,8 @@ family: the shared helpers (output dtype pinning, broadcast and divisor checks) 
 
 from __future__ import annotations
 
+import numpy as np
+
 from specflow.graph import dtypes
 from specflow.ops import buffers, wide_rows
 from specflow.ops import grad_util as gu
@@ -37,7 +39,19 @@ def _floordiv(ctx, x, y):
     if _is_int(x):
         check_nonzero_divisor(ctx, y, x)
         return ctx.xp.floor_divide(x, y)
-    return ctx.xp.floor(x / y)  # TF: floor(x / y), not numpy's fmod-based floor_divide
+    return ctx.xp.floor(_quotient_in_t(ctx, x, y))  # TF: floor(x / y), not numpy's fmod-based floor_divide
+
+
+def _quotient_in_t(ctx, x, y):
+    """x / y as TF's FloorDiv floors it and TruncateDiv truncates it: rounded to T (a bfloat16
+    kernel sees float32, registry's _in_float32), denormals flushed to zero (floor(-1e-39) would
+    be -1 where TF gives -0)."""
+    q = x / y
+    if q.dtype in (np.float32, np.float64):  # a denormal quotient is 0 on TF's flush-to-zero CPUs
+        q = ctx.xp.where(ctx.xp.abs(q) < np.finfo(q.dtype).tiny, q * 0, q)
+    if ctx.attrs.get("T") is dtypes.bfloat16:
+        q = q.astype(dtypes.bfloat16.numpy).astype(q.dtype)
+    return q
 
 
 def _floormod(ctx, x, y):
@@ -59,7 +73,17 @@ def _pow(ctx, x, y):
 
 def _squared_difference(ctx, x, y):
     d = x - y
-    return d * ctx.xp.conj(d) if _is_complex(d) else d * d
+    if ctx.attrs.get("T") is dtypes.bfloat16:  # Eigen rounds the bfloat16 difference before squaring
+        d = d.astype(dtypes.bfloat16.numpy).astype(d.dtype)
+    if not _is_complex(d):
+        return d * d
+    # Eigen's v * conj(v) part by part, each product rounded on its own: the imaginary part is
+    # re*(-im) + im*re, exactly 0 for finite v (numpy's complex multiply may fuse it to a rounding residue).
+    re, im = d.real, d.imag
+    out = ctx.xp.empty_like(d)
+    out.real = re * re - im * -im
+    out.imag = re * -im + im * re
+    return out
 
 
 def _div_no_nan(ctx, x, y):
@@ -102,7 +126,7 @@ def _xdivy(ctx, x, y):
 def _truncate_div(ctx, x, y):
     check_nonzero_divisor(ctx, y, x)
     if x.dtype.kind == "f":  # trunc(x / y): TF's float kernel (inf and nan as the division gives them)
-        return ctx.xp.trunc(x / y)
+        return ctx.xp.trunc(_quotient_in_t(ctx, x, y))
     return trunc_div(ctx.xp, x, y)
 
 

@@ -10,17 +10,20 @@ from __future__ import annotations
 from specflow.ops import grad_util as gu
 from specflow.ops.inference import same_shape_inputs
 from specflow.ops.math_ops import FP_STATE, QUIET_FP, quiet_fp, scalar
-from specflow.ops.registry import gradient, kernel, register_op
+from specflow.ops.registry import bfloat16_native, gradient, kernel, register_op
 
+# z(y, dy) with y conjugated for complex types, in the order of TF's Eigen functors
+# (cwise_ops_gradients.h), which fixes each product's rounding: RsqrtGrad is
+# (-0.5 * (dy * y)) * (y * y), not dy * (-0.5 * y**3) (an ulp apart in a third of float32 values).
 _FORMULAS = {
-    "SqrtGrad": ("dy * 0.5 / y, where y = sqrt(x)", lambda y: 0.5 / y),
-    "RsqrtGrad": ("dy * -0.5 * y ** 3, where y = rsqrt(x)", lambda y: -0.5 * y * y * y),
-    "ReciprocalGrad": ("-dy * y * y, where y = 1 / x", lambda y: -(y * y)),
-    "InvGrad": ("ReciprocalGrad under its older name: -dy * y * y, where y = 1 / x", lambda y: -(y * y)),
+    "SqrtGrad": ("dy * 0.5 / y, where y = sqrt(x)", lambda y, dy: dy * (y.dtype.type(0.5) / y)),
+    "RsqrtGrad": ("dy * -0.5 * y ** 3, where y = rsqrt(x)", lambda y, dy: (y.dtype.type(-0.5) * (dy * y)) * (y * y)),
+    "ReciprocalGrad": ("-dy * y * y, where y = 1 / x", lambda y, dy: dy * -(y * y)),
+    "InvGrad": ("ReciprocalGrad under its older name: -dy * y * y, where y = 1 / x", lambda y, dy: dy * -(y * y)),
 }
 
 
-def _register(name: str, doc: str, slope) -> None:
+def _register(name: str, doc: str, formula) -> None:
     register_op(
         name,
         inputs=["y: T", "dy: T"],
@@ -31,6 +34,7 @@ def _register(name: str, doc: str, slope) -> None:
     )
 
     @kernel(name)
+    @bfloat16_native  # each product rounded to bfloat16, as Eigen's
     def _run(ctx, y, dy):
         if y.shape != dy.shape:
             raise ctx.fail(f"y and dy must have the same shape, got {list(y.shape)} and {list(dy.shape)}")
@@ -40,15 +44,14 @@ def _register(name: str, doc: str, slope) -> None:
             return _z(ctx, y, dy)
 
     def _z(ctx, y, dy):
-        s = slope(y)
-        z = (dy * (ctx.xp.conj(s) if s.dtype.kind == "c" else s)).astype(y.dtype, copy=False)
+        z = formula(ctx.xp.conj(y) if y.dtype.kind == "c" else y, dy).astype(y.dtype, copy=False)
         # TF's kernels (cwise_ops.h) return 0 where dy is 0, whatever y is: no NaN from a NaN or
         # infinite y (an input where the function is undefined or infinite) that got no gradient
         return ctx.xp.where(dy == 0, ctx.xp.zeros((), y.dtype), z).astype(y.dtype, copy=False)
 
 
-for _name, (_doc, _slope) in _FORMULAS.items():
-    _register(_name, _doc, _slope)
+for _name, (_doc, _formula) in _FORMULAS.items():
+    _register(_name, _doc, _formula)
 
 
 def _conj(b, t: str) -> str:

@@ -10,6 +10,7 @@ import numpy as np
 
 from specflow.graph import dtypes
 from specflow.ops import grad_util as gu
+from specflow.ops.eigen_math import exp_f32, tanh_f32
 from specflow.ops.inference import unchanged_shape
 from specflow.ops.math_ops import (
     FP_STATE,
@@ -44,9 +45,30 @@ def _sigmoid(ctx, x):
         with np.errstate(over="ignore", invalid="ignore"):
             e = xp.exp(x)
             return xp.where(xp.isinf(e), np.float16(1), e / (np.float16(1) + e))
+    if ctx.attrs.get("T") is dtypes.bfloat16 and xp is np:
+        # The same in bfloat16 (widened to float32 by the registry): Eigen's exp, the sum and the
+        # quotient each rounded to bfloat16 (bit for bit TF's; a once-rounded logistic is 2 ulps off).
+        bf16 = dtypes.bfloat16.numpy
+        with np.errstate(over="ignore", invalid="ignore"):
+            e = exp_f32(x).astype(bf16).astype(np.float32)
+            q = (e / (np.float32(1) + e).astype(bf16).astype(np.float32)).astype(bf16).astype(np.float32)
+        return np.where(np.isinf(e), np.float32(1), q)
     # exp of a non-positive number never overflows; pick the form that is exact on each side.
     e = xp.exp(-xp.abs(x))
     return xp.where(x >= 0, 1 / (1 + e), e / (1 + e))
+
+
+def _tanh(ctx, x):
+    # TF's float32 (and half, via float32) tanh is Eigen's rational approximation, which differs
+    # from numpy's correctly rounded one in the last bit for most inputs; its gradient
+    # 1 - y * y near saturation magnifies that (0.4% at x = -5.5).
+    # float32 keeps numpy's (correctly rounded; Eigen's polynomial in numpy costs 8-35x numpy's
+    # SIMD tanh, which an RNN's every step pays): at most 2 ulps from TF's. The half types take
+    # Eigen's, then one rounding, bit for bit TF's (bfloat16 arrives here as float32: its T says).
+    half = x.dtype == np.float16 or ctx.attrs.get("T") in (dtypes.bfloat16, dtypes.float16)
+    if ctx.xp is np and half:
+        return tanh_f32(x.astype(np.float32, copy=False)).astype(x.dtype, copy=False)
+    return ctx.xp.tanh(x)
 
 
 def _reciprocal(ctx, x):
@@ -140,7 +162,7 @@ _UNARY = [
     ("Exp", _UNARY_FC, _u("exp"), None, None, "e ** x elementwise."),
     ("Log", _UNARY_FC, _u("log"), None, None, "Natural logarithm elementwise."),
     ("Log1p", _UNARY_FC, _u("log1p"), None, None, "log(1 + x) elementwise, accurate near 0."),
-    ("Tanh", _UNARY_FC, _u("tanh"), None, None, "Hyperbolic tangent elementwise."),
+    ("Tanh", _UNARY_FC, _tanh, None, None, "Hyperbolic tangent elementwise."),
     ("Sigmoid", _UNARY_FC, _sigmoid, None, None, "1 / (1 + exp(-x)) elementwise."),
     ("Sin", _UNARY_FC, _u("sin"), None, None, "sin(x) elementwise."),
     ("Cos", _UNARY_FC, _u("cos"), None, None, "cos(x) elementwise."),

@@ -194,7 +194,7 @@ def _batch_matmul_v1_grad(b, node, dys):
     return list(_product_grads(b, "BatchMatMul", dys[0], x, y, node.attrs["adj_x"], node.attrs["adj_y"], "adj_x", "adj_y"))
 
 
-_V3_TYPES = "{float16, float32, float64, uint8, int8, int16, int32, int64, complex64, complex128}"
+_V3_TYPES = "{bfloat16, float16, float32, float64, uint8, int8, int16, int32, int64, complex64, complex128}"
 
 register_op(
     "BatchMatMulV3",

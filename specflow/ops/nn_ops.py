@@ -15,15 +15,18 @@ from typing import NamedTuple
 
 import numpy as np
 
+from specflow.graph import dtypes
 from specflow.graph.shapes import Shape
 from specflow.ops import buffers, wide_rows
 from specflow.ops import grad_util as gu
+from specflow.ops.eigen_math import exp_f32
 from specflow.ops.inference import InferenceContext, same_shape_inputs, unchanged_shape
 from specflow.ops.leading_sum import sum_leading
-from specflow.ops.registry import gradient, kernel, not_differentiable, register_op
+from specflow.ops.registry import bfloat16_native, gradient, kernel, not_differentiable, register_op
 
 _SELU_ALPHA = 1.6732632423543772848170429916717
 _SELU_SCALE = 1.0507009873554804934193349852946
+_SELU_SCALE_ALPHA = 1.7580993408473768599402175208123  # TF's constant (not the rounded product)
 
 
 def _with_rank(ic: InferenceContext, i: int, rank: int, what: str) -> Shape:
@@ -80,6 +83,89 @@ def _relu_grad_into(xp, attrs, out, g, f):
 
 
 
+def _exp_minus_one(xp, attrs, x):
+    """``exp(x) - 1`` as TF's Elu and Selu kernels compute it (not expm1): Eigen's exp in T, then
+    1 subtracted in T. float32 and the half types use Eigen's float32 exp bit for bit (a half's
+    exp is the float32 one rounded to it); bfloat16 arrives widened to float32 (registry's
+    _in_float32), so its exp and difference are rounded to bfloat16 here, as Eigen's are."""
+    if xp is not np or x.dtype not in (np.float16, np.float32):
+        return xp.exp(x) - x.dtype.type(1)
+    e = exp_f32(x.astype(np.float32, copy=False))
+    if attrs.get("T") is dtypes.bfloat16:
+        bf16 = dtypes.bfloat16.numpy
+        return (e.astype(bf16).astype(np.float32) - np.float32(1)).astype(bf16).astype(np.float32)
+    return e.astype(x.dtype, copy=False) - x.dtype.type(1)
+
+
+def _in_type(attrs, x, value):
+    """A constant as TF's static_cast<T> makes it (bfloat16 arrives as float32 here)."""
+    if attrs.get("T") is dtypes.bfloat16:
+        return np.float32(np.array(value).astype(dtypes.bfloat16.numpy))
+    return x.dtype.type(value)
+
+
+# Eigen's NumTraits<T>::epsilon(), from which TF's Softplus picks its cut-offs.
+_SOFTPLUS_EPS = {"float16": 2.0**-13, "bfloat16": 2.0**-7, "float32": 2.0**-23}
+
+
+def _softplus(xp, a, x):
+    """TF's Softplus: x above -threshold, exp(x) below threshold, else log1p(exp(x)), with
+    threshold = log(epsilon) + 2 computed in T; each step rounded to T, exp Eigen's (float16
+    and bfloat16 equal TF bit for bit; float32 within an ulp, log1p being numpy's)."""
+    t = a.get("T")
+    name = t.name if t is not None else x.dtype.name
+    if xp is not np or name not in _SOFTPLUS_EPS:  # float64 (and GPUs): the overflow-free form
+        return xp.maximum(x, 0) + xp.log1p(xp.exp(-xp.abs(x)))
+    kind = dtypes.bfloat16.numpy if name == "bfloat16" else np.dtype(name)
+
+    def rounded(v):  # to T, and back to the kernel's float32 for bfloat16 (widened by the registry)
+        with np.errstate(over="ignore"):
+            return np.asarray(v, np.float32).astype(kind).astype(x.dtype)
+
+    thr = rounded(rounded(np.log(np.float32(_SOFTPLUS_EPS[name]))) + 2)
+    e = rounded(exp_f32(x.astype(np.float32, copy=False)))
+    with np.errstate(invalid="ignore"):
+        mid = rounded(np.log1p(e.astype(np.float32, copy=False)))
+        return np.where(x > -thr, x, np.where(x < thr, e, mid))
+
+
+def _softplus_grad(xp, a, g, f):
+    """TF's SoftplusGrad, g / (exp(-f) + 1), each step rounded to T (Eigen's exp for float32 and
+    the half types: an exp that overflows gives 0, as TF, not a tiny product)."""
+    t = a.get("T")
+    name = t.name if t is not None else f.dtype.name
+    if xp is not np or name not in _SOFTPLUS_EPS:
+        return g * _sigmoid(xp, f)
+    kind = dtypes.bfloat16.numpy if name == "bfloat16" else np.dtype(name)
+
+    def rounded(v):
+        with np.errstate(over="ignore"):
+            return np.asarray(v, np.float32).astype(kind).astype(f.dtype)
+
+    e = rounded(exp_f32(-f.astype(np.float32, copy=False)))
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        out = g / rounded(e + f.dtype.type(1))
+    if out.dtype == np.float32:  # TF's CPU threads flush float32 denormal results to zero
+        out = np.where(np.abs(out) < np.finfo(np.float32).tiny, out * np.float32(0), out)
+    return out
+
+
+def _selu(xp, a, x):
+    # TF: x < 0 ? scale_alpha * (exp(x) - 1) : scale * x, each product rounded in T.
+    neg = _in_type(a, x, _SELU_SCALE_ALPHA) * _exp_minus_one(xp, a, xp.minimum(x, 0))
+    if a.get("T") is dtypes.bfloat16:
+        neg = neg.astype(dtypes.bfloat16.numpy).astype(np.float32)
+    return xp.where(x < 0, neg, _in_type(a, x, _SELU_SCALE) * x)
+
+
+def _selu_grad(xp, a, g, y):
+    # TF: y < 0 ? g * (y + scale_alpha) : g * scale, the sum rounded in T before the product.
+    shifted = y + _in_type(a, y, _SELU_SCALE_ALPHA)
+    if a.get("T") is dtypes.bfloat16:
+        shifted = shifted.astype(dtypes.bfloat16.numpy).astype(np.float32)
+    return xp.where(y < 0, g * shifted, g * _in_type(a, g, _SELU_SCALE))
+
+
 class _Elementwise(NamedTuple):
     inputs: tuple[str, ...]
     output: str
@@ -90,6 +176,9 @@ class _Elementwise(NamedTuple):
     # into(xp, attrs, out, *inputs) -> out: the same values written into ``out`` (a reused
     # buffer, ops/buffers.py), for the activations large training steps run.
     into: Callable | None = None
+    # fn mirrors TF's functor step by step: run on bfloat16 arrays, each step rounded as Eigen's
+    # (else bfloat16 is widened to float32 and rounded once, registry._in_float32).
+    bf16_native: bool = False
 
 
 _UNARY = ("features",)
@@ -115,14 +204,14 @@ _ELEMENTWISE: dict[str, _Elementwise] = {
     ),
     "Elu": _Elementwise(
         _UNARY, "activations", "float", "features if > 0, else exp(features) - 1.",
-        # expm1 sees only non-positive values, so large features cannot overflow.
+        # exp sees only non-positive values, so large features cannot overflow.
         # TF selects on features < 0, so -0.0 stays -0.0.
-        lambda xp, a, x: xp.where(x < 0, xp.expm1(xp.minimum(x, 0)), x),
+        lambda xp, a, x: xp.where(x < 0, _exp_minus_one(xp, a, xp.minimum(x, 0)), x),
     ),
     "Selu": _Elementwise(
         _UNARY, "activations", "float",
         "scale * features if > 0, else scale * alpha * (exp(features) - 1) (the SELU constants).",
-        lambda xp, a, x: _SELU_SCALE * xp.where(x < 0, _SELU_ALPHA * xp.expm1(xp.minimum(x, 0)), x),
+        _selu,
     ),
     "LeakyRelu": _Elementwise(
         _UNARY, "activations", "float", "features if > 0, else alpha * features.",
@@ -130,7 +219,7 @@ _ELEMENTWISE: dict[str, _Elementwise] = {
     ),
     "Softplus": _Elementwise(
         _UNARY, "activations", "float", "log(exp(features) + 1), computed without overflow.",
-        lambda xp, a, x: xp.maximum(x, 0) + xp.log1p(xp.exp(-xp.abs(x))),
+        _softplus,
     ),
     "Softsign": _Elementwise(
         _UNARY, "activations", "float", "features / (abs(features) + 1).",
@@ -153,7 +242,7 @@ _ELEMENTWISE: dict[str, _Elementwise] = {
     "SeluGrad": _Elementwise(
         _GRAD_OUT, "backprops", "float",
         "gradients * (outputs + scale * alpha) where outputs < 0, else gradients * scale.",
-        lambda xp, a, g, y: xp.where(y < 0, g * (y + _SELU_SCALE * _SELU_ALPHA), g * _SELU_SCALE),
+        _selu_grad,
     ),
     "LeakyReluGrad": _Elementwise(
         _GRAD, "backprops", "float", "gradients where features > 0, else alpha * gradients.",
@@ -161,21 +250,24 @@ _ELEMENTWISE: dict[str, _Elementwise] = {
     ),
     "SoftplusGrad": _Elementwise(
         _GRAD, "backprops", "float", "gradients / (1 + exp(-features)).",
-        lambda xp, a, g, f: g * _sigmoid(xp, f),
+        _softplus_grad,
     ),
     "SoftsignGrad": _Elementwise(
         _GRAD, "backprops", "float", "gradients / (1 + abs(features)) ** 2.",
         lambda xp, a, g, f: g / ((1 + xp.abs(f)) * (1 + xp.abs(f))),
+        bf16_native=True,
     ),
     # As TF's kernels, no conjugation here: TF's gradients of Tanh and Sigmoid pass conj(y)
     # (Sqrt/Rsqrt/ReciprocalGrad conjugate in the kernel, math_grad_ops.py)
     "SigmoidGrad": _Elementwise(
         ("y", "dy"), "z", "float, complex", "dy * y * (1 - y), where y = sigmoid(x) (its conjugate for complex gradients).",
         lambda xp, a, y, dy: dy * (y * (1 - y)),
+        bf16_native=True,
     ),
     "TanhGrad": _Elementwise(
         ("y", "dy"), "z", "float, complex", "dy * (1 - y * y), where y = tanh(x) (its conjugate for complex gradients).",
         lambda xp, a, y, dy: dy * (1 - y * y),
+        bf16_native=True,
     ),
 }  # fmt: skip
 
@@ -192,7 +284,6 @@ def _register_elementwise(name: str, spec: _Elementwise) -> None:
         doc=spec.doc,
     )
 
-    @kernel(name)
     def _run(ctx, *xs):
         if len(xs) == 2 and xs[0].shape != xs[1].shape:
             raise ctx.fail(
@@ -204,6 +295,8 @@ def _register_elementwise(name: str, spec: _Elementwise) -> None:
             return spec.into(ctx.xp, ctx.attrs, ctx.empty(x.shape, x.dtype), *xs)
         # Python-scalar constants in the formulas must not change the result's dtype.
         return spec.fn(ctx.xp, ctx.attrs, *xs).astype(x.dtype, copy=False)
+
+    kernel(name)(bfloat16_native(_run) if spec.bf16_native else _run)
 
 
 for _name, _spec in _ELEMENTWISE.items():

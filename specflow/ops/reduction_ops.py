@@ -17,8 +17,8 @@ from specflow.graph.shapes import Shape
 from specflow.ops import grad_util as gu
 from specflow.ops.inference import InferenceContext, unchanged_shape
 from specflow.ops.leading_sum import leading, sum_leading
-from specflow.ops.math_ops import FP_STATE, QUIET_FP, _fmt, _out, quiet_fp, require_real, trunc_div
-from specflow.ops.registry import gradient, kernel, not_differentiable, register_op
+from specflow.ops.math_ops import FP_STATE, QUIET_FP, _fmt, _out, quiet_fp, trunc_div
+from specflow.ops.registry import bfloat16_native, gradient, kernel, not_differentiable, register_op
 
 
 def normalize_axes(values, rank: int) -> tuple[int, ...]:
@@ -114,6 +114,10 @@ def _mean(ctx, x, axes, keep):
     count = 1
     for a in axes:
         count *= x.shape[a]
+    if x.dtype.kind == "c" and count == 0:  # TF's complex mean of nothing is 0 (its float one, NaN)
+        shape = [1 if i in axes else d for i, d in enumerate(x.shape)] if keep else \
+            [d for i, d in enumerate(x.shape) if i not in axes]
+        return xp.zeros(shape, x.dtype)
     if x.dtype.kind in "fc":
         # numpy's mean without its Python wrapper, the same rounding: the sum in T (float16: in
         # float32), divided by the count in float64 (an intp), rounded (the caller casts to T).
@@ -314,8 +318,8 @@ def _euclidean_norm_grad(b, node, dys):
 @gradient("Prod")
 def _prod_grad(b, node, dys):
     """TF's zero-safe Prod gradient: each element's partial product of all the others in its
-    reduction group, from exclusive cumulative products from both ends (no division)."""
-    require_real(node)
+    reduction group, from exclusive cumulative products from both ends (no division); for
+    complex inputs their conjugates (TF's direction)."""
     x = node.data_inputs[0]
     red = _static_axes(b, node)
     if red is None:
@@ -344,6 +348,8 @@ def _prod_grad(b, node, dys):
     zero = gu.const(b, np.int32(0))
     left = gu.emit(b, "Cumprod", flat, zero, exclusive=True)
     right = gu.emit(b, "Cumprod", flat, zero, exclusive=True, reverse=True)
+    if b.spec(x).dtype.is_complex:
+        left, right = gu.emit(b, "Conj", left), gu.emit(b, "Conj", right)
     others = gu.emit(b, "Reshape", gu.emit(b, "Mul", left, right), gu.shape_of(b, permuted))
     unpermuted = gu.emit(b, "Transpose", others, gu.const(b, np.argsort(perm).astype(np.int32)))
     return [gu.emit(b, "Mul", _spread(b, node, dys[0]), unpermuted), None]
@@ -376,6 +382,7 @@ def _register_scan(name, fn, identity, what):
     )
 
     @kernel(name, host_inputs=(1,))
+    @bfloat16_native  # each partial sum (product) rounded to bfloat16, as Eigen's scan does
     def run(ctx, x, axis):
         a = scan_axis(ctx, axis, x.ndim)
         xp, reverse = ctx.xp, ctx.attrs["reverse"]
@@ -407,7 +414,7 @@ def _cumsum_grad(b, node, dys):
 def _cumprod_grad(b, node, dys):
     # TF's formula: cumsum(out * dout) in the opposite direction, divided by x with DivNoNan, so
     # an element that is 0 gets gradient 0 (TF 2.21's value there, not the true derivative).
-    require_real(node)
+    # Complex inputs take the same formula, without conjugates (TF's, unlike its Prod gradient).
     x, axis = node.data_inputs
     attrs = node.attrs
     weighted = gu.emit(b, "Mul", node.name, dys[0])

@@ -235,8 +235,9 @@ def _in_float32(k: KernelDef, attrs: dict) -> KernelDef:
     bf16 = dtypes.bfloat16.numpy
     outs = [d is dtypes.bfloat16 for d in output_dtypes(get_op(k.op), attrs)]
 
-    def widen(x):
-        return x.astype(np.float32) if getattr(x, "dtype", None) == bf16 else x
+    def widen(x):  # arrays only: a ResourceHandle's dtype is an sf.DType, equal to bfloat16's name
+        d = getattr(x, "dtype", None)
+        return x.astype(np.float32) if isinstance(d, np.dtype) and d == bf16 else x
 
     def narrow(i, y):
         return y.astype(bf16) if i < len(outs) and outs[i] and getattr(y, "dtype", None) != bf16 else y

@@ -156,7 +156,12 @@ def _segment_prod_grad(b, node, dys):
 def _identity(kind: str, dtype) -> object:
     if kind == "prod":
         return 1
-    info = np.finfo(dtype) if np.dtype(dtype).kind == "f" else np.iinfo(dtype)
+    if dtype is dtypes.bfloat16:  # bfloat16's own limits (the kernel sees float32, whose are inf there)
+        import ml_dtypes
+
+        info = ml_dtypes.finfo(dtypes.bfloat16.numpy)
+    else:
+        info = np.finfo(dtype) if np.dtype(dtype).kind == "f" else np.iinfo(dtype)
     return info.min if kind == "max" else info.max
 
 
@@ -183,7 +188,8 @@ def _unsorted_kernel(kind: str):
     def fn(ctx, data, ids, num_segments):
         xp = ctx.xp
         out_shape, rows, flat, keep = unsorted_segment_args(ctx, data, ids, num_segments)
-        out = xp.full(out_shape.dims, _identity(kind, data.dtype), dtype=data.dtype)
+        t = ctx.attrs["T"]
+        out = xp.full(out_shape.dims, _identity(kind, t if t is dtypes.bfloat16 else data.dtype), dtype=data.dtype)
         rows, flat = rows[keep], flat[keep]
         if kind != "prod" and data.dtype.kind == "f" and bool(xp.isnan(rows).any()):
             return _fold_in_order(ctx, kind, rows, flat, out)

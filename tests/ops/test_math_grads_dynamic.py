@@ -103,10 +103,14 @@ def test_prod_gradient_needs_constant_axes():
         _grads("Prod", [_f(2, 3), np.array([1], np.int32)], {}, [[2, 3], None], feed_consts=[1])
 
 
-def test_complex_prod_gradient_says_it_is_real_only():
-    # MatMul's gradient takes complex inputs now (tests/ops/test_complex_gradients.py); Prod's not yet.
+def test_complex_prod_gradient_is_the_conjugate_of_the_other_factors():
+    # TF's _ProdGrad: dy * conj(left) * conj(right), the exclusive products of the other elements.
+    x = np.array([[1 + 2j, -0.5 + 1j], [2 - 1j, 0.25 + 0.5j], [3j, 1 - 1j]])
+    dy = np.array([0.5 - 1j, 2 + 0.25j])
     b = GraphBuilder()
-    a = b.add_op("Placeholder", [], {"dtype": dtypes.complex128, "shape": [2, 2]}, name="a").name
+    a = b.add_op("Placeholder", [], {"dtype": dtypes.complex128, "shape": [3, 2]}, name="a").name
     y = b.add_op("Prod", [a, b.const(np.array([0], np.int32), name="axis")]).name
-    with pytest.raises(GraphError, match="the gradient of Prod is only defined here for real inputs"):
-        gradients(b, [y], [a])
+    (g,) = gradients(b, [y], [a], grad_ys=[b.const(dy, dtypes.complex128, name="dy")])
+    got = Session(b.graph_def).run(g, {a: x})
+    others = np.stack([np.prod(np.delete(x, i, axis=0), axis=0) for i in range(3)])
+    np.testing.assert_allclose(got, dy * np.conj(others), rtol=1e-14)
