@@ -269,6 +269,8 @@ def conv2d_matrix(ctx, x, f):
     xp, fmt = ctx.xp, ctx.attrs["data_format"]
     win = kernel_window(ctx, (x.shape, f.shape), lambda: _conv_window(ctx, x.shape, f.shape)[0])
     f = _dense_filter(xp, f, x.shape[3 if fmt == "NHWC" else 1])
+    if x.shape[0] == 0:  # an empty batch (a zero-row prediction): an empty result, no im2col
+        return ctx.empty((0, f.shape[3]), x.dtype), (0, *win.out, f.shape[3])
     cols = wn.im2col(xp, _to_nhwc(x, fmt), win, ctx.state)
     n, oh, ow, k = cols.shape
     out = ctx.empty((n * oh * ow, f.shape[3]), cols.dtype)

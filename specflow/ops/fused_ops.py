@@ -295,6 +295,8 @@ def _fused_conv2d_max_pool(ctx, x, f, bias):
     n, o = x.shape[0], f.shape[3]
     if bias.ndim != 1 or bias.shape[0] != o:
         raise ctx.fail(f"bias of shape {_fmt(bias.shape)} does not match the convolution's {o} output channels")
+    if n == 0:  # an empty batch: an empty result (the gather and the matmul need a row)
+        return xp.zeros((0, *pool.out, o), x.dtype)
     if order is not None and len(ctx.attrs["fused_ops"]) == 2 and xp is np:
         return _pooled_relu(ctx, x, f, bias, plan)
     if order is None:  # the unfused way: conv, pool, then the bias (and Relu) on the pooled

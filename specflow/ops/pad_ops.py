@@ -87,9 +87,15 @@ register_op(
 def _pad(ctx, x, paddings, constant_values=None):
     paddings = ctx.host(paddings)
     _pad_shape(ctx.fail, shape_of(x), paddings)
-    value = 0 if constant_values is None else ctx.host(constant_values)
+    default = b"" if x.dtype == object else 0  # a string tensor pads with empty strings, as TF's
+    value = default if constant_values is None else ctx.host(constant_values)
     if np.ndim(value) != 0:
         raise ctx.fail(f"constant_values must be a scalar, got shape {list(np.shape(value))}")
+    if x.dtype == object:  # strings: filled with the (bytes) value itself, not numpy's bytes_
+        out = np.empty([d + int(lo) + int(hi) for d, (lo, hi) in zip(x.shape, paddings)], object)
+        out.fill(value.item() if isinstance(value, np.ndarray) else value)
+        out[tuple(slice(int(lo), int(lo) + d) for d, (lo, _) in zip(x.shape, paddings))] = x
+        return out
     return ctx.xp.pad(x, paddings.tolist(), mode="constant", constant_values=np.asarray(value).item())
 
 

@@ -57,3 +57,22 @@ def test_mnist_cnn_structure():
     value = evaluate(g, g.node(kernel.assign).inputs[1])
     limit = np.sqrt(6 / (9 * 1 + 9 * 16))  # glorot_uniform with receptive field 3x3
     assert np.abs(value).max() <= limit
+
+
+@pytest.mark.parametrize("path", [p for p in MODELS if p.stem != "two_tower"], ids=lambda p: p.stem)  # (needs cpu:2)
+def test_an_empty_batch_predicts_an_empty_result(path):
+    """A zero-row batch through every example's serving signature (convolutions, fused
+    conv + pool, RNN loops, attention): empty outputs of the right trailing shape, as TF's."""
+    from specflow.runtime.session import Session
+
+    spec = load_spec(path)
+    sig = spec.signatures.get("serving_default") or next(iter(spec.signatures.values()))
+    feeds = {}
+    for tensor, _ in sig["inputs"].values():
+        node = spec.graph_def.node(tensor.split(":")[0])
+        feeds[tensor] = np.zeros([0 if d is None else d for d in node.attrs["shape"].dims], node.attrs["dtype"].numpy)
+    fetches = [t for t, _ in sig["outputs"].values()]
+    with Session(spec.graph_def) as session:
+        session.run([], targets=[spec.lowered.init_op])
+        outs = session.run(fetches, feeds)
+    assert all(np.shape(o)[0] == 0 for o in outs)
