@@ -290,3 +290,10 @@ def test_bfloat16_cumsum_rounds_every_partial_sum():
     back = _np(call("Cumsum", x, np.int32(-1), exclusive=True, reverse=True))
     assert back.view(np.uint16).tolist() == [0x3FD3, 0x3FD2, 0x3FD1, 0x3FD0, 0x3FCF, 0x3FCE, 0x3FCD, 0x3FCC,
                                              0xBFDA, 0x0]
+
+
+def test_pad_of_strings_fills_empty_strings():
+    out = _np(call("Pad", np.array([b"a", b"b"], object), np.array([[1, 2]], np.int32)))
+    assert out.tolist() == [b"", b"a", b"b", b"", b""] and all(type(v) is bytes for v in out)
+    out = _np(call("PadV2", np.array([[b"a"]], object), np.array([[0, 1], [1, 0]], np.int32), np.array(b"z", object)))
+    assert out.tolist() == [[b"z", b"a"], [b"z", b"z"]]
