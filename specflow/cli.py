@@ -383,7 +383,11 @@ def train(
             from specflow.cli_cluster import distributed_trainer
 
             if s.train is not None and s.train.early_stopping is not None:
-                raise UserError("train.early_stopping is not supported with --cluster yet; train locally or remove it")
+                from specflow.errors import SpecError
+                from specflow.train.data_fit import located
+
+                raise located(s, SpecError("early_stopping is not supported with --cluster yet; train locally or "
+                                           "remove it", path="train.early_stopping"))
 
             cspec = _cluster_spec(s, cluster, address, None, None)
             trainer = distributed_trainer(s, options, listener, cspec, address, devices)

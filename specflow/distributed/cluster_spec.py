@@ -29,6 +29,7 @@ Nothing here imports Ray: ``specflow inspect --cluster`` plans without starting 
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -259,6 +260,18 @@ def as_cluster_spec(cluster: Any) -> ClusterSpec:
     raise SpecError(f"cluster: expected a dict of job -> task count or a ClusterSpec, got {type(cluster).__name__}")
 
 
+def _check_resource(job: str, name: str, amount: Any, at_name: Location | None, at_amount: Location | None) -> None:
+    """What Ray would refuse as a task starts, with an internal error (a ValueError): CPU and GPU
+    by name (a task's devices give those), a negative, infinite or too fine amount."""
+    what = f"cluster.resources.{job}.{name}"
+    if name in ("CPU", "GPU"):
+        raise SpecError(f"{what}: a task's CPUs and GPUs come from its devices (cluster.task_devices, e.g. "
+                        f"{{{job}: {name.lower()}:2}}), not resources", location=at_name)  # fmt: skip
+    if isinstance(amount, bool) or not math.isfinite(amount) or amount < 0 or (amount and amount < 1e-4):
+        raise SpecError(f"{what}: expected an amount >= 0 (at least 0.0001 when not 0), got {amount!r}",
+                        location=at_amount)  # fmt: skip
+
+
 def cluster_from_section(section: Any, source=None, graph: GraphDef | None = None) -> ClusterSpec:
     """The spec's ``cluster:`` section (``source``: its SourceMap, for located errors); with
     ``graph``, its nodes' device constraints are checked against the cluster too."""
@@ -304,6 +317,8 @@ def cluster_from_section(section: Any, source=None, graph: GraphDef | None = Non
             if not isinstance(res, dict) or not all(isinstance(v, (int, float)) for v in res.values()):
                 raise SpecError(f"cluster.resources.{job}: expected a mapping of resource name to amount",
                                 location=loc("resources", job))  # fmt: skip
+            for name, amount in res.items():
+                _check_resource(job, str(name), amount, key_loc("resources", job, name), loc("resources", job, name))
             spec.resources[job] = {str(k): float(v) for k, v in res.items()}
         for job, labels in (section.get("labels") or {}).items():
             if not isinstance(labels, dict) or not all(isinstance(v, str) for v in labels.values()):

@@ -21,7 +21,7 @@ from typing import Any
 
 from specflow.errors import SpecflowError
 
-from .cluster_spec import ClusterSpec, as_cluster_spec, check_task_count
+from .cluster_spec import ClusterSpec, DeviceSpec, as_cluster_spec, check_task_count
 from .reaper import reaped, release
 
 INSTALL_HINT = "running on a cluster needs Ray: pip install 'specflow[distributed]' (or pip install 'ray>=2.40')"
@@ -54,8 +54,10 @@ def ensure_ray(address: str | None = None):
 @contextlib.contextmanager
 def _signals_after_init():
     """Ctrl-C (or SIGTERM) while ``ray.init`` runs (seconds) waits for it to finish and is then
-    a KeyboardInterrupt: interrupted late in its start, Ray's half-connected core worker made
-    the process crash (SIGSEGV) on its way out, its processes left behind."""
+    delivered to the handler that was there before: interrupted late in its start, Ray's
+    half-connected core worker made the process crash (SIGSEGV) on its way out, its processes left
+    behind. So Ray's own SIGTERM handler (``sys.exit(15)``, installed as ``ray.init`` starts) is
+    held off too: it made a client SIGTERMed while Ray started exit 15, not 143 as documented."""
     import signal
 
     if threading.current_thread() is not threading.main_thread():
@@ -68,13 +70,35 @@ def _signals_after_init():
 
     previous = {s: signal.signal(s, defer) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
-        yield
+        with _without_ray_sigterm_handler():
+            yield
     finally:
         for s, h in previous.items():
-            if signal.getsignal(s) is defer:  # ray.init may install its own (SIGTERM): keep that
-                signal.signal(s, h)
+            signal.signal(s, h)
     if got:
-        raise KeyboardInterrupt
+        # As if it came now: SIGINT's default handler raises KeyboardInterrupt (exit 130), SIGTERM's
+        # default ends the process as the signal does (143; reaper.py takes a private Ray's processes).
+        signal.raise_signal(got[0])
+
+
+@contextlib.contextmanager
+def _without_ray_sigterm_handler():
+    """``ray.init`` installs its SIGTERM handler through ``ray._private.utils.set_sigterm_handler``;
+    a no-op for the block (skipped where a Ray version lacks it)."""
+    try:
+        from ray._private import utils as ray_utils
+    except ImportError:
+        yield
+        return
+    original = getattr(ray_utils, "set_sigterm_handler", None)
+    if original is None:
+        yield
+        return
+    ray_utils.set_sigterm_handler = lambda _handler: None
+    try:
+        yield
+    finally:
+        ray_utils.set_sigterm_handler = original
 
 
 def _init(ray, address: str | None, quiet: dict) -> None:
@@ -137,10 +161,14 @@ def _check_reachable(address: str, timeout_s: float = 5.0) -> None:
     """A ``host:port`` nothing listens on fails here in at most ``timeout_s``: ``ray.init`` would
     retry it for minutes, printing Ray's own connection warnings. A ``ray://host:port`` (Ray
     Client) is checked the same way: Ray took 30 s to give up on one, with a multi-line warning
-    of its own. ``auto`` is left to Ray, which fails fast on it."""
-    m = _HOST_PORT.match(address.removeprefix("ray://"))
-    if m is None:
+    of its own. ``auto`` (and ``local``) is left to Ray, which fails fast on it; anything else
+    that is no host:port is an error here (Ray logged a traceback for ``:6379``)."""
+    if address in ("auto", "local"):
         return
+    m = _HOST_PORT.match(address.removeprefix("ray://"))
+    if m is None or not 0 < int(m.group(2)) < 65536:
+        raise SpecflowError(f"cannot reach the Ray cluster at {address}: not an address (expected host:port as "
+                            "`ray start --head` prints it, ray://host:port, or auto)")
     host, port = m.group(1), int(m.group(2))
     try:
         with socket.create_connection((host, port), timeout=timeout_s):
@@ -169,16 +197,17 @@ def _check_speaks_grpc(address: str, target: str, port: int, timeout_s: float) -
                             f"Ray head (no gRPC answer in {timeout_s:g} s; `ray start --head` prints the address "
                             "to use, port 6379 by default)") from None
     else:
-        if not address.startswith("ray://") and os.environ.get("RAY_AUTH_MODE") != "token":
-            _check_no_token_needed(channel, address, timeout_s)
+        if not address.startswith("ray://"):
+            _check_gcs_answers(channel, address, timeout_s)
     finally:
         channel.close()
 
 
-def _check_no_token_needed(channel, address: str, timeout_s: float) -> None:
-    """A head started with Ray's token authentication refuses a driver that sends no token;
-    ``ray.init`` then retried for 20 s, printing a ``gcs_client.cc`` warning each second, and
-    ended with "Failed to connect". One unauthenticated call to the GCS tells at once."""
+def _check_gcs_answers(channel, address: str, timeout_s: float) -> None:
+    """One unauthenticated call to the GCS. A gRPC server without Ray's GCS service (another
+    program's, an HTTP/2 proxy) answers UNIMPLEMENTED: ``ray.init`` retried it for 20 s, printing a
+    ``gcs_client.cc`` warning each second. A head started with Ray's token authentication refuses
+    a driver that sends no token (UNAUTHENTICATED): the same 20 s, ending with "Failed to connect"."""
     import grpc
 
     call = channel.unary_unary("/ray.rpc.NodeInfoGcsService/GetClusterId", request_serializer=lambda _: b"",
@@ -186,7 +215,11 @@ def _check_no_token_needed(channel, address: str, timeout_s: float) -> None:
     try:
         call(None, timeout=timeout_s)
     except grpc.RpcError as e:
-        if e.code() == grpc.StatusCode.UNAUTHENTICATED:
+        if e.code() == grpc.StatusCode.UNIMPLEMENTED:
+            raise SpecflowError(f"cannot reach the Ray cluster at {address}: a gRPC server answers there, but not a "
+                                "Ray head's (`ray start --head` prints the address to use, port 6379 by "
+                                "default)") from None
+        if e.code() == grpc.StatusCode.UNAUTHENTICATED and os.environ.get("RAY_AUTH_MODE") != "token":
             raise SpecflowError(f"the Ray cluster at {address} requires Ray's token authentication: set "
                                 "RAY_AUTH_MODE=token (the token from RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH or "
                                 "~/.ray/auth_token)") from None
@@ -284,13 +317,24 @@ class Cluster:
             check_task_count(self.spec)
         _check_resources(self.spec, nodes)
         actors = {f"/job:{job}/replica:0/task:{t}": self._start(job, t) for job, t in self.spec.tasks}
-        try:
-            ray.get([a.connect.remote(actors) for a in actors.values()])
-            infos = ray.get([a.info.remote() for a in actors.values()])
-        except Exception as e:  # an actor failed to start (a bad device list, a missing resource)
-            for a in actors.values():
-                ray.kill(a)
-            raise SpecflowError(f"cannot start the cluster's tasks: {_first_line(e)}") from None
+        for attempt in range(START_ATTEMPTS):
+            try:
+                ray.get([a.connect.remote(actors) for a in actors.values()])
+                infos = ray.get([a.info.remote() for a in actors.values()])
+                break
+            except Exception as e:  # an actor failed to start (a bad device list, a missing resource)
+                lost = _lost_as_they_started(ray, actors, e)
+                if not lost or attempt == START_ATTEMPTS - 1:
+                    for a in actors.values():
+                        _kill_quietly(ray, a)
+                    what = f"{', '.join(lost)} died as {'it' if len(lost) == 1 else 'they'} started: " if lost else ""
+                    raise SpecflowError(f"cannot start the cluster's tasks: {what}{_first_line(e)}") from None
+                # A task's process killed (or its node lost) while the tasks start is replaced, as
+                # one lost while training is: a run killed then failed with Ray's "The actor never ran".
+                for task in lost:
+                    _kill_quietly(ray, actors[task])
+                    spec = DeviceSpec.parse(task)
+                    actors[task] = self._start(spec.job, spec.task)
         self.actors = actors
         self.infos = dict(zip(actors, infos))
         self.write_epochs.bump(actors)
@@ -324,8 +368,6 @@ class Cluster:
         its new peers: all at once, as telling a task of one new peer while another is still
         the dead one fails. The tasks' resources (variables) and registered graphs are gone."""
         import ray
-
-        from .cluster_spec import DeviceSpec
 
         for task in tasks:
             spec = DeviceSpec.parse(task)
@@ -429,6 +471,36 @@ def _gpus(spec: ClusterSpec, job: str) -> int:
     from specflow.runtime.devices import parse_device_counts
 
     return parse_device_counts(spec.task_devices.get(job) or "cpu:1").get("GPU", 0)
+
+
+# How many times the tasks are started when some die as they start (killed, their node lost).
+START_ATTEMPTS = 3
+
+
+def _lost_as_they_started(ray, actors: dict[str, Any], error: BaseException) -> list[str]:
+    """The tasks whose actors died of something other than their own start raising (a killed
+    process, a lost node), when ``error`` is such a death; else none (the error is the task's)."""
+    died = getattr(ray.exceptions, "ActorDiedError", ray.exceptions.RayActorError)
+    if not isinstance(error, died) or error.actor_init_failed:
+        return []
+    lost = []
+    for task, ref in [(t, a.info.remote()) for t, a in actors.items()]:
+        try:
+            ray.get(ref)
+        except died as e:
+            if e.actor_init_failed:
+                return []
+            lost.append(task)
+        except Exception:  # any other failure is the task's own: not a start to retry
+            return []
+    return lost
+
+
+def _kill_quietly(ray, actor) -> None:
+    try:
+        ray.kill(actor)
+    except Exception:  # already gone
+        pass
 
 
 def _first_line(e: BaseException) -> str:

@@ -164,7 +164,7 @@ class DistributedTrainer(Recovery, Trainer):
             out = {key: v for got in ray.get(refs) for key, v in got.items()}
         except ray.exceptions.RayError as e:
             raise RuntimeFailure(f"a worker was lost while its state was read: {ray_error_line(e)}") from None
-        return out
+        return {**out, **_as_local_rngs(out)}
 
     def _set_replica_state(self, tensors: dict) -> None:
         import ray
@@ -173,6 +173,9 @@ class DistributedTrainer(Recovery, Trainer):
         for k, t in enumerate(self.tasks):
             rng = _replica_key(k, "rng/")
             mine = {key: v for key, v in tensors.items() if key.startswith(rng)}
+            if k == 0 and not mine:  # a local run's checkpoint: worker 0 goes on with its random stream
+                mine = {rng + key[len(state.RNG_PREFIX):]: v for key, v in tensors.items()
+                        if key.startswith(state.RNG_PREFIX)}  # fmt: skip
             refs.append(self.cluster.actors[t].set_rng_states.remote(mine, rng))
             if self.sync is None and _replica_key(k, "next_batch") in tensors:
                 self.positions[k] = int(tensors[_replica_key(k, "next_batch")])
@@ -579,6 +582,14 @@ class DistributedTrainer(Recovery, Trainer):
                     f.cancel()
                 wait(list(inflight))
         return loss
+
+
+def _as_local_rngs(replica_rngs: dict) -> dict:
+    """Worker 0's generator states under a local run's keys as well: worker 0 draws what a local
+    run draws, so a local run resumed from this checkpoint goes on with its stream (it restarted
+    its dropout masks from the seed's, 4e-2 off one that never left a single process)."""
+    r0 = _replica_key(0, "rng/")
+    return {state.RNG_PREFIX + key[len(r0):]: v for key, v in replica_rngs.items() if key.startswith(r0)}
 
 
 def _replica_key(k: int, what: str) -> str:

@@ -37,7 +37,7 @@ class ProgressListener:
 
     def on_step(self, step: int, loss: float, steps_per_sec: float | None) -> None:
         rate = f"{steps_per_sec:.0f}" if steps_per_sec else "-"
-        self.progress.update(self.task, completed=step, loss=f"{loss:.4f}", rate=rate, metrics=self._metrics())
+        self.progress.update(self.task, completed=step, loss=f"{loss:.4g}", rate=rate, metrics=self._metrics())
 
     def on_workers(self, rates: dict[str, float]) -> None:
         """On a cluster: each worker replica's steps/s (shown beside the metrics)."""
@@ -114,7 +114,7 @@ def result_table(result, logdir) -> Table:
     if getattr(result, "early_stopping", None):
         t.add_row("early stopping", result.early_stopping)
     if result.last_loss is not None:
-        t.add_row("last loss", f"{result.last_loss:.4f}")
+        t.add_row("last loss", f"{result.last_loss:.4g}")  # (a loss of 5e-5 showed as 0.0000)
     for k, v in result.eval_metrics.items():
         t.add_row(f"eval {k}", f"{v:.4f}")
     t.add_row("checkpoint", str(result.checkpoint or "-"))

@@ -68,6 +68,13 @@ def test_section_errors_are_located():
         "cluster:\n  jobs: {ps: 1}\n  task_threads: {ps: 0}\n": "m.yaml:9:22: cluster.task_threads.ps: expected a thread count >= 1",
         "cluster:\n  jobs: {ps: 1}\n  task_threads: {worker: 2}\n": "m.yaml:9:18: cluster.task_threads.worker: unknown job",
         "cluster: [ps]\n": "m.yaml:7:10: cluster: expected a mapping",
+        # what Ray refused as the tasks started, with an internal error (a ValueError)
+        "cluster:\n  jobs: {ps: 1}\n  resources: {ps: {CPU: 1}}\n":
+            "m.yaml:9:20: cluster.resources.ps.CPU: a task's CPUs and GPUs come from its devices",
+        "cluster:\n  jobs: {ps: 1}\n  resources: {ps: {node_b: -1}}\n":
+            "m.yaml:9:28: cluster.resources.ps.node_b: expected an amount >= 0 (at least 0.0001 when not 0), got -1",
+        "cluster:\n  jobs: {ps: 1}\n  resources: {ps: {node_b: .inf}}\n": "cluster.resources.ps.node_b: expected an amount",
+        "cluster:\n  jobs: {ps: 1}\n  resources: {ps: {node_b: 0.00001}}\n": "cluster.resources.ps.node_b: expected an amount",
     }
     for section, message in cases.items():
         with pytest.raises(SpecflowError) as e:
@@ -275,3 +282,49 @@ def test_a_head_that_wants_a_token_is_a_one_line_error_at_once(monkeypatch):
         _check_reachable(f"127.0.0.1:{port}")
     finally:
         server.stop(None)
+
+
+def test_a_grpc_server_that_is_no_ray_head_is_a_one_line_error_at_once():
+    """Another program's gRPC server (or an HTTP/2 proxy) at --address answers UNIMPLEMENTED:
+    ray.init retried it for 20 s, printing a gcs_client warning each second."""
+    grpc = pytest.importorskip("grpc")
+    import time
+    from concurrent import futures
+
+    from specflow.distributed.engine import _check_reachable
+
+    server = grpc.server(futures.ThreadPoolExecutor(2))  # no services at all
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    try:
+        t0 = time.monotonic()
+        with pytest.raises(SpecflowError, match=rf"^cannot reach the Ray cluster at 127.0.0.1:{port}: a gRPC server "
+                                                r"answers there, but not a Ray head's"):  # fmt: skip
+            _check_reachable(f"127.0.0.1:{port}")
+        assert time.monotonic() - t0 < 5
+    finally:
+        server.stop(None)
+
+
+@pytest.mark.parametrize("address", [":6379", "127.0.0.1", "127.0.0.1:99999", "host:0", "http://127.0.0.1:8265"])
+def test_an_address_that_is_none_is_a_one_line_error(address):
+    """Ray logged a traceback for ":6379" and cut its own http:// message at "either:"; a port out
+    of range read as "Connection refused"."""
+    from specflow.distributed.engine import _check_reachable
+
+    with pytest.raises(SpecflowError, match=r"^cannot reach the Ray cluster at .*: not an address \(expected "
+                                            r"host:port .*, ray://host:port, or auto\)$"):  # fmt: skip
+        _check_reachable(address)
+
+
+def test_early_stopping_on_a_cluster_is_refused_at_its_spec_line(tmp_path):
+    import subprocess
+    import sys
+
+    text = (Path(__file__).resolve().parents[2] / "models" / "digits_mlp.yaml").read_text()
+    spec = tmp_path / "es.yaml"
+    spec.write_text(text.replace("train:\n", "train:\n  early_stopping: {metric: accuracy, patience: 2}\n", 1))
+    out = subprocess.run([sys.executable, "-m", "specflow", "train", str(spec), "--cluster", "local:ps=1,worker=1",
+                          "--logdir", str(tmp_path / "run")], capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert out.returncode == 1 and "Traceback" not in out.stderr
+    assert "es.yaml:" in out.stderr and "train.early_stopping: early_stopping is not supported with --cluster" in out.stderr

@@ -421,3 +421,44 @@ def _task_alive(cluster, task: str) -> bool:
     from specflow.distributed.reaper import alive
 
     return alive(cluster.infos[task]["pid"])
+
+
+def _kill_workers_as_they_start(monkeypatch, ray, times: int) -> list[int]:
+    """The first ``times`` worker actors started are SIGKILLed once up, before the tasks connect."""
+    from specflow.distributed import engine
+
+    start, killed = engine.Cluster._start, []
+
+    def start_then_kill(self, job, t):
+        actor = start(self, job, t)
+        if job == "worker" and len(killed) < times:
+            killed.append(ray.get(actor.info.remote())["pid"])
+            _kill(killed[-1])
+        return actor
+
+    monkeypatch.setattr(engine.Cluster, "_start", start_then_kill)
+    return killed
+
+
+def test_a_task_killed_while_the_tasks_start_is_started_again(ray_local, monkeypatch):
+    """A task's process killed as the tasks start is replaced, as one lost while training is: the
+    run failed with Ray's "The actor never ran - it was cancelled before it started running"."""
+    from specflow.distributed.reaper import alive
+
+    killed = _kill_workers_as_they_start(monkeypatch, ray_local, 1)
+    with Cluster(ClusterSpec({"ps": 1, "worker": 1})) as c:
+        pids = {task: info["pid"] for task, info in c.infos.items()}
+        assert len(killed) == 1 and killed[0] not in pids.values()
+        assert all(alive(p) for p in pids.values())
+        ray_local.get([a.info.remote() for a in c.actors.values()])  # every task answers
+
+
+def test_a_task_that_dies_at_every_start_is_an_error_naming_it(ray_local, monkeypatch):
+    from specflow.distributed import engine
+    from specflow.errors import SpecflowError
+
+    killed = _kill_workers_as_they_start(monkeypatch, ray_local, 99)
+    with pytest.raises(SpecflowError, match=r"^cannot start the cluster's tasks: /job:worker/replica:0/task:0 died "
+                                            r"as it started: "):  # fmt: skip
+        Cluster(ClusterSpec({"ps": 1, "worker": 1})).connect()
+    assert len(killed) == engine.START_ATTEMPTS
