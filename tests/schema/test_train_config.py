@@ -185,7 +185,7 @@ def test_loss_through_a_function_call():
             "  data: {source: {csv: d.csv, npz: d.npz}, feeds: {x: x}, capacity: 0}\n",
             [
                 "m.yaml:15:47: train.optimizer.sgd.learning_rate.schedule: unknown schedule 'cosin' (did you mean 'cosine'?); "
-                "known: constant, exponential, cosine, piecewise",
+                "known: constant, exponential, cosine, piecewise, polynomial, inverse_time",
                 "m.yaml:16:18: train.data.source: a data source needs exactly one of builtin, npz, npy, csv, tfrecord (got 'csv' and 'npz')",
                 "m.yaml:16:69: train.data.capacity: must be >= 1, got 0",
             ],
