@@ -32,6 +32,8 @@ EXPORTS = {
     "data": ("specflow.api.data", None),
     "image": ("specflow.api.image", None),
     "strings": ("specflow.api.strings", None),
+    "signal": ("specflow.api.signal", None),
+    "bitwise": ("specflow.api.bitwise", None),
     "math": ("specflow.api.tf_names", "math"),
     "random": ("specflow.api.tf_names", "random"),
 }
