@@ -178,6 +178,7 @@ class ConcreteFunction:
                 self.output_specs.append((leaf.dtype, leaf.shape))
             else:
                 self._out.append(("v", leaf))
+        _check_outside_loops(self.graph_def, self.outputs, name)
         self.target = trace.last_effect
         self.variables = dict(trace.variables)  # uid -> (weakref, handle node)
         self._fetches = list(self.outputs)
@@ -255,12 +256,31 @@ def devices_needed(graph: GraphDef) -> str:
     return f"cpu:{counts['CPU']}" + (f",gpu:{counts['GPU']}" if counts["GPU"] else "")
 
 
+def _check_outside_loops(graph_def: GraphDef, outputs: list[str], name: str) -> None:
+    """A value made inside a while loop leaves it only as a loop variable: one returned from
+    inside (a Python list appended to in a loop on a tensor) is an error here, not at run time."""
+    if not any(n.op == "Enter" for n in graph_def.nodes):
+        return
+    from specflow.graph.control_flow import loop_frames
+    from specflow.graph.graph_def import parse_input
+
+    frames = loop_frames(graph_def)
+    for out in outputs:
+        inside = frames.get(parse_input(out).node)
+        if inside:
+            raise GraphError(f"function '{name}' returns '{out}', a value made inside while loop '{inside[-1]}' that "
+                             "is not one of its loop variables (a Python list appended to in a loop on a tensor?): "
+                             "carry it as a loop variable, or collect values with sf.TensorArray")
+
+
 # --- sf.function -----------------------------------------------------------------------------------------
 
 
 class Function:
-    def __init__(self, fn, input_signature=None, reduce_retracing: bool = False, name: str | None = None):
+    def __init__(self, fn, input_signature=None, reduce_retracing: bool = False, name: str | None = None,
+                 autograph: bool = True):
         self.python_function = fn
+        self.autograph = autograph
         self.name = name or getattr(fn, "__name__", "function")
         self.input_signature = None if input_signature is None else list(input_signature)
         self.reduce_retracing = reduce_retracing
@@ -282,7 +302,7 @@ class Function:
         bound = instance.__dict__.get(key)
         if bound is None:
             bound = Function(functools.partial(self.python_function, instance), self.input_signature,
-                             self.reduce_retracing, self.name)
+                             self.reduce_retracing, self.name, self.autograph)
             bound = instance.__dict__.setdefault(key, bound)  # atomic: threads share one
         return bound
 
@@ -294,7 +314,8 @@ class Function:
             if self.input_signature is not None:
                 _, structure, converted = self._bind_signature(args, kwargs)
                 args, kwargs = unflatten(structure, converted)
-            return self.python_function(*args, **kwargs)
+            fn = self._traced_function() if STATE.trace is not None else self.python_function
+            return fn(*args, **kwargs)
         # The hot path of a training loop: positional arrays/tensors only, a signature seen before.
         fast = None if kwargs else _fast_key(args)
         if fast is not None:
@@ -392,6 +413,17 @@ class Function:
             converted.append(v)
         return spec_leaves, spec_structure, converted
 
+    def _traced_function(self):
+        """What a trace runs: the Python function with AutoGraph's conversion (api/autograph.py)."""
+        if not self.autograph:
+            return self.python_function
+        from specflow.api.autograph import convert
+
+        fn = self.python_function
+        if isinstance(fn, functools.partial):
+            return functools.partial(convert(fn.func), *fn.args, **fn.keywords)
+        return convert(fn)
+
     def _leaf_names(self, structure, n: int) -> list[str]:
         """A name per argument leaf (the inputs' Placeholders, a saved signature's input aliases):
         the parameter's name, ``name_k`` inside a nested argument, a keyword's key."""
@@ -424,7 +456,7 @@ class Function:
                 else:
                     args.append(trace.placeholder(spec.name or name, spec.dtype, spec.shape))
             call_args, call_kwargs = unflatten(structure, args)
-            outputs = self.python_function(*call_args, **call_kwargs)
+            outputs = self._traced_function()(*call_args, **call_kwargs)
             concrete = ConcreteFunction(trace, outputs, self.name)
         concrete.arg_names = names
         # the call it answers, for sf.save's object graph: tensors by spec, other leaves by value
@@ -490,11 +522,11 @@ def _relax(specs: list, prev: ConcreteFunction) -> list:
 def function(fn=None, input_signature=None, autograph: bool = True, jit_compile=None, reduce_retracing: bool = False,
              experimental_relax_shapes: bool | None = None, name: str | None = None):
     """``@sf.function`` (or ``sf.function(fn, input_signature=[...])``), with TensorFlow's
-    parameters: ``jit_compile`` and ``autograph`` are accepted as hints (there is no XLA here,
-    and no AutoGraph: Python control flow on tensors is written with sf.cond/sf.while_loop);
-    ``experimental_relax_shapes`` is the old name of ``reduce_retracing``."""
+    parameters: ``autograph`` (default on) converts Python ``if``/``while``/``for`` on tensors
+    into sf.cond/sf.while_loop (api/autograph.py); ``jit_compile`` is accepted as a hint (there
+    is no XLA here); ``experimental_relax_shapes`` is the old name of ``reduce_retracing``."""
     if experimental_relax_shapes is not None:
         reduce_retracing = reduce_retracing or bool(experimental_relax_shapes)
     if fn is None:
-        return lambda f: Function(f, input_signature, reduce_retracing, name)
-    return Function(fn, input_signature, reduce_retracing, name)
+        return lambda f: Function(f, input_signature, reduce_retracing, name, autograph)
+    return Function(fn, input_signature, reduce_retracing, name, autograph)

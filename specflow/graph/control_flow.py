@@ -521,3 +521,37 @@ def _reinfer(b: GraphBuilder, start: int) -> None:
     graph = b.graph_def.node_map()
     for node in b.graph_def.nodes[start:]:
         b.inferencer.add(forward_view(node, graph))
+
+
+def loop_frames(graph: GraphDef) -> dict[str, tuple[str, ...]]:
+    """Each node's while-loop frames, outermost first (``()``: outside every loop), by TF's
+    rules: an Enter opens its ``frame_name`` inside its input's frames, an Exit leaves one,
+    any other node is in its inputs' frames (a node with no inputs in its consumers'; the
+    NextIteration -> Merge back edge is not followed)."""
+    nodes = graph.node_map()
+    inputs = {n.name: [parse_input(i).node for i in n.inputs if parse_input(i).node in nodes] for n in graph.nodes}
+    for n in graph.nodes:
+        if n.op in ("Merge", "RefMerge"):
+            inputs[n.name] = [i for i in inputs[n.name] if nodes[i].op not in ("NextIteration", "RefNextIteration")]
+    pending = {k: len(v) for k, v in inputs.items()}
+    users: dict[str, list[str]] = {}
+    for k, v in inputs.items():
+        for i in v:
+            users.setdefault(i, []).append(k)
+    ready = [k for k, c in pending.items() if c == 0]
+    frame: dict[str, tuple[str, ...] | None] = {}
+    while ready:
+        k = ready.pop()
+        n = nodes[k]
+        known = [frame[i] for i in inputs[k] if frame.get(i) is not None]
+        here = max(known, key=len) if known else None
+        if n.op in ("Enter", "RefEnter"):
+            here = (here or ()) + (str(n.attrs.get("frame_name", "")),)
+        elif n.op in ("Exit", "RefExit") and here:
+            here = here[:-1]
+        frame[k] = here
+        for u in users.get(k, ()):
+            pending[u] -= 1
+            if pending[u] == 0:
+                ready.append(u)
+    return {k: v or () for k, v in frame.items()}
