@@ -417,9 +417,12 @@ class Function:
         """What a trace runs: the Python function with AutoGraph's conversion (api/autograph.py)."""
         if not self.autograph:
             return self.python_function
-        from specflow.api.autograph import convert
+        from specflow.api.autograph import convert, convertible_callee
 
         fn = self.python_function
+        inner = fn.func if isinstance(fn, functools.partial) else fn
+        if not convertible_callee(inner):  # specflow's own functions (Keras steps) are written for the graph
+            return fn
         if isinstance(fn, functools.partial):
             return functools.partial(convert(fn.func), *fn.args, **fn.keywords)
         return convert(fn)
