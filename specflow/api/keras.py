@@ -10,10 +10,11 @@ api/keras_optimizers.py). A custom loop trains them, or Keras's
 
 The math is Keras 3's (layer norm's arrangement, the losses' clipping of probabilities, the
 weight layouts), so weights copied from a Keras model with ``set_weights(model.get_weights())``
-give Keras's outputs and gradients. Initial values come from numpy (by default Glorot uniform
-kernels, zero biases, uniform(-0.05, 0.05) embeddings; ``kernel_initializer=`` etc. take
-``sf.keras.initializers``), seeded by ``sf.keras.utils.set_random_seed``; they are not
-TensorFlow's draws. ``sf.keras.regularizers``, ``metrics`` (stateful objects), ``activations``,
+give Keras's outputs and gradients. Initial values, dropout masks and
+``sf.keras.random`` draws are Keras's with the TensorFlow backend, bit for bit, for the same
+seed (api/keras_random.py: by default Glorot uniform kernels, zero biases, uniform(-0.05, 0.05)
+embeddings; ``kernel_initializer=`` etc. take ``sf.keras.initializers``; after
+``sf.keras.utils.set_random_seed(s)`` a model gets Keras's initial weights). ``sf.keras.regularizers``, ``metrics`` (stateful objects), ``activations``,
 ``optimizers.schedules`` and ``backend`` live in api/keras_*.py modules named after them."""
 
 from __future__ import annotations
@@ -28,20 +29,14 @@ import numpy as np
 from specflow.api import keras_constraints as constraints
 from specflow.api import keras_initializers as initializers
 from specflow.api import keras_ops as ops
+from specflow.api import keras_random as random
 from specflow.api import keras_regularizers as regularizers
 from specflow.api import nn, tf_names
+from specflow.api.keras_random import set_random_seed
 from specflow.api.module import Module
 from specflow.api.op_functions import call
 from specflow.api.variables import Variable
 from specflow.errors import GraphError
-
-_RNG = [np.random.default_rng()]
-
-
-def set_random_seed(seed: int) -> None:
-    """Seed the initial values of layers built from now on."""
-    _RNG[0] = np.random.default_rng(seed)
-    tf_names.random.set_seed(seed)
 
 
 def _activation(name):
@@ -53,11 +48,6 @@ def _activation(name):
     if name not in table:
         raise GraphError(f"unknown activation '{name}'; known: {', '.join(sorted(table))}")
     return table[name]
-
-
-def _glorot(shape, fan_in: int, fan_out: int) -> np.ndarray:
-    limit = np.sqrt(6.0 / (fan_in + fan_out))
-    return _RNG[0].uniform(-limit, limit, shape).astype(np.float32)
 
 
 _NAME_UIDS: dict[str, int] = {}
@@ -365,16 +355,25 @@ class GlobalAveragePooling2D(Layer):
 
 
 class Dropout(Layer):
-    """Active only with ``training=True`` (a Python bool: each value is its own trace)."""
+    """Active only with ``training=True`` (a Python bool: each value is its own trace). Its
+    masks are Keras's: a SeedGenerator(seed) made with the layer, one draw per call."""
 
     supports_masking = True
 
-    def __init__(self, rate: float, seed: int | None = None, name: str | None = None):
+    def __init__(self, rate: float, noise_shape=None, seed: int | None = None, name: str | None = None):
         super().__init__(name)
-        self.rate, self.seed = float(rate), seed
+        if not 0 <= rate <= 1:
+            raise ValueError(f"Invalid value received for argument `rate`. Expected a float value between 0 and 1. "
+                             f"Received: rate={rate}")
+        self.rate, self.seed = rate, seed
+        self.noise_shape = None if noise_shape is None else tuple(noise_shape)
+        if rate > 0:
+            self.seed_generator = random.SeedGenerator(seed)
 
     def call(self, x, training=None):
-        return nn.dropout(x, self.rate, seed=self.seed) if training and self.rate > 0 else x
+        if training and self.rate > 0:
+            return random.dropout(x, self.rate, noise_shape=self.noise_shape, seed=self.seed_generator)
+        return x
 
 
 class Embedding(Layer):
@@ -509,5 +508,5 @@ def __getattr__(name: str):
 
 
 __all__ = ["layers", "losses", "optimizers", "utils", "callbacks", "Model", "Sequential", "Input",  # noqa: F822
-           "initializers", "regularizers", "constraints", "metrics", "activations", "backend", "ops"]  # (Model: __getattr__)
+           "random", "initializers", "regularizers", "constraints", "metrics", "activations", "backend", "ops"]  # (Model: __getattr__)
 from specflow.api import keras_layers_extra  # noqa: E402, F401 (registers its layers on sf.keras.layers)

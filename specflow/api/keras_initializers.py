@@ -2,9 +2,11 @@
 and returning a numpy array (what ``Layer._own_weight`` takes). The formulas are Keras 3's
 (``VarianceScaling``'s fans: a dense kernel's (in, out), a conv kernel's receptive field times
 its in/out channels; its truncated normal's stddev divided by 0.87962566103423978, the stddev of
-a standard normal truncated to [-2, 2]); the draws come from numpy, not TensorFlow: from
-``sf.keras.utils.set_random_seed``'s generator, or, with ``seed=``, from a generator made from
-that seed on each call (the same values on every call, as a seeded Keras initializer)."""
+a standard normal truncated to [-2, 2]) and so are the draws: ``sf.keras.random``'s (TF's
+stateless Philox bits), seeded by ``seed=`` (an int: the same values on every call; a
+``SeedGenerator``: new values per call) or, made without one, by a seed taken from Python's
+``random`` when the initializer is made (so after ``sf.keras.utils.set_random_seed`` a model
+gets Keras's initial weights)."""
 
 from __future__ import annotations
 
@@ -13,13 +15,23 @@ import re
 
 import numpy as np
 
+from specflow.api import keras_random as random
 from specflow.errors import GraphError
 from specflow.schema.initializers import compute_fans
 
 
-def _fans(shape) -> tuple[float, float]:
-    """Keras's ``compute_fans`` (the spec's initializers use the same rule)."""
-    return compute_fans([int(s) for s in shape])
+def _fans(shape, input_axes=None, output_axes=None) -> tuple[float, float]:
+    """Keras's ``compute_fans`` (the spec's initializers use the same rule), or the products
+    of the dimensions at ``input_axes`` and ``output_axes`` when both are given."""
+    shape = [int(s) for s in shape]
+    if input_axes is not None and output_axes is not None:
+        return math.prod(shape[a] for a in input_axes), math.prod(shape[a] for a in output_axes)
+    return compute_fans(shape)
+
+
+def _dtype_name(dtype) -> str:
+    dtype = getattr(dtype, "name", dtype)
+    return np.dtype(dtype).name if dtype is not None and not isinstance(dtype, str) else (dtype or "float32")
 
 
 class Initializer:
@@ -29,29 +41,34 @@ class Initializer:
     def get_config(self) -> dict:
         return {}
 
+    @classmethod
+    def from_config(cls, config):
+        return cls(**config)
+
     def _out(self, values, dtype):
-        return np.asarray(values).astype(np.dtype(getattr(dtype, "numpy", dtype) or "float32"))
+        return np.asarray(values).astype(np.dtype(_dtype_name(dtype)))
 
 
 class _Random(Initializer):
+    """Keras's RandomInitializer: ``seed`` an int or a SeedGenerator, or None for a default seed
+    drawn from Python's ``random`` now."""
+
     def __init__(self, seed=None):
+        self._init_seed = seed
+        if seed is None:
+            seed = random.make_default_seed()
+        elif not isinstance(seed, (int, random.SeedGenerator)):
+            raise ValueError("`seed` argument should be an instance of `keras.random.SeedGenerator()` or an integer. "
+                             f"Received: seed={seed}")
         self.seed = seed
 
-    def _rng(self):
-        if self.seed is None:
-            from specflow.api.keras import _RNG
+    def get_config(self) -> dict:
+        return {"seed": self._init_seed}
 
-            return _RNG[0]
-        return np.random.default_rng(self.seed)
-
-    def _truncated(self, rng, mean, stddev, shape):
-        """A normal truncated to mean +- 2 stddev (values outside redrawn)."""
-        out = rng.normal(0.0, 1.0, shape)
-        bad = np.abs(out) > 2
-        while bad.any():
-            out[bad] = rng.normal(0.0, 1.0, int(bad.sum()))
-            bad = np.abs(out) > 2
-        return mean + stddev * out
+    def _draw(self, fn, shape, dtype, **kwargs):
+        """``fn(shape, ..., seed=self.seed)`` (sf.keras.random's), eagerly, as numpy."""
+        shape = tuple(int(s) for s in shape)
+        return self._out(random.initial_value(fn, shape, dtype=_dtype_name(dtype), seed=self.seed, **kwargs), dtype)
 
 
 class Zeros(Initializer):
@@ -78,7 +95,10 @@ class RandomNormal(_Random):
         self.mean, self.stddev = mean, stddev
 
     def __call__(self, shape, dtype="float32"):
-        return self._out(self._rng().normal(self.mean, self.stddev, tuple(shape)), dtype)
+        return self._draw(random.normal, shape, dtype, mean=self.mean, stddev=self.stddev)
+
+    def get_config(self) -> dict:
+        return {"mean": self.mean, "stddev": self.stddev, **super().get_config()}
 
 
 class RandomUniform(_Random):
@@ -87,7 +107,10 @@ class RandomUniform(_Random):
         self.minval, self.maxval = minval, maxval
 
     def __call__(self, shape, dtype="float32"):
-        return self._out(self._rng().uniform(self.minval, self.maxval, tuple(shape)), dtype)
+        return self._draw(random.uniform, shape, dtype, minval=self.minval, maxval=self.maxval)
+
+    def get_config(self) -> dict:
+        return {"minval": self.minval, "maxval": self.maxval, **super().get_config()}
 
 
 class TruncatedNormal(_Random):
@@ -96,12 +119,15 @@ class TruncatedNormal(_Random):
         self.mean, self.stddev = mean, stddev
 
     def __call__(self, shape, dtype="float32"):
-        return self._out(self._truncated(self._rng(), self.mean, self.stddev, tuple(shape)), dtype)
+        return self._draw(random.truncated_normal, shape, dtype, mean=self.mean, stddev=self.stddev)
+
+    def get_config(self) -> dict:
+        return {"mean": self.mean, "stddev": self.stddev, **super().get_config()}
 
 
 class VarianceScaling(_Random):
-    def __init__(self, scale=1.0, mode="fan_in", distribution="truncated_normal", seed=None):
-        super().__init__(seed)
+    def __init__(self, scale=1.0, mode="fan_in", distribution="truncated_normal", seed=None, input_axes=None,
+                 output_axes=None):
         if scale <= 0.0:
             raise ValueError(f"Argument `scale` must be positive float. Received: scale={scale}")
         if mode not in ("fan_in", "fan_out", "fan_avg"):
@@ -111,74 +137,71 @@ class VarianceScaling(_Random):
             distribution = "truncated_normal"
         if distribution not in ("uniform", "truncated_normal", "untruncated_normal"):
             raise ValueError(f"Invalid `distribution` argument: {distribution!r}")
-        self.scale, self.mode, self.distribution = float(scale), mode, distribution
+        self.scale, self.mode, self.distribution = scale, mode, distribution
+        self.input_axes, self.output_axes = input_axes, output_axes
+        super().__init__(seed)  # last, as Keras's: a bad argument takes no default seed
 
     def __call__(self, shape, dtype="float32"):
-        shape = tuple(int(s) for s in shape)
-        fan_in, fan_out = _fans(shape)
+        fan_in, fan_out = _fans(shape, self.input_axes, self.output_axes)
         fan = {"fan_in": fan_in, "fan_out": fan_out, "fan_avg": (fan_in + fan_out) / 2.0}[self.mode]
         scale = self.scale / max(1.0, fan)
-        rng = self._rng()
         if self.distribution == "truncated_normal":
-            values = self._truncated(rng, 0.0, math.sqrt(scale) / 0.87962566103423978, shape)
-        elif self.distribution == "untruncated_normal":
-            values = rng.normal(0.0, math.sqrt(scale), shape)
-        else:
-            limit = math.sqrt(3.0 * scale)
-            values = rng.uniform(-limit, limit, shape)
-        return self._out(values, dtype)
+            stddev = math.sqrt(scale) / 0.87962566103423978
+            return self._draw(random.truncated_normal, shape, dtype, mean=0.0, stddev=stddev)
+        if self.distribution == "untruncated_normal":
+            return self._draw(random.normal, shape, dtype, mean=0.0, stddev=math.sqrt(scale))
+        limit = math.sqrt(3.0 * scale)
+        return self._draw(random.uniform, shape, dtype, minval=-limit, maxval=limit)
+
+    def get_config(self) -> dict:
+        return {"scale": self.scale, "mode": self.mode, "distribution": self.distribution,
+                "input_axes": self.input_axes, "output_axes": self.output_axes, **super().get_config()}
 
 
-class GlorotUniform(VarianceScaling):
-    def __init__(self, seed=None):
-        super().__init__(1.0, "fan_avg", "uniform", seed)
+def _preset(name: str, scale: float, mode: str, distribution: str):
+    """Keras's named VarianceScaling (GlorotUniform, HeNormal, ...): only ``seed`` and the axes."""
+
+    def __init__(self, seed=None, input_axes=None, output_axes=None):
+        VarianceScaling.__init__(self, scale, mode, distribution, seed, input_axes, output_axes)
+
+    def get_config(self) -> dict:
+        return {"seed": self._init_seed, "input_axes": self.input_axes, "output_axes": self.output_axes}
+
+    return type(name, (VarianceScaling,), {"__init__": __init__, "get_config": get_config, "__module__": __name__})
 
 
-class GlorotNormal(VarianceScaling):
-    def __init__(self, seed=None):
-        super().__init__(1.0, "fan_avg", "truncated_normal", seed)
-
-
-class LecunNormal(VarianceScaling):
-    def __init__(self, seed=None):
-        super().__init__(1.0, "fan_in", "truncated_normal", seed)
-
-
-class LecunUniform(VarianceScaling):
-    def __init__(self, seed=None):
-        super().__init__(1.0, "fan_in", "uniform", seed)
-
-
-class HeNormal(VarianceScaling):
-    def __init__(self, seed=None):
-        super().__init__(2.0, "fan_in", "truncated_normal", seed)
-
-
-class HeUniform(VarianceScaling):
-    def __init__(self, seed=None):
-        super().__init__(2.0, "fan_in", "uniform", seed)
+GlorotUniform = _preset("GlorotUniform", 1.0, "fan_avg", "uniform")
+GlorotNormal = _preset("GlorotNormal", 1.0, "fan_avg", "truncated_normal")
+LecunNormal = _preset("LecunNormal", 1.0, "fan_in", "truncated_normal")
+LecunUniform = _preset("LecunUniform", 1.0, "fan_in", "uniform")
+HeNormal = _preset("HeNormal", 2.0, "fan_in", "truncated_normal")
+HeUniform = _preset("HeUniform", 2.0, "fan_in", "uniform")
 
 
 class Orthogonal(_Random):
     """Keras's: QR of a normal draw of shape (prod(shape[:-1]), shape[-1]) (transposed when it
-    has fewer rows than columns), q's columns signed by r's diagonal, times ``gain``."""
+    has fewer rows than columns), q's columns signed by r's diagonal, times ``gain``. (The draw
+    is Keras's bit for bit; the QR is numpy's in the draw's dtype, TF's Householder QR rounds
+    differently: the values agree to about 1e-6.)"""
 
     def __init__(self, gain=1.0, seed=None):
-        super().__init__(seed)
         self.gain = gain
+        super().__init__(seed)
 
     def __call__(self, shape, dtype="float32"):
         shape = tuple(int(s) for s in shape)
         if len(shape) < 2:
             raise ValueError(f"The tensor to initialize must be at least two-dimensional. Received: shape={shape}")
         rows, cols = math.prod(shape[:-1]), shape[-1]
-        flat = (max(rows, cols), min(rows, cols))
-        a = self._rng().normal(0.0, 1.0, flat)
+        a = self._draw(random.normal, (max(rows, cols), min(rows, cols)), dtype)
         q, r = np.linalg.qr(a)
-        q = q * np.sign(np.diag(r))
+        q = q * np.sign(np.diag(r)).astype(q.dtype)
         if rows < cols:
             q = q.T
-        return self._out(self.gain * q.reshape(shape), dtype)
+        return self._out(np.asarray(self.gain, q.dtype) * q.reshape(shape), dtype)
+
+    def get_config(self) -> dict:
+        return {"gain": self.gain, **super().get_config()}
 
 
 class Identity(Initializer):

@@ -11,8 +11,10 @@ import math
 
 import numpy as np
 
+from specflow.api import keras_initializers as initializers
+from specflow.api import keras_random as random
 from specflow.api import nn, tf_names
-from specflow.api.keras import Layer, _activation, _glorot, _known
+from specflow.api.keras import Layer, _activation, _known
 from specflow.api.keras_masking import get_mask, set_mask
 from specflow.api.keras_rnn import _RNN
 from specflow.api.tensor import Tensor
@@ -338,8 +340,11 @@ class MultiHeadAttention(Layer):
     supports_masking = True
 
     def __init__(self, num_heads: int, key_dim: int, value_dim: int | None = None, dropout: float = 0.0,
-                 use_bias: bool = True, output_shape=None, name: str | None = None):
+                 use_bias: bool = True, output_shape=None, seed=None, name: str | None = None):
         super().__init__(name)
+        # Keras's: the layer's initializer takes a default seed; each projection clones it
+        # (a new default seed each, at build), the dropout draws from a SeedGenerator(seed)
+        self.kernel_initializer, self.seed = initializers.GlorotUniform(), seed
         self.num_heads, self.key_dim = int(num_heads), int(key_dim)
         self.value_dim = int(value_dim) if value_dim is not None else self.key_dim
         self.dropout, self.use_bias = float(dropout), use_bias
@@ -351,7 +356,8 @@ class MultiHeadAttention(Layer):
 
     def _dense(self, attr: str, d_in: int, units: int):
         n = self.num_heads
-        self._own_weight(f"{attr}_kernel", _glorot((d_in, n, units), d_in, n * units))
+        init = initializers.GlorotUniform(input_axes=[0], output_axes=[1, 2])
+        self._own_weight(f"{attr}_kernel", init((d_in, n, units)))
         if self.use_bias:
             self._own_weight(f"{attr}_bias", np.zeros((n, units), np.float32))
 
@@ -362,8 +368,11 @@ class MultiHeadAttention(Layer):
         self._dense("query", dq, self.key_dim)
         self._dense("key", dk, self.key_dim)
         self._dense("value", dv, self.value_dim)
+        if self.dropout > 0:
+            self.seed_generator = random.SeedGenerator(self.seed)
         out, n, v = self.output_shape or dq, self.num_heads, self.value_dim
-        self._own_weight("output_kernel", _glorot((n, v, out), n * v, out))
+        init = initializers.GlorotUniform(input_axes=[0, 1], output_axes=[2])
+        self._own_weight("output_kernel", init((n, v, out)))
         if self.use_bias:
             self._own_weight("output_bias", np.zeros(out, np.float32))
 
@@ -422,7 +431,8 @@ class MultiHeadAttention(Layer):
         else:
             softmax = Softmax(axis=-1, name="attention_softmax")
             scores = softmax(tf_names.einsum("aecd,abcd->acbe", k, q * scale), mask=mask)
-            drop = nn.dropout(scores, self.dropout) if training and self.dropout > 0 else scores
+            drop = random.dropout(scores, self.dropout, seed=self.seed_generator) if training and self.dropout > 0 \
+                else scores
             out = tf_names.einsum("acbe,aecd->abcd", drop, v)
         out = tf_names.einsum("abcd,cde->abe", out, self.output_kernel)
         if self.use_bias:
@@ -438,6 +448,7 @@ class SimpleRNN(_RNN):
 
     gates = 1
     _n_states = 1
+    _seed_first = True
 
     def __init__(self, units: int, activation="tanh", return_sequences: bool = False, return_state: bool = False,
                  go_backwards: bool = False, zero_output_for_mask: bool = False, name: str | None = None):

@@ -19,6 +19,7 @@ import numpy as np
 
 from specflow.api import keras_constraints as constraints
 from specflow.api import keras_initializers as initializers
+from specflow.api import keras_random as random
 from specflow.api import keras_regularizers as regularizers
 from specflow.api import nn, nn_more, tf_array_names, tf_names
 from specflow.api.keras import Layer, _activation, _known
@@ -154,6 +155,8 @@ class Attention(Layer):
                  name: str | None = None):
         super().__init__(name)
         self.use_scale, self.score_mode, self.dropout, self.seed = use_scale, score_mode, float(dropout), seed
+        if self.dropout > 0:
+            self.seed_generator = random.SeedGenerator(seed)
         if score_mode not in ("dot", "concat"):
             raise ValueError("Invalid value for argument score_mode. Expected one of {'dot', 'concat'}. "
                              f"Received: score_mode={score_mode}")
@@ -204,7 +207,8 @@ class Attention(Layer):
         if scores_mask is not None:
             scores = tf_names.where(scores_mask, scores, scores - np.float32(1e9))
         weights = nn.softmax(scores, axis=-1)
-        dropped = nn.dropout(weights, self.dropout, seed=self.seed) if training and self.dropout > 0 else weights
+        dropped = (random.dropout(weights, self.dropout, seed=self.seed_generator) if training and self.dropout > 0
+                   else weights)
         out = tf_names.matmul(dropped, v)
         if q_mask is not None:
             keep = tf_names.expand_dims(tf_names.cast(q_mask, "bool"), -1)
@@ -363,12 +367,14 @@ class GaussianNoise(Layer):
         if not 0 <= stddev <= 1:
             raise ValueError("Invalid value received for argument `stddev`. Expected a float value between 0 and 1. "
                              f"Received: stddev={stddev}")
-        self.stddev, self.seed = float(stddev), seed
+        self.stddev, self.seed = stddev, seed
+        if stddev > 0:
+            self.seed_generator = random.SeedGenerator(seed)
         self.built = True
 
     def call(self, x, training=False):
         if training and self.stddev > 0:
-            return x + tf_names.random_normal(tf_names.shape(x), 0.0, self.stddev, dtype=x.dtype, seed=self.seed)
+            return x + random.normal(tf_names.shape(x), 0.0, self.stddev, dtype=x.dtype, seed=self.seed_generator)
         return x
 
 
@@ -382,14 +388,48 @@ class GaussianDropout(Layer):
         if not 0 <= rate <= 1:
             raise ValueError("Invalid value received for argument `rate`. Expected a float value between 0 and 1. "
                              f"Received: rate={rate}")
-        self.rate, self.seed = float(rate), seed
+        self.rate, self.seed = rate, seed
+        if rate > 0:
+            self.seed_generator = random.SeedGenerator(seed)
         self.built = True
 
     def call(self, x, training=False):
         if training and self.rate > 0:
             stddev = math.sqrt(self.rate / (1.0 - self.rate))
-            return x * tf_names.random_normal(tf_names.shape(x), 1.0, stddev, dtype=x.dtype, seed=self.seed)
+            return x * random.normal(tf_names.shape(x), 1.0, stddev, dtype=x.dtype, seed=self.seed_generator)
         return x
+
+
+class AlphaDropout(Layer):
+    """Keras's: with ``training=True``, a kept unit is x and a dropped one SELU's negative
+    saturation -alpha * scale, then a * x + b keeps the mean and variance; the keep mask is
+    uniform >= rate from the layer's SeedGenerator (Keras's draws)."""
+
+    supports_masking = True
+    _ALPHA, _SCALE = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
+
+    def __init__(self, rate: float, noise_shape=None, seed=None, name: str | None = None):
+        super().__init__(name)
+        if not 0 <= rate <= 1:
+            raise ValueError("Invalid value received for argument `rate`. Expected a float value between 0 and 1. "
+                             f"Received: rate={rate}")
+        self.rate, self.seed, self.noise_shape = rate, seed, noise_shape
+        if rate > 0:
+            self.seed_generator = random.SeedGenerator(seed)
+        self.built = True
+
+    def call(self, x, training=False):
+        if not (training and self.rate > 0):
+            return x
+        dyn, dt = tf_names.shape(x), x.dtype.numpy
+        shape = dyn if self.noise_shape is None else tf_names.stack(
+            [dyn[i] if d is None else np.int32(d) for i, d in enumerate(self.noise_shape)])
+        alpha_p = -self._ALPHA * self._SCALE
+        kept = tf_names.cast(random.uniform(shape, seed=self.seed_generator) >= np.float32(self.rate), x.dtype)
+        a = ((1 - self.rate) * (1 + self.rate * alpha_p**2)) ** -0.5  # (Python floats, as Keras's)
+        b = -a * alpha_p * self.rate
+        dropped = x * kept + np.asarray(alpha_p, dt) * (np.asarray(1, dt) - kept)
+        return np.asarray(a, dt) * dropped + np.asarray(b, dt)
 
 
 class _SpatialDropout(Layer):
@@ -403,7 +443,9 @@ class _SpatialDropout(Layer):
         if not 0 <= rate <= 1:
             raise ValueError(f"Invalid value received for argument `rate`. Expected a float value between 0 and 1. "
                              f"Received: rate={rate}")
-        self.rate, self.seed = float(rate), seed
+        self.rate, self.seed = rate, seed
+        if rate > 0:
+            self.seed_generator = random.SeedGenerator(seed)
         self.data_format = _data_format(data_format, self.name) if self.rank > 3 else "channels_last"
 
     def call(self, x, training=False):
@@ -415,7 +457,7 @@ class _SpatialDropout(Layer):
         dyn = tf_names.shape(x)
         ones = [np.ones(1, np.int32)] * (self.rank - 2)
         parts = [dyn[:1], *ones, dyn[-1:]] if self.data_format == "channels_last" else [dyn[:2], *ones]
-        return nn.dropout(x, self.rate, noise_shape=tf_names.concat(parts, 0), seed=self.seed)
+        return random.dropout(x, self.rate, noise_shape=tf_names.concat(parts, 0), seed=self.seed_generator)
 
 
 class SpatialDropout1D(_SpatialDropout):
@@ -757,7 +799,7 @@ class SeparableConv1D(_ConvBase):
 from specflow.api import keras_layers_preprocessing  # noqa: E402 (its layers subclass Layer too)
 
 LAYERS = (TimeDistributed, Attention, AdditiveAttention, UnitNormalization, GroupNormalization, PReLU, GaussianNoise,
-          GaussianDropout, SpatialDropout1D, SpatialDropout2D, SpatialDropout3D, ActivityRegularization, UpSampling1D,
+          AlphaDropout, GaussianDropout, SpatialDropout1D, SpatialDropout2D, SpatialDropout3D, ActivityRegularization, UpSampling1D,
           ZeroPadding1D, Cropping1D, MaxPooling3D, AveragePooling3D, GlobalAveragePooling3D, GlobalMaxPooling3D,
           Conv3D, Conv1DTranspose, DepthwiseConv1D, SeparableConv1D) + keras_layers_preprocessing.LAYERS
 for _cls in LAYERS:  # on sf.keras.layers (keras.py imports this module at its end)

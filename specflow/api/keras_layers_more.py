@@ -16,7 +16,7 @@ import numpy as np
 from specflow.api import keras_initializers as initializers
 from specflow.api import keras_regularizers as regularizers
 from specflow.api import nn, nn_more, tf_names
-from specflow.api.keras import Layer, _activation, _glorot, _known
+from specflow.api.keras import Layer, _activation, _known
 from specflow.api.keras_masking import set_mask
 from specflow.errors import GraphError
 
@@ -213,7 +213,8 @@ class DepthwiseConv2D(_Conv):
         c = _known(input_shape, "channels", self.name)
         kh, kw = self.kernel_size
         dm = self.depth_multiplier
-        self._own_weight("kernel", _glorot((kh, kw, c, dm), kh * kw * c, kh * kw * dm))
+        # (_Conv's default Glorot uniform kernel_initializer is Keras's depthwise_initializer)
+        self._own_weight("kernel", initializers.make(self.kernel_initializer, (kh, kw, c, dm)))
         if self.use_bias:
             self._own_weight("bias", np.zeros(c * dm, np.float32))
 
@@ -230,13 +231,14 @@ class SeparableConv2D(_Conv):
                  activation=None, use_bias: bool = True, dilation_rate=1, name: str | None = None):
         super().__init__(filters, kernel_size, strides, padding, activation, use_bias, dilation_rate, name)
         self.depth_multiplier = int(depth_multiplier)
+        self.pointwise_initializer = initializers.GlorotUniform()  # (kernel_initializer: the depthwise one)
 
     def build(self, input_shape):
         c = _known(input_shape, "channels", self.name)
         kh, kw = self.kernel_size
         dm, f = self.depth_multiplier, self.filters
-        self._own_weight("depthwise_kernel", _glorot((kh, kw, c, dm), kh * kw * c, kh * kw * dm))
-        self._own_weight("pointwise_kernel", _glorot((1, 1, c * dm, f), c * dm, f))
+        self._own_weight("depthwise_kernel", initializers.make(self.kernel_initializer, (kh, kw, c, dm)))
+        self._own_weight("pointwise_kernel", initializers.make(self.pointwise_initializer, (1, 1, c * dm, f)))
         if self.use_bias:
             self._own_weight("bias", np.zeros(f, np.float32))
 

@@ -10,20 +10,16 @@ from __future__ import annotations
 
 import numpy as np
 
+from specflow.api import keras_initializers as initializers
+from specflow.api import keras_random as random
 from specflow.api import tf_names
-from specflow.api.keras import _RNG, Layer, _activation, _glorot, _known
+from specflow.api.keras import Layer, _activation, _known
 from specflow.errors import GraphError
-
-
-def _orthogonal(n: int, m: int) -> np.ndarray:
-    a = _RNG[0].normal(size=(max(n, m), min(n, m)))
-    q, r = np.linalg.qr(a)
-    q *= np.sign(np.diag(r))
-    return (q if n >= m else q.T)[:n, :m].astype(np.float32)
 
 
 class _RNN(Layer):
     gates = 4
+    _seed_first = False
     supports_masking = True
 
     def __init__(self, units: int, activation="tanh", recurrent_activation="sigmoid", return_sequences: bool = False,
@@ -34,11 +30,22 @@ class _RNN(Layer):
         self.activation, self.recurrent_activation = _activation(activation), _activation(recurrent_activation)
         self.return_sequences, self.return_state = return_sequences, return_state
         self.go_backwards, self.zero_output_for_mask = go_backwards, zero_output_for_mask
+        self._draw_initializers()
+
+    def _draw_initializers(self) -> None:
+        """Keras's cell's default initializers (seeds from Python's ``random`` now) and the draw
+        its SeedGenerator (for dropout) takes, in Keras's order (SimpleRNNCell's generator first)."""
+        if self._seed_first:
+            random.make_default_seed()
+        self.kernel_initializer = initializers.GlorotUniform()
+        self.recurrent_initializer = initializers.Orthogonal()
+        if not self._seed_first:
+            random.make_default_seed()
 
     def build(self, input_shape):
         n, u, g = _known(input_shape, "features", self.name), self.units, self.gates
-        self._own_weight("kernel", _glorot((n, g * u), n, g * u))
-        self._own_weight("recurrent_kernel", np.concatenate([_orthogonal(u, u) for _ in range(g)], axis=1))
+        self._own_weight("kernel", initializers.make(self.kernel_initializer, (n, g * u)))
+        self._own_weight("recurrent_kernel", initializers.make(self.recurrent_initializer, (u, g * u)))
         self._own_weight("bias", self._bias_init())
 
     def __call__(self, x, mask=None, training=None, initial_state=None):
@@ -127,6 +134,8 @@ class Bidirectional(Layer):
         super().__init__(name)
         if merge_mode not in ("concat", "sum", "ave", "mul"):
             raise GraphError(f"Bidirectional merge_mode must be concat, sum, ave or mul, got {merge_mode!r}")
+        if not layer.built:  # Keras builds its forward layer from the layer's config: new default seeds
+            layer._draw_initializers()
         self.forward_layer = layer
         self.backward_layer = backward_layer or type(layer)(
             layer.units, return_sequences=layer.return_sequences, go_backwards=not layer.go_backwards,

@@ -13,6 +13,8 @@ same words without a host round trip.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from specflow.graph import dtypes
@@ -197,16 +199,87 @@ not_differentiable("StatelessRandomGetKeyCounter", "StatelessRandomGetAlg")
 # --- StatelessRandomNormalV2 ------------------------------------------------------------------
 
 
+# TF's float Box-Muller calls the C library's logf and sincosf (glibc's, on Linux): their
+# results are not always the correctly rounded ones (numpy's float32 functions, or float64 then
+# rounded, differ in about 1% of values by an ulp). These are glibc's algorithms (from ARM's
+# optimized-routines, MIT), step for step in float64, which give glibc's float for every one of
+# the 2^23 uniforms a Philox word can make (checked against libm.so.6 exhaustively).
+_LOGF_TABLE = np.array([float.fromhex(h) for h in """
+    0x1.661ec79f8f3bep+0 -0x1.57bf7808caadep-2 0x1.571ed4aaf883dp+0 -0x1.2bef0a7c06ddbp-2
+    0x1.49539f0f010bp+0 -0x1.01eae7f513a67p-2 0x1.3c995b0b80385p+0 -0x1.b31d8a68224e9p-3
+    0x1.30d190c8864a5p+0 -0x1.6574f0ac07758p-3 0x1.25e227b0b8eap+0 -0x1.1aa2bc79c81p-3
+    0x1.1bb4a4a1a343fp+0 -0x1.a4e76ce8c0e5ep-4 0x1.12358f08ae5bap+0 -0x1.1973c5a611cccp-4
+    0x1.0953f419900a7p+0 -0x1.252f438e10c1ep-5 0x1p+0 0x0p+0
+    0x1.e608cfd9a47acp-1 0x1.aa5aa5df25984p-5 0x1.ca4b31f026aap-1 0x1.c5e53aa362eb4p-4
+    0x1.b2036576afce6p-1 0x1.526e57720db08p-3 0x1.9c2d163a1aa2dp-1 0x1.bc2860d22477p-3
+    0x1.886e6037841edp-1 0x1.1058bc8a07ee1p-2 0x1.767dcf5534862p-1 0x1.4043057b6ee09p-2
+""".split()]).reshape(16, 2)  # (1/c, log c) at the centres of 16 subintervals of [0.7, 1.4)
+_LOGF_LN2 = float.fromhex("0x1.62e42fefa39efp-1")
+_LOGF_POLY = [float.fromhex(h) for h in ("-0x1.00ea348b88334p-2", "0x1.5575b0be00b6ap-2", "-0x1.ffffef20a4123p-2")]
+# sincosf: 2/pi scaled by 2^24, pi/2, the cosine (c0..c4) and sine (s1..s3) polynomials
+_SINCOSF = [float.fromhex(h) for h in (
+    "0x1.45F306DC9C883p+23", "0x1.921FB54442D18p0", "0x1p0", "-0x1.ffffffd0c621cp-2", "0x1.55553e1068f19p-5",
+    "-0x1.6c087e89a359dp-10", "0x1.99343027bf8c3p-16", "-0x1.555545995a603p-3", "0x1.1107605230bc4p-7",
+    "-0x1.994eb3774cf24p-13")]
+
+
+def glibc_logf(xp, x):
+    """glibc's logf of positive normal float32 ``x``: x = 2^k z, log1p(z/c - 1) + log c + k ln2
+    with c from a 16-entry table and a degree-4 polynomial, in float64, rounded once."""
+    ix = x.view(np.uint32)
+    tmp = ix - np.uint32(0x3F330000)  # (wraps, as C's uint32)
+    i = ((tmp >> np.uint32(19)) & np.uint32(15)).astype(np.intp)
+    k = tmp.view(np.int32) >> np.int32(23)  # arithmetic shift, as C's
+    z = (ix - (tmp & np.uint32(0xFF800000))).view(np.float32).astype(np.float64)
+    r = z * xp.asarray(_LOGF_TABLE[:, 0])[i] - 1.0
+    y0 = xp.asarray(_LOGF_TABLE[:, 1])[i] + k.astype(np.float64) * _LOGF_LN2
+    r2 = r * r
+    y = _LOGF_POLY[0] * r2 + (_LOGF_POLY[1] * r + _LOGF_POLY[2])
+    y = y * r2 + (y0 + r)
+    return xp.where(x == np.float32(1), np.float32(0), y.astype(np.float32))
+
+
+def glibc_sincosf(xp, y):
+    """glibc's sincosf of float32 ``y`` in [0, 120) (Box-Muller's angles): one multiply-subtract
+    reduction to x in [-pi/4, pi/4] and the quadrant q (0 below pi/4, where glibc skips the
+    reduction: the same arithmetic), the polynomials in float64, rounded; then sin, cos are
+    (s, c), (c, -s), (-s, -c), (-c, s) by quadrant (glibc's signs flip exactly)."""
+    hpi_inv, hpi, c0, c1, c2, c3, c4, s1, s2, s3 = _SINCOSF
+    x = y.astype(np.float64)
+    n = ((x * hpi_inv).astype(np.int32) + np.int32(0x800000)) >> np.int32(24)
+    x = x - n * hpi
+    x2 = x * x
+    x3, x4 = x2 * x, x2 * x2
+    sp = (x + x3 * s1 + (x3 * x2) * (s2 + x2 * s3)).astype(np.float32)
+    cp = (c0 + x2 * c1 + x4 * c2 + (x4 * x2) * (c3 + x2 * c4)).astype(np.float32)
+    odd, q = (n & 1) != 0, n & 3
+    first, second = xp.where(odd, cp, sp), xp.where(odd, sp, cp)
+    sin = xp.where(q >= 2, -first, first)
+    cos = xp.where((q == 1) | (q == 2), -second, second)
+    tiny = y < np.float32(2.0**-12)  # glibc: sin y = y, cos y = 1
+    return xp.where(tiny, y, sin), xp.where(tiny, np.float32(1), cos)
+
+
 def normal_from_words(xp, words, dtype: np.dtype, n: int):
     """The first ``n`` normals of TF's NormalDistribution over Philox output ``words``: Box-Muller
-    on pairs of uniforms (a 32-bit word each, or two per double), the first clamped to 1e-7."""
-    work = np.float64 if dtype == np.float64 else np.float32
-    u = uniform_from_words(xp, words, np.dtype(work), words.size // (2 if work == np.float64 else 1))
-    u1, u2 = u[0::2], u[1::2]
-    u1 = xp.maximum(u1, work(1.0e-7))
-    radius = xp.sqrt(work(-2.0) * xp.log(u1))
-    angle = work(2.0 * np.pi) * u2
-    out = xp.stack([xp.sin(angle) * radius, xp.cos(angle) * radius], axis=-1).reshape(-1)
+    on pairs of uniforms (a 32-bit word each, or two per double), the first clamped to 1e-7. For
+    floats, as TF's BoxMullerFloat: the angle float(2 pi (a double) * u2), sqrt(-2 logf(u1)), and
+    glibc's logf and sincosf."""
+    if dtype == np.float64:
+        u = uniform_from_words(xp, words, np.dtype(np.float64), words.size // 2)
+        u1, u2 = xp.maximum(u[0::2], 1.0e-7), u[1::2]
+        # TF's BoxMullerDouble: the C library's log, sin and cos. numpy's float64 sin and cos are
+        # the C library's; its log is its own (an ulp off in ~0.4% of values): Python's is libm's.
+        log = (np.fromiter(map(math.log, u1.tolist()), np.float64, u1.shape[0]) if xp is np else xp.log(u1))
+        radius = xp.sqrt(-2.0 * log)
+        angle = 2.0 * np.pi * u2
+        out = xp.stack([xp.sin(angle) * radius, xp.cos(angle) * radius], axis=-1).reshape(-1)
+        return out[:n]
+    u = uniform_from_words(xp, words, np.dtype(np.float32), words.size)
+    u1, u2 = xp.maximum(u[0::2], np.float32(1.0e-7)), u[1::2]
+    radius = xp.sqrt(np.float32(-2.0) * glibc_logf(xp, u1))
+    sin, cos = glibc_sincosf(xp, (2.0 * np.pi * u2.astype(np.float64)).astype(np.float32))
+    out = xp.stack([sin * radius, cos * radius], axis=-1).reshape(-1)
     return out[:n].astype(dtype)
 
 
@@ -237,9 +310,10 @@ register_op(
 @kernel("StatelessTruncatedNormalV2", host_inputs=(0, 1, 2, 3))
 def _truncated_normal(ctx, shape, key, counter, alg):
     # TF fills groups of 4 values (2 for float64); group g starts its own generator at counter
-    # + 256 g (128 g for float64: 256 words per value) and takes Box-Muller pairs from it, word after word, keeping the values with |v| < 2
-    # until the group is full. Here every group tries a few Philox calls at once; the groups that
-    # still lack values (rare: 4.6% of normals are dropped) try twice as many, from the start.
+    # + 256 g (128 g for float64: 256 words per value) and takes Box-Muller pairs from it, word
+    # after word, keeping the values with |v| < 2 until the group is full. Here every group tries
+    # two Philox calls at once (twice the values it needs: 4.6% of normals are dropped); the few
+    # groups still lacking values try 4, 8, ... calls, from their start.
     xp = ctx.xp
     dims, key, counter = _stateless_args(ctx, shape, key, counter, alg)
     dtype = ctx.attrs["dtype"].numpy
@@ -251,20 +325,26 @@ def _truncated_normal(ctx, shape, key, counter, alg):
     groups = -(-n // per_group)
     base = xp.arange(groups, dtype=np.uint64) * np.uint64(per_group * _RESERVED_PER_VALUE // 4)
     k, c = int(key[0]), (int(counter[0]), int(counter[1]))
-    calls = 4
-    while True:
-        words = philox_words_at(xp, k, c, base[:, None] + xp.arange(calls, dtype=np.uint64)[None, :])
-        values = normal_from_words(xp, words.reshape(-1), work, words.size // (4 // per_group))
-        values = values.reshape(groups, -1)
-        keep = xp.abs(values) < work.type(_TRUNCATE_AT)
-        if groups == 0 or int(keep.sum(axis=1).min()) >= per_group:
-            break
-        calls *= 2
-    rank = xp.cumsum(keep, axis=1)
     slots = xp.arange(1, per_group + 1)
-    where = xp.argmax(keep[:, :, None] & (rank[:, :, None] == slots), axis=1)  # [groups, per_group]
-    out = xp.take_along_axis(values, where, axis=1).reshape(-1)[:n]
-    return out.astype(dtype).reshape(tuple(int(d) for d in dims))
+
+    def attempt(starts, calls):
+        """Each group's first per_group values within (-2, 2) from ``calls`` Philox calls, and
+        whether it found them."""
+        words = philox_words_at(xp, k, c, starts[:, None] + xp.arange(calls, dtype=np.uint64)[None, :])
+        values = normal_from_words(xp, words.reshape(-1), work, words.size // (4 // per_group))
+        values = values.reshape(starts.shape[0], -1)
+        keep = xp.abs(values) < work.type(_TRUNCATE_AT)
+        rank = xp.cumsum(keep, axis=1)
+        where = xp.argmax(keep[:, :, None] & (rank[:, :, None] == slots), axis=1)  # [groups, per_group]
+        return xp.take_along_axis(values, where, axis=1), rank[:, -1] >= per_group
+
+    out, full = attempt(base, 2)
+    lacking, calls = xp.nonzero(~full)[0], 4
+    while lacking.shape[0]:
+        got, ok = attempt(base[lacking], calls)
+        out[lacking[ok]] = got[ok]
+        lacking, calls = lacking[~ok], calls * 2
+    return out.reshape(-1)[:n].astype(dtype).reshape(tuple(int(d) for d in dims))
 
 
 not_differentiable("StatelessTruncatedNormalV2")
