@@ -76,6 +76,19 @@ def held(value):
         yield value
 
 
+def traced_call(layer):
+    """``layer.call``, converted by AutoGraph while a function is traced (a user's layer may
+    branch on a tensor with Python's ``if``, as Keras on TensorFlow lets it)."""
+    from specflow.api.context import STATE
+
+    call = layer.call
+    if STATE.trace is None:
+        return call
+    from specflow.api.autograph import convert, convertible_callee
+
+    return convert(call) if convertible_callee(call) else call
+
+
 class Layer(Module):
     """Built on the first call from the input's shape (``build``); ``weights`` in Keras's order.
 
@@ -157,7 +170,7 @@ class Layer(Module):
         if not self.built:
             self.build(_shapes(x))
             self.built = True
-        return self.call(x, *args, **_accepted(self.call, kwargs))
+        return traced_call(self)(x, *args, **_accepted(self.call, kwargs))
 
     __call__._sf_forwards_to_call = True  # keras_masking reads masks off `call`'s parameters
 

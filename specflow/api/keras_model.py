@@ -464,7 +464,9 @@ class Model(TrainingMixin, Layer):
             kwargs["training"] = training
         if args:
             note_input(self, args[0])
-        out = self.call(*args, **kwargs)
+        from specflow.api.keras import traced_call
+
+        out = traced_call(self)(*args, **kwargs)
         self.built = True
         return out
 

@@ -324,3 +324,30 @@ def test_a_python_list_filled_in_a_tensor_loop_is_a_one_line_error():
 
     with pytest.raises(GraphError, match="made inside while loop .* collect values with sf.TensorArray"):
         sf.function(f, input_signature=[I32]).get_concrete_function()
+
+
+def test_a_keras_layer_branching_on_a_tensor_trains_with_fit():
+    class Gate(sf.keras.layers.Layer):
+        def call(self, x):
+            if sf.reduce_mean(x) > 0:
+                return x * 2.0
+            return x - 1.0
+
+    class Net(sf.keras.Model):
+        def __init__(self):
+            super().__init__()
+            self.dense = sf.keras.layers.Dense(3)
+            self.gate = Gate()
+
+        def call(self, x, training=False):
+            y = self.gate(self.dense(x))
+            for i in sf.range(2):
+                y = y + sf.cast(i, sf.float32)
+            return y
+
+    m = Net()
+    x = np.ones((4, 2), np.float32)
+    np.testing.assert_allclose(sf.function(lambda t: m(t))(x).numpy(), m(x).numpy(), rtol=1e-6)
+    m.compile(optimizer="sgd", loss="mse")
+    history = m.fit(x, np.zeros((4, 3), np.float32), epochs=2, verbose=0).history["loss"]
+    assert len(history) == 2 and np.isfinite(history).all()
