@@ -34,6 +34,8 @@ EXPORTS = {
     "strings": ("specflow.api.strings", None),
     "signal": ("specflow.api.signal", None),
     "bitwise": ("specflow.api.bitwise", None),
+    "sparse": ("specflow.api.sparse", None),
+    "SparseTensor": ("specflow.api.sparse", "SparseTensor"),
     "math": ("specflow.api.tf_names", "math"),
     "random": ("specflow.api.tf_names", "random"),
 }
