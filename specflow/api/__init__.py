@@ -34,7 +34,9 @@ EXPORTS = {
     "strings": ("specflow.api.strings", None),
     "signal": ("specflow.api.signal", None),
     "bitwise": ("specflow.api.bitwise", None),
+    "lookup": ("specflow.api.lookup", None),
     "sparse": ("specflow.api.sparse", None),
+    "io": ("specflow.io", None),  # the package: its __getattr__ gives api/tf_io.py's tf.io names
     "SparseTensor": ("specflow.api.sparse", "SparseTensor"),
     "math": ("specflow.api.tf_names", "math"),
     "random": ("specflow.api.tf_names", "random"),

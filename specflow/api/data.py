@@ -459,3 +459,12 @@ def cardinality(dataset: Dataset):
 
 experimental = types.SimpleNamespace(AUTOTUNE=AUTOTUNE, INFINITE_CARDINALITY=INFINITE_CARDINALITY,
                                      UNKNOWN_CARDINALITY=UNKNOWN_CARDINALITY, cardinality=cardinality)
+
+
+def TFRecordDataset(filenames, compression_type=None, buffer_size=None, num_parallel_reads=None, name=None):  # noqa: N802
+    """TensorFlow's ``tf.data.TFRecordDataset``: each file's records in order, string scalars
+    (parse them with sf.io.parse_single_example in ``map``)."""
+    from specflow.api.tf_io import tfrecord_dataset
+
+    return tfrecord_dataset(filenames, compression_type, buffer_size, num_parallel_reads, name)
+

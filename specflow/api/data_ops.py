@@ -137,6 +137,9 @@ def as_array(v, what: str) -> np.ndarray:
             raise ValueError(f"{what}: cannot make a tensor of a non-rectangular (ragged) list") from None
         if arr.dtype.kind not in "OUS" and not holds_numpy(v):
             arr = arr.astype(python_number_dtype(arr), copy=False)
+    elif getattr(type(v), "_sf_composite", False):
+        raise TypeError(f"{what}: an sf.data element cannot hold a {type(v).__name__} (a VarLenFeature's "
+                        "parse); make it dense in the map (sf.sparse.to_dense) or use a FixedLenFeature")
     else:
         raise TypeError(f"{what}: cannot make a tensor of {type(v).__name__} {short(v)}")
     if arr.dtype.kind in "US":

@@ -10,3 +10,15 @@
 
 Nothing here unpickles or evaluates file contents: every file is parsed as bytes and protos.
 """
+
+# ``sf.io`` is this package: TensorFlow's tf.io names for users (api/tf_io.py) resolve here lazily.
+_TF_IO_NAMES = ("FixedLenFeature", "VarLenFeature", "parse_example", "parse_single_example", "decode_raw",
+                "TFRecordWriter", "TFRecordOptions")
+
+
+def __getattr__(name):
+    if name in _TF_IO_NAMES:
+        from specflow.api import tf_io
+
+        return getattr(tf_io, name)
+    raise AttributeError(f"module 'specflow.io' has no attribute {name!r}")

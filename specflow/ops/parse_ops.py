@@ -145,7 +145,7 @@ def _dense(per: list, key: str, dt: DType, shape: Shape, default: np.ndarray, ba
         return out.reshape([*batch, longest, *inner])
     out = np.empty((len(rows), *inner), dtype=dt.numpy)
     for i, r in enumerate(rows):
-        out[i] = r
+        out[i, ...] = r  # (``out[i] = r`` would store a scalar string's 0-d array itself as the element)
     return out.reshape([*batch, *inner])
 
 

@@ -12,4 +12,8 @@ def __getattr__(name):
         from specflow.api.checkpoint_manager import CheckpointManager
 
         return CheckpointManager
+    if name in ("Example", "Features", "Feature", "BytesList", "FloatList", "Int64List"):  # tf.train's protos
+        from specflow.io.extra_protos import message_class
+
+        return message_class(f"tensorflow.{name}")
     raise AttributeError(f"module 'specflow.train' has no attribute {name!r}")
