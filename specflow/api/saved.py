@@ -491,10 +491,13 @@ def _python_serving_model(module, concretes: dict[str, ConcreteFunction]):
                                                                        "dtype": var.dtype, "shape": var.shape})
                 values[path] = var.numpy()
                 trainable[path] = var.trainable
-        for node in cf.graph_def.nodes:
+        from specflow.api.lookup import initialized_tables
+
+        graph_def = initialized_tables(cf.graph_def, f"sf.save: signature '{sig_name}'")  # tables fill themselves
+        for node in graph_def.nodes:
             if node.op != "VarHandleOp":
                 renamed[node.name] = prefix + node.name
-        for node in cf.graph_def.nodes:
+        for node in graph_def.nodes:
             if node.op == "VarHandleOp":
                 continue
             inputs = []

@@ -121,7 +121,10 @@ class _Objects:
         inputs = [(t, parse_input(t).node, TensorSpec(d, s)) for t, (d, s) in zip(cf.inputs, cf.input_specs)]
         outputs = [(t, TensorSpec(d, s)) for t, (d, s) in zip(cf.outputs, cf.output_specs)]
         args, kwargs, structure = (None, {}, None) if fn is None else _call(cf, fn)
-        out = Trace(name, cf.graph_def, inputs, outputs, handles, args, structure, kwargs,
+        from specflow.api.lookup import initialized_tables
+
+        graph = initialized_tables(cf.graph_def, f"sf.save: function '{cf.name}'")  # tables fill themselves
+        out = Trace(name, graph, inputs, outputs, handles, args, structure, kwargs,
                     [cf.target] if cf.target else [])
         if fn is not None or hit is None:
             self.traces[id(cf)] = out

@@ -3,9 +3,10 @@
 Op functions called during a trace add nodes through a GraphBuilder (so every node is bound,
 shape-inferred and checked exactly as a spec's). Eager tensors the function closes over become
 Consts; variables become one VarHandleOp each (by the variable's uid, outside any cond or loop)
-read by ReadVariableOp where used, so the function reads them by
-reference. Stateful ops are chained in program order with control edges (automatic control
-dependencies, as the spec's functions have): a read after an assign sees the assign.
+read by ReadVariableOp where used, so the function reads them by reference; an sf.lookup table
+likewise becomes one HashTableV2/MutableHashTableV2 node naming its resource (``table_handle``).
+Stateful ops are chained in program order with control edges (automatic control dependencies,
+as the spec's functions have): a read after an assign sees the assign.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ class Trace:
         self.allow_variables = allow_variables
         self.created: list = []  # variables created while tracing (weak references)
         self.variables: dict[str, tuple[weakref.ref, str]] = {}  # uid -> (variable, handle node)
+        self.tables: dict[str, str] = {}  # sf.lookup table uid -> its handle node
         self._captured: dict[int, tuple[EagerTensor, GraphTensor]] = {}
         self.last_effect: str | None = None  # the last stateful node, in program order
         self.depth = 0  # conds and loops being built, nested
@@ -85,14 +87,18 @@ class Trace:
         if hit is not None and hit[0] is t:
             return hit[1]
         if t.dtype == dtypes.resource:
-            raise GraphError("a resource handle cannot be captured by value; pass the sf.Variable itself")
+            raise GraphError("a resource handle cannot be captured by value; pass the sf.Variable (or sf.lookup "
+                             "table) itself")
         value = t.numpy()
         b = self.builder
         with b.root_scope(), b.no_control_dependencies():
             node = b.add_op("Const", [], {"value": value, "dtype": t.dtype}, name=b.unique_name("captured"),
                             exact_name=True)
         g = self._tensor(node.name)
-        self._captured[id(t)] = (t, g)
+        # Reused only when made outside any cond or loop: one made in a branch is dead in the other
+        # branch, one made in a loop body lives in its frame.
+        if not self.depth:
+            self._captured[id(t)] = (t, g)
         return g
 
     def capture_outer(self, t: GraphTensor) -> GraphTensor:
@@ -110,6 +116,18 @@ class Trace:
             self._hoist(node)
             hit = self.variables[var._uid] = (weakref.ref(var), node.name)
         return self._tensor(hit[1])
+
+    def table_handle(self, table) -> GraphTensor:
+        """An sf.lookup table's handle: its creating op with the table's container and shared_name
+        (the kernel hands out the table the eager object filled: ops/lookup_ops.share_table)."""
+        name = self.tables.get(table._uid)
+        if name is None:
+            b = self.builder
+            with b.root_scope(), b.no_control_dependencies():
+                node = b.add_op(table._op, [], table._op_attrs(), name=b.unique_name(table._uid), exact_name=True)
+            self._hoist(node)
+            name = self.tables[table._uid] = node.name
+        return self._tensor(name)
 
     def _hoist(self, node) -> None:
         """A handle made inside a cond branch or loop body must not count as part of it (a variable

@@ -11,13 +11,19 @@ insertion order (TF's is its hash map's).
 
 InitializeTableFromTextFileV2 reads a vocabulary file only when the file is one a loaded
 SavedModel owns (its ``assets/``, registered through ``allow_asset_directory`` by whoever loads
-it): a path held in a graph is never opened otherwise.
+it) or one Python code named (``allow_vocabulary_file``: sf.lookup.TextFileInitializer): a path
+held in a graph is never opened otherwise.
+
+Tables of sf.lookup (container ``SHARED_CONTAINER``) are Python objects' tables: ``share_table``
+records each, and a HashTableV2 node of that container in any Session (a traced function's)
+hands out that very table, as a traced function's VarHandleOp hands out its sf.Variable.
 """
 
 from __future__ import annotations
 
 import os
 import threading
+import weakref
 
 import numpy as np
 
@@ -31,6 +37,14 @@ from specflow.runtime.resources import ResourceHandle
 _CPU = ("CPU",)
 _KEYS = "{int32, int64, string}"
 _VALUES = "{bool, float32, float64, int32, int64, string}"
+SHARED_CONTAINER = "sf_lookup"
+_SHARED: weakref.WeakValueDictionary = weakref.WeakValueDictionary()  # shared_name -> LookupTable
+
+
+def share_table(name: str, table) -> None:
+    """Make ``table`` what a HashTableV2 node of container SHARED_CONTAINER and shared_name
+    ``name`` finds in every Session (held weakly: it lives as long as its sf.lookup table)."""
+    _SHARED[name] = table
 
 
 class LookupTable:
@@ -86,6 +100,12 @@ def _register_table(op: str, kind: str, extra_attrs: list[str], doc: str) -> Non
             raise ctx.fail(f"value_shape must be fully defined, got {shape}")
 
         def make():
+            if container == SHARED_CONTAINER:
+                shared = _SHARED.get(name)
+                if shared is None:
+                    raise ctx.fail(f"lookup table '{name}' was deleted (a function holds its tables weakly: "
+                                   "keep a reference, e.g. on a Module)")
+                return shared
             return LookupTable(kind, a["key_dtype"], a["value_dtype"], shape)
 
         table = _resources(ctx).lookup_or_create(container, name, make)
@@ -186,6 +206,8 @@ def _initialize_table(ctx, table_handle, keys, values):
     with table.lock:
         if not table.static:
             raise ctx.fail("InitializeTableV2 needs a HashTable (an initializable table)")
+        if table.initialized:  # a saved function initializes its table on every call: nothing to read
+            return
         _static_insert(ctx, table, _rows(ctx, table, keys, values, "initialize"))
 
 
@@ -222,10 +244,20 @@ def allow_asset_directory(path: str) -> None:
         _ASSET_DIRS.add(os.path.realpath(path))
 
 
+_FILES: set[str] = set()
+
+
+def allow_vocabulary_file(path: str) -> None:
+    """Let InitializeTableFromTextFileV2 read the one file ``path`` (named by Python code:
+    sf.lookup.TextFileInitializer's)."""
+    with _ASSET_LOCK:
+        _FILES.add(os.path.realpath(path))
+
+
 def _allowed_file(name: str) -> bool:
     real = os.path.realpath(name)
     with _ASSET_LOCK:
-        return any(real.startswith(d + os.sep) for d in _ASSET_DIRS)
+        return real in _FILES or any(real.startswith(d + os.sep) for d in _ASSET_DIRS)
 
 
 def _text_file_shape(ic: InferenceContext) -> list[Shape]:
@@ -242,8 +274,8 @@ register_op(
     stateful=True,
     shape=_text_file_shape,
     doc="Fills a static table from a text file, one entry per line (key and value: a column split "
-        "at `delimiter`, -1 the whole line, -2 the line number). Only a loaded SavedModel's own "
-        "asset files are read.",
+        "at `delimiter`, -2 the whole line, -1 the line number: TF's kWholeLine, kLineNumber). Only a "
+        "loaded SavedModel's own asset files, or a file sf.lookup.TextFileInitializer names, are read.",
 )
 
 
@@ -273,9 +305,9 @@ def _initialize_from_text_file(ctx, table_handle, filename):
     delim = a["delimiter"].encode("utf-8")
 
     def column(line: bytes, number: int, index: int, dtype):
-        if index == -2:
+        if index == -1:  # TF's kLineNumber
             v = number + a["offset"]
-        elif index == -1:
+        elif index == -2:  # kWholeLine
             v = line
         else:
             cols = line.split(delim)

@@ -35,7 +35,7 @@ class Table:
         f = b.add_op("Placeholder", attrs={"dtype": "string", "shape": []}, name="f").name
         if op == "HashTableV2":
             b.add_op("InitializeTableV2", [t, k, v], name="init")
-            b.add_op("InitializeTableFromTextFileV2", [t, f], attrs={"key_index": -2, "value_index": -1},
+            b.add_op("InitializeTableFromTextFileV2", [t, f], attrs={"key_index": -1, "value_index": -2},
                      name="init_file")
         b.add_op("LookupTableImportV2", [t, k, v], name="import")
         b.add_op("LookupTableInsertV2", [t, k, v], name="insert")
