@@ -130,7 +130,7 @@ class Checkpoint:
             if key in owner or key == OBJECT_GRAPH_KEY:
                 raise CheckpointError(f"Checkpoint: two variables would be saved as '{key}'")
             owner[key] = uid
-        tensors = {key: tree.variables[uid].numpy() for key, uid in owner.items()}
+        tensors = {key: np.asarray(tree.variables[uid]) for key, uid in owner.items()}
         if not by_name:
             graph = _checkpoint_graph(nodes, children, keys)
             for proto, item in zip(graph.nodes, nodes):

@@ -229,7 +229,7 @@ class ConcreteFunction:
             self._check_variables()
         feeds = {}
         for name, v in zip(self._feed_names, values):
-            feeds[name] = v if type(v) is np.ndarray else (v.numpy() if isinstance(v, Tensor) else v)
+            feeds[name] = v if type(v) is np.ndarray else (np.asarray(v) if isinstance(v, Tensor) else v)
         session = self._session or self.session
         values = session.run(self._fetches, feeds, self._targets) if self._fetches or self._targets else []
         out = []

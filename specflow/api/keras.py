@@ -191,7 +191,7 @@ class Layer(Module):
         return out
 
     def get_weights(self) -> list[np.ndarray]:
-        return [w.numpy() for w in self.weights]
+        return [np.asarray(w) for w in self.weights]
 
     def set_weights(self, values) -> None:
         values = list(values)

@@ -250,4 +250,4 @@ def make(identifier, shape, dtype="float32") -> np.ndarray:
     if init is None:
         raise GraphError("no initializer given")
     value = init(tuple(int(s) for s in shape), dtype=dtype)
-    return value.numpy() if hasattr(value, "numpy") else np.asarray(value, np.float32)
+    return np.asarray(value) if hasattr(value, "numpy") else np.asarray(value, np.float32)

@@ -158,7 +158,7 @@ class TextFileInitializer:
     def __init__(self, filename, key_dtype, key_index, value_dtype, value_index, vocab_size=None, delimiter="\t",
                  name=None, value_index_offset=0):
         if isinstance(filename, Tensor):
-            filename = filename.numpy().item()
+            filename = np.asarray(filename).item()
         if isinstance(filename, bytes):
             filename = filename.decode("utf-8")
         if not filename:

@@ -455,7 +455,7 @@ def constant(value, dtype=None, shape=None, name: str | None = None) -> Tensor:
     if isinstance(value, Tensor) and dtype is not None and value.dtype != as_dtype(dtype):
         raise TypeError(f"sf.constant: the tensor is {value.dtype.name}, not {as_dtype(dtype).name} (use sf.cast)")
     if shape is not None:
-        arr = value.numpy() if isinstance(value, EagerTensor) else np.asarray(value)
+        arr = np.asarray(value)
         if not isinstance(value, (Tensor, np.ndarray, np.generic)) and arr.dtype.kind in "iuf" and dtype is None:
             arr = arr.astype(dtypes.python_number_dtype(arr), copy=False)  # Python numbers: int32/float32
         dims = [int(d) for d in np.atleast_1d(np.asarray(shape, dtype=np.int64))]

@@ -20,6 +20,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from specflow.api.function import ConcreteFunction, Function
 from specflow.api.module import Module
 from specflow.api.op_functions import to_tensor
@@ -69,7 +71,7 @@ class SignatureFunction:
             _check_aliases(self.name, self.inputs, feeds)
             out = self._taped(feeds, self._run)
         else:
-            feeds = {k: v.numpy() if isinstance(v, Tensor) else v for k, v in feeds.items()}
+            feeds = {k: np.asarray(v) if isinstance(v, Tensor) else v for k, v in feeds.items()}
             values = self._run(feeds)
             out = {a: EagerTensor(v, self.outputs[a][1].dtype, _CPU0) for a, v in values.items()}
         return next(iter(out.values())) if self._single else out
@@ -171,7 +173,7 @@ class TrainStep:
         if missing or unknown:
             raise ExportError(f"train_step takes the model inputs {', '.join(self.inputs)}; "
                               + (f"missing {', '.join(missing)}" if missing else f"no input '{unknown[0]}'"))
-        fed = {k: v.numpy() if isinstance(v, Tensor) else v for k, v in feeds.items()}
+        fed = {k: np.asarray(v) if isinstance(v, Tensor) else v for k, v in feeds.items()}
         if self._graph.training_flag:
             fed[self._graph.training_flag] = True
         loss = self._session.run(self._graph.loss, fed, targets=[self._graph.train_op])
@@ -388,7 +390,7 @@ def _spec_serving_model(module: LoadedModule):
     for node in graph.nodes:
         if node.op == "VarHandleOp":
             name = node.attrs.get("shared_name") or node.name
-            values[name] = module._named[name].numpy()
+            values[name] = np.asarray(module._named[name])
     trainable = {n: module._named[n].trainable for n in values}
     return ServingModel(graph, sigs, values, checkpoint="", trainable=trainable)
 
@@ -412,7 +414,7 @@ def _loaded_serving_model(module: LoadedModule):
             var = named.get(name)
             if var is None:
                 var = Variable._adopt(_find_variable(module._session, name), name)
-            values[name] = var.numpy()
+            values[name] = np.asarray(var)
             trainable[name] = var.trainable
     return ServingModel(graph, dict(sigs), values, checkpoint="", trainable=trainable)
 
@@ -489,7 +491,7 @@ def _python_serving_model(module, concretes: dict[str, ConcreteFunction]):
             if path not in handles:
                 handles[path] = NodeDef(path, "VarHandleOp", [], "", {"container": "", "shared_name": path,
                                                                        "dtype": var.dtype, "shape": var.shape})
-                values[path] = var.numpy()
+                values[path] = np.asarray(var)
                 trainable[path] = var.trainable
         from specflow.api.lookup import initialized_tables
 

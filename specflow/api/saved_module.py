@@ -16,6 +16,8 @@ from __future__ import annotations
 import inspect
 import warnings
 
+import numpy as np
+
 from specflow.api.function import ConcreteFunction, Function, _param_names, unflatten
 from specflow.api.function import TensorSpec as SfSpec
 from specflow.api.module import Module
@@ -49,7 +51,7 @@ class _Objects:
         if key not in self.model.variables:
             self.model.graph_def.nodes.insert(0, NodeDef(key, "VarHandleOp", [], "", {
                 "container": "", "shared_name": key, "dtype": var.dtype, "shape": var.shape}))
-            self.model.variables[key] = var.numpy()
+            self.model.variables[key] = np.asarray(var)
             self.model.trainable[key] = var.trainable
         return key
 

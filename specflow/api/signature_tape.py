@@ -118,7 +118,7 @@ class TapedSignature:
             trace.last_effect = done.name
             return {a: trace._tensor(t) for a, t in outs.items()}
         reads = {node: var._read() for node, var in gc.handles.items()}  # the tape sees these reads
-        values = run({a: ins[a].numpy() for a in self.inputs})
+        values = run({a: np.asarray(ins[a]) for a in self.inputs})
         out = {a: EagerTensor(np.asarray(v), self.outputs[a][1].dtype, _CPU0) for a, v in values.items()}
         attrs = {"call": gc, "inputs": list(ins), "reads": list(reads), "outputs": list(out)}
         for tape in STATE.tapes:

@@ -376,7 +376,7 @@ class GradientTape:
                                     exact_name=True)
                     feeds[node.name] = t.value
                 else:
-                    node = b.add_op("Const", [], {"value": t.numpy(), "dtype": t.dtype}, name=b.unique_name("c"),
+                    node = b.add_op("Const", [], {"value": np.asarray(t), "dtype": t.dtype}, name=b.unique_name("c"),
                                     exact_name=True)
                 n = names[id(t)] = node.name
                 tensors[n] = t

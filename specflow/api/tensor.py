@@ -162,12 +162,18 @@ class EagerTensor(Tensor):
     def shape(self) -> Shape:
         return Shape(self.value.shape)
 
-    def numpy(self) -> np.ndarray:
+    def numpy(self):
+        """The value: an array; a scalar as a numpy scalar (``bytes`` for a string), as
+        TensorFlow's ``numpy()`` gives. ``np.asarray(t)`` is always an array."""
+        a = self._array()
+        return a[()] if a.ndim == 0 and a.dtype.kind != "O" or (a.ndim == 0 and isinstance(a[()], bytes)) else a
+
+    def _array(self) -> np.ndarray:
         v = self.value
         return v if type(v) is np.ndarray else (v.get() if hasattr(v, "get") else np.asarray(v))
 
     def __array__(self, dtype=None, copy=None):
-        a = self.numpy()
+        a = self._array()
         return a if dtype is None else a.astype(dtype, copy=False)
 
     def __len__(self) -> int:

@@ -407,7 +407,7 @@ def get_static_value(tensor, partial: bool = False):
     """The value as a numpy array when known without running anything: an eager tensor's, or a
     traced one the graph computes from constants alone; else None."""
     if isinstance(tensor, EagerTensor):
-        return tensor.numpy()
+        return np.asarray(tensor)
     if isinstance(tensor, GraphTensor):
         value = tensor.trace.constant_value(tensor)
         return None if value is None else np.asarray(value)

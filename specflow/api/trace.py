@@ -89,7 +89,7 @@ class Trace:
         if t.dtype == dtypes.resource:
             raise GraphError("a resource handle cannot be captured by value; pass the sf.Variable (or sf.lookup "
                              "table) itself")
-        value = t.numpy()
+        value = np.asarray(t)
         b = self.builder
         with b.root_scope(), b.no_control_dependencies():
             node = b.add_op("Const", [], {"value": value, "dtype": t.dtype}, name=b.unique_name("captured"),

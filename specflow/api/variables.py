@@ -99,7 +99,7 @@ class Variable(Tensor):
         if callable(initial_value):
             initial_value = initial_value()
         if isinstance(initial_value, Variable):
-            initial_value = initial_value.numpy()
+            initial_value = np.asarray(initial_value)
         if isinstance(initial_value, GraphTensor):
             value = initial_value.trace.constant_value(initial_value)
             if value is None:
@@ -202,12 +202,18 @@ class Variable(Tensor):
 
         return call("GatherNd", self, indices, name=name)
 
-    def numpy(self) -> np.ndarray:
+    def numpy(self):
+        """A copy of the value: an array; a scalar as a numpy scalar (``bytes`` for a string), as
+        TensorFlow's. ``np.asarray(v)`` is always an array."""
+        a = self._array()
+        return a[()] if a.ndim == 0 and (a.dtype.kind != "O" or isinstance(a[()], bytes)) else a
+
+    def _array(self) -> np.ndarray:
         value = self._var.value
         return np.array(value if isinstance(value, np.ndarray) else value.get())
 
     def __array__(self, dtype=None, copy=None):
-        a = self.numpy()
+        a = self._array()
         return a if dtype is None else a.astype(dtype, copy=False)
 
     # --- updating --------------------------------------------------------------------------------

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
+
 from specflow.api.context import dtype_of
 from specflow.api.tensor import EagerTensor, Tensor
 from specflow.errors import GraphError
@@ -35,7 +37,7 @@ class WrappedFunction:
         missing = [t for t in self.inputs if t not in fed]
         if missing:
             raise GraphError(f"wrapped function needs input(s) {', '.join(missing)}")
-        feeds = {t: v.numpy() if isinstance(v, Tensor) else v for t, v in fed.items()}
+        feeds = {t: np.asarray(v) if isinstance(v, Tensor) else v for t, v in fed.items()}
         values = self.session.run(self.outputs, feeds)
         out = [EagerTensor(v, dtype_of(v), _CPU0) for v in values]
         return out[0] if self._single else out
