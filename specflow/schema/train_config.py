@@ -208,6 +208,7 @@ class AdamConfig(StrictModel):
     beta_1: Beta = 0.9
     beta_2: Beta = 0.999
     epsilon: Positive = 1e-7
+    amsgrad: bool = False  # Keras's: the update divides by the running maximum of v
     weight_decay: NonNegative = 0.0
 
 
@@ -238,6 +239,12 @@ OPTIMIZERS: dict[str, type[StrictModel]] = {
     "adamw": AdamWConfig,
     "rmsprop": RMSPropConfig,
     "adagrad": AdagradConfig,
+}
+
+
+_KERAS_ELSEWHERE = {
+    "clipnorm": "train.clip_norm", "clipvalue": "train.clip_value", "global_clipnorm": "train.clip_global_norm",
+    "ema_momentum": "not supported", "use_ema": "not supported",
 }
 
 
@@ -277,6 +284,15 @@ class OptimizerConfig(BaseModel):
                     msg = (f"unknown field for sgd (Keras's SGD({field}=...) is the momentum optimizer here: "
                            f"{{momentum: {{learning_rate: ..., momentum: 0.9{', nesterov: true' if field == 'nesterov' else ''}}}}})")
                     errors.append(custom_error("unknown_field", msg, ("sgd", field), data["sgd"][field]))
+        # Keras's optimizer arguments that are train: keys here.
+        for opt in chosen:
+            if not isinstance(known[opt], dict):
+                continue
+            for field, where in _KERAS_ELSEWHERE.items():
+                if field in known[opt]:
+                    known[opt] = {k: v for k, v in known[opt].items() if k != field}
+                    msg = f"unknown field for {opt} (Keras's {field}=... is {where} here)"
+                    errors.append(custom_error("unknown_field", msg, (opt, field), data[opt][field]))
         if not errors:
             return handler(known)
         try:
@@ -297,7 +313,10 @@ class OptimizerConfig(BaseModel):
     @property
     def params(self) -> dict[str, Any]:
         """Plain parameters with defaults filled; ``learning_rate`` a float or a schedule mapping."""
-        return self.config.model_dump()
+        params = self.config.model_dump()
+        if params.get("amsgrad") is False:  # only when asked: plain Adam's parameters as before it existed
+            del params["amsgrad"]
+        return params
 
 
 # --- data ---------------------------------------------------------------------------------------

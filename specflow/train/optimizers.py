@@ -26,6 +26,7 @@ from specflow.graph.dtypes import DType, int64
 from specflow.graph.graph_def import parse_input
 from specflow.ops.grad_util import IndexedSlices
 from specflow.schema.initializers import Initializer, parse_initializer
+from specflow.schema.layers.constraints import emit_constraint
 from specflow.schema.layers.variables import VariableInfo, create_variable
 from specflow.train.schedules import is_number, parse_schedule
 
@@ -75,7 +76,7 @@ def _check_param(key: str, value: Any, path: str) -> None:
             parse_schedule(value, path)
             return
         ok, want = is_number(value) and value >= 0, "a number >= 0 or a schedule mapping"
-    elif key in ("nesterov", "centered"):
+    elif key in ("nesterov", "centered", "amsgrad"):
         ok, want = isinstance(value, bool), "true or false"
     elif key in ("beta_1", "beta_2"):
         ok, want = is_number(value) and 0 <= value < 1, "a number in [0, 1)"
@@ -121,16 +122,17 @@ class Optimizer(ABC):
     key: ClassVar[str] = ""  # the spec's name for it (``optimizer: {adam: ...}``)
     tf_name: ClassVar[str] = "Optimizer"
     defaults: ClassVar[dict[str, Any]] = {}
+    optional: ClassVar[dict[str, Any]] = {}  # accepted, and in params only when given (Adam's amsgrad)
 
     def __init__(self, path: str | None = None, **params: Any):
         path = path or f"optimizer.{self.key}"
         known = {"learning_rate": 0.001, "weight_decay": 0.0, **self.defaults}
         for key, value in params.items():
-            if key not in known:
+            if key not in known and key not in self.optional:
                 raise SpecError(
                     f"optimizer '{self.key}' has no parameter '{key}'"
                     + did_you_mean(key, known)
-                    + f"; allowed: {', '.join(known)}",
+                    + f"; allowed: {', '.join([*known, *self.optional])}",
                     path=f"{path}.{key}",
                 )
             _check_param(key, value, f"{path}.{key}")
@@ -213,7 +215,13 @@ class Optimizer(ABC):
                             op, inputs, attrs = self._sparse_update(builder, s, g, v, slots[v.name], lr, globals_)
                         else:
                             op, inputs, attrs = self._apply_op(s, g, v, slots[v.name], lr, globals_)
-                        node = builder.add_op(op, inputs, attrs, name=op, control_inputs=decay)
+                        if op == "_composed":  # an update of plain ops (AMSGrad), the last writing var
+                            builder.graph_def.node(inputs[-1]).inputs += [f"^{a}" for a in decay]
+                            node = builder.add_op("NoOp", name="update", control_inputs=inputs)
+                        else:
+                            node = builder.add_op(op, inputs, attrs, name=op, control_inputs=decay)
+                        if v.constraint is not None:  # Keras's: the updated value through the constraint
+                            node = _constrain(builder, v, node.name)
                         updates.append(node.name)
                 # Counted updates: what runs once a step waits on the count, not on every update
                 # (the updates read the snapshots it replaces): no call back to the count's ps
@@ -255,6 +263,14 @@ class Optimizer(ABC):
         return [
             builder.add_op("AssignSubVariableOp", [var.handle, delta], {"dtype": var.dtype}, name="decay/AssignSub").name
         ]
+
+
+def _constrain(b, var: VariableInfo, after: str):
+    """``var = constraint(var)``, read after the update ``after``; the assignment node."""
+    with b.name_scope("constraint"):
+        value = b.add_op("ReadVariableOp", [var.handle], {"dtype": var.dtype}, name="read", control_inputs=[after])
+        out = emit_constraint(b, var.constraint, value.name, len(var.shape), var.dtype)
+        return b.add_op("AssignVariableOp", [var.handle, out], {"dtype": var.dtype}, name="assign")
 
 
 def _admission(b, global_step: VariableInfo, limit: int, pairs) -> str:
@@ -343,9 +359,10 @@ class Adam(Optimizer):
     key = "adam"
     tf_name = "Adam"
     defaults = {"learning_rate": 0.001, "beta_1": 0.9, "beta_2": 0.999, "epsilon": 1e-7}
+    optional = {"amsgrad": False}
 
     def slot_initializers(self):
-        return [_ZEROS, _ZEROS]  # m, v
+        return [_ZEROS] * (3 if self.params.get("amsgrad") else 2)  # m, v (, v_hat)
 
     def _create_globals(self, builder, first):
         # Powers start at beta (step 1) in the first variable's dtype, as TensorFlow 1's.
@@ -363,7 +380,32 @@ class Adam(Optimizer):
         inputs += [s.cast(globals_["beta1_power"].read, dt), s.cast(globals_["beta2_power"].read, dt), lr]
         inputs += [s.const(p["beta_1"], dt, "beta1"), s.const(p["beta_2"], dt, "beta2")]
         inputs += [s.const(p["epsilon"], dt, "epsilon"), grad]
+        if p.get("amsgrad"):
+            return "_composed", self._amsgrad(s, inputs, var, slots), {}
         return "ResourceApplyAdam", inputs, {"use_nesterov": False}
+
+    def _amsgrad(self, s, inputs, var, slots) -> list[str]:
+        """Keras's AMSGrad as plain ops (there is no fused kernel): Adam's m and v, v_hat =
+        max(v_hat, v), var -= alpha * m / (sqrt(v_hat) + epsilon). Returns the assignments."""
+        b = s.b
+        b1p, b2p, lr, beta1, beta2, eps, grad = inputs[3:]
+        m, v, v_hat = slots
+        dt = var.dtype
+
+        def op(kind, *args, name=None):
+            return b.add_op(kind, list(args), name=b.unique_name(name or kind), exact_name=True).name
+
+        one = s.const(1.0, dt, "one")
+        m_read, v_read = m.read, v.read
+        m_new = op("AddV2", m_read, op("Mul", op("Sub", grad, m_read), op("Sub", one, beta1)), name="m_new")
+        g2 = op("Mul", grad, grad)
+        v_new = op("AddV2", v_read, op("Mul", op("Sub", g2, v_read), op("Sub", one, beta2)), name="v_new")
+        v_hat_new = op("Maximum", v_hat.read, v_new, name="v_hat_new")
+        alpha = op("RealDiv", op("Mul", lr, op("Sqrt", op("Sub", one, b2p))), op("Sub", one, b1p), name="alpha")
+        delta = op("RealDiv", op("Mul", m_new, alpha), op("AddV2", op("Sqrt", v_hat_new), eps), name="delta")
+        assigns = [b.add_op("AssignVariableOp", [h, val], {"dtype": dt}, name=f"assign_{what}").name
+                   for what, h, val in (("m", m.handle, m_new), ("v", v.handle, v_new), ("v_hat", v_hat.handle, v_hat_new))]
+        return [*assigns, b.add_op("AssignSubVariableOp", [var.handle, delta], {"dtype": dt}, name="AssignSub").name]
 
     def _finish(self, builder, s, updates, globals_):
         out = []

@@ -10,7 +10,9 @@ A learning rate in the spec is a number, or a mapping naming a schedule::
     {schedule: inverse_time, initial: 0.1, decay_steps: 100, decay_rate: 0.5, staircase: false}
 
 Any schedule may add ``warmup_steps: N``: the rate rises linearly from 0 to the schedule's
-first value at step N, and the schedule's own steps count from N. :func:`learning_rate` emits
+first value at step N, and the schedule's own steps count from N. The cosine schedule also takes
+Keras's ``warmup_target: T`` (``CosineDecay(initial, ..., warmup_target=T, warmup_steps=N)``):
+the rate rises linearly from ``initial`` to T over N steps, then decays from T. :func:`learning_rate` emits
 the ops (the step cast to float32, so the rate is float32) and returns the rate tensor, named
 ``learning_rate``.
 """
@@ -29,7 +31,7 @@ _REQUIRED = object()
 _PARAMS: dict[str, dict[str, Any]] = {
     "constant": {"value": _REQUIRED},
     "exponential": {"initial": _REQUIRED, "decay_steps": _REQUIRED, "decay_rate": _REQUIRED, "staircase": False},
-    "cosine": {"initial": _REQUIRED, "decay_steps": _REQUIRED, "alpha": 0.0},
+    "cosine": {"initial": _REQUIRED, "decay_steps": _REQUIRED, "alpha": 0.0, "warmup_target": None},
     "piecewise": {"boundaries": _REQUIRED, "values": _REQUIRED},
     "polynomial": {"initial": _REQUIRED, "decay_steps": _REQUIRED, "end": 0.0001, "power": 1.0, "cycle": False},
     "inverse_time": {"initial": _REQUIRED, "decay_steps": _REQUIRED, "decay_rate": _REQUIRED, "staircase": False},
@@ -81,6 +83,8 @@ def parse_schedule(spec: dict, path: str = "learning_rate") -> dict[str, Any]:
     for key in ("value", "initial"):
         if key in p:
             p[key] = _rate(p[key], f"{path}.{key}")
+    if p.get("warmup_target") is not None:
+        p["warmup_target"] = _rate(p["warmup_target"], f"{path}.warmup_target")
     if "decay_steps" in p:
         _steps(p["decay_steps"], f"{path}.decay_steps", 1)
     if kind == "polynomial":
@@ -160,6 +164,19 @@ def _cosine(e: _Emitter, p: dict, step: str) -> str:
     return e.op("Mul", e.const(p["initial"], "initial"), decayed)
 
 
+def _cosine_to_target(e: _Emitter, p: dict, step: str) -> str:
+    """Keras's CosineDecay with warmup_target: initial + (target - initial) * step / N before
+    step N, then the cosine decay from the target on step - N."""
+    n, target = p["warmup_steps"], p["warmup_target"]
+    decay = _cosine(e, {**p, "initial": target}, e.scalar_op("Maximum", e.scalar_op("Sub", step, n, "warmup_steps"),
+                                                              0.0, "zero"))
+    if not n:
+        return decay
+    fraction = e.scalar_op("RealDiv", step, n, "warmup_steps")
+    warm = e.scalar_op("AddV2", e.scalar_op("Mul", fraction, target - p["initial"], "rise"), p["initial"], "initial")
+    return e.op("SelectV2", e.scalar_op("Less", step, n, "warmup_steps"), warm, decay)
+
+
 def _piecewise(e: _Emitter, p: dict, step: str) -> str:
     # values[i + 1] once step > boundaries[i]; the boundaries increase, so the last true one wins.
     out = e.const(p["values"][0], "value")
@@ -225,11 +242,14 @@ def learning_rate(builder, spec: Any, global_step, path: str = "learning_rate") 
         step_tensor = getattr(global_step, "read", global_step)
         step = builder.add_op("Cast", [step_tensor], {"DstT": float32}, name=builder.unique_name("step"), exact_name=True).name
         warmup = p["warmup_steps"]
-        if warmup:
-            # rate(step) = schedule(max(step - N, 0)) * min(step / N, 1)
-            rise = e.scalar_op("Minimum", e.scalar_op("RealDiv", step, warmup, "warmup_steps"), 1.0, "one")
-            step = e.scalar_op("Maximum", e.scalar_op("Sub", step, warmup, "warmup_steps"), 0.0, "zero")
-        rate = _EMIT[p["schedule"]](e, p, step)
+        if p.get("warmup_target") is not None:
+            rate, warmup = _cosine_to_target(e, p, step), 0
+        else:
+            if warmup:
+                # rate(step) = schedule(max(step - N, 0)) * min(step / N, 1)
+                rise = e.scalar_op("Minimum", e.scalar_op("RealDiv", step, warmup, "warmup_steps"), 1.0, "one")
+                step = e.scalar_op("Maximum", e.scalar_op("Sub", step, warmup, "warmup_steps"), 0.0, "zero")
+            rate = _EMIT[p["schedule"]](e, p, step)
         if warmup:
             rate = e.op("Mul", rate, rise)
     return builder.add_op("Identity", [rate], name=name, exact_name=True).name

@@ -22,11 +22,13 @@ from specflow.schema.layers.common import (  # noqa: F401  (re-exported)
     ensure_training_flag,
 )
 from specflow.schema.layers.conv import (
+    avg_pool1d,
     avg_pool2d,
     conv1d,
     conv2d,
     conv2d_transpose,
     depthwise_conv2d,
+    max_pool1d,
     max_pool2d,
     separable_conv2d,
 )
@@ -39,7 +41,7 @@ from specflow.schema.layers.core import (
     gelu_layer,
     named_activation,
 )
-from specflow.schema.layers.norm import batch_norm, group_norm, layer_norm
+from specflow.schema.layers.norm import batch_norm, group_norm, layer_norm, normalization
 from specflow.schema.layers.shaping import (
     concat,
     global_avg_pool,
@@ -59,6 +61,8 @@ LAYERS: dict[str, type[BaseModel]] = {
     "separable_conv2d": configs.SeparableConv2DConfig,
     "max_pool2d": configs.MaxPool2DConfig,
     "avg_pool2d": configs.AvgPool2DConfig,
+    "max_pool1d": configs.MaxPool1DConfig,
+    "avg_pool1d": configs.AvgPool1DConfig,
     "global_avg_pool": configs.GlobalAvgPoolConfig,
     "global_max_pool": configs.GlobalMaxPoolConfig,
     "zero_padding": configs.ZeroPaddingConfig,
@@ -68,6 +72,7 @@ LAYERS: dict[str, type[BaseModel]] = {
     "batch_norm": configs.BatchNormConfig,
     "layer_norm": configs.LayerNormConfig,
     "group_norm": configs.GroupNormConfig,
+    "normalization": configs.NormalizationConfig,
     "embedding": configs.EmbeddingConfig,
     "activation": configs.ActivationConfig,
     "gelu": configs.GeluConfig,
@@ -94,6 +99,8 @@ _EXPANDERS: dict[str, Callable] = {
     "separable_conv2d": separable_conv2d,
     "max_pool2d": max_pool2d,
     "avg_pool2d": avg_pool2d,
+    "max_pool1d": max_pool1d,
+    "avg_pool1d": avg_pool1d,
     "global_avg_pool": global_avg_pool,
     "global_max_pool": global_pool("Max"),
     "zero_padding": zero_padding,
@@ -103,6 +110,7 @@ _EXPANDERS: dict[str, Callable] = {
     "batch_norm": batch_norm,
     "layer_norm": layer_norm,
     "group_norm": group_norm,
+    "normalization": normalization,
     "embedding": embedding,
     "activation": activation,
     "gelu": gelu_layer,

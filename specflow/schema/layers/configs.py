@@ -8,6 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from specflow.schema.initializers import InitializerSpec
 from specflow.schema.layers.common import Activation
+from specflow.schema.layers.constraints import Constraint
 from specflow.schema.layers.partitioned import PartitionerConfig
 
 IntPair = int | list[int]
@@ -33,6 +34,8 @@ class DenseConfig(LayerConfig):
     use_bias: bool = True
     kernel_initializer: InitializerSpec = "glorot_uniform"
     bias_initializer: InitializerSpec = "zeros"
+    kernel_constraint: Constraint = None  # Keras's, after each update
+    bias_constraint: Constraint = None
 
 
 class Conv2DConfig(LayerConfig):
@@ -45,6 +48,8 @@ class Conv2DConfig(LayerConfig):
     use_bias: bool = True
     kernel_initializer: InitializerSpec = "glorot_uniform"
     bias_initializer: InitializerSpec = "zeros"
+    kernel_constraint: Constraint = None  # Keras's, after each update
+    bias_constraint: Constraint = None
 
     @field_validator("kernel_size", "strides", "dilation_rate")
     @classmethod
@@ -68,6 +73,22 @@ class MaxPool2DConfig(Pool2DConfig):
 
 
 class AvgPool2DConfig(Pool2DConfig):
+    pass
+
+
+class Pool1DConfig(LayerConfig):
+    """Keras MaxPooling1D / AveragePooling1D over [batch, steps, channels]."""
+
+    pool_size: int = Field(2, ge=1)
+    strides: int | None = Field(None, ge=1)  # defaults to pool_size
+    padding: Literal["valid", "same"] = "valid"
+
+
+class MaxPool1DConfig(Pool1DConfig):
+    pass
+
+
+class AvgPool1DConfig(Pool1DConfig):
     pass
 
 
@@ -97,9 +118,12 @@ class EmbeddingConfig(LayerConfig):
     partitions: int | None = Field(None, ge=1)
     partitioner: PartitionerConfig | None = None
     partition_strategy: Literal["div", "mod"] = "div"
+    embeddings_constraint: Constraint = None  # Keras's, after each update; not with partitions
 
     @model_validator(mode="after")
     def _one_partitioning(self):
+        if self.embeddings_constraint is not None and (self.partitions is not None or self.partitioner is not None):
+            raise ValueError("embeddings_constraint applies to a table held whole: drop partitions/partitioner")
         if self.partitions is not None and self.partitioner is not None:
             raise ValueError("give partitions or partitioner, not both")
         return self
@@ -130,6 +154,8 @@ class Conv1DConfig(LayerConfig):
     use_bias: bool = True
     kernel_initializer: InitializerSpec = "glorot_uniform"
     bias_initializer: InitializerSpec = "zeros"
+    kernel_constraint: Constraint = None  # Keras's, after each update
+    bias_constraint: Constraint = None
 
 
 class Conv2DTransposeConfig(LayerConfig):
@@ -195,6 +221,27 @@ class LayerNormConfig(LayerConfig):
     epsilon: float = Field(1e-3, gt=0.0)
     center: bool = True
     scale: bool = True
+
+
+class NormalizationConfig(LayerConfig):
+    """Keras's Normalization with its statistics given (``Normalization(mean=..., variance=...)``):
+    (x - mean) / max(sqrt(variance), 1e-7); ``invert``: mean + x * max(sqrt(variance), 1e-7).
+    A list holds one value per index of ``axis``."""
+
+    mean: float | list[float]
+    variance: float | list[float]
+    axis: int = -1
+    invert: bool = False
+
+    @model_validator(mode="after")
+    def _same_length(self):
+        lengths = {len(v) if isinstance(v, list) else None for v in (self.mean, self.variance)}
+        if len(lengths) != 1:
+            raise ValueError(f"mean and variance differ in length ({self.mean!r} and {self.variance!r})")
+        variance = self.variance if isinstance(self.variance, list) else [self.variance]
+        if any(v < 0 for v in variance):
+            raise ValueError(f"a variance is >= 0, got {self.variance!r}")
+        return self
 
 
 class GroupNormConfig(LayerConfig):

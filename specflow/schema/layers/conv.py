@@ -35,9 +35,11 @@ def conv2d(e: Emitter, x: str, cfg) -> str:
     kernel = create_variable(
         e.b, "kernel", [kh, kw, channels, cfg.filters], dt, cfg.kernel_initializer, True, e.ctx.graph_seed
     )
+    kernel.constraint = cfg.kernel_constraint
     bias = None
     if cfg.use_bias:
         bias = create_variable(e.b, "bias", [cfg.filters], dt, cfg.bias_initializer, True, e.ctx.graph_seed)
+        bias.constraint = cfg.bias_constraint
     linear = is_linear(cfg.activation)
     attrs = {
         "strides": [1, *pair(cfg.strides), 1],
@@ -72,6 +74,28 @@ max_pool2d = _pool("MaxPool")
 avg_pool2d = _pool("AvgPool")
 
 
+def _pool1d(op: str, kind: str):
+    def layer(e: Emitter, x: str, cfg) -> str:
+        shape = e.shape(x)
+        if shape.rank is not None and shape.rank != 3:
+            raise SpecError(f"{kind} needs a 3-D [batch, steps, channels] input, got shape {shape}", node=e.ctx.name)
+        strides = cfg.strides if cfg.strides is not None else cfg.pool_size
+        # As Keras: the 2-D pool over [batch, 1, steps, channels] (same padding averages only the
+        # steps inside the sequence).
+        x4 = e.op("ExpandDims", [x, e.i32(1, "ExpandDims/dim")])
+        attrs = {"ksize": [1, 1, cfg.pool_size, 1], "strides": [1, 1, strides, 1], "padding": cfg.padding.upper(),
+                 "data_format": "NHWC"}  # fmt: skip
+        y = e.op(op, [x4], attrs)
+        return _fits(e, x, e.op("Squeeze", [y], {"squeeze_dims": [1]}, final=True), kind)
+
+    layer.__doc__ = f"Keras's {kind}: {op} with ksize [1, 1, pool_size, 1] on the input expanded at axis 1."
+    return layer
+
+
+max_pool1d = _pool1d("MaxPool", "max_pool1d")
+avg_pool1d = _pool1d("AvgPool", "avg_pool1d")
+
+
 def conv1d(e: Emitter, x: str, cfg) -> str:
     """Keras Conv1D on [batch, steps, channels] as a Conv2D over [batch, 1, steps, channels];
     ``causal`` padding pads (kernel_size - 1) * dilation steps on the left."""
@@ -84,6 +108,7 @@ def conv1d(e: Emitter, x: str, cfg) -> str:
     dt, k = e.dtype(x), cfg.kernel_size
     kernel = create_variable(e.b, "kernel", [k, channels, cfg.filters], dt, cfg.kernel_initializer, True,
                              e.ctx.graph_seed)  # fmt: skip
+    kernel.constraint = cfg.kernel_constraint
     padding = cfg.padding
     if padding == "causal":
         x = e.op("Pad", [x, e.i32([[0, 0], [(k - 1) * cfg.dilation_rate, 0], [0, 0]], "causal/paddings")],
@@ -98,6 +123,7 @@ def conv1d(e: Emitter, x: str, cfg) -> str:
     y = _fits(e, x, e.op("Squeeze", [y], {"squeeze_dims": [1]}, final=not cfg.use_bias and linear), "conv1d")
     if cfg.use_bias:
         bias = create_variable(e.b, "bias", [cfg.filters], dt, cfg.bias_initializer, True, e.ctx.graph_seed)
+        bias.constraint = cfg.bias_constraint
         y = e.op("BiasAdd", [y, bias.read], final=linear)
     return y if linear else e.activation(y, cfg.activation)
 

@@ -26,9 +26,11 @@ def dense(e: Emitter, x: str, cfg) -> str:
     dims = static_dims(shape, "dense", e.ctx.name)
     in_dim = dims[-1]
     kernel = create_variable(e.b, "kernel", [in_dim, cfg.units], dt, cfg.kernel_initializer, True, e.ctx.graph_seed)
+    kernel.constraint = cfg.kernel_constraint
     bias = None
     if cfg.use_bias:
         bias = create_variable(e.b, "bias", [cfg.units], dt, cfg.bias_initializer, True, e.ctx.graph_seed)
+        bias.constraint = cfg.bias_constraint
     linear = is_linear(cfg.activation)
     lead = dims[:-1]  # batch dims after the first, for rank > 2
     if lead:
@@ -114,6 +116,7 @@ def embedding(e: Emitter, ids: str, cfg) -> str | list[str]:
         table = create_variable(
             e.b, "embeddings", shape, dtypes.float32, cfg.embeddings_initializer, True, e.ctx.graph_seed,
         )  # fmt: skip
+        table.constraint = cfg.embeddings_constraint
         out = e.op("ResourceGather", [table.handle, ids], {"dtype": dtypes.float32}, final=True)
     if not cfg.mask_zero:
         return out

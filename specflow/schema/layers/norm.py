@@ -167,3 +167,32 @@ def group_norm(e: Emitter, x: str, cfg) -> str:
     y = e.op("Mul", [e.op("Sub", [grouped, mean]), inv])
     y = e.op("Reshape", [y, input_shape], name="ungrouped", final=not params)
     return _affine(e, y, params.get("gamma"), params.get("beta"), final=True) if params else y
+
+
+def normalization(e: Emitter, x: str, cfg) -> str:
+    """Keras's Normalization given mean and variance: constants, no variables (as Keras holds them)."""
+    shape, dt = e.shape(x), e.dtype(x)
+    if not dt.is_floating:
+        raise SpecError(f"normalization needs a float input, got {dt.name}", node=e.ctx.name)
+    mean, std = np.asarray(cfg.mean, np.float64), np.sqrt(np.asarray(cfg.variance, np.float64))
+    if mean.ndim:
+        if shape.rank is None:
+            raise SpecError("normalization with a mean per feature needs an input of known rank", node=e.ctx.name)
+        try:
+            axis = normalize_axis(cfg.axis, shape.rank)
+        except ValueError as err:
+            raise SpecError(f"normalization: {err}", node=e.ctx.name) from None
+        if shape.dims[axis] not in (None, len(mean)):
+            raise SpecError(f"normalization: {len(mean)} means for axis {cfg.axis} of size {shape.dims[axis]} "
+                            f"(input shape {shape})", node=e.ctx.name)
+        bshape = [1] * shape.rank
+        bshape[axis] = len(mean)
+        mean, std = mean.reshape(bshape), std.reshape(bshape)
+    np_dt = dt.numpy
+    # Keras computes max(sqrt(variance), epsilon) in the input's dtype.
+    scale = np.maximum(np.sqrt(np.asarray(cfg.variance, np_dt)).reshape(std.shape), np.asarray(1e-7, np_dt))
+    mean_c = e.const(mean.astype(np_dt), dt, name="mean")
+    scale_c = e.const(scale, dt, name="scale")
+    if cfg.invert:
+        return e.op("AddV2", [mean_c, e.op("Mul", [x, scale_c])], final=True)
+    return e.op("RealDiv", [e.op("Sub", [x, mean_c]), scale_c], final=True)

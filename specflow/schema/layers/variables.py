@@ -30,6 +30,8 @@ class VariableInfo:
     # A part of a partitioned variable: (full name, full shape, first row, rows); checkpoints
     # can join the parts under the full name (see layers/partitioned.py).
     save_slice: tuple[str, tuple[int, ...], int, int] | None = None
+    # Keras's weight constraint (layers/constraints.py), applied after each optimizer update.
+    constraint: dict | None = None
 
 
 def create_variable(
