@@ -1,5 +1,5 @@
-"""``specflow import`` for TF2 control flow: a While or If that loading lowered to the five
-primitives (``io/tf_control_flow.py``) is written back as the spec's ``while:`` or ``cond:`` node.
+"""``specflow import`` for TF2 control flow: a While, If or Case that loading lowered to the five
+primitives (``io/tf_control_flow.py``) is written back as the spec's ``while:`` or ``cond:`` node(s).
 
 The lowering names every part, so the parts are found by name. While ``W``: ``W/enter_k``,
 ``W/merge_k``, the condition's nodes under ``W/cond/`` (its result ``W/cond``), ``W/identity_k``,
@@ -13,6 +13,11 @@ inside which ``W/merge_k`` and ``W/identity_k`` are the var ``lv<k>``. If ``C``:
 ``C/else/`` (results ``C/then``, ``C/else``), ``C/output_k`` (Merges) and ``C``::
 
     C: {cond: {pred: ..., inputs: {in<i>: ...}, then: {nodes: ..., outputs: [...]}, else: ...}}
+
+A ``Case`` ``C`` (``C/switch_i``, ``C/pivot_i``, ``C/input_i_j``, branches under ``C/branch_i/``,
+``C/output_k``) is a chain of ``cond:`` nodes: branch i where ``C/pred_i`` (an ordinary node),
+else the next cond, the last branch the innermost else. Pruning drops input Switches no branch
+reads, so an If's or Case's inputs are found by index, not counted.
 
 A resource (a variable TF2 passes into a loop or branch) is not a var or input: the body reads
 the variable itself, which a spec body may do. Constructs nested in a body or branch are written
@@ -38,6 +43,8 @@ _ENTER = re.compile(r"^(.*)/enter_(\d+)$")
 _WHILE_PART = re.compile(r"^(enter|merge|switch|exit|identity|next_iteration)_\d+$")
 _IF_PART = re.compile(r"^(input|output)_\d+$")
 _IF_NAMES = ("switch_pred", "switch_t", "switch_f", "then", "else", "then_done", "else_done", "branch_executed")
+# a lowered Case's own parts; its index, preds and their constants are ordinary nodes outside it
+_CASE_PART = re.compile(r"^(switch_\d+|pivot_\d+|input_\d+_\d+|branch_\d+(_done)?|branch_executed|output_\d+)$")
 _GATE = re.compile(r"/input_control_node(_\d+)?$")  # what the inliner adds to start a call's body
 
 
@@ -47,7 +54,7 @@ class Block(dict):
 
 @dataclass
 class Construct:
-    """A lowered While (``kind`` "while") or If ("if") named ``name``."""
+    """A lowered While (``kind`` "while"), If ("if") or Case ("case") named ``name``."""
 
     name: str
     kind: str
@@ -61,14 +68,33 @@ class Construct:
     def carried(self) -> list[str]:
         """What enters: a While's initial var values, an If's inputs (its condition not counted)."""
         if self.kind == "while":
-            n = sum(1 for m in self.members if _ENTER.match(m.name))
+            # its own Enters only: a nested loop's (W/body/V/enter_k) are members too
+            n = sum(1 for m in self.members if m.name.startswith(f"{self.name}/enter_") and _ENTER.match(m.name))
             return [self.node(f"enter_{k}").data_inputs[0] for k in range(n)]
-        n = sum(1 for m in self.members if m.name.startswith(f"{self.name}/input_"))
-        return [self.node(f"input_{i}").data_inputs[0] for i in range(n)]
+        return [self._input(k).data_inputs[0] if self._input(k) is not None else None
+                for k in range(max(self._inputs(), default=-1) + 1)]
+
+    def _inputs(self) -> dict[int, NodeDef]:
+        """An If's or Case's input Switches by input index: pruning to the signatures drops those no
+        branch reads (a Case's per branch: ``C/input_i_k`` of a branch that ignores input k)."""
+        pattern = re.compile(rf"{re.escape(self.name)}/input_(\d+_)?(\d+)$")
+        found: dict[int, NodeDef] = {}
+        for m in self.members:
+            hit = pattern.match(m.name)
+            if hit and m.op == "Switch":
+                found.setdefault(int(hit.group(2)), m)
+        return found
+
+    def _input(self, k: int) -> NodeDef | None:
+        return self._inputs().get(k)
 
     def is_resource(self, k: int) -> bool:
-        part = f"enter_{k}" if self.kind == "while" else f"input_{k}"
-        return self.node(part).attrs.get("T") == resource
+        node = self.node(f"enter_{k}") if self.kind == "while" else self._input(k)
+        return node is not None and node.attrs.get("T") == resource
+
+    def unused(self, k: int) -> bool:
+        """Whether input ``k`` of an If or Case was pruned away (no branch reads it)."""
+        return self.kind != "while" and self._input(k) is None
 
     def outer_refs(self, spec_name: str, outer_ref: Callable[[str], str]) -> dict[str, Callable[[int], str]]:
         """References from outside to its results: ``X:k`` (and ``W/exit_k``, ``C/output_k``) name
@@ -76,8 +102,9 @@ class Construct:
         def output(j: int) -> str:
             return spec_name if j == 0 else f"{spec_name}:{j}"
 
-        if self.kind == "if":
-            n = sum(1 for m in self.members if _IF_PART.match(m.name[len(self.name) + 1:]) and "/output_" in m.name)
+        if self.kind in ("if", "case"):
+            # every branch result is an output of the spec node, the Merges pruning left or not
+            n = len(self.node("then" if self.kind == "if" else "branch_0").data_inputs)
             refs = {self.name: output}
             refs.update({f"{self.name}/output_{k}": lambda _i, k=k: output(k) for k in range(n)})
             return refs
@@ -106,6 +133,8 @@ def _member(c: Construct, name: str) -> bool:
     rest = name[len(w) + 1:]
     if c.kind == "while":
         return rest in ("cond", "body", "loop_cond") or rest.startswith(("cond/", "body/")) or bool(_WHILE_PART.match(rest))
+    if c.kind == "case":
+        return bool(_CASE_PART.match(rest)) or bool(re.match(r"branch_\d+/", rest))
     return rest in _IF_NAMES or rest.startswith(("then/", "else/")) or bool(_IF_PART.match(rest))
 
 
@@ -122,6 +151,10 @@ def find_constructs(nodes: list[NodeDef]) -> dict[str, Construct]:
             c = n.name[: -len("/switch_pred")]
             if c in by_name and f"{c}/branch_executed" in by_name:
                 found.setdefault(c, Construct(c, "if", by_name))
+        if n.op == "Switch" and n.name.endswith("/switch_0"):
+            c = n.name[: -len("/switch_0")]
+            if c in by_name and f"{c}/branch_executed" in by_name and f"{c}/pivot_0" in by_name:
+                found.setdefault(c, Construct(c, "case", by_name))
     outer = {w: c for w, c in found.items() if not any(w.startswith(o + "/") for o in found if o != w)}
     for c in outer.values():
         c.members = [n for n in nodes if _member(c, n.name)]
@@ -131,7 +164,7 @@ def find_constructs(nodes: list[NodeDef]) -> dict[str, Construct]:
 
 def check_control_flow(graph, source) -> None:
     """ExportError unless every control-flow primitive at the top level belongs to a lowered TF2
-    While or If, or a TF1 while loop or conditional (a body's own are checked as it is written)."""
+    While, If or Case, or a TF1 while loop or conditional (a body's own are checked as it is written)."""
     members = {m.name for c in find_constructs(graph.nodes).values() for m in c.members}
     for n in graph.nodes:
         if n.op in _PRIMITIVES and n.name not in members:
@@ -150,6 +183,8 @@ def construct_node(writer, c: Construct, outer_ref: Callable[[str], str]) -> Blo
         return tf1_while_node(writer, c, outer_ref, _scope_of, Block)
     if c.kind == "tf1-cond":
         return tf1_cond_node(writer, c, outer_ref, _scope_of, Block)
+    if c.kind == "case":
+        return _case_node(writer, c, outer_ref)
     return _while_node(writer, c, outer_ref) if c.kind == "while" else _cond_node(writer, c, outer_ref)
 
 
@@ -177,8 +212,8 @@ def _cond_node(writer, c: Construct, outer_ref) -> Block:
     if not c.node("then").data_inputs:
         raise ExportError(f"If '{c.name}' returns nothing, which a spec cond: node cannot express")
     carried = c.carried
-    alias = {k: f"in{k}" for k in range(len(carried)) if not c.is_resource(k)}
-    inner = {f"{c.name}/input_{k}": alias.get(k) or outer_ref(t) for k, t in enumerate(carried)}
+    alias = {k: f"in{k}" for k in range(len(carried)) if not c.is_resource(k) and not c.unused(k)}
+    inner = {f"{c.name}/input_{k}": alias.get(k) or outer_ref(t) for k, t in enumerate(carried) if t is not None}
     parts = Block()
     parts["pred"] = outer_ref(c.node("switch_pred").data_inputs[0])
     parts["inputs"] = {alias[k]: outer_ref(carried[k]) for k in alias}
@@ -186,6 +221,44 @@ def _cond_node(writer, c: Construct, outer_ref) -> Block:
         nodes, ref = _scope(writer, c, branch, inner, set(alias.values()), outer_ref)
         parts[branch] = Block(nodes=Block(nodes), outputs=[ref(t) for t in c.node(branch).data_inputs])
     return Block({"cond": parts})
+
+
+def _case_node(writer, c: Construct, outer_ref) -> Block:
+    """A lowered Case as a chain of ``cond:`` nodes: branch i where ``C/pred_i`` holds, else the
+    next cond; the last branch (index N - 1 or out of range) is the innermost else, as TF runs it."""
+    n_branches = sum(1 for m in c.members if re.fullmatch(rf"{re.escape(c.name)}/pivot_\d+", m.name))
+    if n_branches == 1:  # TF runs the one branch whatever the index
+        raise ExportError(f"Case '{c.name}' has one branch, which a spec cond: node cannot express")
+    if not c.node("branch_0").data_inputs:
+        raise ExportError(f"Case '{c.name}' returns nothing, which a spec cond: node cannot express")
+    carried = c.carried
+    alias = {k: f"in{k}" for k in range(len(carried)) if not c.is_resource(k) and not c.unused(k)}
+    n_out = len(c.node("branch_0").data_inputs)
+    taken = set(writer.visible) | set(alias.values())
+    inner_name, k = "case_rest", 1
+    while inner_name in taken:
+        inner_name, k = f"case_rest_{k}", k + 1
+
+    def branch(i: int) -> Block:
+        inner = {f"{c.name}/input_{i}_{j}": alias.get(j) or outer_ref(t) for j, t in enumerate(carried)
+                 if t is not None}
+        nodes, ref = _scope(writer, c, f"branch_{i}", inner, set(alias.values()), outer_ref)
+        return Block(nodes=Block(nodes), outputs=[ref(t) for t in c.node(f"branch_{i}").data_inputs])
+
+    def level(i: int, inputs: dict) -> Block:
+        parts = Block()
+        parts["pred"] = outer_ref(f"{c.name}/pred_{i}")
+        parts["inputs"] = inputs
+        parts["then"] = branch(i)
+        if i + 1 == n_branches - 1:
+            parts["else"] = branch(i + 1)
+        else:  # the rest of the chain, reading this level's inputs under the same aliases
+            rest = level(i + 1, {a: a for a in alias.values()})
+            outputs = [inner_name if j == 0 else f"{inner_name}:{j}" for j in range(n_out)]
+            parts["else"] = Block(nodes=Block({inner_name: rest}), outputs=outputs)
+        return Block({"cond": parts})
+
+    return level(0, {alias[k]: outer_ref(carried[k]) for k in alias})
 
 
 def _is_gate(n: NodeDef) -> bool:

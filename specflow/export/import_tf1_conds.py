@@ -189,6 +189,14 @@ def tf1_cond_node(writer, c: Tf1Cond, outer_ref, scope, block) -> dict:
     ``block`` its YAML block type."""
     alias = {k: f"in{k}" for k, s in enumerate(c.inputs) if s.attrs.get("T") != resource}
     inner = {s.name: alias.get(k) or outer_ref(s.data_inputs[0]) for k, s in enumerate(c.inputs)}
+    # The predicate switched on itself is the pivots' source, but a branch may read it as data
+    # too (autograph's `a and b` is cond(a, b, a): the else branch returns a): there it is the
+    # predicate's value.
+    pred_switches = {m.name for m in c.members if m.op == "Switch" and _is_pred_switch(m)}
+    for m in c.members:
+        if m.name in pred_switches or (m.op == "Identity" and m.data_inputs
+                                       and parse_input(m.data_inputs[0]).node in pred_switches):
+            inner[m.name] = outer_ref(c.pred)
     parts = block()
     parts["pred"] = outer_ref(c.pred)
     parts["inputs"] = {alias[k]: outer_ref(c.inputs[k].data_inputs[0]) for k in alias}

@@ -173,8 +173,20 @@ def tf1_while_node(writer, c: Tf1Loop, outer_ref, scope, block) -> dict:
         nodes, ref = scope(writer, c.cond_nodes, prefix, inner, set(var), outer_ref)
         parts["cond"] = block(nodes=block(nodes), outputs=[ref(c.loop_cond.data_inputs[0])])
         nodes, ref = scope(writer, c.body_nodes, prefix, inner, set(var), outer_ref)
+        nexts = {var[k]: ref(n.data_inputs[0]) for k, n in enumerate(c.nexts)}
+        body = {b.name for b in c.body_nodes}
+        for k, n in enumerate(c.nexts):
+            # A NextIteration's control inputs (tf.gradients' stack pushes, which nothing reads)
+            # must run each iteration: the next value becomes an Identity after them.
+            after = [ref(x).split(":")[0] for x in n.control_inputs if x in body]
+            if after:
+                name, j = f"{var[k]}_next", 1
+                while name in nodes or name in var:
+                    name, j = f"{var[k]}_next_{j}", j + 1
+                nodes[name] = {"op": "Identity", "inputs": [nexts[var[k]]], "after": after}
+                nexts[var[k]] = name
         parts["body"] = block(nodes)
-        parts["next"] = block({var[k]: ref(n.data_inputs[0]) for k, n in enumerate(c.nexts)})
+        parts["next"] = block(nexts)
     finally:
         writer.tf1_depth = depth
     return block({"while": parts})

@@ -247,3 +247,24 @@ def _assert(ctx, condition, *data):
 
 
 not_differentiable("Assert")
+
+
+# --- ControlTrigger (TF1 loop gradients' f_sync/b_sync) -------------------------------------------
+
+
+register_op(
+    "ControlTrigger",
+    shape=no_outputs,
+    doc=(
+        "Does nothing, like NoOp; TF1's while-loop gradients order a loop's stack pushes and pops "
+        "through it (f_sync, b_sync). TensorFlow runs it even when a control input is dead."
+    ),
+)
+
+
+@kernel("ControlTrigger")
+def _control_trigger(ctx):
+    return ()
+
+
+not_differentiable("ControlTrigger")

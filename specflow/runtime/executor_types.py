@@ -15,7 +15,7 @@ from specflow.errors import RuntimeFailure
 
 # Ops that run even when an input is dead: _Send must tell its receiver the value is dead, and
 # Merge forwards whichever of its inputs is live.
-RUNS_ON_DEAD_INPUT: set[str] = {"_Send", "Merge"}
+RUNS_ON_DEAD_INPUT: set[str] = {"_Send", "Merge", "ControlTrigger"}  # ControlTrigger: live even so (TF)
 
 # Ops that create or route dead tensors, or move values between loop frames, outside the plain
 # "a dead input kills the node" rule (control_flow_ops): a partition holding one always runs on
