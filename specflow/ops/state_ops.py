@@ -224,7 +224,7 @@ def _read_variable_grad(b, node, dys):
 
 
 def _variable_shape_shape(ic: InferenceContext) -> list[Shape]:
-    spec = _handle_spec(ic)
+    spec = ic.handle_data(0)  # (VariableShape has no dtype attr to check against)
     return [Shape([spec.shape.rank]) if spec is not None and spec.shape.rank is not None else Shape([None])]
 
 

@@ -267,3 +267,10 @@ def test_import_frozen_loop_whose_condition_is_an_autograph_and(tmp_path):
             assert_matches(got, want, f"imported .pb[{k}]")
     finally:
         m.close()
+
+
+def test_import_tape_gradient_of_variables_read_in_a_loop(tmp_path):
+    """A tape gradient with respect to variables read inside a loop or scan: its VariableShape
+    (no dtype attr) made the import's shape inference fail with KeyError 'dtype'."""
+    _import_and_run(tmp_path, "grad_vars_in_loop", DATA / "grad_vars_in_loop")
+    _import_and_run(tmp_path, "grad_scan_rnn_vars", DATA / "grad_scan_rnn_vars")
