@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import specflow as sf
+from tests.api.tf_results import all_results, assert_matches
 
 DATA = Path(__file__).parent / "data" / "tf_sparse.npz"
 
@@ -84,22 +85,8 @@ def cases(tf):
     }
 
 
-def _flat(prefix, value, out):
-    if hasattr(value, "indices") and hasattr(value, "dense_shape") and hasattr(value, "values"):
-        for part in ("indices", "values", "dense_shape"):
-            out[f"{prefix}.{part}"] = np.asarray(getattr(value, part))
-    elif isinstance(value, (tuple, list)):
-        for i, v in enumerate(value):
-            _flat(f"{prefix}.{i}", v, out)
-    else:
-        out[prefix] = np.asarray(value)
-
-
 def flat_results(tf) -> dict[str, np.ndarray]:
-    out: dict[str, np.ndarray] = {}
-    for k, fn in cases(tf).items():
-        _flat(k, fn(), out)
-    return out
+    return all_results(cases(tf))
 
 
 CASES = cases(sf)
@@ -112,17 +99,7 @@ def expected():
 
 @pytest.mark.parametrize("key", sorted(CASES))
 def test_matches_tensorflow(key, expected):
-    got: dict[str, np.ndarray] = {}
-    _flat(key, CASES[key](), got)
-    want = {k: v for k, v in expected.items() if k == key or k.startswith(key + ".")}
-    assert sorted(got) == sorted(want)
-    for k, w in want.items():
-        g = got[k]
-        assert g.dtype == w.dtype and g.shape == w.shape, k
-        if w.dtype.kind in "iub":
-            np.testing.assert_array_equal(g, w, err_msg=k)
-        else:
-            np.testing.assert_allclose(g, w, rtol=2e-6, atol=1e-6, err_msg=k)
+    assert_matches(key, CASES[key](), expected, rtol=2e-6, atol=1e-6)
 
 
 def test_bad_inputs_are_clear_errors():

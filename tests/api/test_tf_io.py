@@ -9,6 +9,7 @@ import pytest
 
 import specflow as sf
 from specflow.errors import SpecflowError
+from tests.api.tf_results import all_results, assert_matches
 
 DATA = Path(__file__).parent / "data" / "tf_io"
 
@@ -56,22 +57,8 @@ def cases(tf) -> dict:
     }
 
 
-def _flat(prefix, value, out):
-    if isinstance(value, dict):
-        for k in sorted(value):
-            _flat(f"{prefix}.{k}", value[k], out)
-    elif hasattr(value, "indices") and hasattr(value, "dense_shape"):
-        for part in ("indices", "values", "dense_shape"):
-            out[f"{prefix}.{part}"] = np.asarray(getattr(value, part))
-    else:
-        out[prefix] = np.asarray(value)
-
-
 def flat_results(tf) -> dict[str, np.ndarray]:
-    out: dict[str, np.ndarray] = {}
-    for k, fn in cases(tf).items():
-        _flat(k, fn(), out)
-    return out
+    return all_results(cases(tf))
 
 
 CASES = cases(sf)
@@ -93,13 +80,7 @@ def test_examples_serialize_as_tensorflows(expected):
 
 @pytest.mark.parametrize("key", sorted(CASES))
 def test_parses_as_tensorflow(key, expected):
-    got: dict[str, np.ndarray] = {}
-    _flat(key, CASES[key](), got)
-    want = {k: v for k, v in expected.items() if k == key or k.startswith(key + ".")}
-    assert sorted(got) == sorted(want)
-    for k, w in want.items():
-        assert got[k].dtype == w.dtype and got[k].shape == w.shape, k
-        np.testing.assert_array_equal(got[k], w, err_msg=k)
+    assert_matches(key, CASES[key](), expected)
 
 
 @pytest.mark.parametrize("compression", ["", "GZIP"])
