@@ -11,7 +11,8 @@ depend on, cut at the input tensors:
   variable's dtype and shape, so TF's shape inference sees through ``ReadVariableOp``;
 - body inputs use FunctionDef naming, ``node:output_arg:index`` (the op's output args from the
   registry, lists counted through their length attrs); an arg is read by its name;
-- each output is an ``Identity`` (``ret``), and every stateful node is a control output, so TF's
+- each output is an ``Identity`` (``ret``), and every stateful node is a control output (one in a
+  cond branch by the cond's Merge), so TF's
   function runtime runs the effects even when no output depends on them.
 
 ``call_function_def`` builds the small function TF writes for a signature: its inputs by
@@ -237,15 +238,59 @@ def _frame_paths(body: list[NodeDef], arg_nodes: set[str]) -> dict[str, tuple[tu
     return frames
 
 
+def _cond_paths(body: list[NodeDef], arg_nodes: set[str], frames: dict) -> dict[str, tuple[tuple[str, int], ...]]:
+    """Node -> the cond branches it runs in, outermost first, each (predicate tensor, branch):
+    a data consumer of a Switch outside any loop frame enters that branch (a loop's own Switch
+    and Merge change nothing), a Merge outside loop frames leaves the innermost one; other nodes
+    run in their inputs' deepest. Such a node is dead when its branch is not taken."""
+    nodes = {n.name: n for n in body}
+    conds: dict[str, tuple[tuple[str, int], ...]] = {}
+    for node in body:
+        best: tuple[tuple[str, int], ...] = ()
+        for i in node.inputs:
+            ref = parse_input(i)
+            if ref.node in arg_nodes or ref.node not in conds:
+                continue  # an arg, or a back edge (a NextIteration: in its loop, the same branches)
+            c, src = conds[ref.node], nodes[ref.node]
+            if src.op in ("Switch", "RefSwitch") and not frames[ref.node] and not ref.is_control:
+                c = (*c, (canonical_tensor(src.inputs[1]), ref.index))
+            if len(c) > len(best):
+                best = c
+        if node.op in ("Merge", "RefMerge") and not frames[node.name]:
+            best = best[:-1]
+        conds[node.name] = best
+    return conds
+
+
 def _control_outputs(body: list[NodeDef], stateful: list[str], arg_nodes: set[str]) -> list[str]:
     """What the function's callers wait for: its stateful nodes outside loops, and for a loop
     holding any (an assignment, an Assert of ``max_iterations``) the loop's Exits. TF's runtime
-    refuses a control output inside a loop's frame ("inputs from different frames")."""
+    refuses a control output inside a loop's frame ("inputs from different frames"). One inside
+    a cond branch is dead when the other branch runs, and TF's inlined call then gives its
+    caller dead (empty) results: the Merge closing the outermost cond stands for it (always
+    live, and after the branch's effects, which its output waits on)."""
     frames = _frame_paths(body, arg_nodes)
+    conds = _cond_paths(body, arg_nodes, frames)
     loops = {frames[s][0] for s in stateful if frames.get(s)}
     exits = [n.name for n in body if n.op in ("Exit", "RefExit") and not frames[n.name]
              and (frames.get(parse_input(n.inputs[0]).node) or ((None, 0),))[0] in loops]  # fmt: skip
-    return [s for s in stateful if not frames.get(s)] + exits
+    closing: dict[str, str] = {}  # a cond's predicate -> its Merge outside every branch
+    for n in body:
+        if n.op in ("Merge", "RefMerge") and not frames[n.name] and not conds[n.name]:
+            for i in n.inputs:
+                c = conds.get(parse_input(i).node)
+                if c:
+                    closing.setdefault(c[0][0], n.name)
+    out: list[str] = []
+    for s in [s for s in stateful if not frames.get(s)] + exits:
+        if conds.get(s):
+            pred = conds[s][0][0]
+            if pred not in closing:
+                raise FrameError(f"node '{s}' runs inside a cond on '{pred}' whose Merge is not part of the function")
+            s = closing[pred]
+        if s not in out:
+            out.append(s)
+    return out
 
 
 def _read(nodes: dict[str, NodeDef], tensor: str, args: dict[str, str]) -> str:
