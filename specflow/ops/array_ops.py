@@ -557,7 +557,7 @@ register_op(
     "OneHot",
     inputs=["indices: TI", "depth: int32", "on_value: T", "off_value: T"],
     outputs=["output: T"],
-    attrs=["axis: int = -1", "T: type", "TI: {uint8, int32, int64} = int64"],
+    attrs=["axis: int = -1", "T: type", "TI: {uint8, int8, int32, int64} = int64"],
     shape=_one_hot_shape,
     doc="One-hot encoding of `indices` along a new axis of size `depth`; out-of-range indices "
     "give a row of `off_value`.",

@@ -193,6 +193,8 @@ def _conv_window(c, x_shape, f_shape, layout="out_channels") -> tuple[_Window, t
     x = _rank4(c, x_shape, "input")
     f = _rank4(c, f_shape, "filter")
     n, h, w, ch = _nhwc_dims(x, fmt)
+    if layout == "out_channels" and f[2] == 0:  # TF's kernel refuses it too (it would divide by 0 groups)
+        raise c.fail(f"the filter's in_channels must be positive, got filter shape {Shape(f)}")
     grouped = layout == "out_channels" and None not in (ch, f[2], f[3]) and f[2] > 0 and ch % f[2] == 0 and f[3] % (ch // f[2]) == 0
     if ch is not None and f[2] is not None and ch != f[2] and not grouped:
         raise c.fail(
@@ -333,6 +335,8 @@ def _conv2d_backprop_input(ctx, input_sizes, f, dy):
     xp, fmt = ctx.xp, ctx.attrs["data_format"]
     sizes = _sizes_input(ctx, input_sizes, "input_sizes")
     win = kernel_window(ctx, (sizes, f.shape, dy.shape), lambda: _conv_backprop_window(ctx, sizes, f.shape, dy.shape))
+    if dy.size == 0 or f.size == 0:  # no products to sum (an empty batch, no out_channels): zeros
+        return xp.zeros(tuple(sizes), dy.dtype)
     f = _dense_filter(xp, f, sizes[3 if fmt == "NHWC" else 1])
     return _from_nhwc(wn.conv_input_grad(xp, _to_nhwc(dy, fmt), f, _nhwc_dims(sizes, fmt), win, ctx.state,
                                          ctx.empty), fmt)  # fmt: skip
@@ -361,6 +365,10 @@ def _conv2d_backprop_filter(ctx, x, filter_sizes, dy):
     win = kernel_window(ctx, (x.shape, sizes, dy.shape), lambda: _conv_backprop_window(ctx, x.shape, sizes, dy.shape))
     source = ctx.node.attrs.get(FROM_ATTR)
     shared = ctx.extras.pop(("im2col", source), None) if source else None
+    if dy.size == 0 or x.size == 0:  # no products to sum (an empty batch or input): zeros
+        if shared is not None:
+            wn.give(shared[2], "im2col", shared[1])
+        return xp.zeros(tuple(sizes), dy.dtype)
     # The same array the forward kernel read (another iteration's or step's x is not).
     if shared is not None and shared[0] is x:
         cols, owner = shared[1], shared[2]

@@ -205,7 +205,7 @@ register_op(
     "ResizeBilinearGrad",
     inputs=["grads: float32", "original_image: T"],
     outputs=["output: T"],
-    attrs=["T: {float16, float32, float64}", *_FLAGS],
+    attrs=["T: {float16, bfloat16, float32, float64}", *_FLAGS],
     shape=_bilinear_grad_shape,
     doc="The gradient of ResizeBilinear: each grads element spread over the (up to four) pixels "
     "of original_image it was interpolated from, with the same weights.",
@@ -274,7 +274,7 @@ register_op(
     "ResizeNearestNeighborGrad",
     inputs=["grads: T", "size: int32"],
     outputs=["output: T"],
-    attrs=["T: {int8, uint8, int32, float16, float32, float64}", *_FLAGS],
+    attrs=["T: {int8, uint8, int32, float16, bfloat16, float32, float64}", *_FLAGS],
     shape=_sized_shape("grads"),
     doc="The gradient of ResizeNearestNeighbor: grads summed into the source pixel each came "
     "from, in an image of size (height, width).",
@@ -289,7 +289,7 @@ def _resize_nearest_grad(ctx, grads, size):
     h, w = _size_value(ctx, ctx.host(size))
     _, oh, ow, _ = grads.shape
     dt = grads.dtype
-    acc = np.float64 if dt.kind == "f" else np.int64  # exact sums, then TF's dtype
+    acc = np.int64 if dt.kind in "iu" else np.float64  # exact sums, then TF's dtype (bfloat16's kind is V)
     if xp is np:
         g = grads.astype(acc)
         for axis, size, index in ((1, h, _nearest_index(h, oh, align, half)), (2, w, _nearest_index(w, ow, align, half))):

@@ -11,7 +11,6 @@ import functools
 
 import numpy as np
 
-from specflow.errors import GraphError
 from specflow.graph import dtypes
 from specflow.graph.shapes import Shape
 from specflow.ops import grad_util as gu
@@ -323,11 +322,7 @@ def _prod_grad(b, node, dys):
     x = node.data_inputs[0]
     red = _static_axes(b, node)
     if red is None:
-        raise GraphError(
-            "the gradient of Prod needs constant axes and an input of known rank",
-            node=node.name,
-            location=node.location,
-        )
+        return [_dynamic_prod_grad(b, node, x, dys[0]), None]
     shape = b.spec(x).shape
     other = [i for i in range(shape.rank) if i not in red]
     perm = list(red) + other
@@ -353,6 +348,28 @@ def _prod_grad(b, node, dys):
     others = gu.emit(b, "Reshape", gu.emit(b, "Mul", left, right), gu.shape_of(b, permuted))
     unpermuted = gu.emit(b, "Transpose", others, gu.const(b, np.argsort(perm).astype(np.int32)))
     return [gu.emit(b, "Mul", _spread(b, node, dys[0]), unpermuted), None]
+
+
+def _dynamic_prod_grad(b, node, x: str, dy: str) -> str:
+    """Prod's gradient with axes (or rank) known only at run time: TF's _ProdGrad, the
+    permutation (reduced axes first, ListDiff for the rest) built by ops."""
+    i32 = lambda v: gu.const(b, np.int32(v))  # noqa: E731
+    rank, shape = gu.emit(b, "Rank", x), gu.emit(b, "Shape", x)
+    axes = gu.emit(b, "Cast", gu.emit(b, "Reshape", node.data_inputs[1], gu.const(b, np.array([-1], np.int32))),
+                   DstT=dtypes.int32)  # fmt: skip
+    red = gu.emit(b, "FloorMod", axes, rank)
+    other = gu.emit(b, "ListDiff", gu.emit(b, "Range", i32(0), rank, i32(1)), red, out_idx=dtypes.int32)
+    perm = gu.emit(b, "ConcatV2", red, other, i32(0))
+    sizes = [gu.emit(b, "Prod", gu.emit(b, "GatherV2", shape, t, i32(0)), i32(0), keep_dims=True) for t in (red, other)]
+    permuted = gu.emit(b, "Transpose", x, perm)
+    flat = gu.emit(b, "Reshape", permuted, gu.emit(b, "ConcatV2", *sizes, i32(0)))
+    left = gu.emit(b, "Cumprod", flat, i32(0), exclusive=True)
+    right = gu.emit(b, "Cumprod", flat, i32(0), exclusive=True, reverse=True)
+    if b.spec(x).dtype.is_complex:
+        left, right = gu.emit(b, "Conj", left), gu.emit(b, "Conj", right)
+    others = gu.emit(b, "Reshape", gu.emit(b, "Mul", left, right), gu.emit(b, "Shape", permuted))
+    unpermuted = gu.emit(b, "Transpose", others, gu.emit(b, "InvertPermutation", perm))
+    return gu.emit(b, "Mul", _spread(b, node, dy), unpermuted)
 
 
 # --- Cumsum / Cumprod -------------------------------------------------------------------------

@@ -355,11 +355,13 @@ def _gather_grad(b, node, dys):
     known, rank, batch_dims = b.value(axis), b.spec(params).shape.rank, node.attrs["batch_dims"]
     if batch_dims < 0 and b.spec(indices).shape.rank is not None:
         batch_dims += b.spec(indices).shape.rank
-    if known is None or rank is None or batch_dims < 0:
-        raise GraphError("the gradient of GatherV2 needs a constant axis and params of known rank "
+    if rank is None or batch_dims < 0:
+        raise GraphError("the gradient of GatherV2 needs params of known rank "
                          "(and indices of known rank for a negative batch_dims)",
                          node=node.name, location=node.location)  # fmt: skip
     shape = ShapeOf(b, b.spec(params).shape, lambda: gu.emit(b, "Shape", params))
+    if known is None:
+        return [_dynamic_axis_gather_grad(b, node, dys[0], params, indices, axis, shape, batch_dims), None, None]
     axis = int(known) % rank
     if axis == 0 and batch_dims == 0:
         # TF's IndexedSlices (the gathered rows' gradients and their ids); made dense, as
@@ -368,6 +370,27 @@ def _gather_grad(b, node, dys):
         ids = gu.emit(b, "Reshape", indices, gu.const(b, [-1], "int32"))
         return [gu.IndexedSlices(b, values, ids, lambda: shape.size(0, 1)), None, None]
     return [gather_grad(b, node, dys[0], indices, shape, axis, batch_dims), None, None]
+
+
+def _dynamic_axis_gather_grad(b, node, dy: str, params: str, indices: str, axis: str, shape: ShapeOf,
+                              batch_dims: int) -> str:  # fmt: skip
+    """GatherV2's gradient for an axis known only at run time (TF's takes it too): params' axis
+    moved to just after the batch dims and dy's index dims with it, by permutations built at run
+    time; then the static axis == batch_dims case, and the permutation undone."""
+    i32 = lambda v: gu.const(b, np.int32(v))  # noqa: E731
+    r = shape.static.rank
+    a = gu.emit(b, "FloorMod", gu.emit(b, "Cast", axis, DstT=dtypes.int32), i32(r))
+    a1 = gu.emit(b, "AddV2", a, i32(1))
+    k = gu.emit(b, "Sub", gu.emit(b, "Rank", indices), i32(batch_dims))  # dy's index dims
+    ak = gu.emit(b, "AddV2", a, k)
+    rng = lambda lo, hi: gu.emit(b, "Range", lo, hi, i32(1))  # noqa: E731
+    bd = i32(batch_dims)
+    perm = gu.emit(b, "ConcatV2", rng(i32(0), bd), gu.emit(b, "Reshape", a, gu.const(b, [1], "int32")),
+                   rng(bd, a), rng(a1, i32(r)), i32(0))  # fmt: skip
+    dy_perm = gu.emit(b, "ConcatV2", rng(i32(0), bd), rng(a, ak), rng(bd, a), rng(ak, gu.emit(b, "Rank", dy)), i32(0))
+    moved = ShapeOf(b, Shape([None] * r), lambda: gu.emit(b, "GatherV2", shape.dynamic(), perm, i32(0)))
+    grad = gather_grad(b, node, gu.emit(b, "Transpose", dy, dy_perm), indices, moved, batch_dims, batch_dims)
+    return gu.emit(b, "Transpose", grad, gu.emit(b, "InvertPermutation", perm))
 
 
 # --- the dense gradient of a gather (GatherV2, ResourceGather) ---------------------------------
@@ -438,7 +461,9 @@ def gather_grad(b, node, dy: str, indices: str, params: ShapeOf, axis: int, batc
     # axis == batch_dims: batch row k's index i is row k * n + i of params with the batch dims
     # and the gathered axis folded into one.
     n, rows = params.size(axis, axis + 1), params.size(0, axis + 1)
-    offsets = gu.emit(b, "Range", gu.const(b, 0, "int32"), rows, n)
+    # k * n for each batch row k (a Range with step n would need n > 0: the gathered axis may be empty)
+    offsets = gu.emit(b, "Mul", gu.emit(b, "Range", gu.const(b, 0, "int32"), params.size(0, batch_dims),
+                                        gu.const(b, 1, "int32")), n)  # fmt: skip
     ones = gu.const(b, np.ones(ri - batch_dims, np.int32))
     offsets = gu.emit(b, "Reshape", offsets, concat_vectors(b, [params.vector(0, batch_dims), ones]))
     flat_ids = gu.emit(b, "AddV2", indices, gu.cast_like(b, offsets, indices))
