@@ -293,6 +293,9 @@ class GradientTape:
         if seeds is not None:
             grad_ys = []
             for g, y in zip(seeds, targets):
+                if g is None:  # sf.gradients' grad_ys: None seeds with ones, as TF's
+                    grad_ys.append(None)
+                    continue
                 if not isinstance(g, GraphTensor):
                     g = trace.capture(_as_eager(g, y.dtype))
                 grad_ys.append(g.name)
@@ -412,6 +415,9 @@ class GradientTape:
         ys = [names.get(id(t)) for t in targets]
         grad_ys = None
         if seeds is not None:
+            if any(g is None for g in seeds):  # TF's eager tape refuses one too (it gave NaN here)
+                raise ValueError("GradientTape.gradient: output_gradients holds None; give a tensor for every target "
+                                 "(ones for its plain gradient)")
             grad_ys = [name_of(_as_eager(g, t.dtype)) for g, t, y in zip(seeds, targets, ys) if y is not None]
         connected = [y for y in ys if y is not None]
         if not connected or not xs:

@@ -362,13 +362,13 @@ def gradients(ys, xs, grad_ys=None, name: str = "gradients", gate_gradients: boo
         raise RuntimeError("sf.gradients is not supported when eager execution is enabled; use sf.GradientTape "
                            "(or call it inside an sf.function)")
     tape = GradientTape(persistent=True)
-    tape._watched_graph.update(x.name for x in flatten(xs)[0] if isinstance(x, GraphTensor))
+    xs, ys = list(flatten(xs)[0]), list(flatten(ys)[0])  # a list of gradients, one per x, always (TF's)
+    seeds = None if grad_ys is None else list(flatten(grad_ys)[0])
+    tape._watched_graph.update(x.name for x in xs if isinstance(x, GraphTensor))
     if stop_gradients is not None:
-        ys = list(flatten(ys)[0])
         stops = {s.name for s in flatten(stop_gradients)[0]}
-        out = _gradients_stopped(trace, ys, flatten(xs)[0], grad_ys, stops)
-        return out
-    return tape.gradient(ys, xs, output_gradients=grad_ys, unconnected_gradients=unconnected_gradients)
+        return _gradients_stopped(trace, ys, xs, seeds, stops)
+    return list(tape.gradient(ys, xs, output_gradients=seeds, unconnected_gradients=unconnected_gradients))
 
 
 def _gradients_stopped(trace, ys, xs, grad_ys, stops: set[str]):
@@ -376,7 +376,7 @@ def _gradients_stopped(trace, ys, xs, grad_ys, stops: set[str]):
     from specflow.train.gradients import gradients as build
 
     names = [trace.variable_handle(x).name if isinstance(x, Variable) else x.name for x in xs]
-    seeds = None if grad_ys is None else [_as_graph(trace, g).name for g in flatten(grad_ys)[0]]
+    seeds = None if grad_ys is None else [None if g is None else _as_graph(trace, g).name for g in grad_ys]
     got = build(trace.builder, [y.name for y in ys], names, grad_ys=seeds, stop_gradients=sorted(stops))
     return [None if g is None else trace._tensor(g) for g in got]
 

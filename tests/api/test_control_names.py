@@ -399,3 +399,27 @@ def test_range_takes_the_widest_of_its_arguments_dtypes_as_tensorflow():
     assert sf.range(np.int64(3)).dtype == sf.int64 and sf.range(3).dtype == sf.int32
     assert sf.range(0, 2.5, 0.5).dtype == sf.float32
     assert sf.range(sf.constant(2.0, sf.float64)).dtype == sf.float64
+
+
+def test_gradients_is_a_list_and_none_grad_ys_seed_ones():
+    """TF's tf.gradients: always a list, one per x (a single y and x gave the tensor itself, so
+    `[0]` took its first element); a None in grad_ys seeds with ones (it gave NaN); the eager
+    tape refuses a None output gradient, as TF's."""
+    x = sf.constant(np.array([1.0, -2.0, 3.0], np.float32))
+
+    @sf.function
+    def f(x):
+        y1, y2 = x * 2.0, x * x
+        return (sf.gradients(x * x, x), sf.gradients([y1, y2], [x], grad_ys=[None, sf.ones_like(x) * 2.0]),
+                sf.gradients([y1, y2], x, grad_ys=[None, sf.ones_like(x)], stop_gradients=[y1]))
+
+    single, seeded, stopped = f(x)
+    assert isinstance(single, list) and len(single) == 1
+    close(single[0], [2.0, -4.0, 6.0])
+    close(seeded[0], [6.0, -6.0, 14.0])
+    close(stopped[0], [2.0, -4.0, 6.0])
+    with sf.GradientTape() as tape:
+        tape.watch(x)
+        y1, y2 = x * 2.0, x * x
+    with pytest.raises(ValueError, match="output_gradients holds None"):
+        tape.gradient([y1, y2], x, output_gradients=[None, np.ones(3, np.float32)])
