@@ -284,8 +284,12 @@ class _Scope:
         return self._prelude(names) + pre + state + [ast.Expr(value=call)] + self.stmts(s.orelse)
 
     def _loop_as_written(self, s):
+        """A loop with a ``return`` inside stays a Python loop; over a traced tensor its
+        iterable or condition is a one-line error saying so (ag__.python_loop)."""
         s.body, s.orelse = self.stmts(s.body), self.stmts(s.orelse)
         _Exprs().visit_children(s, skip=("body", "orelse"))
+        field = "iter" if isinstance(s, ast.For) else "test"
+        setattr(s, field, _call(_ag("python_loop"), [getattr(s, field), _const(getattr(s, "lineno", 0))]))
         return [s]
 
 

@@ -302,6 +302,14 @@ def for_stmt(iterable, extra_test, body, get_state, set_state, names, line: int 
     put(list(out)[1:])
 
 
+def python_loop(value, line: int = 0):
+    """The iterable or condition of a loop AutoGraph left Python (a ``return`` inside it)."""
+    if _is_graph(_value(value)):
+        raise GraphError(f"the loop at {_where(line)} returns from inside its body, which AutoGraph keeps as Python; "
+                         "on a tensor, assign the result to a variable and `break` instead")
+    return value
+
+
 # --- expressions ---------------------------------------------------------------------------------
 
 def and_(a_fn, b_fn):

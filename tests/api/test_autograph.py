@@ -351,3 +351,22 @@ def test_a_keras_layer_branching_on_a_tensor_trains_with_fit():
     m.compile(optimizer="sgd", loss="mse")
     history = m.fit(x, np.zeros((4, 3), np.float32), epochs=2, verbose=0).history["loss"]
     assert len(history) == 2 and np.isfinite(history).all()
+
+
+def test_a_return_inside_a_tensor_loop_is_a_one_line_error_and_python_loops_keep_it():
+    def first_positive(v):
+        for x in v:
+            if x > 0:
+                return x
+        return -1.0
+
+    with pytest.raises(GraphError, match="returns from inside its body.* assign the result to a variable and `break`"):
+        sf.function(first_positive, input_signature=[V32]).get_concrete_function()
+
+    def python_list(x):
+        for k in [1.0, 2.0, 3.0]:
+            if k > 1.5:
+                return x * k
+        return x
+
+    assert float(sf.function(python_list, input_signature=[F32])(np.float32(2.0)).numpy()) == 4.0
