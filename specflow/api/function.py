@@ -181,6 +181,7 @@ class ConcreteFunction:
         _check_outside_loops(self.graph_def, self.outputs, name)
         self.target = trace.last_effect
         self.variables = dict(trace.variables)  # uid -> (weakref, handle node)
+        self._tables = list(trace.table_objects)  # sf.lookup tables it reads (one made while tracing lives on)
         self._fetches = list(self.outputs)
         self._targets = self.target
         self._session = None

@@ -37,6 +37,7 @@ class Trace:
         self.created: list = []  # variables created while tracing (weak references)
         self.variables: dict[str, tuple[weakref.ref, str]] = {}  # uid -> (variable, handle node)
         self.tables: dict[str, str] = {}  # sf.lookup table uid -> its handle node
+        self.table_objects: list = []  # the tables themselves: the concrete function keeps them alive, as TF's
         self._captured: dict[int, tuple[EagerTensor, GraphTensor]] = {}
         self.last_effect: str | None = None  # the last stateful node, in program order
         self.depth = 0  # conds and loops being built, nested
@@ -127,6 +128,7 @@ class Trace:
                 node = b.add_op(table._op, [], table._op_attrs(), name=b.unique_name(table._uid), exact_name=True)
             self._hoist(node)
             name = self.tables[table._uid] = node.name
+            self.table_objects.append(table)
         return self._tensor(name)
 
     def _hoist(self, node) -> None:

@@ -43,7 +43,8 @@ _SHARED: weakref.WeakValueDictionary = weakref.WeakValueDictionary()  # shared_n
 
 def share_table(name: str, table) -> None:
     """Make ``table`` what a HashTableV2 node of container SHARED_CONTAINER and shared_name
-    ``name`` finds in every Session (held weakly: it lives as long as its sf.lookup table)."""
+    ``name`` finds in every Session (held weakly: it lives as long as its sf.lookup table, which the
+    concrete functions reading it keep alive)."""
     _SHARED[name] = table
 
 
@@ -103,8 +104,8 @@ def _register_table(op: str, kind: str, extra_attrs: list[str], doc: str) -> Non
             if container == SHARED_CONTAINER:
                 shared = _SHARED.get(name)
                 if shared is None:
-                    raise ctx.fail(f"lookup table '{name}' was deleted (a function holds its tables weakly: "
-                                   "keep a reference, e.g. on a Module)")
+                    raise ctx.fail(f"lookup table '{name}' was deleted (the sf.lookup table object this graph "
+                                   "names is gone: keep a reference, e.g. on a Module)")
                 return shared
             return LookupTable(kind, a["key_dtype"], a["value_dtype"], shape)
 
