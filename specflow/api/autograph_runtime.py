@@ -175,6 +175,17 @@ def _loop_parts(init, names, line: int, what: str):
     return idx, fixed
 
 
+def _putter(set_state, idx, fixed):
+    """Sets the state from the loop variables' values (the others at their fixed values)."""
+    def put(vals):
+        state = list(fixed)
+        for k, v in zip(idx, vals):
+            state[k] = v
+        set_state(tuple(state))
+
+    return put
+
+
 def _loop_outputs(get_state, idx, names, line: int):
     vals = get_state()
     out = []
@@ -203,12 +214,7 @@ def while_stmt(test, body, get_state, set_state, names, line: int = 0) -> None:
 
     init = get_state()
     idx, fixed = _loop_parts(init, names, line, "`while`")
-
-    def put(vals):
-        state = list(fixed)
-        for k, v in zip(idx, vals):
-            state[k] = v
-        set_state(tuple(state))
+    put = _putter(set_state, idx, fixed)
 
     def cond_fn(*vals):
         put(vals)
@@ -277,12 +283,7 @@ def for_stmt(iterable, extra_test, body, get_state, set_state, names, line: int 
             n = shape(iterable)[0]
     init = get_state()
     idx, fixed = _loop_parts(init, names, line, "`for`")
-
-    def put(vals):
-        state = list(fixed)
-        for k, v in zip(idx, vals):
-            state[k] = v
-        set_state(tuple(state))
+    put = _putter(set_state, idx, fixed)
 
     def cond_fn(i, *vals):
         put(vals)
