@@ -51,6 +51,12 @@ class _Assigned(ast.NodeVisitor):
         if isinstance(node.ctx, (ast.Store, ast.Del)):
             self._add(node.id)
 
+    def visit_Attribute(self, node: ast.Attribute) -> None:  # noqa: N802
+        # ``obj.attr = ...`` (obj a plain name): state too, as TF's composite names
+        if isinstance(node.ctx, ast.Store) and isinstance(node.value, ast.Name):
+            self._add(f"{node.value.id}.{node.attr}")
+        self.visit(node.value)
+
     def visit_FunctionDef(self, node) -> None:  # noqa: N802
         self._add(node.name)
         for d in node.decorator_list:
@@ -170,6 +176,7 @@ class _Scope:
 
     def _declare(self, names: list[str]) -> list:
         out = []
+        names = [n for n in names if "." not in n]  # an attribute is set on its object, not bound here
         glob = [n for n in names if n in self.globals]
         nonl = [n for n in names if n not in self.globals]
         if glob:
@@ -182,7 +189,7 @@ class _Scope:
         """``x`` bound (to Undefined) if it is not yet, so the helpers' ``nonlocal x`` has a binding."""
         out = []
         for n in names:
-            if n in self.globals:
+            if n in self.globals or "." in n:
                 continue
             out.append(ast.Try(body=[ast.Expr(value=_name(n))],
                                handlers=[ast.ExceptHandler(type=_name("NameError"), name=None,
@@ -192,14 +199,23 @@ class _Scope:
 
     def _state_fns(self, k: int, names: list[str]) -> tuple[list, str, str]:
         get, set_ = f"{FN}get_state_{k}", f"{FN}set_state_{k}"
-        get_fn = _def(get, [], [ast.Return(value=ast.Tuple(elts=[_name(n) for n in names], ctx=ast.Load()))], self)
-        if names:
-            body = self._declare(names) + [ast.Assign(
-                targets=[ast.Tuple(elts=[_name(n, ast.Store()) for n in names], ctx=ast.Store())],
-                value=_name("ag__vals"))]
-        else:
-            body = [ast.Pass()]
-        return [get_fn, _def(set_, ["ag__vals"], body, self)], get, set_
+
+        def load(n):  # an attribute through ag__.get_attr: Undefined where the object has none yet
+            if "." not in n:
+                return _name(n)
+            obj, attr = n.split(".", 1)
+            return _call(_ag("get_attr"), [_name(obj), _const(attr), _const(n)])
+
+        get_fn = _def(get, [], [ast.Return(value=ast.Tuple(elts=[load(n) for n in names], ctx=ast.Load()))], self)
+        body = self._declare(names)
+        for i, n in enumerate(names):
+            value = ast.Subscript(value=_name("ag__vals"), slice=_const(i), ctx=ast.Load())
+            if "." in n:
+                obj, attr = n.split(".", 1)
+                body.append(ast.Expr(value=_call(_ag("set_attr"), [_name(obj), _const(attr), value])))
+            else:
+                body.append(ast.Assign(targets=[_name(n, ast.Store())], value=value))
+        return [get_fn, _def(set_, ["ag__vals"], body or [ast.Pass()], self)], get, set_
 
     # statements ----------------------------------------------------------------------------------
 

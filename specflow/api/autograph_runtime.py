@@ -45,6 +45,27 @@ class Undefined:
     __int__ = __float__ = __index__ = _fail
 
 
+def get_attr(obj, attr: str, name: str):
+    """An attribute the converted block assigns (TF's composite names): Undefined if not set yet."""
+    try:
+        return getattr(obj, attr)
+    except AttributeError:
+        return Undefined(name)
+
+
+def set_attr(obj, attr: str, value) -> None:
+    """Set it back. Undefined (the object had no such attribute): the attribute a branch's trace
+    set is removed again, so a read after it fails as Python's would."""
+    if isinstance(value, Undefined):
+        if hasattr(obj, attr):
+            try:
+                delattr(obj, attr)
+            except AttributeError:
+                setattr(obj, attr, value)
+        return
+    setattr(obj, attr, value)
+
+
 def _is_graph(v) -> bool:
     return isinstance(v, GraphTensor)
 

@@ -370,3 +370,38 @@ def test_a_return_inside_a_tensor_loop_is_a_one_line_error_and_python_loops_keep
         return x
 
     assert float(sf.function(python_list, input_signature=[F32])(np.float32(2.0)).numpy()) == 4.0
+
+
+def test_attributes_assigned_in_tensor_branches_and_loops_are_state():
+    """``self.x = ...`` in a branch or loop on a tensor: a cond output / loop variable, as TF's
+    composite names (it leaked the branch's tensor: 'produced no value (it is dead)')."""
+    class Tracker(sf.Module):
+        def __init__(self):
+            super().__init__()
+            self.last = 0.0
+
+        @sf.function(input_signature=[F32])
+        def f(self, x):
+            if x > 0:
+                self.last = x * 2.0
+            else:
+                self.last = x - 1.0
+            i = 0
+            while i < 3:
+                self.last = self.last + 1.0
+                i += 1
+            return self.last
+
+    t = Tracker()
+    assert float(t.f(np.float32(3.0)).numpy()) == 9.0
+    assert float(t.f(np.float32(-2.0)).numpy()) == 0.0
+
+    class OneBranch:
+        @sf.function(input_signature=[F32])
+        def f(self, x):
+            if x > 0:
+                self.tmp = x
+            return self.tmp
+
+    with pytest.raises((GraphError, AttributeError)):
+        OneBranch().f(np.float32(1.0))
