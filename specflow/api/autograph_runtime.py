@@ -235,6 +235,8 @@ def while_stmt(test, body, get_state, set_state, names, line: int = 0) -> None:
 
     init = get_state()
     idx, fixed = _loop_parts(init, names, line, "`while`")
+    if not idx:
+        raise GraphError(f"the `while` on a tensor at {_where(line)} changes no variable: it would never end")
     put = _putter(set_state, idx, fixed)
 
     def cond_fn(*vals):
@@ -246,13 +248,7 @@ def while_stmt(test, body, get_state, set_state, names, line: int = 0) -> None:
         body()
         return tuple(_loop_outputs(get_state, idx, names, line))
 
-    start = [_as_tensor(init[k]) for k in idx]
-    out = while_loop(cond_fn, body_fn, start) if idx else _no_var_loop(cond_fn, body_fn, line)
-    put(list(out) if idx else [])
-
-
-def _no_var_loop(cond_fn, body_fn, line):
-    raise GraphError(f"the `while` on a tensor at {_where(line)} changes no variable: it would never end")
+    put(list(while_loop(cond_fn, body_fn, [_as_tensor(init[k]) for k in idx])))
 
 
 class _Indexed:
@@ -409,6 +405,3 @@ def call(f, *args, **kwargs):
     if convertible_callee(f):
         return convert(f)(*args, **kwargs)
     return f(*args, **kwargs)
-
-
-__all__ = ["Undefined", "and_", "builtins", "call", "for_stmt", "if_exp", "if_stmt", "not_", "or_", "while_stmt"]
