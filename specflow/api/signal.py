@@ -76,28 +76,17 @@ def _complex_input(x, preferred: bool = False) -> Tensor:
     return _t(x)
 
 
-def fft(input, name: str | None = None):  # noqa: A002
-    return call("FFT", _complex_input(input), name=name)
+def _complex_fft(op: str):
+    def fn(input, name: str | None = None):  # noqa: A002 (TF's name)
+        return call(op, _complex_input(input), name=name)
+
+    fn.__name__ = op.lower()
+    fn.__doc__ = f"TensorFlow's ``tf.signal.{op.lower()}``: {op} over the innermost dimension(s)."
+    return fn
 
 
-def ifft(input, name: str | None = None):  # noqa: A002
-    return call("IFFT", _complex_input(input), name=name)
-
-
-def fft2d(input, name: str | None = None):  # noqa: A002
-    return call("FFT2D", _complex_input(input), name=name)
-
-
-def ifft2d(input, name: str | None = None):  # noqa: A002
-    return call("IFFT2D", _complex_input(input), name=name)
-
-
-def fft3d(input, name: str | None = None):  # noqa: A002
-    return call("FFT3D", _complex_input(input), name=name)
-
-
-def ifft3d(input, name: str | None = None):  # noqa: A002
-    return call("IFFT3D", _complex_input(input), name=name)
+fft, ifft, fft2d, ifft2d, fft3d, ifft3d = (_complex_fft(op) for op in ("FFT", "IFFT", "FFT2D", "IFFT2D", "FFT3D",
+                                                                       "IFFT3D"))
 
 
 def _fft_lengths(x: Tensor, rank: int, fft_length, inverse: bool):
@@ -142,36 +131,32 @@ def _pad_for_rfft(x: Tensor, rank: int, lengths, inverse: bool) -> Tensor:
     return pad(x, call("Pack", [call("ZerosLike", after), after], axis=1))
 
 
-def _rfft(op: str, rank: int):
-    def rfft_n(input_tensor, fft_length=None, name: str | None = None):
-        x = _float_input(input_tensor, "RFFT", preferred=True)
-        lengths = _fft_lengths(x, rank, fft_length, inverse=False)
-        x = _pad_for_rfft(x, rank, lengths, inverse=False)
+def _real_fft(op: str, rank: int, inverse: bool):
+    """TF's RFFT/IRFFT wrappers: ``fft_length`` given or inferred, the input zero-padded to it
+    (the op crops but does not pad), the output dtype the input's complex or real pair."""
+    def fn(input_tensor, fft_length=None, name: str | None = None):
+        if inverse:
+            x = _complex_input(input_tensor, preferred=True)
+            if x.dtype not in _REAL_OF:
+                raise ValueError(f"IRFFT requires complex64 or complex128 inputs, got {x.dtype.name}")
+        else:
+            x = _float_input(input_tensor, "RFFT", preferred=True)
+        lengths = _fft_lengths(x, rank, fft_length, inverse=inverse)
+        x = _pad_for_rfft(x, rank, lengths, inverse=inverse)
         n = np.asarray(lengths, np.int32) if isinstance(lengths, list) else lengths
+        if inverse:
+            return call(op, x, n, Treal=_REAL_OF[x.dtype], name=name)
         return call(op, x, n, Tcomplex=_COMPLEX_OF[x.dtype], name=name)
 
-    rfft_n.__name__ = op.lower()
-    rfft_n.__doc__ = f"TensorFlow's ``tf.signal.{op.lower()}``: the real input padded to ``fft_length``, then {op}."
-    return rfft_n
+    fn.__name__ = op.lower()
+    fn.__doc__ = (f"TensorFlow's ``tf.signal.{op.lower()}``: "
+                  + ("default length 2 * (n - 1) on the last axis." if inverse else
+                     f"the real input padded to ``fft_length``, then {op}."))  # fmt: skip
+    return fn
 
 
-def _irfft(op: str, rank: int):
-    def irfft_n(input_tensor, fft_length=None, name: str | None = None):
-        x = _complex_input(input_tensor, preferred=True)
-        if x.dtype not in _REAL_OF:
-            raise ValueError(f"IRFFT requires complex64 or complex128 inputs, got {x.dtype.name}")
-        lengths = _fft_lengths(x, rank, fft_length, inverse=True)
-        x = _pad_for_rfft(x, rank, lengths, inverse=True)
-        n = np.asarray(lengths, np.int32) if isinstance(lengths, list) else lengths
-        return call(op, x, n, Treal=_REAL_OF[x.dtype], name=name)
-
-    irfft_n.__name__ = op.lower()
-    irfft_n.__doc__ = f"TensorFlow's ``tf.signal.{op.lower()}``: default length 2 * (n - 1) on the last axis."
-    return irfft_n
-
-
-rfft, rfft2d, rfft3d = _rfft("RFFT", 1), _rfft("RFFT2D", 2), _rfft("RFFT3D", 3)
-irfft, irfft2d, irfft3d = _irfft("IRFFT", 1), _irfft("IRFFT2D", 2), _irfft("IRFFT3D", 3)
+rfft, rfft2d, rfft3d = (_real_fft(f"RFFT{s}", r, False) for r, s in ((1, ""), (2, "2D"), (3, "3D")))
+irfft, irfft2d, irfft3d = (_real_fft(f"IRFFT{s}", r, True) for r, s in ((1, ""), (2, "2D"), (3, "3D")))
 
 
 def _shift(x, axes, sign: int, name):

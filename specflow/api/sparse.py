@@ -129,8 +129,9 @@ def to_dense(sp_input, default_value=None, validate_indices: bool = True, name: 
 def reorder(sp_input, name: str | None = None) -> SparseTensor:
     """The entries sorted into row-major order (a stable sort, as TF's)."""
     sp = _check(sp_input, "reorder")
-    order = call("Identity", _argsort(_linear(sp.indices, sp.dense_shape)), name=name) if name else \
-        _argsort(_linear(sp.indices, sp.dense_shape))
+    order = _argsort(_linear(sp.indices, sp.dense_shape))
+    if name:
+        order = call("Identity", order, name=name)
     return SparseTensor(gather(sp.indices, order), gather(sp.values, order), sp.dense_shape)
 
 

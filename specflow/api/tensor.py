@@ -20,6 +20,14 @@ def _ops():
     return op_functions
 
 
+def numpy_value(a: np.ndarray):
+    """What ``numpy()`` gives, as TensorFlow's: the array; a scalar as a numpy scalar, or ``bytes``
+    for a string (a variant's or resource's 0-d object array stays an array)."""
+    if a.ndim == 0 and (a.dtype.kind != "O" or isinstance(a[()], bytes)):
+        return a[()]
+    return a
+
+
 class Tensor:
     """What every op function returns and accepts (as do numpy arrays and Python numbers)."""
 
@@ -165,8 +173,7 @@ class EagerTensor(Tensor):
     def numpy(self):
         """The value: an array; a scalar as a numpy scalar (``bytes`` for a string), as
         TensorFlow's ``numpy()`` gives. ``np.asarray(t)`` is always an array."""
-        a = self._array()
-        return a[()] if a.ndim == 0 and a.dtype.kind != "O" or (a.ndim == 0 and isinstance(a[()], bytes)) else a
+        return numpy_value(self._array())
 
     def _array(self) -> np.ndarray:
         v = self.value

@@ -154,7 +154,7 @@ class TFRecordWriter:
         self._writer.write(bytes(record))
 
     def flush(self) -> None:
-        self._writer._file.flush()
+        self._writer.flush()
 
     def close(self) -> None:
         self._writer.close()

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from specflow.api.context import STATE, eager_device
-from specflow.api.tensor import EagerTensor, GraphTensor, Tensor
+from specflow.api.tensor import EagerTensor, GraphTensor, Tensor, numpy_value
 from specflow.errors import GraphError
 from specflow.graph import dtypes
 from specflow.graph.dtypes import as_dtype
@@ -205,8 +205,7 @@ class Variable(Tensor):
     def numpy(self):
         """A copy of the value: an array; a scalar as a numpy scalar (``bytes`` for a string), as
         TensorFlow's. ``np.asarray(v)`` is always an array."""
-        a = self._array()
-        return a[()] if a.ndim == 0 and (a.dtype.kind != "O" or isinstance(a[()], bytes)) else a
+        return numpy_value(self._array())
 
     def _array(self) -> np.ndarray:
         value = self._var.value

@@ -143,6 +143,9 @@ class TFRecordWriter:
         rec = encode_record(bytes(data))
         self._file.write(self._z.compress(rec) if self._z else rec)
 
+    def flush(self) -> None:
+        self._file.flush()
+
     def close(self) -> None:
         if self._z is not None:
             self._file.write(self._z.flush())

@@ -89,7 +89,7 @@ class NodeItem:
         "id", "node", "name", "op", "fn", "is_async", "run_dead", "inexpensive", "static_cheap", "cost",
         "in_start", "n_in", "in_srcs", "nones", "n_out", "outputs", "out_flat", "frees", "ctrl_out",
         "checks", "check0", "ctx_template", "state", "dead_outs",
-        "loop_kind", "loop_run_dead", "is_merge", "frame_io", "enter_frame", "enter_const", "enter_par",
+        "loop_kind", "loop_run_dead", "stays_live", "is_merge", "frame_io", "enter_frame", "enter_const", "enter_par",
         "loop_edges", "loop_ctrl", "to_merge", "merge_dead_at",
     )  # fmt: skip
 

@@ -112,9 +112,9 @@ class Frames:
         ops = {item.name: item.op for item in self._nodes}
         for item in self._nodes:
             item.loop_kind = _KINDS.get(item.op, NORMAL)
-            item.loop_run_dead = item.frame_io = item.op in _TRANSFER_OPS
-            if item.op == "ControlTrigger":  # runs, and stays live, on dead inputs (TF's gradient loops rely on it)
-                item.loop_run_dead = True
+            item.frame_io = item.op in _TRANSFER_OPS
+            item.stays_live = item.op == "ControlTrigger"  # runs, and stays live, on dead inputs (TF's gradient loops)
+            item.loop_run_dead = item.frame_io or item.stays_live
             item.is_merge = item.op in MERGE_OPS
             # Dead data inputs that fire a Merge dead: one for a loop's Merge, else all of them.
             back = item.is_merge and any(
@@ -239,7 +239,7 @@ class Frames:
     def _frames_complete(self, step, tag, item, outs, is_dead, error, t0, t1, todo) -> None:
         """Record, propagate outputs by the node's frame rules, schedule what became ready."""
         self._fail_or_record(step, item, outs, error, t0, t1)
-        is_dead = (is_dead or tag[3]) and item.op != "ControlTrigger"
+        is_dead = (is_dead or tag[3]) and not item.stays_live
         ready: list[tuple] = []
         with step.lock:
             step.nodes_run += 1

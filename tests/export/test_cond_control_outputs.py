@@ -18,11 +18,13 @@ def _var(x):
     return sf.Variable(np.array(x, np.float32))
 
 
-class Read(sf.Module):
+class _HoldsV(sf.Module):
     def __init__(self):
         super().__init__()
         self.v = _var([10.0, 20.0, 30.0])
 
+
+class Read(_HoldsV):
     @sf.function(input_signature=SPEC)
     def f(self, n):
         if n > 2:
@@ -32,10 +34,10 @@ class Read(sf.Module):
         return y
 
 
-class Nested(sf.Module):
+class Nested(_HoldsV):
     def __init__(self):
         super().__init__()
-        self.v, self.w = _var([10.0, 20.0, 30.0]), _var([1.0, 2.0, 3.0])
+        self.w = _var([1.0, 2.0, 3.0])
 
     @sf.function(input_signature=SPEC)
     def f(self, n):
@@ -49,11 +51,7 @@ class Nested(sf.Module):
         return y
 
 
-class InWhile(sf.Module):
-    def __init__(self):
-        super().__init__()
-        self.v = _var([10.0, 20.0, 30.0])
-
+class InWhile(_HoldsV):
     @sf.function(input_signature=SPEC)
     def f(self, n):
         i, acc = sf.constant(0.0), sf.zeros([3])
@@ -66,11 +64,7 @@ class InWhile(sf.Module):
         return acc
 
 
-class ReadAssign(sf.Module):
-    def __init__(self):
-        super().__init__()
-        self.v = _var([10.0, 20.0, 30.0])
-
+class ReadAssign(_HoldsV):
     @sf.function(input_signature=SPEC)
     def f(self, n):
         if n > 2:
@@ -81,11 +75,7 @@ class ReadAssign(sf.Module):
         return y + self.v
 
 
-class AssignOnly(sf.Module):
-    def __init__(self):
-        super().__init__()
-        self.v = _var([10.0, 20.0, 30.0])
-
+class AssignOnly(_HoldsV):
     @sf.function(input_signature=SPEC)
     def f(self, n):
         if n > 2:
@@ -95,11 +85,7 @@ class AssignOnly(sf.Module):
         return n * 1.0
 
 
-class WhileInCond(sf.Module):
-    def __init__(self):
-        super().__init__()
-        self.v = _var([10.0, 20.0, 30.0])
-
+class WhileInCond(_HoldsV):
     @sf.function(input_signature=SPEC)
     def f(self, n):
         acc = sf.zeros([3])
