@@ -78,6 +78,7 @@ from specflow.ops import (  # noqa: F401,E402  (importing registers the ops)
     stateless_random_ops,
     strided_update_ops,
     string_more_ops,
+    tensor_array_v3_ops,
     training_ops,
     tridiagonal_ops,
     unique_axis_ops,

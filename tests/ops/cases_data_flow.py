@@ -1,4 +1,4 @@
-"""Queue and TensorArray ops (specflow/ops/data_flow_ops.py). Queue ops need a resource manager and, for the waiting ones,
+"""Queue and TensorArray ops (specflow/ops/data_flow_ops.py, tensor_array_v3_ops.py). Queue ops need a resource manager and, for the waiting ones,
 a step to resume: they run through a Session in tests/train/test_queues.py."""
 
 _WHERE = "needs a ResourceMgr and a running step; tests/train/test_queues.py"

@@ -1,4 +1,4 @@
-"""TF1's TensorArray ops (specflow/ops/data_flow_ops.py) carry float "flow" scalars, so the
+"""TF1's TensorArray ops (specflow/ops/tensor_array_v3_ops.py) carry float "flow" scalars, so the
 gradient check sees float inputs and outputs; specflow's autodiff has no gradient for them."""
 
 _WHY = ("TF1 TensorArray: a graph's own tf.gradients ops (TensorArrayGradV3 and the grad array's "
